@@ -1,0 +1,34 @@
+package weir
+
+/**
+ * What a pipeline does when a task's handler fails.
+ *
+ * Whatever the policy, a failure is never dropped: it shows in the task's [[Outcome]], in
+ * [[Summary.failures]] and in the metrics.
+ */
+sealed trait FailurePolicy[F[_], -A]
+
+object FailurePolicy:
+
+  /**
+   * Stop at the first failure: no new task starts, in-flight tasks are interrupted (recorded as
+   * [[Outcome.Failed]] with [[Disposition.Interrupted]]), and every buffered task is returned as
+   * [[Outcome.NotStarted]] with [[NotStartedReason.FailedFast]]. The summary's `stop` names the task and
+   * the error that caused it.
+   */
+  def failFast[F[_]]: FailurePolicy[F, Any] = FailFast()
+
+  /** Record the failure (in the summary and the outcome) and go on with the other tasks. */
+  def skip[F[_]]: FailurePolicy[F, Any] = Skip()
+
+  /**
+   * Hand the task and its error to `sink`, then go on. If the sink itself fails, its error is added as a
+   * suppressed exception and the task is recorded as [[Disposition.DeadLetterFailed]]: nothing is lost.
+   * The sink runs on the worker that ran the task, so a slow sink holds that slot.
+   */
+  def deadLetter[F[_], A](sink: (A, Throwable) => F[Unit]): FailurePolicy[F, A] = DeadLetter(sink)
+
+  private[weir] final case class FailFast[F[_]]() extends FailurePolicy[F, Any]
+  private[weir] final case class Skip[F[_]]() extends FailurePolicy[F, Any]
+  private[weir] final case class DeadLetter[F[_], A](sink: (A, Throwable) => F[Unit])
+      extends FailurePolicy[F, A]

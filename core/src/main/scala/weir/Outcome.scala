@@ -1,0 +1,52 @@
+package weir
+
+/**
+ * What happened to one task. Every task a pipeline takes from its source ends in exactly one outcome.
+ */
+enum Outcome[+A, +B]:
+
+  /** The handler returned `value`. */
+  case Succeeded(task: A, value: B)
+
+  /** The handler failed (or was interrupted); `disposition` says what the failure policy did with it. */
+  case Failed(task: A, error: Throwable, disposition: Disposition)
+
+  /** The task was taken from the source but never started, and is handed back. */
+  case NotStarted(task: A, reason: NotStartedReason)
+
+  def task: A
+
+/** What became of a failed task. */
+enum Disposition:
+  /** Recorded and skipped ([[FailurePolicy.skip]]). */
+  case Skipped
+
+  /** Handed to the dead-letter sink. */
+  case DeadLettered
+
+  /** The dead-letter sink failed too; its error is suppressed on the task's error. */
+  case DeadLetterFailed
+
+  /** This failure stopped the pipeline ([[FailurePolicy.failFast]]). */
+  case Aborted
+
+  /**
+   * The task was running when the pipeline stopped (fail-fast, a drain deadline, or release) and was
+   * cancelled; its error is [[TaskInterrupted]].
+   */
+  case Interrupted
+
+/** Why a task never started. */
+enum NotStartedReason:
+  /** The pipeline was asked to drain. */
+  case Drained
+
+  /** Another task failed under [[FailurePolicy.failFast]]. */
+  case FailedFast
+
+  /** The pipeline was released or cancelled without a drain. */
+  case Cancelled
+
+/** The error of a task that was cancelled while it ran. */
+final class TaskInterrupted(val reason: String)
+    extends RuntimeException(s"task interrupted: $reason", null, false, false)

@@ -1,0 +1,125 @@
+package weir
+
+import cats.effect.kernel.{Async, Resource}
+import fs2.Stream
+import fs2.concurrent.Channel
+import weir.internal.{Engine, Reorder, Settings}
+
+import scala.concurrent.duration.*
+
+/**
+ * A task-processing pipeline: a [[Source]] of tasks, a handler, and the policies that govern how they
+ * meet. Immutable; every `with…` returns a new pipeline, and each `run`, `outcomes` or `start` is an
+ * independent run.
+ *
+ * {{{
+ * Pipeline(Source.partitioned(2)(p => tasksOf(p)))
+ *   .process(fetch)
+ *   .withLimit(Limit.fixed(100))
+ *   .withBuffer(200)
+ *   .withFailurePolicy(FailurePolicy.skip)
+ *   .run
+ * }}}
+ */
+final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: Async[F]):
+
+  /** Replaces the concurrency limit (default [[Limit.fixed]]`(`[[Defaults.concurrency]]`)`). */
+  def withLimit(limit: Limit): Pipeline[F, A, B] = copy(settings.copy(limit = limit))
+
+  /**
+   * Sets the capacity of the buffer between producers and workers, in tasks (default
+   * [[Defaults.bufferCapacity]]). Producers wait while it is full. Fails with `IllegalArgumentException`
+   * when `capacity <= 0`.
+   */
+  def withBuffer(capacity: Int): Pipeline[F, A, B] =
+    require(capacity > 0, s"buffer capacity must be > 0, was: $capacity")
+    copy(settings.copy(bufferCapacity = capacity))
+
+  /** Sets the ordering of outcomes (default [[Ordering.unordered]]). */
+  def withOrdering(ordering: Ordering): Pipeline[F, A, B] = copy(settings.copy(ordering = ordering))
+
+  /** Sets what happens when a handler fails (default [[FailurePolicy.skip]]). */
+  def withFailurePolicy(policy: FailurePolicy[F, A]): Pipeline[F, A, B] = copy(settings.copy(policy = policy))
+
+  /**
+   * How long in-flight tasks may go on when a started run is released (or `run` is cancelled) before they
+   * are interrupted (default zero: at once). Fails when negative.
+   */
+  def withReleaseGrace(grace: FiniteDuration): Pipeline[F, A, B] =
+    require(grace >= Duration.Zero, s"release grace must be >= 0, was: $grace")
+    copy(settings.copy(releaseGrace = grace))
+
+  /**
+   * Runs every task and returns the summary. Outcomes are counted, not kept, except for failed and
+   * unstarted tasks, so memory does not grow with the number of tasks that succeed.
+   *
+   * Cancellation: cancelling `run` stops the run as a release of [[start]] does; no fiber is left behind.
+   */
+  def run: F[Summary[A]] = start.use(_.join)
+
+  /**
+   * Runs the pipeline, emitting one [[Outcome]] per task: successes and failures as they happen (in input
+   * order under [[Ordering.inputOrder]]), then the tasks that never started. A slow consumer of this stream
+   * slows the workers down once [[Defaults.outcomeBuffer]] outcomes wait. Stopping the stream early (for
+   * example with `take`) stops the run as a release of [[start]] does.
+   */
+  def outcomes: Stream[F, Outcome[A, B]] =
+    Stream.eval(Channel.bounded[F, (Long, Outcome[A, B])](Defaults.outcomeBuffer)).flatMap { channel =>
+      val emit: Engine.Emit[F, A, B] = (pos, outcome) => F.void(channel.send((pos, outcome)))
+      Stream.resource(Engine.start(settings, emit)).flatMap { running =>
+        // closing the channel first lets a stopping run emit into it without waiting for a reader
+        val positioned = Stream
+          .bracket(F.unit)(_ => F.void(channel.close))
+          .flatMap(_ => channel.stream.concurrently(Stream.eval(F.flatMap(running.join)(_ => channel.close))))
+        settings.ordering match
+          case Ordering.Unordered => positioned.map(_._2)
+          case Ordering.InputOrder(_) => positioned.through(Reorder[F, Outcome[A, B]])
+      }
+    }
+
+  /**
+   * Starts the pipeline and hands back a [[Running]] handle: drain it, change its limit, watch its
+   * metrics. Releasing the resource stops the run if it is still going: nothing new starts, in-flight
+   * tasks get the release grace and are then interrupted; the accounts stay exact (see [[Running.join]]),
+   * and no fiber is left behind.
+   */
+  def start: Resource[F, Running[F, A]] = Engine.start(settings, (_, _) => F.unit)
+
+  override def toString: String =
+    s"Pipeline(${settings.source}, ${settings.limit}, buffer=${settings.bufferCapacity}, ${settings.ordering})"
+
+  private def copy[B2](s: Settings[F, A, B2]): Pipeline[F, A, B2] = new Pipeline(s)
+
+object Pipeline:
+
+  /** Starts building a pipeline over `source`. */
+  def apply[F[_]: Async, A](source: Source[F, A]): Builder[F, A] = new Builder(source)
+
+  /** Starts building a pipeline over a single producer. */
+  def apply[F[_]: Async, A](stream: Stream[F, A]): Builder[F, A] = new Builder(Source(stream))
+
+  /** A pipeline that has a source and needs a handler. */
+  final class Builder[F[_], A] private[Pipeline] (source: Source[F, A])(using F: Async[F]):
+
+    /** Each task is handled by `handler`, an effect that should not block its thread. */
+    def process[B](handler: A => F[B]): Pipeline[F, A, B] = build(handler)
+
+    /**
+     * Each task is handled by `handler`, which may block its thread (JDBC, file I/O, a blocking client). It
+     * runs on Cats Effect's blocking pool, never on the compute pool, and is interruptible: cancelling it
+     * (fail-fast, a drain deadline) interrupts the thread. See `docs/adr/0002-blocking-handlers.md`.
+     */
+    def processBlocking[B](handler: A => B): Pipeline[F, A, B] = build(a => F.interruptible(handler(a)))
+
+    private def build[B](handler: A => F[B]): Pipeline[F, A, B] =
+      new Pipeline(
+        Settings(
+          source,
+          handler,
+          Limit.fixed(Defaults.concurrency),
+          Defaults.bufferCapacity,
+          Ordering.unordered,
+          FailurePolicy.skip[F],
+          Defaults.releaseGrace
+        )
+      )

@@ -1,0 +1,49 @@
+package weir
+
+import fs2.Stream
+
+import scala.concurrent.duration.FiniteDuration
+
+/**
+ * A pipeline that is running, from [[Pipeline.start]]. Every method may be called from any fiber, any
+ * number of times.
+ */
+trait Running[F[_], A]:
+
+  /**
+   * Waits for the run to end and returns its summary. Blocks until the sources are exhausted and every
+   * task has finished, or until the run is stopped (drain, fail-fast, release). Cancelling `join` only
+   * stops the wait, not the run.
+   */
+  def join: F[Summary[A]]
+
+  /**
+   * Stops taking tasks and returns the summary, with every task that never started in
+   * [[Summary.unstarted]].
+   *
+   * What happens: producers stop (a pull in progress completes and its tasks are returned; one still
+   * running at the deadline is cancelled); workers finish the task they are running, for up to
+   * `deadline`, then the rest are interrupted and recorded as [[Disposition.Interrupted]]. Nothing
+   * starts after `drain` is called. If the run already ended, returns its summary. Concurrent calls
+   * all get the same summary; the first call's deadline applies.
+   *
+   * Errors: a negative deadline fails at once with `IllegalArgumentException`.
+   * Cancellation: cancelling `drain` stops the wait; the drain goes on.
+   */
+  def drain(deadline: FiniteDuration): F[Summary[A]]
+
+  /**
+   * Changes the concurrency limit. Raising it starts waiting tasks at once; lowering it never interrupts
+   * a task — no task starts until fewer than `n` are in flight. Fails with `IllegalArgumentException`
+   * when `n <= 0`.
+   */
+  def setLimit(n: Int): F[Unit]
+
+  /** The counters now. Cheap: a few atomic reads. */
+  def snapshot: F[Snapshot]
+
+  /**
+   * A snapshot now, then one every `every`, and a last one when the run ends (then the stream ends).
+   * Any number of these streams may run; each costs one timer per interval, nothing per task.
+   */
+  def metrics(every: FiniteDuration): Stream[F, Snapshot]

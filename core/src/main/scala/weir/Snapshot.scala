@@ -1,0 +1,26 @@
+package weir
+
+import scala.concurrent.duration.FiniteDuration
+
+/**
+ * A point-in-time reading of a running pipeline's counters, cheap to take (a handful of atomic
+ * reads). Counters only grow; `inFlight`, `buffered`, `limit` and `workers` are gauges.
+ *
+ * `received` counts tasks taken from the sources; `started` tasks whose handler began. At any instant
+ * `received == buffered + inFlight + succeeded + failed + notStarted`, up to the tasks being moved
+ * between two of these states while the snapshot is read.
+ */
+final case class Snapshot(
+    elapsed: FiniteDuration,
+    received: Long,
+    started: Long,
+    succeeded: Long,
+    failed: Long,
+    notStarted: Long,
+    inFlight: Long,
+    buffered: Long,
+    limit: Int,
+    workers: Int
+):
+  /** Tasks that have reached an outcome. */
+  def finished: Long = succeeded + failed + notStarted

@@ -1,0 +1,70 @@
+package weir
+
+import scala.concurrent.duration.*
+
+/**
+ * The result of a whole run.
+ *
+ * Accounting: `received == succeeded + failed + notStarted` always holds; `failures` holds every failed
+ * task (so its size is `failed`) and `unstarted` every task that never started.
+ */
+final case class Summary[+A](
+    received: Long,
+    succeeded: Long,
+    failed: Long,
+    notStarted: Long,
+    failures: Vector[Outcome.Failed[A, Nothing]],
+    unstarted: Vector[A],
+    elapsed: FiniteDuration,
+    latency: Latency,
+    stop: StopReason
+):
+
+  /** Completed tasks (succeeded or failed) per second of wall time. */
+  def throughput: Double =
+    val seconds = elapsed.toNanos.toDouble / 1e9
+    if seconds <= 0 then 0.0 else (succeeded + failed).toDouble / seconds
+
+  /** True when every received task succeeded and the run was not stopped early. */
+  def allSucceeded: Boolean = succeeded == received && stop == StopReason.Completed
+
+  override def toString: String =
+    f"Summary(received=$received, succeeded=$succeeded, failed=$failed, notStarted=$notStarted, " +
+      f"elapsed=${elapsed.toMillis}ms, throughput=$throughput%.1f/s, latency=$latency, stop=$stop)"
+
+/** Why a run ended. */
+enum StopReason:
+  /** The sources were exhausted and every task ran. */
+  case Completed
+
+  /** [[Running.drain]] was called. */
+  case Drained
+
+  /** A task failed under [[FailurePolicy.failFast]]. */
+  case FailedFast(error: Throwable)
+
+  /** The run was released or cancelled without a drain. */
+  case Cancelled
+
+  /**
+   * A producer's stream failed (further failures are suppressed on this one). The other producers ran on,
+   * and every task already received was processed.
+   */
+  case SourceFailed(error: Throwable)
+
+/** Latency of the tasks that ran (from start to the end of the handler), over the whole run. */
+final case class Latency(
+    count: Long,
+    mean: FiniteDuration,
+    p50: FiniteDuration,
+    p90: FiniteDuration,
+    p99: FiniteDuration,
+    p999: FiniteDuration,
+    max: FiniteDuration
+):
+  override def toString: String =
+    def ms(d: FiniteDuration) = f"${d.toNanos / 1e6}%.3f"
+    s"Latency(n=$count, mean=${ms(mean)}ms, p50=${ms(p50)}ms, p99=${ms(p99)}ms, max=${ms(max)}ms)"
+
+object Latency:
+  val empty: Latency = Latency(0, Duration.Zero, Duration.Zero, Duration.Zero, Duration.Zero, Duration.Zero, Duration.Zero)

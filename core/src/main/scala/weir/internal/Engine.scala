@@ -1,0 +1,249 @@
+package weir.internal
+
+import cats.effect.kernel.{Async, Deferred, Poll, Ref, Resource}
+import cats.effect.std.Supervisor
+import cats.Parallel
+import cats.effect.instances.spawn.parallelForGenSpawn
+import cats.effect.syntax.all.*
+import cats.syntax.all.*
+import fs2.{Chunk, Stream}
+import weir.*
+
+import scala.concurrent.duration.*
+
+/**
+ * One run of a pipeline: producers feeding a [[TaskBuffer]], a [[WorkerPool]] draining it, a
+ * [[Ledger]] keeping the accounts, and a conductor that ends the run — naturally, or on a drain, a
+ * fail-fast or a release — and writes the [[Summary]].
+ *
+ * Every task goes received → (buffered) → started → succeeded | failed, or received → not started, and
+ * each transition is recorded once, on every path: the handler's cancellation is recorded by the worker
+ * that ran it, an interrupted offer hands its rest to the ledger, a cancelled take puts its element back,
+ * and whatever the buffer still holds at the end is returned as not started.
+ */
+private[weir] final class Engine[F[_], A, B] private (
+    settings: Settings[F, A, B],
+    emit: Engine.Emit[F, A, B],
+    startedAt: FiniteDuration,
+    ledger: Ledger[F, A],
+    buffer: TaskBuffer[F, A],
+    window: Option[OrderWindow[F]],
+    stopRequest: Deferred[F, Engine.StopRequest],
+    result: Deferred[F, Summary[A]],
+    sourceErrors: Ref[F, List[Throwable]],
+    producersDone: Deferred[F, Unit],
+    killWorkers: F[Unit],
+    killProducers: F[Unit]
+)(using F: Async[F])
+    extends Running[F, A]:
+  import Engine.*
+
+  private given Parallel[F] = parallelForGenSpawn[F, Throwable]
+
+  // set once, right after construction (the pool's workers run this engine's loop)
+  @volatile private var pool: WorkerPool[F] = scala.compiletime.uninitialized
+
+  def join: F[Summary[A]] = result.get
+
+  def drain(deadline: FiniteDuration): F[Summary[A]] =
+    F.raiseError(new IllegalArgumentException(s"drain deadline must be >= 0, was: $deadline"))
+      .whenA(deadline < Duration.Zero) *> requestStop(StopReason.Drained, deadline) *> result.get
+
+  def setLimit(n: Int): F[Unit] =
+    F.raiseError(new IllegalArgumentException(s"concurrency limit must be > 0, was: $n")).whenA(n <= 0) *>
+      pool.setLimit(n).flatMap { room =>
+        if room > 0 then buffer.size.flatMap(b => pool.grow(math.min(b, room)))
+        else if room < 0 then buffer.wake(-room)
+        else F.unit
+      }
+
+  def snapshot: F[Snapshot] =
+    (ledger.counts, buffer.size, pool.limit, pool.live, F.monotonic).mapN { (c, buffered, limit, live, now) =>
+      Snapshot(now - startedAt, c.received, c.started, c.succeeded, c.failed, c.notStarted, c.inFlight,
+        buffered.toLong, limit, live)
+    }
+
+  def metrics(every: FiniteDuration): Stream[F, Snapshot] =
+    require(every > Duration.Zero, s"metrics interval must be > 0, was: $every")
+    (Stream.eval(snapshot) ++ Stream.fixedDelay[F](every).evalMap(_ => snapshot))
+      .interruptWhen(result.get.as(Right(()): Either[Throwable, Unit])) ++ Stream.eval(snapshot)
+
+  // ---- producers ------------------------------------------------------------------------------
+
+  private def produceAll: F[Unit] =
+    settings.source.producers.parTraverse_(produce) *> buffer.close *> pool.finishing(stop = false) *>
+      producersDone.complete(()).void
+
+  private def produce(stream: Stream[F, A]): F[Unit] =
+    stream.chunks
+      .evalMap(offer)
+      .takeWhile(identity)
+      .compile
+      .drain
+      .handleErrorWith(e => sourceErrors.update(e :: _))
+
+  /** Offers one chunk; false once the buffer refuses tasks (the run is stopping). */
+  private def offer(chunk: Chunk[A]): F[Boolean] =
+    ledger.received(chunk.size) *>
+      buffer.offer(chunk, rest => ledger.notStarted(rest.toList)).flatMap { offered =>
+        pool.grow(offered.unserved) *>
+          (if offered.refused.isEmpty then buffer.isStopped.map(!_)
+           else ledger.notStarted(offered.refused.toList).as(false))
+      }
+
+  // ---- workers --------------------------------------------------------------------------------
+
+  private def work(pool: WorkerPool[F]): F[Boolean] =
+    pool.tryRetire.flatMap { retired =>
+      if retired then F.pure(true)
+      else
+        F.uncancelable { poll =>
+          buffer.take(poll).flatMap {
+            case Some(entry) => run(poll, entry).as(true)
+            case None => buffer.isFinished.map(!_)
+          }
+        }.flatMap(goOn => if goOn then work(pool) else F.pure(false))
+    }
+
+  private def run(poll: Poll[F], entry: TaskBuffer.Entry[A]): F[Unit] =
+    val task = entry.task
+    val admitted = window match
+      case Some(w) => w.admit(poll, entry.seq).onCancel(ledger.notStarted(List(task)))
+      case None => F.unit
+    admitted *> ledger.started *> F.monotonic.flatMap { t0 =>
+      poll(settings.handler(task))
+        .onCancel(F.monotonic.flatMap(t1 => interrupted(entry, t1 - t0)))
+        .attempt
+        .flatMap { r =>
+          F.monotonic.flatMap { t1 =>
+            r match
+              case Right(value) =>
+                ledger.succeeded(t1 - t0) *> finished(entry) *> poll(emit(entry.seq, Outcome.Succeeded(task, value)))
+              case Left(error) => failed(poll, entry, error, t1 - t0)
+          }
+        }
+    }
+
+  private def failed(poll: Poll[F], entry: TaskBuffer.Entry[A], error: Throwable, latency: FiniteDuration): F[Unit] =
+    def record(disposition: Disposition): F[Unit] =
+      val outcome = new Outcome.Failed(entry.task, error, disposition)
+      ledger.failed(outcome, Some(latency)) *> finished(entry) *> poll(emit(entry.seq, outcome))
+    settings.policy match
+      case FailurePolicy.FailFast() =>
+        record(Disposition.Aborted) *> requestStop(StopReason.FailedFast(error), Duration.Zero)
+      case FailurePolicy.Skip() => record(Disposition.Skipped)
+      case FailurePolicy.DeadLetter(sink) =>
+        poll(sink(entry.task, error))
+          .onCancel(record(Disposition.Interrupted))
+          .attempt
+          .flatMap {
+            case Right(_) => record(Disposition.DeadLettered)
+            case Left(sinkError) =>
+              F.delay(error.addSuppressed(sinkError)) *> record(Disposition.DeadLetterFailed)
+          }
+
+  private def interrupted(entry: TaskBuffer.Entry[A], latency: FiniteDuration): F[Unit] =
+    stopRequest.tryGet.flatMap { request =>
+      val why = request.fold("the run was cancelled")(r => s"the run stopped (${r.reason})")
+      val outcome = new Outcome.Failed(entry.task, new TaskInterrupted(why), Disposition.Interrupted)
+      ledger.failed(outcome, Some(latency)) *> finished(entry) *> emit(entry.seq, outcome)
+    }
+
+  private def finished(entry: TaskBuffer.Entry[A]): F[Unit] =
+    window.fold(F.unit)(_.finished(entry.seq))
+
+  // ---- the end of the run -----------------------------------------------------------------------
+
+  private def requestStop(reason: StopReason, deadline: FiniteDuration): F[Unit] =
+    stopRequest.complete(StopRequest(reason, deadline)).void
+
+  private def conduct: F[Unit] =
+    F.race(pool.awaitExit, stopRequest.get).flatMap {
+      case Left(_) => finish
+      case Right(request) => shutdown(request.deadline) *> finish
+    }
+
+  /** Stops taking tasks, lets in-flight ones finish within `deadline`, then interrupts what is left. */
+  private def shutdown(deadline: FiniteDuration): F[Unit] =
+    buffer.stop *> pool.finishing(stop = true) *>
+      (
+        F.timeoutTo(pool.awaitExit, deadline, killWorkers),
+        F.timeoutTo(producersDone.get, deadline, killProducers)
+      ).parTupled.void
+
+  private def finish: F[Unit] =
+    for
+      left <- buffer.remaining
+      _ <- ledger.notStarted(left)
+      request <- stopRequest.tryGet
+      errors <- sourceErrors.get
+      stop = stopReason(request.map(_.reason), errors)
+      counts <- ledger.counts
+      failures <- ledger.failedTasks
+      unstarted <- ledger.unstartedTasks
+      latency <- ledger.latency
+      now <- F.monotonic
+      reason = notStartedReason(stop)
+      _ <- unstarted.traverse_(task => emit(Long.MaxValue, Outcome.NotStarted(task, reason)))
+      summary = Summary(counts.received, counts.succeeded, counts.failed, counts.notStarted, failures, unstarted,
+        now - startedAt, latency, stop)
+      _ <- result.complete(summary)
+    yield ()
+
+private[weir] object Engine:
+
+  /** Where outcomes go, with their input position (`Long.MaxValue` when the task never got one). */
+  type Emit[F[_], A, B] = (Long, Outcome[A, B]) => F[Unit]
+
+  final case class StopRequest(reason: StopReason, deadline: FiniteDuration)
+
+  private def stopReason(requested: Option[StopReason], sourceErrors: List[Throwable]): StopReason =
+    val sourceFailed = sourceErrors.reverse match
+      case Nil => None
+      case first :: more =>
+        more.foreach(first.addSuppressed)
+        Some(StopReason.SourceFailed(first))
+    requested match
+      case Some(f: StopReason.FailedFast) => f
+      case other => sourceFailed.orElse(other).getOrElse(StopReason.Completed)
+
+  private def notStartedReason(stop: StopReason): NotStartedReason = stop match
+    case StopReason.FailedFast(_) => NotStartedReason.FailedFast
+    case StopReason.Drained => NotStartedReason.Drained
+    case _ => NotStartedReason.Cancelled
+
+  /** A supervisor whose release (cancel everything it owns) can also be called early, and runs once. */
+  private def supervisor[F[_]](using F: Async[F]): Resource[F, (Supervisor[F], F[Unit])] =
+    Resource.make(
+      Supervisor[F](await = false).allocated.flatMap((s, release) => F.memoize(release).map((s, _)))
+    )(_._2)
+
+  /** Starts a run; releasing it stops the run (see [[Pipeline.start]]) and leaks no fiber. */
+  def start[F[_], A, B](settings: Settings[F, A, B], emit: Emit[F, A, B])(using F: Async[F]): Resource[F, Running[F, A]] =
+    for
+      workerSupervisor <- supervisor[F]
+      producerSupervisor <- supervisor[F]
+      (workers, killWorkers) = workerSupervisor
+      (producers, killProducers) = producerSupervisor
+      engine <- Resource.eval(
+        for
+          startedAt <- F.monotonic
+          ledger <- Ledger[F, A]
+          buffer <- TaskBuffer[F, A](settings.bufferCapacity)
+          window <- settings.ordering match
+            case Ordering.InputOrder(w) => OrderWindow[F](w).map(Some(_))
+            case Ordering.Unordered => F.pure(None)
+          stopRequest <- F.deferred[StopRequest]
+          result <- F.deferred[Summary[A]]
+          sourceErrors <- F.ref(List.empty[Throwable])
+          producersDone <- F.deferred[Unit]
+          engine = new Engine(settings, emit, startedAt, ledger, buffer, window, stopRequest, result, sourceErrors,
+            producersDone, killWorkers, killProducers)
+          pool <- WorkerPool[F](settings.limit.initial, workers)(engine.work)
+          _ <- F.delay(engine.pool = pool)
+        yield engine
+      )
+      _ <- F.background(engine.conduct)
+      _ <- Resource.eval(producers.supervise(engine.produceAll))
+      running <- Resource.make(F.pure(engine))(e => e.requestStop(StopReason.Cancelled, settings.releaseGrace) *> e.join.void)
+    yield running

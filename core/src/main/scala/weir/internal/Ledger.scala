@@ -1,0 +1,71 @@
+package weir.internal
+
+import cats.effect.kernel.{Ref, Sync}
+import cats.syntax.all.*
+import org.HdrHistogram.ConcurrentHistogram
+import weir.{Latency, Outcome}
+
+import java.util.concurrent.atomic.LongAdder
+import scala.concurrent.duration.*
+
+/**
+ * The accounts of one run: counters for every transition a task makes, the failed and unstarted tasks
+ * themselves, and the latency histogram. Updating a counter is a `LongAdder` increment and recording a
+ * latency a wait-free histogram write, so the ledger is always on.
+ *
+ * Invariant at the end of a run: `received == succeeded + failed + notStarted`.
+ */
+private[weir] final class Ledger[F[_], A] private (
+    failures: Ref[F, Vector[Outcome.Failed[A, Nothing]]],
+    unstarted: Ref[F, Vector[A]]
+)(using F: Sync[F]):
+  private val receivedN = new LongAdder
+  private val startedN = new LongAdder
+  private val succeededN = new LongAdder
+  private val failedN = new LongAdder
+  private val notStartedN = new LongAdder
+  // latencies in nanoseconds, 3 significant digits, resized as needed
+  private val histogram = new ConcurrentHistogram(3)
+
+  def received(n: Int): F[Unit] = F.delay(receivedN.add(n.toLong))
+  def started: F[Unit] = F.delay(startedN.increment())
+
+  def succeeded(latency: FiniteDuration): F[Unit] =
+    F.delay {
+      succeededN.increment()
+      histogram.recordValue(math.max(0L, latency.toNanos))
+    }
+
+  def failed(failure: Outcome.Failed[A, Nothing], latency: Option[FiniteDuration]): F[Unit] =
+    F.delay {
+      failedN.increment()
+      latency.foreach(l => histogram.recordValue(math.max(0L, l.toNanos)))
+    } *> failures.update(_ :+ failure)
+
+  def notStarted(tasks: Iterable[A]): F[Unit] =
+    if tasks.isEmpty then F.unit
+    else F.delay(notStartedN.add(tasks.size.toLong)) *> unstarted.update(_ ++ tasks)
+
+  def counts: F[Ledger.Counts] =
+    F.delay(Ledger.Counts(receivedN.sum, startedN.sum, succeededN.sum, failedN.sum, notStartedN.sum))
+
+  def failedTasks: F[Vector[Outcome.Failed[A, Nothing]]] = failures.get
+  def unstartedTasks: F[Vector[A]] = unstarted.get
+
+  def latency: F[Latency] =
+    F.delay {
+      val h = histogram.copy()
+      def at(p: Double) = h.getValueAtPercentile(p).nanos
+      if h.getTotalCount == 0 then Latency.empty
+      else Latency(h.getTotalCount, h.getMean.toLong.nanos, at(50), at(90), at(99), at(99.9), h.getMaxValue.nanos)
+    }
+
+private[weir] object Ledger:
+  final case class Counts(received: Long, started: Long, succeeded: Long, failed: Long, notStarted: Long):
+    /** Every failed task had started, so this is what is running now. */
+    def inFlight: Long = started - succeeded - failed
+
+  def apply[F[_]: Sync, A]: F[Ledger[F, A]] =
+    (Ref.of[F, Vector[Outcome.Failed[A, Nothing]]](Vector.empty), Ref.of[F, Vector[A]](Vector.empty))
+      .mapN(new Ledger(_, _))
+

@@ -1,0 +1,16 @@
+package weir.internal
+
+import weir.{FailurePolicy, Limit, Ordering, Source}
+
+import scala.concurrent.duration.FiniteDuration
+
+/** Everything a run needs to know, validated when the pipeline is built. */
+private[weir] final case class Settings[F[_], A, B](
+    source: Source[F, A],
+    handler: A => F[B],
+    limit: Limit,
+    bufferCapacity: Int,
+    ordering: Ordering,
+    policy: FailurePolicy[F, A],
+    releaseGrace: FiniteDuration
+)

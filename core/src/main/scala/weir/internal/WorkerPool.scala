@@ -1,0 +1,83 @@
+package weir.internal
+
+import cats.effect.kernel.{Concurrent, Deferred, Outcome as FiberOutcome, Ref}
+import cats.effect.std.Supervisor
+import cats.effect.syntax.all.*
+import cats.syntax.all.*
+
+/**
+ * An elastic pool of long-lived workers under a limit that may change while it runs.
+ *
+ * Workers are started lazily ([[grow]]), never more than `limit` at once, and each serves many tasks:
+ * there is no fiber per task. A worker asks [[tryRetire]] between tasks and leaves when the pool has more
+ * workers than the limit allows, so lowering the limit never interrupts a running task.
+ *
+ * Every worker is owned by `supervisor`; cancelling them all is releasing it. A worker that ends in any
+ * way (left, retired, failed, cancelled) is counted out exactly once.
+ */
+private[weir] final class WorkerPool[F[_]] private (
+    state: Ref[F, WorkerPool.State],
+    exited: Deferred[F, Unit],
+    supervisor: Supervisor[F],
+    body: WorkerPool[F] => F[Boolean] // runs one worker; true when it retired through tryRetire
+)(using F: Concurrent[F]):
+
+  def limit: F[Int] = state.get.map(_.limit)
+  def live: F[Int] = state.get.map(_.live)
+
+  /** Starts up to `demand` workers, as far as the limit allows. No-op once stopped. */
+  def grow(demand: Int): F[Unit] =
+    if demand <= 0 then F.unit
+    else
+      state.modify { s =>
+        val n = if s.open then math.max(0, math.min(demand.toLong, s.limit.toLong - s.live).toInt) else 0
+        (s.copy(live = s.live + n), n)
+      }.flatMap(n => spawn.replicateA_(n))
+
+  /**
+   * Sets the limit; returns the change in allowed workers beyond those alive (positive: room for new
+   * workers; negative: workers that should retire).
+   */
+  def setLimit(n: Int): F[Int] =
+    state.modify(s => (s.copy(limit = n), n.toLong - s.live)).map(d => math.max(Int.MinValue.toLong, math.min(Int.MaxValue.toLong, d)).toInt)
+
+  /** Atomically leaves the pool if it has more workers than its limit allows. */
+  val tryRetire: F[Boolean] =
+    state.modify(s => if s.live > s.limit then (s.copy(live = s.live - 1), true) else (s, false))
+
+  /**
+   * Arms [[awaitExit]]: from now on the pool is done when its last worker leaves (workers leave only when
+   * the buffer is finished). With `stop`, no worker starts any more either.
+   */
+  def finishing(stop: Boolean): F[Unit] =
+    state.modify { s =>
+      (s.copy(draining = true, open = s.open && !stop), s.live == 0)
+    }.flatMap(empty => exited.complete(()).void.whenA(empty))
+
+  /** Completes once [[finishing]] was called and every worker has left. */
+  def awaitExit: F[Unit] = exited.get
+
+  private def leave: F[Unit] =
+    state.modify { s =>
+      val live = s.live - 1
+      (s.copy(live = live), live == 0 && s.draining)
+    }.flatMap(last => exited.complete(()).void.whenA(last))
+
+  private val spawn: F[Unit] =
+    supervisor.supervise(F.unit.flatMap(_ => body(this)).guaranteeCase {
+      case FiberOutcome.Succeeded(retired) => retired.flatMap(r => leave.unlessA(r))
+      case _ => leave
+    }).void
+
+private[weir] object WorkerPool:
+  /*
+   * Invariant: live = workers started and not yet left (a retiring worker is counted out by tryRetire);
+   * live <= limit except right after the limit was lowered; workers start only while open.
+   */
+  final case class State(limit: Int, live: Int, open: Boolean, draining: Boolean)
+
+  def apply[F[_]: Concurrent](initialLimit: Int, supervisor: Supervisor[F])(body: WorkerPool[F] => F[Boolean]): F[WorkerPool[F]] =
+    for
+      state <- Ref.of[F, State](State(initialLimit, 0, open = true, draining = false))
+      exited <- Deferred[F, Unit]
+    yield new WorkerPool(state, exited, supervisor, body)

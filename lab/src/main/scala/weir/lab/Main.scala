@@ -1,0 +1,4 @@
+package weir.lab
+
+object Main:
+  def main(args: Array[String]): Unit = println("weir lab")
