@@ -63,19 +63,26 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
    * slows the workers down once [[Defaults.outcomeBuffer]] outcomes wait. Stopping the stream early (for
    * example with `take`) stops the run as a release of [[start]] does.
    */
-  def outcomes: Stream[F, Outcome[A, B]] =
-    Stream.eval(Channel.bounded[F, (Long, Outcome[A, B])](Defaults.outcomeBuffer)).flatMap { channel =>
-      val emit: Engine.Emit[F, A, B] = (pos, outcome) => F.void(channel.send((pos, outcome)))
-      Stream.resource(Engine.start(settings, emit)).flatMap { running =>
-        // closing the channel first lets a stopping run emit into it without waiting for a reader
-        val positioned = Stream
-          .bracket(F.unit)(_ => F.void(channel.close))
-          .flatMap(_ => channel.stream.concurrently(Stream.eval(F.flatMap(running.join)(_ => channel.close))))
-        settings.ordering match
-          case Ordering.Unordered => positioned.map(_._2)
-          case Ordering.InputOrder(_) => positioned.through(Reorder[F, Outcome[A, B]])
-      }
-    }
+  def outcomes: Stream[F, Outcome[A, B]] = Stream.resource(startWithOutcomes).flatMap(_._2)
+
+  /**
+   * [[start]] and [[outcomes]] together: the handle, to drain or tune the run, and its outcomes, to be
+   * consumed by exactly one reader. Until someone reads them, at most [[Defaults.outcomeBuffer]] outcomes
+   * wait and then the workers do; the stream ends once the run has ended and every outcome (including the
+   * tasks a drain returned) was emitted.
+   */
+  def startWithOutcomes: Resource[F, (Running[F, A], Stream[F, Outcome[A, B]])] =
+    for
+      channel <- Resource.eval(Channel.bounded[F, (Long, Outcome[A, B])](Defaults.outcomeBuffer))
+      running <- Engine.start[F, A, B](settings, (pos, outcome) => F.void(channel.send((pos, outcome))))
+      // released before the run stops: a stopping run then emits into a closed channel instead of waiting
+      _ <- Resource.onFinalize(F.void(channel.close))
+      _ <- F.background(F.flatMap(running.join)(_ => channel.close))
+    yield
+      val outcomes = settings.ordering match
+        case Ordering.Unordered => channel.stream.map(_._2)
+        case Ordering.InputOrder(_) => channel.stream.through(Reorder[F, Outcome[A, B]])
+      (running, outcomes)
 
   /**
    * Starts the pipeline and hands back a [[Running]] handle: drain it, change its limit, watch its
