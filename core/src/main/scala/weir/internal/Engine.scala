@@ -84,12 +84,13 @@ private[weir] final class Engine[F[_], A, B] private (
 
   /** Offers one chunk; false once the buffer refuses tasks (the run is stopping). */
   private def offer(chunk: Chunk[A]): F[Boolean] =
-    ledger.received(chunk.size) *>
-      buffer.offer(chunk, rest => ledger.notStarted(rest.toList)).flatMap { offered =>
-        pool.grow(offered.unserved) *>
-          (if offered.refused.isEmpty then buffer.isStopped.map(!_)
-           else ledger.notStarted(offered.refused.toList).as(false))
-      }
+    F.uncancelable { poll =>
+      ledger.received(chunk.size) *>
+        buffer.offer(poll, chunk, pool.grow, rest => ledger.notStarted(rest.toList)).flatMap { refused =>
+          if refused.isEmpty then buffer.isStopped.map(!_)
+          else ledger.notStarted(refused.toList).as(false)
+        }
+    }
 
   // ---- workers --------------------------------------------------------------------------------
 

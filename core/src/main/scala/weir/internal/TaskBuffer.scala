@@ -38,26 +38,23 @@ private[weir] final class TaskBuffer[F[_], A] private (
   def waitingTakers: F[Int] = state.get.map(_.takers.size)
 
   /**
-   * Appends `chunk`, waiting while the buffer is full. Returns the elements that were refused because the
-   * buffer was stopped (empty when all were accepted) and how many accepted elements found no waiting
-   * taker (the demand for new workers).
+   * Appends `chunk`, waiting while the buffer is full. After each step that stored elements no waiting
+   * taker could receive, calls `demand` with their number (so more workers can start before the producer
+   * waits). Returns the elements refused because the buffer was stopped (empty when all were accepted).
+   * Only the wait is cancelable (wrapped in `poll`), so call this inside `uncancelable`.
    */
-  def offer(chunk: Chunk[A], onCancel: Chunk[A] => F[Unit]): F[Offered[A]] =
-    F.uncancelable { poll =>
-      def loop(rest: Chunk[A], unserved: Int): F[Offered[A]] =
-        F.deferred[Unit].flatMap { space =>
-          state.modify(_.append(rest, space, capacity)).flatMap { case (wakes, appended) =>
-            val left = rest.drop(appended.accepted)
-            val unservedNow = unserved + appended.unserved
-            wakes *> {
-              if appended.refused then F.pure(Offered(left, unservedNow))
-              else if left.isEmpty then F.pure(Offered(Chunk.empty, unservedNow))
-              else poll(space.get).onCancel(forgetOfferer(space) *> onCancel(left)) *> loop(left, unservedNow)
-            }
+  def offer(poll: Poll[F], chunk: Chunk[A], demand: Int => F[Unit], onCancel: Chunk[A] => F[Unit]): F[Chunk[A]] =
+    def loop(rest: Chunk[A]): F[Chunk[A]] =
+      F.deferred[Unit].flatMap { space =>
+        state.modify(_.append(rest, space, capacity)).flatMap { case (wakes, appended) =>
+          val left = rest.drop(appended.accepted)
+          wakes *> demand(appended.unserved).whenA(appended.unserved > 0) *> {
+            if appended.refused || left.isEmpty then F.pure(left)
+            else poll(space.get).onCancel(forgetOfferer(space) *> onCancel(left)) *> loop(left)
           }
         }
-      if chunk.isEmpty then F.pure(Offered(Chunk.empty, 0)) else loop(chunk, 0)
-    }
+      }
+    if chunk.isEmpty then F.pure(Chunk.empty) else loop(chunk)
 
   /**
    * Takes the oldest element, waiting while the buffer is empty. `None` means "look again": the buffer
@@ -123,9 +120,6 @@ private[weir] object TaskBuffer:
 
   /** A task and its input position. */
   final class Entry[+A](val seq: Long, val task: A)
-
-  /** The result of an offer. */
-  final case class Offered[A](refused: Chunk[A], unserved: Int)
 
   private final case class Appended(accepted: Int, unserved: Int, refused: Boolean)
 

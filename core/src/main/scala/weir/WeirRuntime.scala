@@ -1,0 +1,61 @@
+package weir
+
+import cats.effect.{IO, Resource}
+import cats.effect.unsafe.{IORuntime, IORuntimeConfig, Scheduler}
+
+/**
+ * The Cats Effect runtime weir runs on: the default work-stealing compute pool and blocking pool, but
+ * with timers (`IO.sleep`, `timeout`, …) served by an external scheduler thread instead of the compute
+ * pool's own timer heaps.
+ *
+ * ==The hazard==
+ * On Cats Effect 3.6.x and 3.7.1 (checked on JDK 25, 2 cores), the default runtime can livelock when
+ * many fibers sleeping a short time wake together: about 1000 fibers each doing `IO.sleep(1.milli)`
+ * over a 10,000-task run, repeated run after run, wedged the pool after 3 to 49 runs, with one compute
+ * thread spinning forever in `LocalQueue.enqueueBatch` called from `stealFromOtherWorkerThread` and no
+ * fiber making progress. That is exactly the shape of a pipeline with a high concurrency limit and
+ * short I/O-like tasks. Reported upstream as typelevel/cats-effect#4674 (open when this was written).
+ *
+ * ==The workaround==
+ * A runtime built with `IORuntime.builder().setScheduler(...)` and the scheduler from
+ * `Scheduler.createDefaultScheduler()` (a single `ScheduledThreadPoolExecutor` thread) takes the timer
+ * wake-ups off the compute threads; it ran 1000 such runs without a hang. The cost is one extra
+ * thread and a hop through the pool's external queue on every timer wake-up; see
+ * `docs/adr/0003-safe-runtime.md` for the measurements and the alternatives.
+ *
+ * ==When this can go==
+ * When a Cats Effect release fixes typelevel/cats-effect#4674 and `weir.hang.HangProbe default queue`
+ * (in the test sources, run by `HangDetectorSuite`) no longer wedges on it, weir can return to the
+ * default runtime: delete this object and [[WeirApp]]'s override, and flip `HangDetectorSuite`'s
+ * expectation for the default runtime.
+ *
+ * Library code stays polymorphic (`F[_]: Async`) and never picks a runtime; only entry points do.
+ */
+object WeirRuntime:
+
+  /**
+   * The safe runtime as a resource: built on acquire, shut down (compute, blocking and scheduler
+   * threads) on release.
+   *
+   * Release it from a fiber that does not run on the runtime itself (the usual case: the resource is used
+   * from the runtime that evaluates it, e.g. `resource.use(rt => IO.blocking(program.unsafeRunSync()(rt)))`).
+   */
+  def resource: Resource[IO, IORuntime] = resource(IORuntimeConfig())
+
+  /** [[resource]] with a given runtime configuration (auto-yield, tracing, starvation checks…). */
+  def resource(config: IORuntimeConfig): Resource[IO, IORuntime] =
+    Resource.make(IO(unsafeCreate(config)))((_, shutdown) => IO.blocking(shutdown())).map(_._1)
+
+  /**
+   * Builds the safe runtime and returns it with its shutdown action, for `main` methods and other code
+   * outside any effect. The caller owns the runtime and must call the shutdown action once (its threads
+   * are daemon threads, so a JVM that simply exits need not).
+   */
+  def unsafeCreate(): (IORuntime, () => Unit) = unsafeCreate(IORuntimeConfig())
+
+  /** [[unsafeCreate]] with a given runtime configuration. */
+  def unsafeCreate(config: IORuntimeConfig): (IORuntime, () => Unit) =
+    val (scheduler, shutdownScheduler) = Scheduler.createDefaultScheduler()
+    // the builder's shutdown stops the compute pool, the blocking pool and this scheduler
+    val runtime = IORuntime.builder().setScheduler(scheduler, shutdownScheduler).setConfig(config).build()
+    (runtime, () => runtime.shutdown())

@@ -1,0 +1,171 @@
+package weir
+
+import cats.effect.{IO, Ref}
+import cats.effect.testkit.TestControl
+import cats.effect.unsafe.implicits.global
+import fs2.Stream
+import munit.ScalaCheckSuite
+import org.scalacheck.{Gen, Prop}
+
+import scala.concurrent.duration.*
+
+/**
+ * The engine's invariants over random workloads, in virtual time: every task received is accounted for
+ * exactly once, in-flight work never exceeds the limit, input order holds where promised, and a stopped
+ * run leaves nothing running.
+ */
+class AccountingSuite extends ScalaCheckSuite:
+
+  override def scalaCheckTestParameters = super.scalaCheckTestParameters.withMinSuccessfulTests(150)
+
+  enum Stop:
+    case Never
+    case Drain(at: Int, deadline: Int)
+    case Cancel(at: Int)
+
+  final case class Scenario(
+      tasks: Int,
+      producers: Int,
+      chunk: Int,
+      produceDelay: Int,
+      durations: Vector[Int],
+      failing: Set[Int],
+      limit: Int,
+      buffer: Int,
+      policy: Int, // 0 skip, 1 dead-letter, 2 fail-fast
+      window: Option[Int],
+      stop: Stop
+  )
+
+  private val scenarios: Gen[Scenario] =
+    for
+      tasks <- Gen.choose(0, 120)
+      producers <- Gen.choose(1, 3)
+      chunk <- Gen.choose(1, 16)
+      produceDelay <- Gen.choose(0, 20)
+      durations <- Gen.listOfN(tasks, Gen.choose(0, 50)).map(_.toVector)
+      failing <- Gen.someOf(0 until tasks).map(_.toSet).map(s => s.filter(_ % 3 == 0))
+      limit <- Gen.choose(1, 12)
+      buffer <- Gen.choose(1, 40)
+      policy <- Gen.choose(0, 2)
+      window <- Gen.option(Gen.choose(1, 10))
+      stop <- Gen.oneOf(
+        Gen.const(Stop.Never),
+        Gen.zip(Gen.choose(0, 400), Gen.choose(0, 60)).map(Stop.Drain(_, _)),
+        Gen.choose(0, 400).map(Stop.Cancel(_))
+      )
+    yield Scenario(tasks, producers, chunk, produceDelay, durations, failing, limit, buffer, policy, window, stop)
+
+  final case class Observed(
+      outcomes: Vector[Outcome[Int, Int]],
+      summary: Option[Summary[Int]],
+      maxInFlight: Int,
+      stillRunning: Int,
+      deadLettered: Vector[Int],
+      producersStarted: Int,
+      producersFinalized: Int
+  )
+
+  private def execute(sc: Scenario): Observed =
+    val program =
+      for
+        inFlight <- Ref.of[IO, (Int, Int)]((0, 0)) // (now, max)
+        dead <- Ref.of[IO, Vector[Int]](Vector.empty)
+        opened <- Ref.of[IO, Int](0)
+        finalized <- Ref.of[IO, Int](0)
+        collected <- Ref.of[IO, Vector[Outcome[Int, Int]]](Vector.empty)
+        handler = (i: Int) =>
+          (inFlight.update((n, m) => (n + 1, math.max(m, n + 1))) *>
+            IO.sleep(sc.durations(i).millis) *>
+            (if sc.failing(i) then IO.raiseError(new RuntimeException(s"task $i")) else IO.pure(i)))
+            .guarantee(inFlight.update((n, m) => (n - 1, m)))
+        source = Source.partitioned[IO, Int](sc.producers) { p =>
+          Stream.bracket(opened.update(_ + 1))(_ => finalized.update(_ + 1)) >> Stream
+            .range(0, sc.tasks)
+            .filter(_ % sc.producers == p)
+            .chunkN(sc.chunk)
+            .flatMap(c => Stream.exec(IO.sleep(sc.produceDelay.millis)) ++ Stream.chunk(c))
+        }
+        base = Pipeline(source)
+          .process(handler)
+          .withLimit(Limit.fixed(sc.limit))
+          .withBuffer(sc.buffer)
+          .withOrdering(sc.window.fold(Ordering.unordered)(Ordering.inputOrder(_)))
+        pipeline = sc.policy match
+          case 0 => base.withFailurePolicy(FailurePolicy.skip)
+          case 1 => base.withFailurePolicy(FailurePolicy.deadLetter((i, _) => dead.update(_ :+ i)))
+          case _ => base.withFailurePolicy(FailurePolicy.failFast)
+        summary <- pipeline.startWithOutcomes.use { (running, outcomes) =>
+          val collect = outcomes.evalMap(o => collected.update(_ :+ o)).compile.drain
+          sc.stop match
+            case Stop.Never => IO.both(collect, running.join).map(r => Some(r._2))
+            case Stop.Drain(at, deadline) =>
+              IO.both(collect, IO.sleep(at.millis) *> running.drain(deadline.millis)).map(r => Some(r._2))
+            case Stop.Cancel(at) =>
+              IO.race(collect *> running.join, IO.sleep(at.millis)).map(_.left.toOption)
+        }
+        // the run is over: nothing of it may still be running, even in virtual time's future
+        _ <- IO.sleep(1.hour)
+        flight <- inFlight.get
+        outcomes <- collected.get
+        deadLettered <- dead.get
+        open <- opened.get
+        fin <- finalized.get
+      yield Observed(outcomes, summary, flight._2, flight._1, deadLettered, open, fin)
+    TestControl.executeEmbed(program).unsafeRunSync()
+
+  property("every received task ends in exactly one outcome; in-flight never exceeds the limit") {
+    Prop.forAllNoShrink(scenarios) { sc =>
+      val ob = execute(sc)
+      assert(ob.maxInFlight <= sc.limit, s"max in flight ${ob.maxInFlight} > limit ${sc.limit}")
+      assertEquals(ob.stillRunning, 0, "a handler outlived its run")
+      assertEquals(ob.producersFinalized, ob.producersStarted, "a producer outlived its run")
+      if sc.stop == Stop.Never then assertEquals(ob.producersStarted, sc.producers)
+      val ids = ob.outcomes.map(_.task)
+      assertEquals(ids.distinct.size, ids.size, s"a task has two outcomes: ${ids.diff(ids.distinct)}")
+      ob.summary.foreach { s =>
+        assertEquals(s.received, ids.size.toLong)
+        assertEquals(s.received, s.succeeded + s.failed + s.notStarted)
+        assertEquals(s.failures.map(_.task).toSet ++ s.unstarted.toSet, ob.outcomes.collect {
+          case f: Outcome.Failed[Int, Int] => f.task
+          case n: Outcome.NotStarted[Int, Int] => n.task
+        }.toSet)
+        if sc.stop == Stop.Never && (sc.policy != 2 || sc.failing.isEmpty) then
+          assertEquals(s.received, sc.tasks.toLong)
+          assertEquals(ids.toSet, (0 until sc.tasks).toSet)
+          assertEquals(s.notStarted, 0L)
+        if sc.policy == 1 then
+          assertEquals(
+            ob.deadLettered.toSet,
+            ob.outcomes.collect { case Outcome.Failed(t, _, Disposition.DeadLettered) => t }.toSet
+          )
+      }
+      ob.outcomes.foreach {
+        case Outcome.Succeeded(t, v) => assertEquals(v, t)
+        case Outcome.Failed(_, _, Disposition.Interrupted) => ()
+        case Outcome.Failed(t, _, _) => assert(sc.failing(t), s"task $t failed but should not")
+        case Outcome.NotStarted(_, _) => ()
+      }
+      sc.window.foreach { _ =>
+        // input order holds for the tasks that ran (not-started ones come last)
+        val ran = ob.outcomes.takeWhile(!_.isInstanceOf[Outcome.NotStarted[?, ?]])
+        if sc.producers == 1 then assertEquals(ran.map(_.task), ran.map(_.task).sorted)
+      }
+    }
+  }
+
+  property("fail-fast: the first failure stops the run and every other task is accounted for") {
+    Prop.forAllNoShrink(scenarios.map(_.copy(policy = 2, stop = Stop.Never)).suchThat(_.failing.nonEmpty)) { sc =>
+      val ob = execute(sc)
+      val s = ob.summary.get
+      s.stop match
+        case StopReason.FailedFast(e) => assert(e.getMessage.startsWith("task "))
+        case other => fail(s"expected FailedFast, got $other")
+      assertEquals(s.failures.count(_.disposition == Disposition.Aborted), 1)
+      assertEquals(s.received, s.succeeded + s.failed + s.notStarted)
+      assert(s.unstarted.forall(t => !ob.outcomes.exists {
+        case Outcome.Succeeded(x, _) => x == t
+        case _ => false
+      }))
+    }
+  }
