@@ -115,7 +115,7 @@ object HangProbe:
 
   /** The default pool (its own timers included) with one compute thread: nothing to steal from. */
   private def singleThreadPool(): (IORuntime, () => Unit) =
-    val (pool, shutdownPool) = IORuntime.createWorkStealingComputeThreadPool(threads = 1)
+    val (pool, _, shutdownPool) = IORuntime.createWorkStealingComputeThreadPool(threads = 1)
     val runtime = IORuntime.builder().setCompute(pool, shutdownPool).setConfig(IORuntimeConfig()).build()
     (runtime, () => runtime.shutdown())
 

@@ -1,0 +1,53 @@
+package weir.lab
+
+import scopt.OParser
+
+/** The lab's command line, parsed by scopt: unknown options and bad values are refused with a message. */
+object Cli:
+
+  enum Command:
+    case Example(tasks: Int, limit: Int)
+    case Soak(tasks: Long, limit: Int, progress: Boolean)
+
+  final case class Options(command: Option[String] = None, tasks: Long = -1, limit: Int = 64, progress: Boolean = false)
+
+  private val builder = OParser.builder[Options]
+  private val parser =
+    import builder.*
+    OParser.sequence(
+      programName("weir"),
+      head("weir lab", "— task processing experiments on weir-core"),
+      help("help").text("print this help"),
+      cmd("example")
+        .action((_, o) => o.copy(command = Some("example")))
+        .text("run the README's example pipeline (two producers, a limit, dead letters, a drain)")
+        .children(tasksOpt, limitOpt),
+      cmd("soak")
+        .action((_, o) => o.copy(command = Some("soak")))
+        .text("push many lazily generated no-op tasks through weir and report time and heap")
+        .children(tasksOpt, limitOpt, opt[Unit]("progress").action((_, o) => o.copy(progress = true)).text("show a progress bar")),
+      checkConfig(o => if o.command.isEmpty then failure("a command is required: example | soak") else success)
+    )
+
+  private def tasksOpt = builder
+    .opt[Long]("tasks")
+    .valueName("N")
+    .validate(n => if n > 0 then builder.success else builder.failure(s"--tasks must be > 0, was: $n"))
+    .action((n, o) => o.copy(tasks = n))
+    .text("number of tasks")
+
+  private def limitOpt = builder
+    .opt[Int]("limit")
+    .valueName("N")
+    .validate(n => if n > 0 then builder.success else builder.failure(s"--limit must be > 0, was: $n"))
+    .action((n, o) => o.copy(limit = n))
+    .text("concurrency limit (default 64)")
+
+  /** The command, or None when scopt has already printed the error or the help. */
+  def parse(args: Seq[String]): Option[Command] =
+    OParser.parse(parser, args, Options()).flatMap { o =>
+      o.command match
+        case Some("example") => Some(Command.Example(if o.tasks > 0 then o.tasks.toInt else 20000, o.limit))
+        case Some("soak") => Some(Command.Soak(if o.tasks > 0 then o.tasks else 10_000_000L, o.limit, o.progress))
+        case _ => None
+    }

@@ -1,0 +1,36 @@
+package weir.lab
+
+import cats.effect.IO
+import fs2.Stream
+import weir.*
+
+import java.lang.management.ManagementFactory
+import scala.jdk.CollectionConverters.*
+
+/**
+ * Many lazily generated no-op tasks through weir: the memory check of the engine. Run it with a small heap
+ * (`JAVA_OPTS=-Xmx256m ./weir soak`) to see that memory does not grow with the number of tasks.
+ */
+object Soak:
+
+  def run(tasks: Long, limit: Int, progress: Boolean): IO[Unit] =
+    val pipeline = Pipeline(Stream.iterate(0L)(_ + 1).take(tasks).chunkLimit(1024).covary[IO])
+      .process(_ => IO.unit)
+      .withLimit(Limit.fixed(limit))
+    for
+      summary <-
+        if progress then pipeline.start.use(r => Progress.console(r, Some(tasks)).surround(r.join))
+        else pipeline.run
+      heap <- IO(peakHeapMiB)
+      maxHeap <- IO(Runtime.getRuntime.maxMemory / (1024 * 1024))
+      _ <- IO.println(summary)
+      _ <- IO.println(f"ns per task: ${summary.elapsed.toNanos.toDouble / tasks}%.0f; peak heap used: $heap MiB of $maxHeap MiB")
+      _ <- IO.raiseWhen(!summary.allSucceeded)(new IllegalStateException(s"not every task succeeded: $summary"))
+    yield ()
+
+  /** The largest heap occupancy seen by the collector's memory pools since the JVM started. */
+  private def peakHeapMiB: Long =
+    ManagementFactory.getMemoryPoolMXBeans.asScala
+      .filter(_.getType == java.lang.management.MemoryType.HEAP)
+      .map(_.getPeakUsage.getUsed)
+      .sum / (1024 * 1024)
