@@ -27,7 +27,10 @@ enum Disposition:
   /** The dead-letter sink failed too; its error is suppressed on the task's error. */
   case DeadLetterFailed
 
-  /** This failure stopped the pipeline ([[FailurePolicy.failFast]]). */
+  /**
+   * This failure stopped the pipeline ([[FailurePolicy.failFast]]). Only the first failure is `Aborted`; a
+   * task that fails on its own while the run is already stopping is recorded as `Skipped`.
+   */
   case Aborted
 
   /**

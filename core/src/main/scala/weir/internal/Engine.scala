@@ -108,10 +108,16 @@ private[weir] final class Engine[F[_], A, B] private (
 
   private def run(poll: Poll[F], entry: TaskBuffer.Entry[A]): F[Unit] =
     val task = entry.task
-    val admitted = window match
-      case Some(w) => w.admit(poll, entry.seq).onCancel(ledger.notStarted(List(task)))
-      case None => F.unit
-    admitted *> ledger.started *> F.monotonic.flatMap { t0 =>
+    window match
+      case None => start(poll, entry)
+      case Some(w) =>
+        // a task admitted after the run began to stop must not start: it goes back as not started
+        w.admit(poll, entry.seq).onCancel(ledger.notStarted(List(task))) *>
+          buffer.isStopped.ifM(ledger.notStarted(List(task)), start(poll, entry))
+
+  private def start(poll: Poll[F], entry: TaskBuffer.Entry[A]): F[Unit] =
+    val task = entry.task
+    ledger.started *> F.monotonic.flatMap { t0 =>
       poll(settings.handler(task))
         .onCancel(F.monotonic.flatMap(t1 => interrupted(entry, t1 - t0)))
         .attempt
@@ -131,7 +137,9 @@ private[weir] final class Engine[F[_], A, B] private (
       ledger.failed(outcome, Some(latency)) *> finished(entry) *> poll(emit(entry.seq, outcome))
     settings.policy match
       case FailurePolicy.FailFast() =>
-        record(Disposition.Aborted) *> requestStop(StopReason.FailedFast(error), Duration.Zero)
+        // the first failure stops the run; one that lands while it is stopping is only recorded
+        requestStop(StopReason.FailedFast(error), Duration.Zero)
+          .flatMap(first => record(if first then Disposition.Aborted else Disposition.Skipped))
       case FailurePolicy.Skip() => record(Disposition.Skipped)
       case FailurePolicy.DeadLetter(sink) =>
         poll(sink(entry.task, error))
@@ -155,8 +163,9 @@ private[weir] final class Engine[F[_], A, B] private (
 
   // ---- the end of the run -----------------------------------------------------------------------
 
-  private def requestStop(reason: StopReason, deadline: FiniteDuration): F[Unit] =
-    stopRequest.complete(StopRequest(reason, deadline)).void
+  /** Nothing starts from now on; the conductor does the rest. True for the request that won. */
+  private def requestStop(reason: StopReason, deadline: FiniteDuration): F[Boolean] =
+    buffer.stop *> stopRequest.complete(StopRequest(reason, deadline))
 
   private def conduct: F[Unit] =
     F.race(pool.awaitExit, stopRequest.get).flatMap {

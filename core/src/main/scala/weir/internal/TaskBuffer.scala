@@ -44,17 +44,19 @@ private[weir] final class TaskBuffer[F[_], A] private (
    * Only the wait is cancelable (wrapped in `poll`), so call this inside `uncancelable`.
    */
   def offer(poll: Poll[F], chunk: Chunk[A], demand: Int => F[Unit], onCancel: Chunk[A] => F[Unit]): F[Chunk[A]] =
-    def loop(rest: Chunk[A]): F[Chunk[A]] =
-      F.deferred[Unit].flatMap { space =>
-        state.modify(_.append(rest, space, capacity)).flatMap { case (wakes, appended) =>
-          val left = rest.drop(appended.accepted)
-          wakes *> demand(appended.unserved).whenA(appended.unserved > 0) *> {
-            if appended.refused || left.isEmpty then F.pure(left)
-            else poll(space.get).onCancel(forgetOfferer(space) *> onCancel(left)) *> loop(left)
-          }
+    // `space` is allocated only once an offer has to wait: the common case is one `modify` per chunk
+    def loop(rest: Chunk[A], space: Option[Deferred[F, Unit]]): F[Chunk[A]] =
+      state.modify(_.append(rest, space)).flatMap { case (wakes, appended) =>
+        val left = rest.drop(appended.accepted)
+        wakes *> demand(appended.unserved).whenA(appended.unserved > 0) *> {
+          if appended.refused || left.isEmpty then F.pure(left)
+          else
+            space match
+              case Some(d) => poll(d.get).onCancel(forgetOfferer(d) *> onCancel(left)) *> loop(left, None)
+              case None => F.deferred[Unit].flatMap(d => loop(left, Some(d)))
         }
       }
-    if chunk.isEmpty then F.pure(Chunk.empty) else loop(chunk)
+    if chunk.isEmpty then F.pure(Chunk.empty) else loop(chunk, None)
 
   /**
    * Takes the oldest element, waiting while the buffer is empty. `None` means "look again": the buffer
@@ -89,7 +91,7 @@ private[weir] final class TaskBuffer[F[_], A] private (
   /** No more takes; offers are refused from now on. Wakes every waiter. */
   def stop: F[Unit] =
     state.modify { s =>
-      val wakes = s.takers.traverse_(_.complete(None).void) *> s.offerers.traverse_(_.complete(()).void)
+      val wakes = s.takers.traverse_(_.complete(None).void) *> s.offerers.traverse_(_._1.complete(()).void)
       (s.copy(stopped = true, takers = ScalaQueue.empty, offerers = ScalaQueue.empty), wakes)
     }.flatten
 
@@ -98,7 +100,7 @@ private[weir] final class TaskBuffer[F[_], A] private (
     state.modify(s => (s.cleared, s.elements))
 
   private def forgetOfferer(d: Deferred[F, Unit]): F[Unit] =
-    state.update(s => s.copy(offerers = s.offerers.filterNot(_ eq d)))
+    state.update(s => s.copy(offerers = s.offerers.filterNot(_._1 eq d)))
 
   private def abandonTake(d: Deferred[F, Option[Entry[A]]]): F[Unit] =
     state.modify { s =>
@@ -116,7 +118,7 @@ private[weir] object TaskBuffer:
 
   def apply[F[_], A](capacity: Int)(using F: Concurrent[F]): F[TaskBuffer[F, A]] =
     require(capacity > 0, s"buffer capacity must be > 0, was: $capacity")
-    F.ref(State.empty[F, A]).map(new TaskBuffer(capacity, _))
+    F.ref(State.empty[F, A](capacity)).map(new TaskBuffer(capacity, _))
 
   /** A task and its input position. */
   final class Entry[+A](val seq: Long, val task: A)
@@ -130,10 +132,11 @@ private[weir] object TaskBuffer:
 
   /*
    * Invariants: `size` is the number of elements in `front`, `head.drop(pos)` and `rest`;
-   * takers wait only while size == 0; offerers wait only while size == capacity (or were just woken);
+   * takers wait only while size == 0; an offerer waits until `need` slots are free (or was just woken);
    * `next` is the input position of the next element appended.
    */
   private final case class State[F[_], A](
+      capacity: Int,
       front: List[Entry[A]], // elements put back by cancelled takers, oldest first
       head: Chunk[A],
       pos: Int,
@@ -142,15 +145,15 @@ private[weir] object TaskBuffer:
       size: Int,
       next: Long,
       takers: ScalaQueue[Deferred[F, Option[Entry[A]]]],
-      offerers: ScalaQueue[Deferred[F, Unit]],
+      offerers: ScalaQueue[(Deferred[F, Unit], Int)], // each waits until this many slots are free
       closed: Boolean,
       stopped: Boolean
   )(using F: Concurrent[F]):
 
     def finished: Boolean = stopped || (closed && size == 0)
 
-    /** Appends what fits, serving waiting takers first; registers `space` if some is left over. */
-    def append(chunk: Chunk[A], space: Deferred[F, Unit], capacity: Int): (State[F, A], (F[Unit], Appended)) =
+    /** Appends what fits, serving waiting takers first; registers `space` (if given) when some is left over. */
+    def append(chunk: Chunk[A], space: Option[Deferred[F, Unit]]): (State[F, A], (F[Unit], Appended)) =
       if stopped then (this, (F.unit, Appended(0, 0, refused = true)))
       else
         var takersLeft = takers
@@ -169,7 +172,10 @@ private[weir] object TaskBuffer:
           else if size == 0 && front.isEmpty then copy(head = storedChunk, pos = 0, headSeq = next + handed, rest = ScalaQueue.empty)
           else copy(rest = rest.enqueue(storedChunk))
         val accepted = handed + stored
-        val waiting = if accepted < chunk.size then offerers.enqueue(space) else offerers
+        // wake this producer once all it still holds fits: one wake-up per chunk, not per freed slot
+        val waiting = space match
+          case Some(d) if accepted < chunk.size => offerers.enqueue((d, math.min(chunk.size - accepted, capacity)))
+          case _ => offerers
         val s = grown.copy(size = size + stored, next = next + accepted, takers = takersLeft, offerers = waiting)
         (s, (wakes, Appended(accepted, stored, refused = false)))
 
@@ -194,8 +200,9 @@ private[weir] object TaskBuffer:
             val (c, more) = rest.dequeue
             (Entry(headSeq + pos, c(0)), copy(head = c, pos = 1, headSeq = headSeq + pos, rest = more))
       offerers.dequeueOption match
-        case Some((o, more)) => (taken.copy(size = size - 1, offerers = more), Taken(entry, o.complete(()).void))
-        case None => (taken.copy(size = size - 1), Taken(entry, F.unit))
+        case Some(((o, need), more)) if capacity - (size - 1) >= need =>
+          (taken.copy(size = size - 1, offerers = more), Taken(entry, o.complete(()).void))
+        case _ => (taken.copy(size = size - 1), Taken(entry, F.unit))
 
     def pushFront(entry: Entry[A]): (State[F, A], F[Unit]) =
       if !stopped && takers.nonEmpty then
@@ -210,5 +217,5 @@ private[weir] object TaskBuffer:
       copy(front = Nil, head = Chunk.empty, pos = 0, headSeq = next, rest = ScalaQueue.empty, size = 0)
 
   private object State:
-    def empty[F[_]: Concurrent, A]: State[F, A] =
-      State(Nil, Chunk.empty, 0, 0L, ScalaQueue.empty, 0, 0L, ScalaQueue.empty, ScalaQueue.empty, false, false)
+    def empty[F[_]: Concurrent, A](capacity: Int): State[F, A] =
+      State(capacity, Nil, Chunk.empty, 0, 0L, ScalaQueue.empty, 0, 0L, ScalaQueue.empty, ScalaQueue.empty, false, false)

@@ -43,7 +43,10 @@ private[weir] final class WorkerPool[F[_]] private (
 
   /** Atomically leaves the pool if it has more workers than its limit allows. */
   val tryRetire: F[Boolean] =
-    state.modify(s => if s.live > s.limit then (s.copy(live = s.live - 1), true) else (s, false))
+    state.get.flatMap { seen =>
+      if seen.live <= seen.limit then F.pure(false) // the common case: a read, no write
+      else state.modify(s => if s.live > s.limit then (s.copy(live = s.live - 1), true) else (s, false))
+    }
 
   /**
    * Arms [[awaitExit]]: from now on the pool is done when its last worker leaves (workers leave only when
