@@ -1,0 +1,143 @@
+package weir.internal
+
+import cats.effect.{IO, Ref}
+import cats.effect.testkit.TestControl
+import cats.syntax.all.*
+import fs2.Chunk
+import munit.CatsEffectSuite
+
+import scala.concurrent.duration.*
+
+class TaskBufferSuite extends CatsEffectSuite:
+
+  private def offer(b: TaskBuffer[IO, Int], c: Chunk[Int], demand: Int => IO[Unit] = _ => IO.unit) =
+    IO.uncancelable(poll => b.offer(poll, c, demand, _ => IO.unit))
+  private def take(b: TaskBuffer[IO, Int]) =
+    IO.uncancelable(poll => b.take(poll)).map(_.map(e => (e.seq, e.task)))
+
+  test("elements come out first in, first out, numbered by input position") {
+    for
+      b <- TaskBuffer[IO, Int](10)
+      _ <- offer(b, Chunk(7, 8, 9))
+      _ <- offer(b, Chunk(10))
+      got <- take(b).replicateA(4)
+    yield assertEquals(got.flatten, List(0L -> 7, 1L -> 8, 2L -> 9, 3L -> 10))
+  }
+
+  test("a chunk larger than the buffer asks for workers before it waits for room") {
+    val run =
+      for
+        b <- TaskBuffer[IO, Int](2)
+        demanded <- Ref.of[IO, Int](0)
+        producer <- offer(b, Chunk.from(0 until 5), n => demanded.update(_ + n)).start
+        _ <- IO.sleep(1.second)
+        asked <- demanded.get
+        size <- b.size
+        got <- take(b).replicateA(5)
+        _ <- producer.joinWithNever
+      yield (asked, size, got.flatten.map(_._2))
+    TestControl.executeEmbed(run).map { (asked, size, got) =>
+      assertEquals(asked, 2) // the two elements it could store, before waiting
+      assertEquals(size, 2) // never more than the capacity
+      assertEquals(got, List(0, 1, 2, 3, 4))
+    }
+  }
+
+  test("a waiting taker receives the next offer directly") {
+    for
+      b <- TaskBuffer[IO, Int](4)
+      taker <- take(b).start
+      _ <- IO.cede.replicateA_(10)
+      _ <- offer(b, Chunk(42))
+      got <- taker.joinWithNever
+      size <- b.size
+    yield
+      assertEquals(got, Some(0L -> 42))
+      assertEquals(size, 0)
+  }
+
+  test("close: takers drain what is left, then get None") {
+    for
+      b <- TaskBuffer[IO, Int](4)
+      _ <- offer(b, Chunk(1, 2))
+      _ <- b.close
+      got <- take(b).replicateA(3)
+      finished <- b.isFinished
+    yield
+      assertEquals(got.map(_.map(_._2)), List(Some(1), Some(2), None))
+      assert(finished)
+  }
+
+  test("stop: offers are refused and everything held is returned by remaining") {
+    for
+      b <- TaskBuffer[IO, Int](4)
+      _ <- offer(b, Chunk(1, 2, 3))
+      _ <- b.stop
+      refused <- offer(b, Chunk(4, 5))
+      t <- take(b)
+      left <- b.remaining
+    yield
+      assertEquals(refused.toList, List(4, 5))
+      assertEquals(t, None)
+      assertEquals(left, Vector(1, 2, 3))
+  }
+
+  test("stop wakes a producer waiting for room, which gets its rest back") {
+    val run =
+      for
+        b <- TaskBuffer[IO, Int](2)
+        producer <- offer(b, Chunk(1, 2, 3, 4)).start
+        _ <- IO.sleep(1.second)
+        _ <- b.stop
+        refused <- producer.joinWithNever
+        left <- b.remaining
+      yield (refused.toList, left)
+    TestControl.executeEmbed(run).map((refused, left) => assertEquals((refused, left), (List(3, 4), Vector(1, 2))))
+  }
+
+  test("a cancelled producer hands the elements it still held to onCancel") {
+    val run =
+      for
+        b <- TaskBuffer[IO, Int](2)
+        lost <- Ref.of[IO, List[Int]](Nil)
+        producer <- IO.uncancelable(poll => b.offer(poll, Chunk(1, 2, 3), _ => IO.unit, c => lost.set(c.toList))).start
+        _ <- IO.sleep(1.second)
+        _ <- producer.cancel
+        held <- lost.get
+        left <- b.remaining
+      yield (held, left)
+    TestControl.executeEmbed(run).map((held, left) => assertEquals((held, left), (List(3), Vector(1, 2))))
+  }
+
+  test("a cancelled taker loses nothing: an element handed to it goes back to the head") {
+    for
+      b <- TaskBuffer[IO, Int](4)
+      takers <- take(b).start.replicateA(3)
+      _ <- IO.cede.replicateA_(10)
+      _ <- (offer(b, Chunk(1, 2, 3)), takers.traverse_(_.cancel)).parTupled
+      outcomes <- takers.traverse(_.join)
+      won <- outcomes.traverse(_.fold(IO.pure(Option.empty[(Long, Int)]), _ => IO.pure(None), identity))
+      left <- b.remaining
+    yield
+      // every element is either with a taker that completed, or back in the buffer: none is lost or doubled
+      val all = won.flatten.map(_._2) ++ left
+      assertEquals(all.sorted, List(1, 2, 3))
+  }
+
+  test("the buffer never holds more than its capacity (random offers and takes)") {
+    val run =
+      for
+        b <- TaskBuffer[IO, Int](5)
+        peak <- Ref.of[IO, Int](0)
+        sizes = (0 until 40).map(i => i % 7 + 1)
+        producer <- sizes.toList.traverse_(n => offer(b, Chunk.from(0 until n))).start
+        watcher <- (b.size.flatMap(s => peak.update(math.max(_, s))) *> IO.sleep(1.milli)).foreverM.start
+        got <- (IO.sleep(2.millis) *> take(b)).replicateA(sizes.sum).map(_.flatten)
+        _ <- producer.cancel *> watcher.cancel
+        max <- peak.get
+      yield (max, got.map(_._1))
+    TestControl.executeEmbed(run).map { (max, positions) =>
+      assert(max <= 5, s"held $max > 5")
+      assertEquals(positions, positions.indices.map(_.toLong).toList)
+    }
+  }
