@@ -37,7 +37,8 @@ class HangDetectorSuite extends CatsEffectSuite:
         probe("default", "queue", DefaultRuns, PerRunTimeout, DefaultHardDeadline).flatMap {
           case wedged: Verdict.Wedged => IO.pure((Some(wedged), history :+ s"JVM $jvm: $wedged"))
           case ok: Verdict.Ok => attempt(jvm + 1, history :+ s"JVM $jvm: $ok")
-          case broken: Verdict.Broken => IO.raiseError(new AssertionError(s"default runtime, JVM $jvm: $broken"))
+          case broken: Verdict.Broken =>
+            IO.raiseError(new AssertionError(s"default runtime, JVM $jvm: $broken"))
         }
     attempt(1, Vector.empty).map { (wedged, history) =>
       report(s"default/queue ($DefaultJvms JVMs x $DefaultRuns runs at most)", history)
@@ -114,7 +115,13 @@ object HangDetectorSuite:
       case _ => Verdict.Broken(result.toString)
 
   /** Runs [[HangProbe]] in a child JVM and reads its verdict. */
-  def probe(runtime: String, shape: String, runs: Int, perRun: FiniteDuration, hardDeadline: FiniteDuration): IO[Verdict] =
+  def probe(
+      runtime: String,
+      shape: String,
+      runs: Int,
+      perRun: FiniteDuration,
+      hardDeadline: FiniteDuration
+  ): IO[Verdict] =
     launch(List(runtime, shape, runs.toString, perRun.toMillis.toString), hardDeadline).map(verdict)
 
   /**
@@ -124,22 +131,30 @@ object HangDetectorSuite:
   def launch(args: List[String], hardDeadline: FiniteDuration): IO[ChildResult] =
     val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
     val command =
-      List(java, "--sun-misc-unsafe-memory-access=allow", "-cp", System.getProperty("java.class.path"), "weir.hang.HangProbe") ++ args
+      List(
+        java,
+        "--sun-misc-unsafe-memory-access=allow",
+        "-cp",
+        System.getProperty("java.class.path"),
+        "weir.hang.HangProbe"
+      ) ++ args
     tempFiles.use { (out, err) =>
       val child = Resource.make(
         IO.blocking(new ProcessBuilder(command*).redirectOutput(out.toFile).redirectError(err.toFile).start())
       )(p => IO.blocking(p.destroyForcibly().waitFor()).void)
       child
-        .use(p => IO.interruptible(if p.waitFor(hardDeadline.toMillis, TimeUnit.MILLISECONDS) then Some(p.exitValue) else None))
+        .use(p =>
+          IO.interruptible(Option.when(p.waitFor(hardDeadline.toMillis, TimeUnit.MILLISECONDS))(p.exitValue))
+        )
         .flatMap(code => IO.blocking(ChildResult(code, lines(out), lines(err))))
     }
 
   private def lines(file: Path): List[String] = Files.readAllLines(file).asScala.toList
 
   private val tempFiles: Resource[IO, (Path, Path)] =
-    Resource.make(IO.blocking((Files.createTempFile("hang-probe", ".out"), Files.createTempFile("hang-probe", ".err"))))(
-      (out, err) => IO.blocking(List(out, err).foreach(Files.deleteIfExists))
-    )
+    val create =
+      IO.blocking((Files.createTempFile("hang-probe", ".out"), Files.createTempFile("hang-probe", ".err")))
+    Resource.make(create)((out, err) => IO.blocking(List(out, err).foreach(Files.deleteIfExists)))
 
   private def report(what: String, lines: Vector[String]): Unit =
     lines.foreach(line => println(s"[HangDetector] $what: $line"))

@@ -54,7 +54,9 @@ object HangProbe:
       case _ => usage(s"expected 4 arguments, got ${args.length}")
 
   private def usage(problem: String): Nothing =
-    System.err.println(s"$problem\nusage: HangProbe <default|weir|wstp1> <queue|semaphore|weir> <runs> <perRunTimeoutMillis>")
+    System.err.println(
+      s"$problem\nusage: HangProbe <default|weir|wstp1> <queue|semaphore|weir> <runs> <perRunTimeoutMillis>"
+    )
     halt(2)
 
   /** Runs `run` `runs` times on `runtime`; never returns (prints the outcome and ends the JVM). */
@@ -125,8 +127,11 @@ object HangProbe:
     for
       queue <- Queue.bounded[IO, Int](Workers)
       done <- IO.ref(0L)
-      worker = queue.take.flatMap(i => if i == end then IO.pure(false) else IO.sleep(Nap) *> done.update(_ + 1).as(true))
-      produce = (0 until Tasks).toList.traverse_(queue.offer) *> List.fill(Workers)(end).traverse_(queue.offer)
+      worker = queue.take.flatMap(i =>
+        if i == end then IO.pure(false) else IO.sleep(Nap) *> done.update(_ + 1).as(true)
+      )
+      produce = (0 until Tasks).toList.traverse_(queue.offer) *>
+        List.fill(Workers)(end).traverse_(queue.offer)
       _ <- (produce, List.fill(Workers)(worker.iterateWhile(identity)).parSequence_).parTupled
       n <- done.get
     yield n
@@ -136,7 +141,9 @@ object HangProbe:
     for
       permits <- Semaphore[IO](Workers.toLong)
       done <- IO.ref(0L)
-      _ <- (0 until Tasks).toList.parTraverse_(_ => permits.permit.surround(IO.sleep(Nap)) *> done.update(_ + 1))
+      _ <- (0 until Tasks).toList.parTraverse_(_ =>
+        permits.permit.surround(IO.sleep(Nap)) *> done.update(_ + 1)
+      )
       n <- done.get
     yield n
 
