@@ -74,7 +74,7 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
   def startWithOutcomes: Resource[F, (Running[F, A], Stream[F, Outcome[A, B]])] =
     for
       channel <- Resource.eval(Channel.bounded[F, (Long, Outcome[A, B])](Defaults.outcomeBuffer))
-      running <- Engine.start[F, A, B](settings, (pos, outcome) => F.void(channel.send((pos, outcome))))
+      running <- Engine.start[F, A, B](settings, Some((pos, outcome) => F.void(channel.send((pos, outcome)))))
       // released before the run stops: a stopping run then emits into a closed channel instead of waiting
       _ <- Resource.onFinalize(F.void(channel.close))
       _ <- F.background(F.flatMap(running.join)(_ => channel.close))
@@ -90,7 +90,7 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
    * tasks get the release grace and are then interrupted; the accounts stay exact (see [[Running.join]]),
    * and no fiber is left behind.
    */
-  def start: Resource[F, Running[F, A]] = Engine.start(settings, (_, _) => F.unit)
+  def start: Resource[F, Running[F, A]] = Engine.start(settings, None)
 
   override def toString: String =
     s"Pipeline(${settings.source}, ${settings.limit}, buffer=${settings.bufferCapacity}, ${settings.ordering})"

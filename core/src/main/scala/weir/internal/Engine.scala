@@ -23,7 +23,7 @@ import scala.concurrent.duration.*
  */
 private[weir] final class Engine[F[_], A, B] private (
     settings: Settings[F, A, B],
-    emit: Engine.Emit[F, A, B],
+    emit: Option[Engine.Emit[F, A, B]],
     startedAt: FiniteDuration,
     ledger: Ledger[F, A],
     buffer: TaskBuffer[F, A],
@@ -125,7 +125,7 @@ private[weir] final class Engine[F[_], A, B] private (
           F.monotonic.flatMap { t1 =>
             r match
               case Right(value) =>
-                ledger.succeeded(t1 - t0) *> finished(entry) *> poll(emit(entry.seq, Outcome.Succeeded(task, value)))
+                ledger.succeeded(t1 - t0) *> finished(entry) *> poll(publish(entry.seq, Outcome.Succeeded(task, value)))
               case Left(error) => failed(poll, entry, error, t1 - t0)
           }
         }
@@ -134,7 +134,7 @@ private[weir] final class Engine[F[_], A, B] private (
   private def failed(poll: Poll[F], entry: TaskBuffer.Entry[A], error: Throwable, latency: FiniteDuration): F[Unit] =
     def record(disposition: Disposition): F[Unit] =
       val outcome = new Outcome.Failed(entry.task, error, disposition)
-      ledger.failed(outcome, Some(latency)) *> finished(entry) *> poll(emit(entry.seq, outcome))
+      ledger.failed(outcome, Some(latency)) *> finished(entry) *> poll(publish(entry.seq, outcome))
     settings.policy match
       case FailurePolicy.FailFast() =>
         // the first failure stops the run; one that lands while it is stopping is only recorded
@@ -155,8 +155,14 @@ private[weir] final class Engine[F[_], A, B] private (
     stopRequest.tryGet.flatMap { request =>
       val why = request.fold("the run was cancelled")(r => s"the run stopped (${r.reason})")
       val outcome = new Outcome.Failed(entry.task, new TaskInterrupted(why), Disposition.Interrupted)
-      ledger.failed(outcome, Some(latency)) *> finished(entry) *> emit(entry.seq, outcome)
+      ledger.failed(outcome, Some(latency)) *> finished(entry) *> publish(entry.seq, outcome)
     }
+
+  /** Hands an outcome to the consumer, if there is one (the outcome is not even built otherwise). */
+  private def publish(position: Long, outcome: => Outcome[A, B]): F[Unit] =
+    emit match
+      case Some(out) => out(position, outcome)
+      case None => F.unit
 
   private def finished(entry: TaskBuffer.Entry[A]): F[Unit] =
     window.fold(F.unit)(_.finished(entry.seq))
@@ -194,7 +200,7 @@ private[weir] final class Engine[F[_], A, B] private (
       latency <- ledger.latency
       now <- F.monotonic
       reason = notStartedReason(stop)
-      _ <- unstarted.traverse_(task => emit(Long.MaxValue, Outcome.NotStarted(task, reason)))
+      _ <- unstarted.traverse_(task => publish(Long.MaxValue, Outcome.NotStarted(task, reason)))
       summary = Summary(counts.received, counts.succeeded, counts.failed, counts.notStarted, failures, unstarted,
         now - startedAt, latency, stop)
       _ <- result.complete(summary)
@@ -229,7 +235,7 @@ private[weir] object Engine:
     )(_._2)
 
   /** Starts a run; releasing it stops the run (see [[Pipeline.start]]) and leaks no fiber. */
-  def start[F[_], A, B](settings: Settings[F, A, B], emit: Emit[F, A, B])(using F: Async[F]): Resource[F, Running[F, A]] =
+  def start[F[_], A, B](settings: Settings[F, A, B], emit: Option[Emit[F, A, B]])(using F: Async[F]): Resource[F, Running[F, A]] =
     for
       workerSupervisor <- supervisor[F]
       producerSupervisor <- supervisor[F]

@@ -29,6 +29,9 @@ private[weir] final class WorkerPool[F[_]] private (
   def grow(demand: Int): F[Unit] =
     if demand <= 0 then F.unit
     else
+      state.get.flatMap(seen => if seen.live >= seen.limit || !seen.open then F.unit else growBy(demand))
+
+  private def growBy(demand: Int): F[Unit] =
       state.modify { s =>
         val n = if s.open then math.max(0, math.min(demand.toLong, s.limit.toLong - s.live).toInt) else 0
         (s.copy(live = s.live + n), n)

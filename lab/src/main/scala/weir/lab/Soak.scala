@@ -1,7 +1,7 @@
 package weir.lab
 
 import cats.effect.IO
-import fs2.Stream
+import fs2.{Chunk, Stream}
 import weir.*
 
 import java.lang.management.ManagementFactory
@@ -14,7 +14,11 @@ import scala.jdk.CollectionConverters.*
 object Soak:
 
   def run(tasks: Long, limit: Int, progress: Boolean): IO[Unit] =
-    val pipeline = Pipeline(Stream.iterate(0L)(_ + 1).take(tasks).chunkLimit(1024).covary[IO])
+    // generated lazily, 1024 at a time: nothing but the buffer and the workers' tasks is ever in memory
+    val source = Stream.unfoldChunk[IO, Long, Long](0L) { from =>
+      Option.when(from < tasks)((Chunk.from(from until math.min(from + 1024, tasks)), from + 1024))
+    }
+    val pipeline = Pipeline(source)
       .process(_ => IO.unit)
       .withLimit(Limit.fixed(limit))
     for
