@@ -33,4 +33,5 @@ object Limit:
   val unbounded: Limit = Fixed(Int.MaxValue)
 
   private[weir] final case class Fixed(initial: Int) extends Limit:
-    override def toString: String = if initial == Int.MaxValue then "Limit.unbounded" else s"Limit.fixed($initial)"
+    override def toString: String =
+      if initial == Int.MaxValue then "Limit.unbounded" else s"Limit.fixed($initial)"

@@ -37,4 +37,6 @@ object Progress:
       .void
 
   private def show(bar: ProgressBar, s: Snapshot): Unit =
-    val _ = bar.stepTo(s.finished).setExtraMessage(s" in flight ${s.inFlight}/${s.limit}, buffered ${s.buffered}, failed ${s.failed}")
+    val _ = bar.stepTo(
+      s.finished
+    ).setExtraMessage(s" in flight ${s.inFlight}/${s.limit}, buffered ${s.buffered}, failed ${s.failed}")

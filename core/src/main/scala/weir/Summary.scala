@@ -67,4 +67,5 @@ final case class Latency(
     s"Latency(n=$count, mean=${ms(mean)}ms, p50=${ms(p50)}ms, p99=${ms(p99)}ms, max=${ms(max)}ms)"
 
 object Latency:
-  val empty: Latency = Latency(0, Duration.Zero, Duration.Zero, Duration.Zero, Duration.Zero, Duration.Zero, Duration.Zero)
+  val empty: Latency =
+    Latency(0, Duration.Zero, Duration.Zero, Duration.Zero, Duration.Zero, Duration.Zero, Duration.Zero)

@@ -54,7 +54,19 @@ class AccountingSuite extends ScalaCheckSuite:
         Gen.zip(Gen.choose(0, 400), Gen.choose(0, 60)).map(Stop.Drain(_, _)),
         Gen.choose(0, 400).map(Stop.Cancel(_))
       )
-    yield Scenario(tasks, producers, chunk, produceDelay, durations, failing, limit, buffer, policy, window, stop)
+    yield Scenario(
+      tasks,
+      producers,
+      chunk,
+      produceDelay,
+      durations,
+      failing,
+      limit,
+      buffer,
+      policy,
+      window,
+      stop
+    )
 
   final case class Observed(
       outcomes: Vector[Outcome[Int, Int]],
@@ -80,11 +92,12 @@ class AccountingSuite extends ScalaCheckSuite:
             (if sc.failing(i) then IO.raiseError(new RuntimeException(s"task $i")) else IO.pure(i)))
             .guarantee(inFlight.update((n, m) => (n - 1, m)))
         source = Source.partitioned[IO, Int](sc.producers) { p =>
-          Stream.bracket(opened.update(_ + 1))(_ => finalized.update(_ + 1)) >> Stream
-            .range(0, sc.tasks)
-            .filter(_ % sc.producers == p)
-            .chunkN(sc.chunk)
-            .flatMap(c => Stream.exec(IO.sleep(sc.produceDelay.millis)) ++ Stream.chunk(c))
+          Stream.bracket(opened.update(_ + 1))(_ => finalized.update(_ + 1)) >>
+            Stream
+              .range(0, sc.tasks)
+              .filter(_ % sc.producers == p)
+              .chunkN(sc.chunk)
+              .flatMap(c => Stream.exec(IO.sleep(sc.produceDelay.millis)) ++ Stream.chunk(c))
         }
         base = Pipeline(source)
           .process(handler)
@@ -126,10 +139,13 @@ class AccountingSuite extends ScalaCheckSuite:
       ob.summary.foreach { s =>
         assertEquals(s.received, ids.size.toLong)
         assertEquals(s.received, s.succeeded + s.failed + s.notStarted)
-        assertEquals(s.failures.map(_.task).toSet ++ s.unstarted.toSet, ob.outcomes.collect {
-          case f: Outcome.Failed[Int, Int] => f.task
-          case n: Outcome.NotStarted[Int, Int] => n.task
-        }.toSet)
+        assertEquals(
+          s.failures.map(_.task).toSet ++ s.unstarted.toSet,
+          ob.outcomes.collect {
+            case f: Outcome.Failed[Int, Int] => f.task
+            case n: Outcome.NotStarted[Int, Int] => n.task
+          }.toSet
+        )
         if sc.stop == Stop.Never && (sc.policy != 2 || sc.failing.isEmpty) then
           assertEquals(s.received, sc.tasks.toLong)
           assertEquals(ids.toSet, (0 until sc.tasks).toSet)
@@ -155,17 +171,20 @@ class AccountingSuite extends ScalaCheckSuite:
   }
 
   property("fail-fast: the first failure stops the run and every other task is accounted for") {
-    Prop.forAllNoShrink(scenarios.map(_.copy(policy = 2, stop = Stop.Never)).suchThat(_.failing.nonEmpty)) { sc =>
-      val ob = execute(sc)
-      val s = ob.summary.get
-      s.stop match
-        case StopReason.FailedFast(e) => assert(e.getMessage.startsWith("task "))
-        case other => fail(s"expected FailedFast, got $other")
-      assertEquals(s.failures.count(_.disposition == Disposition.Aborted), 1)
-      assertEquals(s.received, s.succeeded + s.failed + s.notStarted)
-      assert(s.unstarted.forall(t => !ob.outcomes.exists {
-        case Outcome.Succeeded(x, _) => x == t
-        case _ => false
-      }))
+    Prop.forAllNoShrink(scenarios.map(_.copy(policy = 2, stop = Stop.Never)).suchThat(_.failing.nonEmpty)) {
+      sc =>
+        val ob = execute(sc)
+        val s = ob.summary.get
+        s.stop match
+          case StopReason.FailedFast(e) => assert(e.getMessage.startsWith("task "))
+          case other => fail(s"expected FailedFast, got $other")
+        assertEquals(s.failures.count(_.disposition == Disposition.Aborted), 1)
+        assertEquals(s.received, s.succeeded + s.failed + s.notStarted)
+        assert(s.unstarted.forall(t =>
+          !ob.outcomes.exists {
+            case Outcome.Succeeded(x, _) => x == t
+            case _ => false
+          }
+        ))
     }
   }

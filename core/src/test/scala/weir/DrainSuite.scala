@@ -36,7 +36,9 @@ class DrainSuite extends CatsEffectSuite:
     TestControl.executeEmbed(run).map { s =>
       assertEquals(s.succeeded, 0L)
       assertEquals(s.failures.map(_.task).toSet, Set(0, 1, 2))
-      assert(s.failures.forall(f => f.disposition == Disposition.Interrupted && f.error.isInstanceOf[TaskInterrupted]))
+      assert(s.failures.forall(f =>
+        f.disposition == Disposition.Interrupted && f.error.isInstanceOf[TaskInterrupted]
+      ))
       assertEquals(s.unstarted.toSet, (3 until 10).toSet)
       assertEquals(s.elapsed, 3.seconds)
     }
@@ -55,7 +57,10 @@ class DrainSuite extends CatsEffectSuite:
 
   test("fail-fast interrupts in-flight work and reports which tasks never ran") {
     val run = Pipeline(Stream.range(0, 50).covary[IO])
-      .process(i => if i == 5 then IO.sleep(1.second) *> IO.raiseError(new RuntimeException("five")) else IO.sleep(3.seconds))
+      .process(i =>
+        if i == 5 then IO.sleep(1.second) *> IO.raiseError(new RuntimeException("five"))
+        else IO.sleep(3.seconds)
+      )
       .withLimit(Limit.fixed(8))
       .withBuffer(16)
       .withFailurePolicy(FailurePolicy.failFast)
@@ -78,7 +83,8 @@ class DrainSuite extends CatsEffectSuite:
       s <- Pipeline(Stream.range(0, 10).covary[IO])
         .process(i => if i % 2 == 0 then IO.raiseError(new RuntimeException(s"bad $i")) else IO.pure(i))
         .withFailurePolicy(FailurePolicy.deadLetter { (i, e) =>
-          if i == 4 then IO.raiseError(new RuntimeException("sink down")) else dead.update(_ :+ (i -> e.getMessage))
+          if i == 4 then IO.raiseError(new RuntimeException("sink down"))
+          else dead.update(_ :+ (i -> e.getMessage))
         })
         .run
       letters <- dead.get
@@ -118,10 +124,12 @@ class DrainSuite extends CatsEffectSuite:
       for
         flight <- Ref.of[IO, (Int, Vector[(Long, Int)])]((0, Vector.empty)) // (now, samples at each start)
         handler = (_: Int) =>
-          (IO.monotonic.flatMap(t => flight.update((n, v) => (n + 1, v :+ (t.toSeconds, n + 1)))) *> IO.sleep(1.second))
+          (IO.monotonic.flatMap(t => flight.update((n, v) => (n + 1, v :+ (t.toSeconds, n + 1)))) *>
+            IO.sleep(1.second))
             .guarantee(flight.update((n, v) => (n - 1, v)))
-        s <- Pipeline(Stream.range(0, 40).covary[IO]).process(handler).withLimit(Limit.fixed(2)).start.use { r =>
-          IO.sleep(2500.millis) *> r.setLimit(8) *> IO.sleep(2.seconds) *> r.setLimit(1) *> r.join
+        s <- Pipeline(Stream.range(0, 40).covary[IO]).process(handler).withLimit(Limit.fixed(2)).start.use {
+          r =>
+            IO.sleep(2500.millis) *> r.setLimit(8) *> IO.sleep(2.seconds) *> r.setLimit(1) *> r.join
         }
         samples <- flight.get
       yield (s, samples._2)

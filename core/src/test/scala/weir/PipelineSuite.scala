@@ -86,8 +86,14 @@ class PipelineSuite extends CatsEffectSuite:
     assertEquals(msg(Limit.fixed(-3)), "requirement failed: concurrency limit must be > 0, was: -3")
     assertEquals(msg(b.withBuffer(0)), "requirement failed: buffer capacity must be > 0, was: 0")
     assertEquals(msg(Ordering.inputOrder(-1)), "requirement failed: reorder window must be > 0, was: -1")
-    assertEquals(msg(b.withReleaseGrace(-1.second)), "requirement failed: release grace must be >= 0, was: -1 seconds")
-    assertEquals(msg(Source.partitioned[IO, Int](0)(_ => Stream.empty)), "requirement failed: number of partitions must be > 0, was: 0")
+    assertEquals(
+      msg(b.withReleaseGrace(-1.second)),
+      "requirement failed: release grace must be >= 0, was: -1 seconds"
+    )
+    assertEquals(
+      msg(Source.partitioned[IO, Int](0)(_ => Stream.empty)),
+      "requirement failed: number of partitions must be > 0, was: 0"
+    )
   }
 
   test("a running pipeline refuses a zero limit and a negative drain deadline") {

@@ -59,8 +59,18 @@ private[weir] final class Engine[F[_], A, B] private (
 
   def snapshot: F[Snapshot] =
     (ledger.counts, buffer.size, pool.limit, pool.live, F.monotonic).mapN { (c, buffered, limit, live, now) =>
-      Snapshot(now - startedAt, c.received, c.started, c.succeeded, c.failed, c.notStarted, c.inFlight,
-        buffered.toLong, limit, live)
+      Snapshot(
+        now - startedAt,
+        c.received,
+        c.started,
+        c.succeeded,
+        c.failed,
+        c.notStarted,
+        c.inFlight,
+        buffered.toLong,
+        limit,
+        live
+      )
     }
 
   def metrics(every: FiniteDuration): Stream[F, Snapshot] =
@@ -125,13 +135,19 @@ private[weir] final class Engine[F[_], A, B] private (
           F.monotonic.flatMap { t1 =>
             r match
               case Right(value) =>
-                ledger.succeeded(t1 - t0) *> finished(entry) *> poll(publish(entry.seq, Outcome.Succeeded(task, value)))
+                ledger.succeeded(t1 - t0) *> finished(entry) *>
+                  poll(publish(entry.seq, Outcome.Succeeded(task, value)))
               case Left(error) => failed(poll, entry, error, t1 - t0)
           }
         }
     }
 
-  private def failed(poll: Poll[F], entry: TaskBuffer.Entry[A], error: Throwable, latency: FiniteDuration): F[Unit] =
+  private def failed(
+      poll: Poll[F],
+      entry: TaskBuffer.Entry[A],
+      error: Throwable,
+      latency: FiniteDuration
+  ): F[Unit] =
     def record(disposition: Disposition): F[Unit] =
       val outcome = new Outcome.Failed(entry.task, error, disposition)
       ledger.failed(outcome, Some(latency)) *> finished(entry) *> poll(publish(entry.seq, outcome))
@@ -201,8 +217,17 @@ private[weir] final class Engine[F[_], A, B] private (
       now <- F.monotonic
       reason = notStartedReason(stop)
       _ <- unstarted.traverse_(task => publish(Long.MaxValue, Outcome.NotStarted(task, reason)))
-      summary = Summary(counts.received, counts.succeeded, counts.failed, counts.notStarted, failures, unstarted,
-        now - startedAt, latency, stop)
+      summary = Summary(
+        counts.received,
+        counts.succeeded,
+        counts.failed,
+        counts.notStarted,
+        failures,
+        unstarted,
+        now - startedAt,
+        latency,
+        stop
+      )
       _ <- result.complete(summary)
     yield ()
 
@@ -235,7 +260,9 @@ private[weir] object Engine:
     )(_._2)
 
   /** Starts a run; releasing it stops the run (see [[Pipeline.start]]) and leaks no fiber. */
-  def start[F[_], A, B](settings: Settings[F, A, B], emit: Option[Emit[F, A, B]])(using F: Async[F]): Resource[F, Running[F, A]] =
+  def start[F[_], A, B](settings: Settings[F, A, B], emit: Option[Emit[F, A, B]])(using
+      F: Async[F]
+  ): Resource[F, Running[F, A]] =
     for
       workerSupervisor <- supervisor[F]
       producerSupervisor <- supervisor[F]
@@ -253,13 +280,27 @@ private[weir] object Engine:
           result <- F.deferred[Summary[A]]
           sourceErrors <- F.ref(List.empty[Throwable])
           producersDone <- F.deferred[Unit]
-          engine = new Engine(settings, emit, startedAt, ledger, buffer, window, stopRequest, result, sourceErrors,
-            producersDone, killWorkers, killProducers)
+          engine = new Engine(
+            settings,
+            emit,
+            startedAt,
+            ledger,
+            buffer,
+            window,
+            stopRequest,
+            result,
+            sourceErrors,
+            producersDone,
+            killWorkers,
+            killProducers
+          )
           pool <- WorkerPool[F](settings.limit.initial, workers)(engine.work)
           _ <- F.delay(engine.pool = pool)
         yield engine
       )
       _ <- F.background(engine.conduct)
       _ <- Resource.eval(producers.supervise(engine.produceAll))
-      running <- Resource.make(F.pure(engine))(e => e.requestStop(StopReason.Cancelled, settings.releaseGrace) *> e.join.void)
+      running <- Resource.make(F.pure(engine))(e =>
+        e.requestStop(StopReason.Cancelled, settings.releaseGrace) *> e.join.void
+      )
     yield running

@@ -57,7 +57,16 @@ private[weir] final class Ledger[F[_], A] private (
       val h = histogram.copy()
       def at(p: Double) = h.getValueAtPercentile(p).nanos
       if h.getTotalCount == 0 then Latency.empty
-      else Latency(h.getTotalCount, h.getMean.toLong.nanos, at(50), at(90), at(99), at(99.9), h.getMaxValue.nanos)
+      else
+        Latency(
+          h.getTotalCount,
+          h.getMean.toLong.nanos,
+          at(50),
+          at(90),
+          at(99),
+          at(99.9),
+          h.getMaxValue.nanos
+        )
     }
 
 private[weir] object Ledger:
@@ -68,4 +77,3 @@ private[weir] object Ledger:
   def apply[F[_]: Sync, A]: F[Ledger[F, A]] =
     (Ref.of[F, Vector[Outcome.Failed[A, Nothing]]](Vector.empty), Ref.of[F, Vector[A]](Vector.empty))
       .mapN(new Ledger(_, _))
-

@@ -51,7 +51,11 @@ private[weir] final class OrderWindow[F[_]] private (window: Int, state: Ref[F, 
 
 private[weir] object OrderWindow:
   /* Invariant: every position < prefix is finished; `done` holds the finished positions >= prefix. */
-  final case class State[F[_]](prefix: Long, done: Set[Long], waiters: SortedMap[Long, List[Deferred[F, Unit]]])
+  final case class State[F[_]](
+      prefix: Long,
+      done: Set[Long],
+      waiters: SortedMap[Long, List[Deferred[F, Unit]]]
+  )
 
   def apply[F[_]: Concurrent](window: Int): F[OrderWindow[F]] =
     Ref.of[F, State[F]](State(0L, Set.empty, SortedMap.empty)).map(new OrderWindow(window, _))

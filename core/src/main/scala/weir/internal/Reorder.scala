@@ -12,7 +12,12 @@ import scala.collection.immutable.SortedMap
 private[weir] object Reorder:
 
   def apply[F[_], O]: Pipe[F, (Long, O), O] = in =>
-    def go(s: Stream[F, (Long, O)], next: Long, early: SortedMap[Long, O], last: Vector[O]): Pull[F, O, Unit] =
+    def go(
+        s: Stream[F, (Long, O)],
+        next: Long,
+        early: SortedMap[Long, O],
+        last: Vector[O]
+    ): Pull[F, O, Unit] =
       s.pull.uncons.flatMap {
         case None => Pull.output(Chunk.from(early.values)) >> Pull.output(Chunk.from(last))
         case Some((chunk, rest)) =>

@@ -43,7 +43,12 @@ private[weir] final class TaskBuffer[F[_], A] private (
    * waits). Returns the elements refused because the buffer was stopped (empty when all were accepted).
    * Only the wait is cancelable (wrapped in `poll`), so call this inside `uncancelable`.
    */
-  def offer(poll: Poll[F], chunk: Chunk[A], demand: Int => F[Unit], onCancel: Chunk[A] => F[Unit]): F[Chunk[A]] =
+  def offer(
+      poll: Poll[F],
+      chunk: Chunk[A],
+      demand: Int => F[Unit],
+      onCancel: Chunk[A] => F[Unit]
+  ): F[Chunk[A]] =
     // `space` is allocated only once an offer has to wait: the common case is one `modify` per chunk
     def loop(rest: Chunk[A], space: Option[Deferred[F, Unit]]): F[Chunk[A]] =
       state.modify(_.append(rest, space)).flatMap { case (wakes, appended) =>
@@ -86,7 +91,9 @@ private[weir] final class TaskBuffer[F[_], A] private (
 
   /** No more offers: takers get `None` once the buffer is empty. */
   def close: F[Unit] =
-    state.modify(s => (s.copy(closed = true, takers = ScalaQueue.empty), s.takers.traverse_(_.complete(None).void))).flatten
+    state.modify(s =>
+      (s.copy(closed = true, takers = ScalaQueue.empty), s.takers.traverse_(_.complete(None).void))
+    ).flatten
 
   /** No more takes; offers are refused from now on. Wakes every waiter. */
   def stop: F[Unit] =
@@ -105,10 +112,14 @@ private[weir] final class TaskBuffer[F[_], A] private (
   private def abandonTake(d: Deferred[F, Option[Entry[A]]]): F[Unit] =
     state.modify { s =>
       if s.takers.exists(_ eq d) then (s.copy(takers = s.takers.filterNot(_ eq d)), F.unit)
-      else (s, d.tryGet.flatMap {
-        case Some(Some(entry)) => putBack(entry)
-        case _ => F.unit
-      })
+      else
+        (
+          s,
+          d.tryGet.flatMap {
+            case Some(Some(entry)) => putBack(entry)
+            case _ => F.unit
+          }
+        )
     }.flatten
 
   private def putBack(entry: Entry[A]): F[Unit] =
@@ -169,14 +180,17 @@ private[weir] object TaskBuffer:
         val storedChunk = chunk.drop(handed).take(stored)
         val grown =
           if stored == 0 then this
-          else if size == 0 && front.isEmpty then copy(head = storedChunk, pos = 0, headSeq = next + handed, rest = ScalaQueue.empty)
+          else if size == 0 && front.isEmpty then
+            copy(head = storedChunk, pos = 0, headSeq = next + handed, rest = ScalaQueue.empty)
           else copy(rest = rest.enqueue(storedChunk))
         val accepted = handed + stored
         // wake this producer once all it still holds fits: one wake-up per chunk, not per freed slot
         val waiting = space match
-          case Some(d) if accepted < chunk.size => offerers.enqueue((d, math.min(chunk.size - accepted, capacity)))
+          case Some(d) if accepted < chunk.size =>
+            offerers.enqueue((d, math.min(chunk.size - accepted, capacity)))
           case _ => offerers
-        val s = grown.copy(size = size + stored, next = next + accepted, takers = takersLeft, offerers = waiting)
+        val s =
+          grown.copy(size = size + stored, next = next + accepted, takers = takersLeft, offerers = waiting)
         (s, (wakes, Appended(accepted, stored, refused = false)))
 
     def takeNow: (State[F, A], TakeResult[F, A]) =
@@ -218,4 +232,17 @@ private[weir] object TaskBuffer:
 
   private object State:
     def empty[F[_]: Concurrent, A](capacity: Int): State[F, A] =
-      State(capacity, Nil, Chunk.empty, 0, 0L, ScalaQueue.empty, 0, 0L, ScalaQueue.empty, ScalaQueue.empty, false, false)
+      State(
+        capacity,
+        Nil,
+        Chunk.empty,
+        0,
+        0L,
+        ScalaQueue.empty,
+        0,
+        0L,
+        ScalaQueue.empty,
+        ScalaQueue.empty,
+        false,
+        false
+      )

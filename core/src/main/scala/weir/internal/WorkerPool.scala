@@ -32,17 +32,19 @@ private[weir] final class WorkerPool[F[_]] private (
       state.get.flatMap(seen => if seen.live >= seen.limit || !seen.open then F.unit else growBy(demand))
 
   private def growBy(demand: Int): F[Unit] =
-      state.modify { s =>
-        val n = if s.open then math.max(0, math.min(demand.toLong, s.limit.toLong - s.live).toInt) else 0
-        (s.copy(live = s.live + n), n)
-      }.flatMap(n => spawn.replicateA_(n))
+    state.modify { s =>
+      val n = if s.open then math.max(0, math.min(demand.toLong, s.limit.toLong - s.live).toInt) else 0
+      (s.copy(live = s.live + n), n)
+    }.flatMap(n => spawn.replicateA_(n))
 
   /**
    * Sets the limit; returns the change in allowed workers beyond those alive (positive: room for new
    * workers; negative: workers that should retire).
    */
   def setLimit(n: Int): F[Int] =
-    state.modify(s => (s.copy(limit = n), n.toLong - s.live)).map(d => math.max(Int.MinValue.toLong, math.min(Int.MaxValue.toLong, d)).toInt)
+    state.modify(s => (s.copy(limit = n), n.toLong - s.live)).map(d =>
+      math.max(Int.MinValue.toLong, math.min(Int.MaxValue.toLong, d)).toInt
+    )
 
   /** Atomically leaves the pool if it has more workers than its limit allows. */
   val tryRetire: F[Boolean] =
@@ -82,7 +84,10 @@ private[weir] object WorkerPool:
    */
   final case class State(limit: Int, live: Int, open: Boolean, draining: Boolean)
 
-  def apply[F[_]: Concurrent](initialLimit: Int, supervisor: Supervisor[F])(body: WorkerPool[F] => F[Boolean]): F[WorkerPool[F]] =
+  def apply[F[_]: Concurrent](
+      initialLimit: Int,
+      supervisor: Supervisor[F]
+  )(body: WorkerPool[F] => F[Boolean]): F[WorkerPool[F]] =
     for
       state <- Ref.of[F, State](State(initialLimit, 0, open = true, draining = false))
       exited <- Deferred[F, Unit]

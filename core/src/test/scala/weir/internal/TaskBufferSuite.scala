@@ -92,7 +92,9 @@ class TaskBufferSuite extends CatsEffectSuite:
         refused <- producer.joinWithNever
         left <- b.remaining
       yield (refused.toList, left)
-    TestControl.executeEmbed(run).map((refused, left) => assertEquals((refused, left), (List(3, 4), Vector(1, 2))))
+    TestControl.executeEmbed(run).map((refused, left) =>
+      assertEquals((refused, left), (List(3, 4), Vector(1, 2)))
+    )
   }
 
   test("a cancelled producer hands the elements it still held to onCancel") {
@@ -100,7 +102,8 @@ class TaskBufferSuite extends CatsEffectSuite:
       for
         b <- TaskBuffer[IO, Int](2)
         lost <- Ref.of[IO, List[Int]](Nil)
-        producer <- IO.uncancelable(poll => b.offer(poll, Chunk(1, 2, 3), _ => IO.unit, c => lost.set(c.toList))).start
+        producer <-
+          IO.uncancelable(poll => b.offer(poll, Chunk(1, 2, 3), _ => IO.unit, c => lost.set(c.toList))).start
         _ <- IO.sleep(1.second)
         _ <- producer.cancel
         held <- lost.get
