@@ -1,0 +1,75 @@
+package weir.bench
+
+import cats.effect.IO
+import cats.effect.std.{Queue, Semaphore}
+import org.openjdk.jmh.annotations.*
+import weir.Defaults
+import weir.bench.Workload.*
+
+import java.util.concurrent.TimeUnit
+import scala.concurrent.duration.*
+
+/**
+ * Plain Cats Effect 3.7, the two shapes a user would write by hand:
+ *   - `queueWorkers`: `concurrency` long-lived worker fibers draining a bounded `Queue` (capacity
+ *     weir's default buffer, 1024) fed by one producer fiber; each worker stops at a sentinel;
+ *   - `semaphore`: a fiber per task, started after acquiring a permit of a `Semaphore`.
+ * Baselines: the same tasks one after another in a single fiber; ten 1 ms sleeps in a row.
+ *
+ * Run (from the repository root, after building bench):
+ * {{{
+ * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.CatsEffectBench'
+ * }}}
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Array(Mode.AverageTime))
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1, timeUnit = TimeUnit.SECONDS)
+@Measurement(iterations = 5, time = 1, timeUnit = TimeUnit.SECONDS)
+@Fork(value = 1, jvmArgsAppend = Array(JvmFlags))
+class CatsEffectBench extends OnWeirRuntime:
+
+  private val noop: Int => IO[Unit] = _ => IO.unit
+  private val sleep: Int => IO[Unit] = _ => IO.sleep(SleepMillis.millis)
+
+  private def queueWorkers(n: Int, workers: Int, task: Int => IO[Unit]): IO[Unit] =
+    Queue.bounded[IO, Int](Defaults.bufferCapacity).flatMap { queue =>
+      def produce(i: Int): IO[Unit] =
+        if i == n then queue.offer(-1).replicateA_(workers) else queue.offer(i).flatMap(_ => produce(i + 1))
+      lazy val work: IO[Unit] = queue.take.flatMap(i => if i < 0 then IO.unit else task(i).flatMap(_ => work))
+      IO.both(produce(0), work.parReplicateA_(workers)).void
+    }
+
+  // A fiber per task; completion is awaited by taking back every permit. The bare `start` is the idiom
+  // being measured (no fiber outlives the run: each one releases its permit last).
+  private def semaphore(n: Int, permits: Int, task: Int => IO[Unit]): IO[Unit] =
+    Semaphore[IO](permits.toLong).flatMap { sem =>
+      def loop(i: Int): IO[Unit] =
+        if i == n then sem.acquireN(permits.toLong)
+        else sem.acquire.flatMap(_ => task(i).guarantee(sem.release).start).flatMap(_ => loop(i + 1))
+      loop(0)
+    }
+
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def noopQueueWorkers(): Unit = unsafeRun(queueWorkers(Tasks, Concurrency, noop))
+
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def noopSemaphore(): Unit = unsafeRun(semaphore(Tasks, Concurrency, noop))
+
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def noopSequential(): Unit = unsafeRun(Sequential.io(Tasks, noop))
+
+  @Benchmark
+  @OutputTimeUnit(TimeUnit.MILLISECONDS)
+  def sleepQueueWorkers(): Unit = unsafeRun(queueWorkers(SleepTasks, SleepConcurrency, sleep))
+
+  @Benchmark
+  @OutputTimeUnit(TimeUnit.MILLISECONDS)
+  def sleepSemaphore(): Unit = unsafeRun(semaphore(SleepTasks, SleepConcurrency, sleep))
+
+  @Benchmark
+  @OutputTimeUnit(TimeUnit.MILLISECONDS)
+  def sleepSequential(): Unit = unsafeRun(Sequential.io(SequentialSleeps, sleep))

@@ -1,0 +1,59 @@
+package weir.bench
+
+import cats.effect.IO
+import fs2.Stream
+import org.openjdk.jmh.annotations.*
+import weir.bench.Workload.*
+
+import java.util.concurrent.TimeUnit
+import scala.concurrent.duration.*
+
+/**
+ * fs2 3.14: `parEvalMapUnordered` and `parEvalMap` at the same concurrency as weir; `evalMap` is the
+ * sequential baseline (the same stream, one task at a time). For the sleep workload, the baseline is ten
+ * 1 ms sleeps in a row on the same runtime.
+ *
+ * Run (from the repository root, after building bench):
+ * {{{
+ * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.Fs2Bench'
+ * }}}
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Array(Mode.AverageTime))
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1, timeUnit = TimeUnit.SECONDS)
+@Measurement(iterations = 5, time = 1, timeUnit = TimeUnit.SECONDS)
+@Fork(value = 1, jvmArgsAppend = Array(JvmFlags))
+class Fs2Bench extends OnWeirRuntime:
+
+  private val noop: Int => IO[Unit] = _ => IO.unit
+  private val sleep: Int => IO[Unit] = _ => IO.sleep(SleepMillis.millis)
+
+  private def source(n: Int): Stream[IO, Int] = Stream.range(0, n).covary[IO]
+
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def noopParEvalMapUnordered(): Unit =
+    unsafeRun(source(Tasks).parEvalMapUnordered(Concurrency)(noop).compile.drain)
+
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def noopParEvalMap(): Unit = unsafeRun(source(Tasks).parEvalMap(Concurrency)(noop).compile.drain)
+
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def noopEvalMap(): Unit = unsafeRun(source(Tasks).evalMap(noop).compile.drain)
+
+  @Benchmark
+  @OutputTimeUnit(TimeUnit.MILLISECONDS)
+  def sleepParEvalMapUnordered(): Unit =
+    unsafeRun(source(SleepTasks).parEvalMapUnordered(SleepConcurrency)(sleep).compile.drain)
+
+  @Benchmark
+  @OutputTimeUnit(TimeUnit.MILLISECONDS)
+  def sleepParEvalMap(): Unit =
+    unsafeRun(source(SleepTasks).parEvalMap(SleepConcurrency)(sleep).compile.drain)
+
+  @Benchmark
+  @OutputTimeUnit(TimeUnit.MILLISECONDS)
+  def sleepSequential(): Unit = unsafeRun(Sequential.io(SequentialSleeps, sleep))

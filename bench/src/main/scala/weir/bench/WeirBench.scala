@@ -1,0 +1,68 @@
+package weir.bench
+
+import cats.effect.IO
+import fs2.Stream
+import org.openjdk.jmh.annotations.*
+import weir.{Limit, Ordering, Pipeline}
+import weir.bench.Workload.*
+
+import java.util.concurrent.TimeUnit
+import scala.concurrent.duration.*
+
+/**
+ * weir's per-task cost: `Pipeline(...).process(task).run`, unordered and in input order.
+ *
+ * Baselines in this class: the same tasks run one after another in a single fiber (`noopSequential`: what
+ * an effect costs with no concurrency at all) and ten 1 ms sleeps in a row (`sleepSequential`: the ideal
+ * makespan as this runtime's timer delivers it).
+ *
+ * Run (from the repository root, after building bench):
+ * {{{
+ * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.WeirBench'
+ * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'WeirBench.noop' -prof gc
+ * }}}
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Array(Mode.AverageTime))
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1, timeUnit = TimeUnit.SECONDS)
+@Measurement(iterations = 5, time = 1, timeUnit = TimeUnit.SECONDS)
+@Fork(value = 1, jvmArgsAppend = Array(JvmFlags))
+class WeirBench extends OnWeirRuntime:
+
+  private val noop: Int => IO[Unit] = _ => IO.unit
+  private val sleep: Int => IO[Unit] = _ => IO.sleep(SleepMillis.millis)
+
+  private def pipeline(n: Int, limit: Int, ordering: Ordering, task: Int => IO[Unit]): Long =
+    unsafeRun(
+      Pipeline(Stream.range(0, n).covary[IO])
+        .process(task)
+        .withLimit(Limit.fixed(limit))
+        .withOrdering(ordering)
+        .run
+        .map(_.succeeded)
+    )
+
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def noopUnordered(): Long = pipeline(Tasks, Concurrency, Ordering.unordered, noop)
+
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def noopOrdered(): Long = pipeline(Tasks, Concurrency, Ordering.inputOrder(), noop)
+
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def noopSequential(): Unit = unsafeRun(Sequential.io(Tasks, noop))
+
+  @Benchmark
+  @OutputTimeUnit(TimeUnit.MILLISECONDS)
+  def sleepUnordered(): Long = pipeline(SleepTasks, SleepConcurrency, Ordering.unordered, sleep)
+
+  @Benchmark
+  @OutputTimeUnit(TimeUnit.MILLISECONDS)
+  def sleepOrdered(): Long = pipeline(SleepTasks, SleepConcurrency, Ordering.inputOrder(), sleep)
+
+  @Benchmark
+  @OutputTimeUnit(TimeUnit.MILLISECONDS)
+  def sleepSequential(): Unit = unsafeRun(Sequential.io(SequentialSleeps, sleep))
