@@ -68,8 +68,9 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
   /**
    * [[start]] and [[outcomes]] together: the handle, to drain or tune the run, and its outcomes, to be
    * consumed by exactly one reader. Until someone reads them, at most [[Defaults.outcomeBuffer]] outcomes
-   * wait and then the workers do; the stream ends once the run has ended and every outcome (including the
-   * tasks a drain returned) was emitted.
+   * wait and then the workers do (so a reader that stops reading also holds up a drain's deadline); the
+   * stream ends once the run has ended and every outcome (including the tasks a drain returned) was
+   * emitted.
    */
   def startWithOutcomes: Resource[F, (Running[F, A], Stream[F, Outcome[A, B]])] =
     for

@@ -34,8 +34,11 @@ class AccountingSuite extends ScalaCheckSuite:
       buffer: Int,
       policy: Int, // 0 skip, 1 dead-letter, 2 fail-fast
       window: Option[Int],
+      timeout: Option[Int], // handlers time out after this many ms (plus half a ms, so never a tie)
       stop: Stop
-  )
+  ):
+    def timesOut(i: Int): Boolean = timeout.exists(durations(i) > _)
+    def fails(i: Int): Boolean = failing(i) || timesOut(i)
 
   private val scenarios: Gen[Scenario] =
     for
@@ -49,6 +52,7 @@ class AccountingSuite extends ScalaCheckSuite:
       buffer <- Gen.choose(1, 40)
       policy <- Gen.choose(0, 2)
       window <- Gen.option(Gen.choose(1, 10))
+      timeout <- Gen.option(Gen.choose(20, 60))
       stop <- Gen.oneOf(
         Gen.const(Stop.Never),
         Gen.zip(Gen.choose(0, 400), Gen.choose(0, 60)).map(Stop.Drain(_, _)),
@@ -65,6 +69,7 @@ class AccountingSuite extends ScalaCheckSuite:
       buffer,
       policy,
       window,
+      timeout,
       stop
     )
 
@@ -90,6 +95,7 @@ class AccountingSuite extends ScalaCheckSuite:
           (inFlight.update((n, m) => (n + 1, math.max(m, n + 1))) *>
             IO.sleep(sc.durations(i).millis) *>
             (if sc.failing(i) then IO.raiseError(new RuntimeException(s"task $i")) else IO.pure(i)))
+            .timeout(sc.timeout.fold(Duration.Inf)(t => (t * 1000 + 500).micros))
             .guarantee(inFlight.update((n, m) => (n - 1, m)))
         source = Source.partitioned[IO, Int](sc.producers) { p =>
           Stream.bracket(opened.update(_ + 1))(_ => finalized.update(_ + 1)) >>
@@ -127,7 +133,7 @@ class AccountingSuite extends ScalaCheckSuite:
       yield Observed(outcomes, summary, flight._2, flight._1, deadLettered, open, fin)
     TestControl.executeEmbed(program).unsafeRunSync()
 
-  property("every received task ends in exactly one outcome; in-flight never exceeds the limit") {
+  property("every received task ends in exactly one outcome (failures, timeouts, drains, cancellations); in-flight never exceeds the limit") {
     Prop.forAllNoShrink(scenarios) { sc =>
       val ob = execute(sc)
       assert(ob.maxInFlight <= sc.limit, s"max in flight ${ob.maxInFlight} > limit ${sc.limit}")
@@ -146,7 +152,7 @@ class AccountingSuite extends ScalaCheckSuite:
             case n: Outcome.NotStarted[Int, Int] => n.task
           }.toSet
         )
-        if sc.stop == Stop.Never && (sc.policy != 2 || sc.failing.isEmpty) then
+        if sc.stop == Stop.Never && (sc.policy != 2 || !(0 until sc.tasks).exists(sc.fails)) then
           assertEquals(s.received, sc.tasks.toLong)
           assertEquals(ids.toSet, (0 until sc.tasks).toSet)
           assertEquals(s.notStarted, 0L)
@@ -159,7 +165,9 @@ class AccountingSuite extends ScalaCheckSuite:
       ob.outcomes.foreach {
         case Outcome.Succeeded(t, v) => assertEquals(v, t)
         case Outcome.Failed(_, _, Disposition.Interrupted) => ()
-        case Outcome.Failed(t, _, _) => assert(sc.failing(t), s"task $t failed but should not")
+        case Outcome.Failed(t, e, _) =>
+          assert(sc.fails(t), s"task $t failed but should not: $e")
+          if sc.timesOut(t) && !sc.failing(t) then assert(e.isInstanceOf[java.util.concurrent.TimeoutException], e.toString)
         case Outcome.NotStarted(_, _) => ()
       }
       sc.window.foreach { _ =>
@@ -176,7 +184,11 @@ class AccountingSuite extends ScalaCheckSuite:
         val ob = execute(sc)
         val s = ob.summary.get
         s.stop match
-          case StopReason.FailedFast(e) => assert(e.getMessage.startsWith("task "))
+          case StopReason.FailedFast(e) =>
+            assert(
+              e.getMessage.startsWith("task ") || e.isInstanceOf[java.util.concurrent.TimeoutException],
+              e.toString
+            )
           case other => fail(s"expected FailedFast, got $other")
         assertEquals(s.failures.count(_.disposition == Disposition.Aborted), 1)
         assertEquals(s.received, s.succeeded + s.failed + s.notStarted)

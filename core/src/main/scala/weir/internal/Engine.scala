@@ -136,7 +136,7 @@ private[weir] final class Engine[F[_], A, B] private (
             r match
               case Right(value) =>
                 ledger.succeeded(t1 - t0) *> finished(entry) *>
-                  poll(publish(entry.seq, Outcome.Succeeded(task, value)))
+                  publish(entry.seq, Outcome.Succeeded(task, value))
               case Left(error) => failed(poll, entry, error, t1 - t0)
           }
         }
@@ -150,7 +150,7 @@ private[weir] final class Engine[F[_], A, B] private (
   ): F[Unit] =
     def record(disposition: Disposition): F[Unit] =
       val outcome = new Outcome.Failed(entry.task, error, disposition)
-      ledger.failed(outcome, Some(latency)) *> finished(entry) *> poll(publish(entry.seq, outcome))
+      ledger.failed(outcome, Some(latency)) *> finished(entry) *> publish(entry.seq, outcome)
     settings.policy match
       case FailurePolicy.FailFast() =>
         // the first failure stops the run; one that lands while it is stopping is only recorded
@@ -174,7 +174,11 @@ private[weir] final class Engine[F[_], A, B] private (
       ledger.failed(outcome, Some(latency)) *> finished(entry) *> publish(entry.seq, outcome)
     }
 
-  /** Hands an outcome to the consumer, if there is one (the outcome is not even built otherwise). */
+  /**
+   * Hands an outcome to the consumer, if there is one (the outcome is not even built otherwise). Not
+   * cancelable: an outcome recorded in the ledger always reaches the stream too, so a consumer that stops
+   * reading can hold up a drain's deadline (releasing the stream closes the channel and frees it).
+   */
   private def publish(position: Long, outcome: => Outcome[A, B]): F[Unit] =
     emit match
       case Some(out) => out(position, outcome)
