@@ -1,12 +1,10 @@
 package weir.hang
 
-import cats.effect.{IO, Resource}
+import cats.effect.IO
 import munit.CatsEffectSuite
+import weir.ChildJvm
 
-import java.nio.file.{Files, Path, Paths}
-import java.util.concurrent.TimeUnit
 import scala.concurrent.duration.*
-import scala.jdk.CollectionConverters.*
 
 /**
  * Liveness checks for typelevel/cats-effect#4674 (see [[weir.WeirRuntime]]), each in child JVMs running
@@ -124,37 +122,9 @@ object HangDetectorSuite:
   ): IO[Verdict] =
     launch(List(runtime, shape, runs.toString, perRun.toMillis.toString), hardDeadline).map(verdict)
 
-  /**
-   * Starts a child JVM on this JVM's java and classpath with `args` for [[HangProbe]], waits at most
-   * `hardDeadline`, and kills it if it is still alive then (or if this wait is cancelled).
-   */
+  /** Runs [[HangProbe]] with `args` in a child JVM, killed at `hardDeadline`. */
   def launch(args: List[String], hardDeadline: FiniteDuration): IO[ChildResult] =
-    val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
-    val command =
-      List(
-        java,
-        "--sun-misc-unsafe-memory-access=allow",
-        "-cp",
-        System.getProperty("java.class.path"),
-        "weir.hang.HangProbe"
-      ) ++ args
-    tempFiles.use { (out, err) =>
-      val child = Resource.make(
-        IO.blocking(new ProcessBuilder(command*).redirectOutput(out.toFile).redirectError(err.toFile).start())
-      )(p => IO.blocking(p.destroyForcibly().waitFor()).void)
-      child
-        .use(p =>
-          IO.interruptible(Option.when(p.waitFor(hardDeadline.toMillis, TimeUnit.MILLISECONDS))(p.exitValue))
-        )
-        .flatMap(code => IO.blocking(ChildResult(code, lines(out), lines(err))))
-    }
-
-  private def lines(file: Path): List[String] = Files.readAllLines(file).asScala.toList
-
-  private val tempFiles: Resource[IO, (Path, Path)] =
-    val create =
-      IO.blocking((Files.createTempFile("hang-probe", ".out"), Files.createTempFile("hang-probe", ".err")))
-    Resource.make(create)((out, err) => IO.blocking(List(out, err).foreach(Files.deleteIfExists)))
+    ChildJvm.run("weir.hang.HangProbe", Nil, args, hardDeadline).map(r => ChildResult(r.exitCode, r.out, r.err))
 
   private def report(what: String, lines: Vector[String]): Unit =
     lines.foreach(line => println(s"[HangDetector] $what: $line"))
