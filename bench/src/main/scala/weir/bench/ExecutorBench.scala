@@ -1,6 +1,7 @@
 package weir.bench
 
 import org.openjdk.jmh.annotations.*
+import org.openjdk.jmh.infra.Blackhole
 import weir.bench.Workload.*
 
 import java.util.concurrent.{ExecutorService, Executors, ScheduledExecutorService, Semaphore, TimeUnit}
@@ -69,7 +70,7 @@ class ExecutorBench:
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
-  def noopInline(): Unit = Inline.run(Tasks, noop)
+  def noopInline(bh: Blackhole): Unit = Inline.run(Tasks, noop, bh)
 
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)

@@ -1,6 +1,7 @@
 package weir.bench
 
 import org.openjdk.jmh.annotations.*
+import org.openjdk.jmh.infra.Blackhole
 import weir.bench.Workload.*
 
 import java.util.concurrent.{ArrayBlockingQueue, ExecutorService, Executors, TimeUnit}
@@ -67,4 +68,5 @@ class FloorBench:
 
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)
-  def sleepSequential(): Unit = Inline.run(SequentialSleeps, () => Thread.sleep(SleepMillis.toLong))
+  def sleepSequential(bh: Blackhole): Unit =
+    Inline.run(SequentialSleeps, () => Thread.sleep(SleepMillis.toLong), bh)

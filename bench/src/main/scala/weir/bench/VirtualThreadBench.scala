@@ -1,6 +1,7 @@
 package weir.bench
 
 import org.openjdk.jmh.annotations.*
+import org.openjdk.jmh.infra.Blackhole
 import weir.bench.Workload.*
 
 import java.util.concurrent.{Semaphore, TimeUnit}
@@ -46,7 +47,7 @@ class VirtualThreadBench:
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
-  def noopInline(): Unit = Inline.run(Tasks, noop)
+  def noopInline(bh: Blackhole): Unit = Inline.run(Tasks, noop, bh)
 
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)
@@ -54,4 +55,4 @@ class VirtualThreadBench:
 
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)
-  def sleepSequential(): Unit = Inline.run(SequentialSleeps, sleep)
+  def sleepSequential(bh: Blackhole): Unit = Inline.run(SequentialSleeps, sleep, bh)

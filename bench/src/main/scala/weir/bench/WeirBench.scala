@@ -10,7 +10,8 @@ import java.util.concurrent.TimeUnit
 import scala.concurrent.duration.*
 
 /**
- * weir's per-task cost: `Pipeline(...).process(task).run`, unordered and in input order.
+ * weir's per-task cost: `Pipeline(...).process(task).run`, unordered and in input order, fed by
+ * `Stream.range` (one task per chunk, like the fs2 peers) or by a single chunk of all tasks (`OneChunk`).
  *
  * Baselines in this class: the same tasks run one after another in a single fiber (`noopSequential`: what
  * an effect costs with no concurrency at all) and ten 1 ms sleeps in a row (`sleepSequential`: the ideal
@@ -33,9 +34,22 @@ class WeirBench extends OnWeirRuntime:
   private val noop: Int => IO[Unit] = _ => IO.unit
   private val sleep: Int => IO[Unit] = _ => IO.sleep(SleepMillis.millis)
 
-  private def pipeline(n: Int, limit: Int, ordering: Ordering, task: Int => IO[Unit]): Long =
+  // `Stream.range` emits one element per chunk (as do the fs2 peers' sources): the producer offers each
+  // task on its own. `oneChunk` hands the engine all tasks as a single chunk, which isolates the workers'
+  // side of the cost.
+  private def source(n: Int, oneChunk: Boolean): Stream[IO, Int] =
+    if oneChunk then Stream.emits(0 until n).covary[IO] else Stream.range(0, n).covary[IO]
+
+  private def pipeline(
+      n: Int,
+      limit: Int,
+      ordering: Ordering,
+      task: Int => IO[Unit],
+      oneChunk: Boolean = false
+  )
+      : Long =
     unsafeRun(
-      Pipeline(Stream.range(0, n).covary[IO])
+      Pipeline(source(n, oneChunk))
         .process(task)
         .withLimit(Limit.fixed(limit))
         .withOrdering(ordering)
@@ -50,6 +64,14 @@ class WeirBench extends OnWeirRuntime:
   @Benchmark
   @OperationsPerInvocation(Tasks)
   def noopOrdered(): Long = pipeline(Tasks, Concurrency, Ordering.inputOrder(), noop)
+
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def noopUnorderedOneChunk(): Long = pipeline(Tasks, Concurrency, Ordering.unordered, noop, oneChunk = true)
+
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def noopOrderedOneChunk(): Long = pipeline(Tasks, Concurrency, Ordering.inputOrder(), noop, oneChunk = true)
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
