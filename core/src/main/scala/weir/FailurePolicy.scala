@@ -24,7 +24,8 @@ object FailurePolicy:
   /**
    * Hand the task and its error to `sink`, then go on. If the sink itself fails, its error is added as a
    * suppressed exception and the task is recorded as [[Disposition.DeadLetterFailed]]: nothing is lost.
-   * The sink runs on the worker that ran the task, so a slow sink holds that slot.
+   * The sink runs on the worker that ran the task, so a slow sink holds that slot, and it runs uncancelably
+   * (a drain's deadline waits for it), so a task is either handed over or recorded as not handed over.
    */
   def deadLetter[F[_], A](sink: (A, Throwable) => F[Unit]): FailurePolicy[F, A] = DeadLetter(sink)
 

@@ -5,11 +5,14 @@ package weir
  */
 enum Outcome[+A, +B]:
 
-  /** The handler returned `value`. */
-  case Succeeded(task: A, value: B)
+  /** The handler returned `value`, at attempt number `attempts` (1 unless it was retried). */
+  case Succeeded(task: A, value: B, attempts: Int)
 
-  /** The handler failed (or was interrupted); `disposition` says what the failure policy did with it. */
-  case Failed(task: A, error: Throwable, disposition: Disposition)
+  /**
+   * The handler failed (or was interrupted) after `attempts` attempts; `error` is the last attempt's and
+   * `disposition` says what the failure policy did with it.
+   */
+  case Failed(task: A, error: Throwable, disposition: Disposition, attempts: Int)
 
   /** The task was taken from the source but never started, and is handed back. */
   case NotStarted(task: A, reason: NotStartedReason)
@@ -49,6 +52,10 @@ enum NotStartedReason:
 
   /** The pipeline was released or cancelled without a drain. */
   case Cancelled
+
+/** The error of an attempt that ran longer than the pipeline's task timeout. */
+final class TaskTimedOut(val timeout: scala.concurrent.duration.FiniteDuration)
+    extends java.util.concurrent.TimeoutException(s"task attempt timed out after $timeout")
 
 /** The error of a task that was cancelled while it ran. */
 final class TaskInterrupted(val reason: String)

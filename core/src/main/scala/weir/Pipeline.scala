@@ -42,6 +42,19 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
   def withFailurePolicy(policy: FailurePolicy[F, A]): Pipeline[F, A, B] = copy(settings.copy(policy = policy))
 
   /**
+   * Retries failed attempts (default [[Retry.none]]). A waiting retry holds its slot; see [[Retry]].
+   */
+  def withRetry(retry: Retry): Pipeline[F, A, B] = copy(settings.copy(retry = retry))
+
+  /**
+   * Fails any attempt that runs longer than `timeout` with [[TaskTimedOut]] (the attempt is cancelled); a
+   * timed-out attempt is retried like any other failure. Fails when `timeout <= 0`.
+   */
+  def withTaskTimeout(timeout: FiniteDuration): Pipeline[F, A, B] =
+    require(timeout > Duration.Zero, s"task timeout must be > 0, was: $timeout")
+    copy(settings.copy(taskTimeout = Some(timeout)))
+
+  /**
    * How long in-flight tasks may go on when a started run is released (or `run` is cancelled) before they
    * are interrupted (default zero: at once). Fails when negative.
    */
@@ -128,6 +141,8 @@ object Pipeline:
           Defaults.bufferCapacity,
           Ordering.unordered,
           FailurePolicy.skip[F],
-          Defaults.releaseGrace
+          Defaults.releaseGrace,
+          Retry.none,
+          None
         )
       )

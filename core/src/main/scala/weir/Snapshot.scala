@@ -6,7 +6,8 @@ import scala.concurrent.duration.FiniteDuration
  * A point-in-time reading of a running pipeline's counters, cheap to take (a handful of atomic
  * reads). Counters only grow; `inFlight`, `buffered`, `limit` and `workers` are gauges.
  *
- * `received` counts tasks taken from the sources; `started` tasks whose handler began. At any instant
+ * `received` counts tasks taken from the sources; `started` tasks whose handler began; `retries` the
+ * attempts beyond each task's first; `timeouts` the attempts that hit the task timeout. At any instant
  * `received == buffered + inFlight + succeeded + failed + notStarted`, up to the tasks being moved
  * between two of these states while the snapshot is read.
  */
@@ -20,7 +21,9 @@ final case class Snapshot(
     inFlight: Long,
     buffered: Long,
     limit: Int,
-    workers: Int
+    workers: Int,
+    retries: Long,
+    timeouts: Long
 ):
   /** Tasks that have reached an outcome. */
   def finished: Long = succeeded + failed + notStarted

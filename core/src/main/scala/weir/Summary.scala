@@ -6,7 +6,8 @@ import scala.concurrent.duration.*
  * The result of a whole run.
  *
  * Accounting: `received == succeeded + failed + notStarted` always holds; `failures` holds every failed
- * task (so its size is `failed`) and `unstarted` every task that never started.
+ * task (so its size is `failed`) and `unstarted` every task that never started. `retries` counts attempts
+ * beyond each task's first, `timeouts` the attempts that hit the task timeout.
  */
 final case class Summary[+A](
     received: Long,
@@ -17,7 +18,9 @@ final case class Summary[+A](
     unstarted: Vector[A],
     elapsed: FiniteDuration,
     latency: Latency,
-    stop: StopReason
+    stop: StopReason,
+    retries: Long,
+    timeouts: Long
 ):
 
   /** Completed tasks (succeeded or failed) per second of wall time. */
@@ -30,7 +33,7 @@ final case class Summary[+A](
 
   override def toString: String =
     f"Summary(received=$received, succeeded=$succeeded, failed=$failed, notStarted=$notStarted, " +
-      f"elapsed=${elapsed.toMillis}ms, throughput=$throughput%.1f/s, latency=$latency, stop=$stop)"
+      f"retries=$retries, timeouts=$timeouts, elapsed=${elapsed.toMillis}ms, throughput=$throughput%.1f/s, latency=$latency, stop=$stop)"
 
 /** Why a run ended. */
 enum StopReason:

@@ -159,13 +159,13 @@ class AccountingSuite extends ScalaCheckSuite:
         if sc.policy == 1 then
           assertEquals(
             ob.deadLettered.toSet,
-            ob.outcomes.collect { case Outcome.Failed(t, _, Disposition.DeadLettered) => t }.toSet
+            ob.outcomes.collect { case Outcome.Failed(t, _, Disposition.DeadLettered, _) => t }.toSet
           )
       }
       ob.outcomes.foreach {
-        case Outcome.Succeeded(t, v) => assertEquals(v, t)
-        case Outcome.Failed(_, _, Disposition.Interrupted) => ()
-        case Outcome.Failed(t, e, _) =>
+        case Outcome.Succeeded(t, v, _) => assertEquals(v, t)
+        case Outcome.Failed(_, _, Disposition.Interrupted, _) => ()
+        case Outcome.Failed(t, e, _, _) =>
           assert(sc.fails(t), s"task $t failed but should not: $e")
           if sc.timesOut(t) && !sc.failing(t) then assert(e.isInstanceOf[java.util.concurrent.TimeoutException], e.toString)
         case Outcome.NotStarted(_, _) => ()
@@ -194,7 +194,7 @@ class AccountingSuite extends ScalaCheckSuite:
         assertEquals(s.received, s.succeeded + s.failed + s.notStarted)
         assert(s.unstarted.forall(t =>
           !ob.outcomes.exists {
-            case Outcome.Succeeded(x, _) => x == t
+            case Outcome.Succeeded(x, _, _) => x == t
             case _ => false
           }
         ))

@@ -42,10 +42,10 @@ class PipelineSuite extends CatsEffectSuite:
       .map { outcomes =>
         assertEquals(outcomes.size, 100)
         assertEquals(outcomes.map(_.task).toSet, (0 until 100).toSet)
-        val failed = outcomes.collect { case Outcome.Failed(t, _, Disposition.Skipped) => t }
+        val failed = outcomes.collect { case Outcome.Failed(t, _, Disposition.Skipped, _) => t }
         assertEquals(failed.toSet, (0 until 100 by 10).toSet)
         outcomes.foreach {
-          case Outcome.Succeeded(t, v) => assertEquals(v, t * 2)
+          case Outcome.Succeeded(t, v, _) => assertEquals(v, t * 2)
           case _ => ()
         }
       }

@@ -61,7 +61,7 @@ class ScheduleSuite extends CatsEffectSuite:
       .compile
       .toVector
     TestControl.executeEmbed(run).map { outcomes =>
-      val done = outcomes.collect { case Outcome.Succeeded(_, v) => v }
+      val done = outcomes.collect { case Outcome.Succeeded(_, v, _) => v }
       assertEquals(done.map(_._1), (0 until 20).toVector)
       // tasks 1..4 end by 2 s; task 5 waits for the window and ends at 11 s
       assert(done.take(5).drop(1).forall(_._2 <= 2.seconds), done.toString)

@@ -9,6 +9,7 @@ import cats.syntax.all.*
 import fs2.{Chunk, Stream}
 import weir.*
 
+import java.util.concurrent.ThreadLocalRandom
 import scala.concurrent.duration.*
 
 /**
@@ -69,7 +70,9 @@ private[weir] final class Engine[F[_], A, B] private (
         c.inFlight,
         buffered.toLong,
         limit,
-        live
+        live,
+        c.retried,
+        c.timedOut
       )
     }
 
@@ -125,31 +128,58 @@ private[weir] final class Engine[F[_], A, B] private (
         w.admit(poll, entry.seq).onCancel(ledger.notStarted(List(task))) *>
           buffer.isStopped.ifM(ledger.notStarted(List(task)), start(poll, entry))
 
+  private val retry = settings.retry
+  // no retry and no timeout: each task is one plain attempt, the leanest path
+  private val plain = retry.maxAttempts == 1 && settings.taskTimeout.isEmpty
+
   private def start(poll: Poll[F], entry: TaskBuffer.Entry[A]): F[Unit] =
-    val task = entry.task
     ledger.started *> F.monotonic.flatMap { t0 =>
-      poll(settings.handler(task))
-        .onCancel(F.monotonic.flatMap(t1 => interrupted(entry, t1 - t0)))
-        .attempt
-        .flatMap { r =>
-          F.monotonic.flatMap { t1 =>
-            r match
-              case Right(value) =>
-                ledger.succeeded(t1 - t0) *> finished(entry) *>
-                  publish(entry.seq, Outcome.Succeeded(task, value))
-              case Left(error) => failed(poll, entry, error, t1 - t0)
-          }
-        }
+      if plain then
+        poll(settings.handler(entry.task))
+          .onCancel(F.monotonic.flatMap(t1 => interrupted(entry, t1 - t0, 1)))
+          .redeemWith(
+            error => F.monotonic.flatMap(t1 => failed(entry, error, t1 - t0, 1)),
+            value => F.monotonic.flatMap(t1 => succeeded(entry, value, t1 - t0, 1))
+          )
+      else attempt(poll, entry, t0, 1)
     }
 
-  private def failed(
-      poll: Poll[F],
-      entry: TaskBuffer.Entry[A],
-      error: Throwable,
-      latency: FiniteDuration
-  ): F[Unit] =
+  /** Attempt number `n` of a task started at `t0`; a retry's backoff is waited out in the same slot. */
+  private def attempt(poll: Poll[F], entry: TaskBuffer.Entry[A], t0: FiniteDuration, n: Int): F[Unit] =
+    val onCancel = F.monotonic.flatMap(t1 => interrupted(entry, t1 - t0, n))
+    poll(timed(settings.handler(entry.task)))
+      .onCancel(onCancel)
+      .redeemWith(
+        error =>
+          ledger.timedOut.whenA(error.isInstanceOf[TaskTimedOut]) *> {
+            if n < retry.maxAttempts && retry.retryable(error) then
+              backoff(n).flatMap(d => poll(F.sleep(d)).onCancel(onCancel)) *> ledger.retried *>
+                attempt(poll, entry, t0, n + 1)
+            else F.monotonic.flatMap(t1 => failed(entry, error, t1 - t0, n))
+          },
+        value => F.monotonic.flatMap(t1 => succeeded(entry, value, t1 - t0, n))
+      )
+
+  private def timed(attempt: F[B]): F[B] =
+    settings.taskTimeout match
+      case Some(limit) => F.timeoutTo(attempt, limit, F.raiseError(new TaskTimedOut(limit)))
+      case None => attempt
+
+  private def backoff(failed: Int): F[FiniteDuration] =
+    val delay = retry.delayAfter(failed)
+    retry.jitter match
+      case Retry.Jitter.None => F.pure(delay)
+      case Retry.Jitter.Full => F.delay(ThreadLocalRandom.current().nextLong(delay.toNanos + 1).nanos)
+      case Retry.Jitter.Equal =>
+        F.delay((delay.toNanos / 2 + ThreadLocalRandom.current().nextLong(delay.toNanos / 2 + 1)).nanos)
+
+  private def succeeded(entry: TaskBuffer.Entry[A], value: B, latency: FiniteDuration, attempts: Int): F[Unit] =
+    ledger.succeeded(latency) *> finished(entry) *>
+      publish(entry.seq, Outcome.Succeeded(entry.task, value, attempts))
+
+  private def failed(entry: TaskBuffer.Entry[A], error: Throwable, latency: FiniteDuration, attempts: Int): F[Unit] =
     def record(disposition: Disposition): F[Unit] =
-      val outcome = new Outcome.Failed(entry.task, error, disposition)
+      val outcome = new Outcome.Failed(entry.task, error, disposition, attempts)
       ledger.failed(outcome, Some(latency)) *> finished(entry) *> publish(entry.seq, outcome)
     settings.policy match
       case FailurePolicy.FailFast() =>
@@ -158,19 +188,16 @@ private[weir] final class Engine[F[_], A, B] private (
           .flatMap(first => record(if first then Disposition.Aborted else Disposition.Skipped))
       case FailurePolicy.Skip() => record(Disposition.Skipped)
       case FailurePolicy.DeadLetter(sink) =>
-        poll(sink(entry.task, error))
-          .onCancel(record(Disposition.Interrupted))
-          .attempt
-          .flatMap {
-            case Right(_) => record(Disposition.DeadLettered)
-            case Left(sinkError) =>
-              F.delay(error.addSuppressed(sinkError)) *> record(Disposition.DeadLetterFailed)
-          }
+        // the sink runs uncancelably in this slot: a task handed to it is recorded as dead-lettered or not
+        sink(entry.task, error).attempt.flatMap {
+          case Right(_) => record(Disposition.DeadLettered)
+          case Left(sinkError) => F.delay(error.addSuppressed(sinkError)) *> record(Disposition.DeadLetterFailed)
+        }
 
-  private def interrupted(entry: TaskBuffer.Entry[A], latency: FiniteDuration): F[Unit] =
+  private def interrupted(entry: TaskBuffer.Entry[A], latency: FiniteDuration, attempts: Int): F[Unit] =
     stopRequest.tryGet.flatMap { request =>
       val why = request.fold("the run was cancelled")(r => s"the run stopped (${r.reason})")
-      val outcome = new Outcome.Failed(entry.task, new TaskInterrupted(why), Disposition.Interrupted)
+      val outcome = new Outcome.Failed(entry.task, new TaskInterrupted(why), Disposition.Interrupted, attempts)
       ledger.failed(outcome, Some(latency)) *> finished(entry) *> publish(entry.seq, outcome)
     }
 
@@ -230,7 +257,9 @@ private[weir] final class Engine[F[_], A, B] private (
         unstarted,
         now - startedAt,
         latency,
-        stop
+        stop,
+        counts.retried,
+        counts.timedOut
       )
       _ <- result.complete(summary)
     yield ()

@@ -24,11 +24,15 @@ private[weir] final class Ledger[F[_], A] private (
   private val succeededN = new LongAdder
   private val failedN = new LongAdder
   private val notStartedN = new LongAdder
+  private val retriedN = new LongAdder
+  private val timedOutN = new LongAdder
   // latencies in nanoseconds, 3 significant digits, resized as needed
   private val histogram = new ConcurrentHistogram(3)
 
   def received(n: Int): F[Unit] = F.delay(receivedN.add(n.toLong))
   def started: F[Unit] = F.delay(startedN.increment())
+  def retried: F[Unit] = F.delay(retriedN.increment())
+  def timedOut: F[Unit] = F.delay(timedOutN.increment())
 
   def succeeded(latency: FiniteDuration): F[Unit] =
     F.delay {
@@ -47,7 +51,10 @@ private[weir] final class Ledger[F[_], A] private (
     else F.delay(notStartedN.add(tasks.size.toLong)) *> unstarted.update(_ ++ tasks)
 
   def counts: F[Ledger.Counts] =
-    F.delay(Ledger.Counts(receivedN.sum, startedN.sum, succeededN.sum, failedN.sum, notStartedN.sum))
+    F.delay(
+      Ledger.Counts(receivedN.sum, startedN.sum, succeededN.sum, failedN.sum, notStartedN.sum, retriedN.sum,
+        timedOutN.sum)
+    )
 
   def failedTasks: F[Vector[Outcome.Failed[A, Nothing]]] = failures.get
   def unstartedTasks: F[Vector[A]] = unstarted.get
@@ -70,7 +77,15 @@ private[weir] final class Ledger[F[_], A] private (
     }
 
 private[weir] object Ledger:
-  final case class Counts(received: Long, started: Long, succeeded: Long, failed: Long, notStarted: Long):
+  final case class Counts(
+      received: Long,
+      started: Long,
+      succeeded: Long,
+      failed: Long,
+      notStarted: Long,
+      retried: Long,
+      timedOut: Long
+  ):
     /** Every failed task had started, so this is what is running now. */
     def inFlight: Long = started - succeeded - failed
 

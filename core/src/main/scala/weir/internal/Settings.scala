@@ -1,6 +1,6 @@
 package weir.internal
 
-import weir.{FailurePolicy, Limit, Ordering, Source}
+import weir.{FailurePolicy, Limit, Ordering, Retry, Source}
 
 import scala.concurrent.duration.FiniteDuration
 
@@ -12,5 +12,7 @@ private[weir] final case class Settings[F[_], A, B](
     bufferCapacity: Int,
     ordering: Ordering,
     policy: FailurePolicy[F, A],
-    releaseGrace: FiniteDuration
+    releaseGrace: FiniteDuration,
+    retry: Retry,
+    taskTimeout: Option[FiniteDuration]
 )
