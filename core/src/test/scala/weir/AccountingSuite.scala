@@ -35,6 +35,7 @@ class AccountingSuite extends ScalaCheckSuite:
       policy: Int, // 0 skip, 1 dead-letter, 2 fail-fast
       window: Option[Int],
       timeout: Option[Int], // handlers time out after this many ms (plus half a ms, so never a tie)
+      attempts: Int, // retries with 5 ms backoff until this many attempts
       stop: Stop
   ):
     def timesOut(i: Int): Boolean = timeout.exists(durations(i) > _)
@@ -53,6 +54,7 @@ class AccountingSuite extends ScalaCheckSuite:
       policy <- Gen.choose(0, 2)
       window <- Gen.option(Gen.choose(1, 10))
       timeout <- Gen.option(Gen.choose(20, 60))
+      attempts <- Gen.frequency(2 -> Gen.const(1), 1 -> Gen.choose(2, 3))
       stop <- Gen.oneOf(
         Gen.const(Stop.Never),
         Gen.zip(Gen.choose(0, 400), Gen.choose(0, 60)).map(Stop.Drain(_, _)),
@@ -70,6 +72,7 @@ class AccountingSuite extends ScalaCheckSuite:
       policy,
       window,
       timeout,
+      attempts,
       stop
     )
 
@@ -95,7 +98,6 @@ class AccountingSuite extends ScalaCheckSuite:
           (inFlight.update((n, m) => (n + 1, math.max(m, n + 1))) *>
             IO.sleep(sc.durations(i).millis) *>
             (if sc.failing(i) then IO.raiseError(new RuntimeException(s"task $i")) else IO.pure(i)))
-            .timeout(sc.timeout.fold(Duration.Inf)(t => (t * 1000 + 500).micros))
             .guarantee(inFlight.update((n, m) => (n - 1, m)))
         source = Source.partitioned[IO, Int](sc.producers) { p =>
           Stream.bracket(opened.update(_ + 1))(_ => finalized.update(_ + 1)) >>
@@ -105,11 +107,16 @@ class AccountingSuite extends ScalaCheckSuite:
               .chunkN(sc.chunk)
               .flatMap(c => Stream.exec(IO.sleep(sc.produceDelay.millis)) ++ Stream.chunk(c))
         }
-        base = Pipeline(source)
+        untimed = Pipeline(source)
           .process(handler)
           .withLimit(Limit.fixed(sc.limit))
           .withBuffer(sc.buffer)
           .withOrdering(sc.window.fold(Ordering.unordered)(Ordering.inputOrder(_)))
+          .withRetry(
+            if sc.attempts == 1 then Retry.none
+            else Retry.exponential(5.millis, sc.attempts, jitter = Retry.Jitter.None)
+          )
+        base = sc.timeout.fold(untimed)(t => untimed.withTaskTimeout((t * 1000 + 500).micros))
         pipeline = sc.policy match
           case 0 => base.withFailurePolicy(FailurePolicy.skip)
           case 1 => base.withFailurePolicy(FailurePolicy.deadLetter((i, _) => dead.update(_ :+ i)))
@@ -167,7 +174,7 @@ class AccountingSuite extends ScalaCheckSuite:
         case Outcome.Failed(_, _, Disposition.Interrupted, _) => ()
         case Outcome.Failed(t, e, _, _) =>
           assert(sc.fails(t), s"task $t failed but should not: $e")
-          if sc.timesOut(t) && !sc.failing(t) then assert(e.isInstanceOf[java.util.concurrent.TimeoutException], e.toString)
+          if sc.timesOut(t) && !sc.failing(t) then assert(e.isInstanceOf[TaskTimedOut], e.toString)
         case Outcome.NotStarted(_, _) => ()
       }
       sc.window.foreach { _ =>
