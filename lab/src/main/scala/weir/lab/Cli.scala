@@ -15,7 +15,7 @@ object Cli:
     case Compare(settings: weir.lab.Compare.Settings)
 
   final case class CompareOptions(
-      clock: Clock = Clock.Real,
+      clock: Option[Clock] = None,
       timeScale: Option[Double] = None,
       seed: Long = 0L,
       runs: Int = 1,
@@ -59,8 +59,8 @@ object Cli:
         .children(
           opt[String]("clock").valueName("real|virtual")
             .validate(c => if c == "real" || c == "virtual" then success else failure(s"--clock must be real or virtual, was: $c"))
-            .action((c, o) => cmp(_.copy(clock = if c == "virtual" then Clock.Virtual else Clock.Real))(o))
-            .text("real (default) or virtual: Cats Effect's TestControl, where sleeps cost nothing and results are exact"),
+            .action((c, o) => cmp(_.copy(clock = Some(if c == "virtual" then Clock.Virtual else Clock.Real)))(o))
+            .text("real (default; virtual with --quick) or virtual: Cats Effect's TestControl, sleeps cost nothing, results exact"),
           opt[Double]("time-scale").valueName("X")
             .validate(x => if x > 0 && x <= 10 then success else failure(s"--time-scale must be in (0, 10], was: $x"))
             .action((x, o) => cmp(_.copy(timeScale = Some(x)))(o))
@@ -78,7 +78,7 @@ object Cli:
           opt[String]("workload").valueName("FILE").action((f, o) => cmp(_.copy(workload = Some(Paths.get(f))))(o))
             .text("load shapes from a JSON workload file instead of the write-up's three (see docs/compare.md)"),
           opt[Unit]("quick").action((_, o) => cmp(_.copy(quick = true))(o))
-            .text("the three shapes a tenth the size (100 tasks, batches of 10, 10 slots), delays × 0.1 on the real clock"),
+            .text("the three shapes a tenth the size (100 tasks, batches of 10, 10 slots), on the virtual clock unless --clock real (then delays × 0.1)"),
           opt[Int]("producers").valueName("N")
             .validate(n => if n > 0 then success else failure(s"--producers must be > 0, was: $n"))
             .action((n, o) => cmp(_.copy(producers = Some(n)))(o))
@@ -133,7 +133,7 @@ object Cli:
       shapes <- pick(withProducers, c.scenarios, "scenario", _.name)
       approaches <- pick(Approach.all, c.approaches, "approach", _.name)
     yield weir.lab.Compare.Settings(
-      clock = c.clock,
+      clock = c.clock.getOrElse(if c.quick then Clock.Virtual else Clock.Real),
       timeScale = c.timeScale.getOrElse(if c.quick then 0.1 else 1.0),
       seed = c.seed,
       runs = c.runs,

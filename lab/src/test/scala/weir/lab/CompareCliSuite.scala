@@ -25,6 +25,13 @@ class CompareCliSuite extends CatsEffectSuite:
       case other => fail(s"not parsed: $other")
   }
 
+  test("--quick runs on the virtual clock unless told otherwise") {
+    assertEquals(Cli.compareSettings(Cli.CompareOptions(quick = true)).map(_.clock), Right(Clock.Virtual))
+    assertEquals(Cli.compareSettings(Cli.CompareOptions(quick = true, clock = Some(Clock.Real))).map(s => (s.clock, s.timeScale)),
+      Right((Clock.Real, 0.1)))
+    assertEquals(Cli.compareSettings(Cli.CompareOptions()).map(s => (s.clock, s.timeScale)), Right((Clock.Real, 1.0)))
+  }
+
   test("bad compare options are refused with the bad value") {
     assertEquals(Cli.compareSettings(Cli.CompareOptions(approaches = Seq("nope"))).left.map(_.takeWhile(_ != '(')), Left("unknown approach 'nope' "))
     assertEquals(Cli.parse(Seq("compare", "--runs", "0")), None)
@@ -34,7 +41,7 @@ class CompareCliSuite extends CatsEffectSuite:
   test("--json writes one record per (shape, approach, run) with the issue's fields and the environment") {
     val dir = Files.createTempDirectory("weir-compare")
     val json = dir.resolve("out.json")
-    val settings = Cli.compareSettings(Cli.CompareOptions(clock = Clock.Virtual, quick = true, runs = 2,
+    val settings = Cli.compareSettings(Cli.CompareOptions(quick = true, runs = 2,
       approaches = Seq("batch", "weir"), json = Some(json), report = Some(dir.resolve("report")), live = false))
       .fold(e => fail(e), identity)
     Compare.run(settings).flatMap { measurements =>
