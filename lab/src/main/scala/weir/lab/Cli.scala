@@ -52,17 +52,30 @@ object Cli:
       cmd("soak")
         .action((_, o) => o.copy(command = Some("soak")))
         .text("push many lazily generated no-op tasks through weir and report time and heap")
-        .children(tasksOpt, limitOpt, opt[Unit]("progress").action((_, o) => o.copy(progress = true)).text("show a progress bar")),
+        .children(
+          tasksOpt,
+          limitOpt,
+          opt[Unit]("progress").action((_, o) => o.copy(progress = true)).text("show a progress bar")
+        ),
       cmd("compare")
         .action((_, o) => o.copy(command = Some("compare")))
         .text("seed 000's experiment: every task-processing approach and weir, against the ideal schedule")
         .children(
           opt[String]("clock").valueName("real|virtual")
-            .validate(c => if c == "real" || c == "virtual" then success else failure(s"--clock must be real or virtual, was: $c"))
-            .action((c, o) => cmp(_.copy(clock = Some(if c == "virtual" then Clock.Virtual else Clock.Real)))(o))
-            .text("real (default; virtual with --quick) or virtual: Cats Effect's TestControl, sleeps cost nothing, results exact"),
+            .validate(c =>
+              if c == "real" || c == "virtual" then success
+              else failure(s"--clock must be real or virtual, was: $c")
+            )
+            .action((c, o) =>
+              cmp(_.copy(clock = Some(if c == "virtual" then Clock.Virtual else Clock.Real)))(o)
+            )
+            .text(
+              "real (default; virtual with --quick) or virtual: Cats Effect's TestControl, sleeps cost nothing, results exact"
+            ),
           opt[Double]("time-scale").valueName("X")
-            .validate(x => if x > 0 && x <= 10 then success else failure(s"--time-scale must be in (0, 10], was: $x"))
+            .validate(x =>
+              if x > 0 && x <= 10 then success else failure(s"--time-scale must be in (0, 10], was: $x")
+            )
             .action((x, o) => cmp(_.copy(timeScale = Some(x)))(o))
             .text("multiply every real delay by X (e.g. 0.1 for a quick look); real clock only"),
           opt[Long]("seed").valueName("N").action((n, o) => cmp(_.copy(seed = n))(o))
@@ -70,15 +83,23 @@ object Cli:
           opt[Int]("runs").valueName("N")
             .validate(n => if n > 0 then success else failure(s"--runs must be > 0, was: $n"))
             .action((n, o) => cmp(_.copy(runs = n))(o))
-            .text("repeat each measurement N times (delays of run r drawn from seed and r); median, min, max"),
+            .text(
+              "repeat each measurement N times (delays of run r drawn from seed and r); median, min, max"
+            ),
           opt[Seq[String]]("scenarios").valueName("a,b").action((s, o) => cmp(_.copy(scenarios = s))(o))
             .text("only these load shapes (default: all)"),
           opt[Seq[String]]("approaches").valueName("a,b").action((s, o) => cmp(_.copy(approaches = s))(o))
             .text(s"only these approaches (default: all): ${Approach.all.map(_.name).mkString(", ")}"),
-          opt[String]("workload").valueName("FILE").action((f, o) => cmp(_.copy(workload = Some(Paths.get(f))))(o))
-            .text("load shapes from a JSON workload file instead of the write-up's three (see docs/compare.md)"),
+          opt[String]("workload").valueName("FILE").action((f, o) =>
+            cmp(_.copy(workload = Some(Paths.get(f))))(o)
+          )
+            .text(
+              "load shapes from a JSON workload file instead of the write-up's three (see docs/compare.md)"
+            ),
           opt[Unit]("quick").action((_, o) => cmp(_.copy(quick = true))(o))
-            .text("the three shapes a tenth the size (100 tasks, batches of 10, 10 slots), on the virtual clock unless --clock real (then delays × 0.1)"),
+            .text(
+              "the three shapes a tenth the size (100 tasks, batches of 10, 10 slots), on the virtual clock unless --clock real (then delays × 0.1)"
+            ),
           opt[Int]("producers").valueName("N")
             .validate(n => if n > 0 then success else failure(s"--producers must be > 0, was: $n"))
             .action((n, o) => cmp(_.copy(producers = Some(n)))(o))
@@ -90,7 +111,9 @@ object Cli:
           opt[Unit]("no-live").action((_, o) => cmp(_.copy(live = false))(o))
             .text("do not draw the live P/C lines")
         ),
-      checkConfig(o => if o.command.isEmpty then failure("a command is required: example | soak | compare") else success)
+      checkConfig(o =>
+        if o.command.isEmpty then failure("a command is required: example | soak | compare") else success
+      )
     )
 
   private def tasksOpt = builder
@@ -112,7 +135,8 @@ object Cli:
     OParser.parse(parser, args, Options()).flatMap { o =>
       o.command match
         case Some("example") => Some(Command.Example(if o.tasks > 0 then o.tasks.toInt else 20000, o.limit))
-        case Some("soak") => Some(Command.Soak(if o.tasks > 0 then o.tasks else 10_000_000L, o.limit, o.progress))
+        case Some("soak") =>
+          Some(Command.Soak(if o.tasks > 0 then o.tasks else 10_000_000L, o.limit, o.progress))
         case Some("compare") =>
           compareSettings(o.compare) match
             case Right(s) => Some(Command.Compare(s))
@@ -129,7 +153,8 @@ object Cli:
       case None => Right(if c.quick then Workload.quick else Workload.defaults)
     for
       all <- base
-      withProducers <- c.producers.fold(Right(all))(p => all.traverseEither(w => Workload.validate(w.copy(producers = p))))
+      withProducers <-
+        c.producers.fold(Right(all))(p => all.traverseEither(w => Workload.validate(w.copy(producers = p))))
       shapes <- pick(withProducers, c.scenarios, "scenario", _.name)
       approaches <- pick(Approach.all, c.approaches, "approach", _.name)
     yield weir.lab.Compare.Settings(
@@ -144,7 +169,12 @@ object Cli:
       live = c.live && System.console() != null
     )
 
-  private def pick[A](all: Vector[A], names: Seq[String], what: String, name: A => String): Either[String, Vector[A]] =
+  private def pick[A](
+      all: Vector[A],
+      names: Seq[String],
+      what: String,
+      name: A => String
+  ): Either[String, Vector[A]] =
     if names.isEmpty then Right(all)
     else
       names.find(n => !all.exists(a => name(a) == n)) match
@@ -153,4 +183,6 @@ object Cli:
 
   extension [A](xs: Vector[A])
     private def traverseEither[B](f: A => Either[String, B]): Either[String, Vector[B]] =
-      xs.foldLeft(Right(Vector.empty): Either[String, Vector[B]])((acc, a) => acc.flatMap(v => f(a).map(v :+ _)))
+      xs.foldLeft(Right(Vector.empty): Either[String, Vector[B]])((acc, a) =>
+        acc.flatMap(v => f(a).map(v :+ _))
+      )

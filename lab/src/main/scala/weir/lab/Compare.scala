@@ -43,7 +43,8 @@ object Compare:
       _ <- IO.println(Table.render(Rows.of(measurements), s.workloads, s.runs))
       env = JsonReport.Environment.current(s.seed, s.clock.toString.toLowerCase, s.scale, s.runs)
       _ <- s.json.traverse_ { path =>
-        IO.blocking(Files.writeString(path, JsonReport.render(env, measurements).spaces2)) *> IO.println(s"wrote $path")
+        IO.blocking(Files.writeString(path, JsonReport.render(env, measurements).spaces2)) *>
+          IO.println(s"wrote $path")
       }
       _ <- s.report.traverse_ { dir =>
         Report.write(dir, env, s.workloads, measurements) *> IO.println(s"wrote ${dir.resolve("index.html")}")
@@ -75,7 +76,8 @@ object Compare:
       case _ => (idealMs * 10).millis.max(30.seconds)
     val longestDelay = (plan.produceMs ++ plan.consumeMs).max
     val stall = 1.second + (2 * longestDelay * scale).millis
-    val live = Option.when(s.live && s.clock == Clock.Real && approach.placement == Placement.Shared)(new LiveView())
+    val live =
+      Option.when(s.live && s.clock == Clock.Real && approach.placement == Placement.Shared)(new LiveView())
     Measure(approach, bench, idealMs, limit, stall, live, w.name)
 
   private def progressLine(m: Measurement): String =

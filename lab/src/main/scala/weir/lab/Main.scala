@@ -12,5 +12,6 @@ object Main extends WeirApp:
     Cli.parse(args) match
       case None => IO.pure(ExitCode(2))
       case Some(Cli.Command.Example(tasks, limit)) => Example.run(tasks, limit).as(ExitCode.Success)
-      case Some(Cli.Command.Soak(tasks, limit, progress)) => Soak.run(tasks, limit, progress).as(ExitCode.Success)
+      case Some(Cli.Command.Soak(tasks, limit, progress)) =>
+        Soak.run(tasks, limit, progress).as(ExitCode.Success)
       case Some(Cli.Command.Compare(settings)) => Compare.run(settings).as(ExitCode.Success)

@@ -21,8 +21,15 @@ object Measure:
    * @param stall for approaches on a pool of their own: no produce or consume at all for this long (real
    *              time) while the pool's threads are all blocked means `Deadlocked`
    */
-  def apply(approach: Approach, bench: Bench, idealMs: Double, limit: FiniteDuration, stall: FiniteDuration,
-      live: Option[LiveView], scenario: String): IO[Measurement] =
+  def apply(
+      approach: Approach,
+      bench: Bench,
+      idealMs: Double,
+      limit: FiniteDuration,
+      stall: FiniteDuration,
+      live: Option[LiveView],
+      scenario: String
+  ): IO[Measurement] =
     val program: IO[FiniteDuration] =
       bench.recorder.start *> IO.monotonic.flatMap(t0 => approach.run(bench) *> IO.monotonic.map(_ - t0))
     val timed: IO[Either[Status, FiniteDuration]] =
@@ -34,7 +41,8 @@ object Measure:
             case Clock.Virtual =>
               // TestControl picks among fibers due at the same instant at random: a fixed seed makes it repeatable
               outcome(TestControl.executeEmbed(program.timeout(limit), seed = Some(virtualSeed)).attempt)
-    val watched = live.fold(timed)(v => v.show(approach.name, bench.recorder, bench.workload.tasks).surround(timed))
+    val watched =
+      live.fold(timed)(v => v.show(approach.name, bench.recorder, bench.workload.tasks).surround(timed))
     for
       _ <- IO(resetPeaks())
       result <- watched
@@ -43,9 +51,13 @@ object Measure:
       checked = result.flatMap { d =>
         val wrong = bench.recorder.miscounted
         val peak = bench.recorder.peakInFlight
-        if peak > bench.workload.slots then Left(Status.Failed(s"$peak tasks in flight at once, above the ${bench.workload.slots} slots"))
+        if peak > bench.workload.slots then
+          Left(Status.Failed(s"$peak tasks in flight at once, above the ${bench.workload.slots} slots"))
         else if wrong.isEmpty then Right(d)
-        else Left(Status.Failed(s"${wrong.size} tasks not consumed exactly once, e.g. ${wrong.take(3).mkString(", ")}"))
+        else
+          Left(Status.Failed(
+            s"${wrong.size} tasks not consumed exactly once, e.g. ${wrong.take(3).mkString(", ")}"
+          ))
       }
     yield Measurement(
       scenario,
@@ -79,8 +91,13 @@ object Measure:
    * thread of the caller's runtime, so a program that blocks every thread of its pool cannot hang the
    * caller. Whatever happens, the pool is shut down afterwards (`shutdownNow` interrupts blocked threads).
    */
-  private def onOwnPool(program: IO[FiniteDuration], threads: Int, recorder: Recorder, limit: FiniteDuration,
-      stall: FiniteDuration): IO[Either[Status, FiniteDuration]] =
+  private def onOwnPool(
+      program: IO[FiniteDuration],
+      threads: Int,
+      recorder: Recorder,
+      limit: FiniteDuration,
+      stall: FiniteDuration
+  ): IO[Either[Status, FiniteDuration]] =
     IO.blocking {
       val prefix = s"weir-fixed-pool-${pools.incrementAndGet()}-"
       val counter = new java.util.concurrent.atomic.AtomicInteger(0)
@@ -110,9 +127,11 @@ object Measure:
               if progress != lastProgress then
                 lastProgress = progress
                 lastChange = now
-              if now - lastChange > stall.toNanos && allBlocked(prefix, threads) then result = Some(Left(Status.Deadlocked))
+              if now - lastChange > stall.toNanos && allBlocked(prefix, threads) then
+                result = Some(Left(Status.Deadlocked))
               else if now - started > limit.toNanos then result = Some(Left(Status.TimedOut))
-            case e: java.util.concurrent.ExecutionException => result = Some(Left(Status.Failed(e.getCause.toString)))
+            case e: java.util.concurrent.ExecutionException =>
+              result = Some(Left(Status.Failed(e.getCause.toString)))
         result.get
       finally runtime.shutdown()
     }
@@ -126,14 +145,19 @@ object Measure:
   private def allBlocked(prefix: String, threads: Int): Boolean =
     val mine = Thread.getAllStackTraces.asScala.filter(_._1.getName.startsWith(prefix))
     def stuck(t: Thread, stack: Array[StackTraceElement]) =
-      (t.getState == Thread.State.WAITING || t.getState == Thread.State.TIMED_WAITING || t.getState == Thread.State.BLOCKED) &&
-        !stack.exists(e => e.getClassName == "java.util.concurrent.ThreadPoolExecutor" && e.getMethodName == "getTask")
+      (t.getState == Thread.State.WAITING || t.getState == Thread.State.TIMED_WAITING ||
+        t.getState == Thread.State.BLOCKED) &&
+        !stack.exists(e =>
+          e.getClassName == "java.util.concurrent.ThreadPoolExecutor" && e.getMethodName == "getTask"
+        )
     mine.size == threads && mine.forall(stuck)
 
   private def resetPeaks(): Unit =
     System.gc()
     ManagementFactory.getThreadMXBean.resetPeakThreadCount()
-    ManagementFactory.getMemoryPoolMXBeans.asScala.filter(_.getType == MemoryType.HEAP).foreach(_.resetPeakUsage())
+    ManagementFactory.getMemoryPoolMXBeans.asScala.filter(
+      _.getType == MemoryType.HEAP
+    ).foreach(_.resetPeakUsage())
 
   private def peakHeapMiB: Long =
     ManagementFactory.getMemoryPoolMXBeans.asScala

@@ -59,7 +59,16 @@ class ApproachScheduleSuite extends CatsEffectSuite:
 
   test("every approach consumes every task exactly once and never runs more tasks at once than its slots") {
     // 3 slots and random delays: a run that lost, repeated or over-ran a task is reported as failed
-    val w = Workload("random", tasks = 60, batch = 7, producers = 3, slots = 3, buffer = 5, Delay.Uniform(0, 40), Delay.Uniform(1, 90))
+    val w = Workload(
+      "random",
+      tasks = 60,
+      batch = 7,
+      producers = 3,
+      slots = 3,
+      buffer = 5,
+      Delay.Uniform(0, 40),
+      Delay.Uniform(1, 90)
+    )
     (0 until 3).toList.traverse_ { run =>
       val plan = Plan.draw(w, seed = 7L, run)
       Approach.all.filter(_.placement == Placement.Shared).traverse_ { a =>

@@ -14,8 +14,22 @@ class CompareCliSuite extends CatsEffectSuite:
   override def munitIOTimeout: Duration = 60.seconds
 
   test("compare's options are parsed into settings") {
-    val parsed = Cli.parse(Seq("compare", "--clock", "virtual", "--seed", "42", "--runs", "3", "--quick",
-      "--approaches", "weir,batch", "--scenarios", "balanced", "--producers", "3"))
+    val parsed = Cli.parse(Seq(
+      "compare",
+      "--clock",
+      "virtual",
+      "--seed",
+      "42",
+      "--runs",
+      "3",
+      "--quick",
+      "--approaches",
+      "weir,batch",
+      "--scenarios",
+      "balanced",
+      "--producers",
+      "3"
+    ))
     parsed match
       case Some(Cli.Command.Compare(s)) =>
         assertEquals(s.clock, Clock.Virtual)
@@ -27,13 +41,23 @@ class CompareCliSuite extends CatsEffectSuite:
 
   test("--quick runs on the virtual clock unless told otherwise") {
     assertEquals(Cli.compareSettings(Cli.CompareOptions(quick = true)).map(_.clock), Right(Clock.Virtual))
-    assertEquals(Cli.compareSettings(Cli.CompareOptions(quick = true, clock = Some(Clock.Real))).map(s => (s.clock, s.timeScale)),
-      Right((Clock.Real, 0.1)))
-    assertEquals(Cli.compareSettings(Cli.CompareOptions()).map(s => (s.clock, s.timeScale)), Right((Clock.Real, 1.0)))
+    assertEquals(
+      Cli.compareSettings(Cli.CompareOptions(quick = true, clock = Some(Clock.Real))).map(s =>
+        (s.clock, s.timeScale)
+      ),
+      Right((Clock.Real, 0.1))
+    )
+    assertEquals(
+      Cli.compareSettings(Cli.CompareOptions()).map(s => (s.clock, s.timeScale)),
+      Right((Clock.Real, 1.0))
+    )
   }
 
   test("bad compare options are refused with the bad value") {
-    assertEquals(Cli.compareSettings(Cli.CompareOptions(approaches = Seq("nope"))).left.map(_.takeWhile(_ != '(')), Left("unknown approach 'nope' "))
+    assertEquals(
+      Cli.compareSettings(Cli.CompareOptions(approaches = Seq("nope"))).left.map(_.takeWhile(_ != '(')),
+      Left("unknown approach 'nope' ")
+    )
     assertEquals(Cli.parse(Seq("compare", "--runs", "0")), None)
     assertEquals(Cli.parse(Seq("compare", "--clock", "sundial")), None)
   }
@@ -41,8 +65,14 @@ class CompareCliSuite extends CatsEffectSuite:
   test("--json writes one record per (shape, approach, run) with the issue's fields and the environment") {
     val dir = Files.createTempDirectory("weir-compare")
     val json = dir.resolve("out.json")
-    val settings = Cli.compareSettings(Cli.CompareOptions(quick = true, runs = 2,
-      approaches = Seq("batch", "weir"), json = Some(json), report = Some(dir.resolve("report")), live = false))
+    val settings = Cli.compareSettings(Cli.CompareOptions(
+      quick = true,
+      runs = 2,
+      approaches = Seq("batch", "weir"),
+      json = Some(json),
+      report = Some(dir.resolve("report")),
+      live = false
+    ))
       .fold(e => fail(e), identity)
     Compare.run(settings).flatMap { measurements =>
       IO.blocking(Files.readString(json)).map { text =>
@@ -60,10 +90,16 @@ class CompareCliSuite extends CatsEffectSuite:
           List("scenario", "approach", "status").foreach(f => assert(c.get[String](f).isRight, s"$f in $r"))
           assert(c.get[Int]("run").isRight)
           List("makespan_ms", "ideal_ms", "ratio").foreach(f => assert(c.get[Double](f).isRight, s"$f in $r"))
-          assertEqualsDouble(c.get[Double]("ratio").toOption.get,
-            c.get[Double]("makespan_ms").toOption.get / c.get[Double]("ideal_ms").toOption.get, 1e-9)
+          assertEqualsDouble(
+            c.get[Double]("ratio").toOption.get,
+            c.get[Double]("makespan_ms").toOption.get / c.get[Double]("ideal_ms").toOption.get,
+            1e-9
+          )
         }
-        assertEquals(records.map(_.hcursor.get[String]("scenario").toOption.get).distinct, Vector("slow-producer", "balanced", "slow-consumer"))
+        assertEquals(
+          records.map(_.hcursor.get[String]("scenario").toOption.get).distinct,
+          Vector("slow-producer", "balanced", "slow-consumer")
+        )
         assert(Files.exists(dir.resolve("report/index.html")))
         assert(Files.exists(dir.resolve("report/ratios.png")))
         assert(Files.exists(dir.resolve("report/timeline-balanced-weir.png")))

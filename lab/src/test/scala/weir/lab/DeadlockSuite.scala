@@ -11,7 +11,9 @@ class DeadlockSuite extends CatsEffectSuite:
 
   override def munitIOTimeout: Duration = 30.seconds
 
-  test("two consumers blocking both threads of a two-thread pool on an empty queue: reported as deadlocked, no hang") {
+  test(
+    "two consumers blocking both threads of a two-thread pool on an empty queue: reported as deadlocked, no hang"
+  ) {
     // under the virtual clock the runner still runs this one in real time (delays × 0.1); the first batch
     // comes after 100 ms, long after both consumers have blocked their threads in `take`
     val plan = Fixtures.smallPlan.copy(produceMs = Vector(1000L, 100L, 100L))

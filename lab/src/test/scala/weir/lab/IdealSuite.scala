@@ -24,10 +24,15 @@ class IdealSuite extends FunSuite:
 
   test("arrivals: producers own contiguous batches and wait out their own delays") {
     val a1 = Fixtures.smallPlan.arrivals(1)
-    assertEquals(a1.map(a => (a.at, a.task)), Vector((100L, 0), (100L, 1), (200L, 2), (200L, 3), (300L, 4), (300L, 5)))
+    assertEquals(
+      a1.map(a => (a.at, a.task)),
+      Vector((100L, 0), (100L, 1), (200L, 2), (200L, 3), (300L, 4), (300L, 5))
+    )
     val a2 = Fixtures.smallPlan.arrivals(2)
-    assertEquals(a2.map(a => (a.at, a.producer, a.task)),
-      Vector((100L, 0, 0), (100L, 0, 1), (100L, 1, 2), (100L, 1, 3), (200L, 1, 4), (200L, 1, 5)))
+    assertEquals(
+      a2.map(a => (a.at, a.producer, a.task)),
+      Vector((100L, 0, 0), (100L, 0, 1), (100L, 1, 2), (100L, 1, 3), (200L, 1, 4), (200L, 1, 5))
+    )
   }
 
   test("the seed's slow-producer shape: 10 s of producing plus the last batch's longest task") {

@@ -26,17 +26,31 @@ class TargetsSuite extends CatsEffectSuite:
     }
   }
 
-  private val seven = Vector(BatchApproach, BlockingQueueApproach, EffectQueueApproach, StreamApproach,
-    PrefetchStreamApproach, ConcurrentProducersQueueApproach, ConcurrentProducersParJoinApproach)
+  private val seven = Vector(
+    BatchApproach,
+    BlockingQueueApproach,
+    EffectQueueApproach,
+    StreamApproach,
+    PrefetchStreamApproach,
+    ConcurrentProducersQueueApproach,
+    ConcurrentProducersParJoinApproach
+  )
 
-  test("the write-up's order: batch worst everywhere, concurrent producers best on slow-producer, ordered slower than unordered on balanced") {
-    Workload.defaults.traverse(w => makespans(seven :+ UnorderedStreamApproach, w).map(w.name -> _)).map(_.toMap).map { all =>
+  test(
+    "the write-up's order: batch worst everywhere, concurrent producers best on slow-producer, ordered slower than unordered on balanced"
+  ) {
+    Workload.defaults.traverse(w => makespans(seven :+ UnorderedStreamApproach, w).map(w.name -> _)).map(
+      _.toMap
+    ).map { all =>
       all.foreach { (shape, ms) =>
         val batch = ms(BatchApproach).makespanMs
-        seven.filterNot(_ == BatchApproach).foreach(a => assert(ms(a).makespanMs < batch, s"$shape: ${a.name} vs batch"))
+        seven.filterNot(_ == BatchApproach).foreach(a =>
+          assert(ms(a).makespanMs < batch, s"$shape: ${a.name} vs batch")
+        )
       }
       val slow = all("slow-producer")
-      val concurrent = Vector(ConcurrentProducersQueueApproach, ConcurrentProducersParJoinApproach).map(slow(_).makespanMs)
+      val concurrent =
+        Vector(ConcurrentProducersQueueApproach, ConcurrentProducersParJoinApproach).map(slow(_).makespanMs)
       val single = seven.filter(_.producers(Workload.slowProducer) == 1).map(slow(_).makespanMs)
       assert(concurrent.max < single.min, s"slow-producer: concurrent $concurrent vs one producer $single")
       val balanced = all("balanced")

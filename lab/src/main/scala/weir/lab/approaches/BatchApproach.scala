@@ -15,5 +15,6 @@ object BatchApproach extends Approach:
     def loop(b: Int): IO[Unit] =
       if b >= bench.workload.batches then IO.unit
       else
-        bench.produceBatch(b).flatMap(_.toList.parTraverseN(bench.workload.slots)(bench.consume)) *> loop(b + 1)
+        bench.produceBatch(b).flatMap(_.toList.parTraverseN(bench.workload.slots)(bench.consume)) *>
+          loop(b + 1)
     loop(0)

@@ -27,7 +27,8 @@ final class Bench(val plan: Plan, val clock: Clock, val scale: Double, val recor
 
   /** Waits batch `b`'s produce delay, then returns its task ids (the write-up's `produce(start, end)`). */
   def produceBatch(b: Int): IO[Chunk[Int]] =
-    IO.sleep(delay(plan.produceMs(b))) *> recorder.produced(b, workload.idsOf(b).size).as(Chunk.from(workload.idsOf(b)))
+    IO.sleep(delay(plan.produceMs(b))) *>
+      recorder.produced(b, workload.idsOf(b).size).as(Chunk.from(workload.idsOf(b)))
 
   /** Producer `p` of `n`: its batches one after the other, one chunk per batch (the write-up's `produceStream`). */
   def producer(p: Int, n: Int): Stream[IO, Int] =
@@ -83,8 +84,9 @@ final class Recorder(tasks: Int, batches: Int):
   def peakInFlight: Int = maxInFlight.get
 
   /** Tasks consumed other than exactly once (empty when the approach is correct). */
-  def miscounted: Vector[(Int, Long)] =
-    (0 until tasks).iterator.map(i => (i, timesConsumed.get(i))).filter(_._2 != 1L).toVector
+  def miscounted
+      : Vector[(Int, Long)] = (0 until tasks).iterator.map(i => (i, timesConsumed.get(i))).filter(_._2 !=
+    1L).toVector
 
   /** When each batch was handed over and each task finished, ns from the start. */
   def producedTimes: Vector[Long] = Vector.tabulate(batches)(producedAt.get)

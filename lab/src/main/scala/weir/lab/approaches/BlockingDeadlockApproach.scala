@@ -22,6 +22,8 @@ object BlockingDeadlockApproach extends Approach:
       val consumer = Stream.repeatEval(IO(queue.take())).unNoneTerminate
         .parEvalMap(bench.workload.slots)(bench.consume).compile.drain
       // each consumer stream stops at the first None: send one per consumer
-      val producer = (bench.producer.map(Some(_)) ++ Stream(None, None)).evalMap(a => IO(queue.put(a))).compile.drain
+      val producer = (bench.producer.map(Some(_)) ++ Stream(None, None)).evalMap(a =>
+        IO(queue.put(a))
+      ).compile.drain
       List(consumer, consumer, producer).parSequence_
     }

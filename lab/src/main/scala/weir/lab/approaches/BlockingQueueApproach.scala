@@ -26,7 +26,9 @@ object BlockingQueueApproach extends Approach:
       ops(bench.clock, queue).flatMap { (put, take) =>
         (
           (bench.producer.map(Some(_)) ++ Stream.emit(None)).evalMap(put).compile.drain,
-          Stream.repeatEval(take).unNoneTerminate.parEvalMap(bench.workload.slots)(bench.consume).compile.drain
+          Stream.repeatEval(
+            take
+          ).unNoneTerminate.parEvalMap(bench.workload.slots)(bench.consume).compile.drain
         ).parTupled.void
       }
     }

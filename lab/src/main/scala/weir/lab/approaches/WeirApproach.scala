@@ -20,4 +20,6 @@ object WeirApproach extends Approach:
       .withLimit(Limit.fixed(bench.workload.slots))
       .withBuffer(bench.workload.buffer)
       .run
-      .flatMap(s => IO.raiseUnless(s.allSucceeded)(new IllegalStateException(s"weir did not run every task: $s")))
+      .flatMap(s =>
+        IO.raiseUnless(s.allSucceeded)(new IllegalStateException(s"weir did not run every task: $s"))
+      )

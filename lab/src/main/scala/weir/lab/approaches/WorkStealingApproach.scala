@@ -32,7 +32,6 @@ object WorkStealingApproach extends Approach:
       Ref.of[IO, Int](n), // producers still running
       Ref.of[IO, Int](0) // where the next task is dealt
     ).flatMapN { (queues, room, changes, producing, cursor) =>
-
       def deal(tasks: Chunk[Int]): IO[Unit] =
         tasks.toList.grouped(w.buffer).toList.traverse_ { part =>
           room.acquireN(part.size.toLong) *>
@@ -44,7 +43,8 @@ object WorkStealingApproach extends Approach:
         }
 
       def produce(p: Int): IO[Unit] =
-        bench.producer(p, n).chunks.evalMap(deal).compile.drain *> producing.update(_ - 1) *> changes.update(_ + 1)
+        bench.producer(p, n).chunks.evalMap(deal).compile.drain *> producing.update(_ - 1) *>
+          changes.update(_ + 1)
 
       def takeOwn(me: Int): IO[Option[Int]] =
         queues(me).modify(q => q.dequeueOption.fold((q, Option.empty[Int]))((t, rest) => (rest, Some(t))))

@@ -13,7 +13,12 @@ object Html:
     case c => c.toString
   }
 
-  def page(env: JsonReport.Environment, rows: Vector[Row], shapes: Vector[Workload], timelines: Vector[(Workload, Vector[String])]): String =
+  def page(
+      env: JsonReport.Environment,
+      rows: Vector[Row],
+      shapes: Vector[Workload],
+      timelines: Vector[(Workload, Vector[String])]
+  ): String =
     def cell(s: Stats, digits: Int) =
       if s.isEmpty then "—"
       else if s.min == s.max then s"%.${digits}f".format(s.median)
@@ -30,8 +35,12 @@ object Html:
          |$trs</table>""".stripMargin
     }.mkString("\n")
     val charts = timelines.map { (w, approaches) =>
-      val singles = approaches.map(a => s"""<img src="timeline-${esc(w.name)}-${esc(a)}.png" alt="${esc(a)}">""").mkString("\n")
-      s"""<h2>Timeline: ${esc(w.name)}</h2><img src="timeline-${esc(w.name)}.png" alt="${esc(w.name)}"><div class="grid">$singles</div>"""
+      val singles = approaches.map(a =>
+        s"""<img src="timeline-${esc(w.name)}-${esc(a)}.png" alt="${esc(a)}">"""
+      ).mkString("\n")
+      s"""<h2>Timeline: ${esc(w.name)}</h2><img src="timeline-${esc(w.name)}.png" alt="${esc(
+          w.name
+        )}"><div class="grid">$singles</div>"""
     }.mkString("\n")
     s"""<!doctype html>
        |<html><head><meta charset="utf-8"><title>weir compare</title>

@@ -16,8 +16,18 @@ import weir.lab.Measurement
  */
 object JsonReport:
 
-  final case class Environment(jdk: String, vm: String, os: String, cores: Int, maxHeapMiB: Long, seed: Long,
-      clock: String, timeScale: Double, runs: Int, weirVersion: String)
+  final case class Environment(
+      jdk: String,
+      vm: String,
+      os: String,
+      cores: Int,
+      maxHeapMiB: Long,
+      seed: Long,
+      clock: String,
+      timeScale: Double,
+      runs: Int,
+      weirVersion: String
+  )
 
   object Environment:
     def current(seed: Long, clock: String, timeScale: Double, runs: Int): Environment =
@@ -51,7 +61,8 @@ object JsonReport:
       "records" -> measurements.map(record).asJson
     )
 
-  private def number(d: Double): Json = if d.isNaN || d.isInfinite then Json.Null else Json.fromDoubleOrNull(d)
+  private def number(d: Double): Json =
+    if d.isNaN || d.isInfinite then Json.Null else Json.fromDoubleOrNull(d)
 
   def record(m: Measurement): Json =
     Json.obj(
@@ -63,9 +74,10 @@ object JsonReport:
       "ideal_ms" -> number(m.idealMs),
       "ratio" -> number(m.ratio),
       "status" -> m.status.label.asJson,
-      "error" -> (m.status match
-        case weir.lab.Status.Failed(reason) => reason.asJson
-        case _ => Json.Null),
+      "error" ->
+        (m.status match
+          case weir.lab.Status.Failed(reason) => reason.asJson
+          case _ => Json.Null),
       "peak_threads" -> m.peakThreads.asJson,
       "peak_heap_mib" -> m.peakHeapMiB.asJson,
       "peak_in_flight" -> m.peakInFlight.asJson

@@ -15,8 +15,10 @@ final class LiveView(width: Int = 30, every: FiniteDuration = 200.millis):
 
   /** Draws while in use; the last state is drawn once more, with a newline, on release. */
   def show(name: String, recorder: Recorder, total: Int): Resource[IO, Unit] =
-    val draw = IO(System.err.print("\r" + LiveView.line(name, recorder.producedSoFar, recorder.consumedSoFar, total, width)))
-    Resource.make(IO.unit)(_ => draw *> IO(System.err.println())) *> (draw *> IO.sleep(every)).foreverM.background.void
+    val draw = IO(System.err.print("\r" +
+      LiveView.line(name, recorder.producedSoFar, recorder.consumedSoFar, total, width)))
+    Resource.make(IO.unit)(_ => draw *> IO(System.err.println())) *>
+      (draw *> IO.sleep(every)).foreverM.background.void
 
 object LiveView:
 

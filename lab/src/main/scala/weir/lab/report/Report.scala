@@ -19,7 +19,12 @@ import scala.jdk.CollectionConverters.*
  */
 object Report:
 
-  def write(dir: Path, env: JsonReport.Environment, workloads: Vector[Workload], measurements: Vector[Measurement]): IO[Unit] =
+  def write(
+      dir: Path,
+      env: JsonReport.Environment,
+      workloads: Vector[Workload],
+      measurements: Vector[Measurement]
+  ): IO[Unit] =
     IO.blocking {
       System.setProperty("java.awt.headless", "true")
       val _ = Files.createDirectories(dir)
@@ -29,7 +34,9 @@ object Report:
       val timelines = shapes.map { w =>
         val plan = Plan.draw(w, env.seed, 0)
         val firstRun = measurements.filter(m => m.scenario == w.name && m.run == 0)
-        val scale = firstRun.headOption.fold(1.0)(m => if m.idealMs > 0 then m.idealMs / Ideal.of(plan, m.producers).makespan else 1.0)
+        val scale = firstRun.headOption.fold(1.0)(m =>
+          if m.idealMs > 0 then m.idealMs / Ideal.of(plan, m.producers).makespan else 1.0
+        )
         save(allTimeline(w, plan, firstRun, env.timeScale), dir.resolve(s"timeline-${w.name}"))
         val singles = firstRun.filter(_.status == Status.Ok).map { m =>
           save(oneTimeline(w, plan, m, scale), dir.resolve(s"timeline-${w.name}-${m.approach}"))
@@ -44,11 +51,17 @@ object Report:
     BitmapEncoder.saveBitmap(chart, base.toString, BitmapEncoder.BitmapFormat.PNG)
 
   private def ratioChart(rows: Vector[Row], shapes: Vector[String]): CategoryChart =
-    val chart = new CategoryChartBuilder().width(1000).height(500).title("makespan / ideal (median over runs; lower is better)")
+    val chart = new CategoryChartBuilder().width(
+      1000
+    ).height(500).title("makespan / ideal (median over runs; lower is better)")
       .xAxisTitle("load shape").yAxisTitle("ratio to ideal").build()
     chart.getStyler.setLegendPosition(org.knowm.xchart.style.Styler.LegendPosition.OutsideE)
     rows.map(_.approach).distinct.foreach { a =>
-      val values = shapes.map(s => rows.find(r => r.scenario == s && r.approach == a).map(_.ratio.median).filterNot(_.isNaN).getOrElse(0.0))
+      val values = shapes.map(s =>
+        rows.find(r => r.scenario == s && r.approach == a).map(
+          _.ratio.median
+        ).filterNot(_.isNaN).getOrElse(0.0)
+      )
       if values.exists(_ > 0) then
         val _ = chart.addSeries(a, shapes.asJava, values.map(v => Double.box(v): Number).asJava)
     }
@@ -62,7 +75,9 @@ object Report:
     (xs.toArray, ys.toArray)
 
   private def timelineChart(title: String, width: Int, height: Int): XYChart =
-    val chart = new XYChartBuilder().width(width).height(height).title(title).xAxisTitle("ms").yAxisTitle("tasks").build()
+    val chart = new XYChartBuilder().width(
+      width
+    ).height(height).title(title).xAxisTitle("ms").yAxisTitle("tasks").build()
     chart.getStyler.setDefaultSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Step)
     chart.getStyler.setMarkerSize(0)
     chart

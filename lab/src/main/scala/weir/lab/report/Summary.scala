@@ -17,7 +17,9 @@ final case class Row(scenario: String, approach: String, producers: Int, runs: V
     val bad = runs.filter(_.status != Status.Ok)
     if bad.isEmpty then "ok"
     else
-      val kinds = bad.groupBy(_.status.label).map((k, v) => if v.size == runs.size then k else s"$k ${v.size}/${runs.size}")
+      val kinds = bad.groupBy(_.status.label).map((k, v) =>
+        if v.size == runs.size then k else s"$k ${v.size}/${runs.size}"
+      )
       kinds.toVector.sorted.mkString(", ")
 
 final case class Stats(median: Double, min: Double, max: Double):

@@ -10,14 +10,40 @@ object Table:
     workloads.filter(w => rows.exists(_.scenario == w.name)).foreach { w =>
       val mine = rows.filter(_.scenario == w.name)
       sb ++= s"\n${w.name}: ${w.describe}\n"
-      val header = Vector("approach", "producers", if runs > 1 then s"makespan ms (median [min–max] of $runs)" else "makespan ms",
-        "ratio to ideal", "peak in flight", "peak threads", "peak heap MiB", "status")
-      val ideals = mine.filter(_.status == "ok").map(r => (r.producers, r.ideal)).distinct.sortBy(_._1).map { (p, ideal) =>
-        Vector(s"ideal ($p producer${if p > 1 then "s" else ""})", p.toString, ms(ideal, runs), "1.000", "", "", "", "")
+      val header = Vector(
+        "approach",
+        "producers",
+        if runs > 1 then s"makespan ms (median [min–max] of $runs)" else "makespan ms",
+        "ratio to ideal",
+        "peak in flight",
+        "peak threads",
+        "peak heap MiB",
+        "status"
+      )
+      val ideals = mine.filter(_.status == "ok").map(r => (r.producers, r.ideal)).distinct.sortBy(_._1).map {
+        (p, ideal) =>
+          Vector(
+            s"ideal ($p producer${if p > 1 then "s" else ""})",
+            p.toString,
+            ms(ideal, runs),
+            "1.000",
+            "",
+            "",
+            "",
+            ""
+          )
       }
       val body = mine.map { r =>
-        Vector(r.approach, r.producers.toString, ms(r.makespan, runs), ratio(r.ratio, runs), r.peakInFlight.toString, r.peakThreads.toString,
-          r.peakHeapMiB.toString, r.status)
+        Vector(
+          r.approach,
+          r.producers.toString,
+          ms(r.makespan, runs),
+          ratio(r.ratio, runs),
+          r.peakInFlight.toString,
+          r.peakThreads.toString,
+          r.peakHeapMiB.toString,
+          r.status
+        )
       }
       sb ++= grid(header +: (ideals ++ body), rightAligned = Set(1, 2, 3, 4, 5, 6))
     }

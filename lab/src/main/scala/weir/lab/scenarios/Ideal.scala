@@ -21,7 +21,10 @@ object Ideal:
 
   /** Ends in the given order and the makespan; `available` must be in the order tasks are served. */
   def simulate(available: Seq[Long], durations: Seq[Long], slots: Int): (Vector[(Long, Long)], Long) =
-    require(available.size == durations.size, s"one availability time per task: ${available.size} vs ${durations.size}")
+    require(
+      available.size == durations.size,
+      s"one availability time per task: ${available.size} vs ${durations.size}"
+    )
     require(slots > 0, s"slots must be > 0, was: $slots")
     val free = mutable.PriorityQueue.empty[Long](using scala.math.Ordering.Long.reverse)
     var end = 0L
@@ -38,7 +41,8 @@ object Ideal:
   /** The ideal schedule of `plan` with `producers` producers and the workload's slots. */
   def of(plan: Plan, producers: Int): Schedule =
     val arrivals = plan.arrivals(producers)
-    val (spans, makespan) = simulate(arrivals.map(_.at), arrivals.map(a => plan.consumeMs(a.task)), plan.workload.slots)
+    val (spans, makespan) =
+      simulate(arrivals.map(_.at), arrivals.map(a => plan.consumeMs(a.task)), plan.workload.slots)
     val start = Array.fill(plan.workload.tasks)(0L)
     val end = Array.fill(plan.workload.tasks)(0L)
     arrivals.zip(spans).foreach { (a, s) => start(a.task) = s._1; end(a.task) = s._2 }

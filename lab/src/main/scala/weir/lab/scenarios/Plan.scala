@@ -10,7 +10,13 @@ import scala.util.hashing.MurmurHash3
  * `(seed, run)` only, so changing the consume distribution never moves the produce delays and run `r` of
  * seed `s` is the same on every machine.
  */
-final case class Plan(workload: Workload, seed: Long, run: Int, produceMs: Vector[Long], consumeMs: Vector[Long]):
+final case class Plan(
+    workload: Workload,
+    seed: Long,
+    run: Int,
+    produceMs: Vector[Long],
+    consumeMs: Vector[Long]
+):
 
   /** When each task becomes available (ms from the start) with `producers` producers that never wait. */
   def arrivals(producers: Int): Vector[Arrival] =
@@ -26,7 +32,10 @@ final case class Plan(workload: Workload, seed: Long, run: Int, produceMs: Vecto
 object Plan:
 
   def draw(workload: Workload, seed: Long, run: Int): Plan =
-    def rng(stream: Int) = new Random(MurmurHash3.finalizeHash(MurmurHash3.mix(MurmurHash3.mix(seed.hashCode, run), stream), 3).toLong ^ seed)
+    def rng(stream: Int) = new Random(MurmurHash3.finalizeHash(
+      MurmurHash3.mix(MurmurHash3.mix(seed.hashCode, run), stream),
+      3
+    ).toLong ^ seed)
     val rp = rng(1)
     val rc = rng(2)
     val produce = Vector.tabulate(workload.batches) { b =>

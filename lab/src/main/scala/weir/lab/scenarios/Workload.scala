@@ -32,11 +32,13 @@ final case class Workload(
   def idsOf(b: Int): Range = (b * batch) until math.min(tasks, (b + 1) * batch)
 
   /** The batches producer `p` of `n` owns, in the order it produces them. */
-  def batchesOf(p: Int, n: Int): Range = (p.toLong * batches / n).toInt until ((p + 1).toLong * batches / n).toInt
+  def batchesOf(p: Int, n: Int): Range = (p.toLong * batches / n).toInt until
+    ((p + 1).toLong * batches / n).toInt
 
   def describe: String =
     s"$tasks tasks in batches of $batch, produce ${produce.label} per batch, consume ${consume.label} per task, " +
-      s"$slots slots, buffer $buffer" + burst.fold("")(b => s", a ${b.pauseMs} ms pause every ${b.batches} batches")
+      s"$slots slots, buffer $buffer" +
+      burst.fold("")(b => s", a ${b.pauseMs} ms pause every ${b.batches} batches")
 
 /** A pause of `pauseMs` before every `batches`-th batch (not before the first). */
 final case class Burst(batches: Int, pauseMs: Long)
@@ -63,12 +65,17 @@ object Workload:
   def validate(w: Workload): Either[String, Workload] =
     def check(ok: Boolean, msg: => String) = Either.cond(ok, (), s"workload '${w.name}': $msg")
     for
-      _ <- check(w.name.nonEmpty && w.name.forall(c => c.isLetterOrDigit || c == '-' || c == '_'),
-        s"name must be letters, digits, '-' or '_', was: '${w.name}'")
+      _ <- check(
+        w.name.nonEmpty && w.name.forall(c => c.isLetterOrDigit || c == '-' || c == '_'),
+        s"name must be letters, digits, '-' or '_', was: '${w.name}'"
+      )
       _ <- check(w.tasks > 0, s"tasks must be > 0, was: ${w.tasks}")
       _ <- check(w.batch > 0, s"batch must be > 0, was: ${w.batch}")
       _ <- check(w.producers > 0, s"producers must be > 0, was: ${w.producers}")
-      _ <- check(w.producers <= w.batches, s"producers must be <= the number of batches (${w.batches}), was: ${w.producers}")
+      _ <- check(
+        w.producers <= w.batches,
+        s"producers must be <= the number of batches (${w.batches}), was: ${w.producers}"
+      )
       _ <- check(w.slots > 0, s"slots must be > 0, was: ${w.slots}")
       _ <- check(w.buffer > 0, s"buffer must be > 0, was: ${w.buffer}")
       _ <- Delay.validate(w.produce).left.map(e => s"workload '${w.name}': produce: $e")

@@ -38,11 +38,13 @@ object WorkloadFile:
         case Some(o) if o.contains("workloads") =>
           for
             _ <- known(o, Set("workloads"), "the top level")
-            arr <- o("workloads").flatMap(_.asArray).toRight("\"workloads\" must be an array of workload objects")
+            arr <-
+              o("workloads").flatMap(_.asArray).toRight("\"workloads\" must be an array of workload objects")
             _ <- Either.cond(arr.nonEmpty, (), "\"workloads\" must not be empty")
           yield arr
         case Some(_) => Right(Vector(json))
-        case None => Left(s"the top level must be a workload object or {\"workloads\": [...]}, was: ${short(json)}")
+        case None =>
+          Left(s"the top level must be a workload object or {\"workloads\": [...]}, was: ${short(json)}")
       items.left.map(e => s"$source: $e").flatMap { js =>
         js.zipWithIndex.traverse((j, i) => workload(j, i).left.map(e => s"$source: $e")).flatMap { ws =>
           val dup = ws.groupBy(_.name).collectFirst { case (n, v) if v.size > 1 => n }
@@ -51,7 +53,8 @@ object WorkloadFile:
       }
     }
 
-  private val fields = Set("name", "tasks", "batch", "producers", "slots", "buffer", "produce", "consume", "burst")
+  private val fields =
+    Set("name", "tasks", "batch", "producers", "slots", "buffer", "produce", "consume", "burst")
 
   private def workload(json: Json, index: Int): Either[String, Workload] =
     json.asObject.toRight(s"workload #${index + 1} must be an object, was: ${short(json)}").flatMap { o =>
@@ -59,7 +62,9 @@ object WorkloadFile:
       val where = s"workload '$name'"
       (for
         _ <- known(o, fields, where)
-        n <- o("name").toRight("\"name\" is required").flatMap(j => j.asString.toRight(s"\"name\" must be a string, was: ${short(j)}"))
+        n <- o("name").toRight("\"name\" is required").flatMap(j =>
+          j.asString.toRight(s"\"name\" must be a string, was: ${short(j)}")
+        )
         tasks <- int(o, "tasks", None)
         batch <- int(o, "batch", None)
         producers <- int(o, "producers", Some(2))
@@ -74,7 +79,9 @@ object WorkloadFile:
     }
 
   private def burstOf(json: Json): Either[String, Burst] =
-    json.asObject.toRight(s"\"burst\" must be an object like {\"batches\": 3, \"pause_ms\": 2000}, was: ${short(json)}").flatMap { o =>
+    json.asObject.toRight(
+      s"\"burst\" must be an object like {\"batches\": 3, \"pause_ms\": 2000}, was: ${short(json)}"
+    ).flatMap { o =>
       for
         _ <- known(o, Set("batches", "pause_ms"), "burst")
         b <- int(o, "batches", None).left.map("burst." + _)
@@ -85,14 +92,18 @@ object WorkloadFile:
   private def delay(o: JsonObject, field: String): Either[String, Delay] =
     val example = "{\"fixed\": ms}, {\"uniform\": {...}}, {\"exponential\": {...}} or {\"pareto\": {...}}"
     o(field).toRight(s"\"$field\" is required ($example)").flatMap { j =>
-      j.asObject.filter(_.size == 1).toRight(s"\"$field\" must be one of $example, was: ${short(j)}").flatMap { d =>
+      j.asObject.filter(
+        _.size == 1
+      ).toRight(s"\"$field\" must be one of $example, was: ${short(j)}").flatMap { d =>
         val (kind, params) = d.toList.head
         def args(allowed: Set[String]) =
           params.asObject.toRight(s"\"$field.$kind\" must be an object, was: ${short(params)}")
             .flatTap(p => known(p, allowed, s"$field.$kind"))
         val parsed: Either[String, Delay] = kind match
           case "fixed" => longOf(params, s"$field.fixed").map(Delay.Fixed(_))
-          case "uniform" => args(Set("min", "max")).flatMap(p => (long(p, "min", None), long(p, "max", None)).mapN(Delay.Uniform(_, _)))
+          case "uniform" => args(Set("min", "max")).flatMap(p =>
+              (long(p, "min", None), long(p, "max", None)).mapN(Delay.Uniform(_, _))
+            )
           case "exponential" =>
             args(Set("mean", "min", "max")).flatMap { p =>
               for
@@ -115,12 +126,15 @@ object WorkloadFile:
     }
 
   private def known(o: JsonObject, allowed: Set[String], where: String): Either[String, Unit] =
-    o.keys.find(k => !allowed(k)).fold(Right(()))(k => Left(s"unknown field '$k' in $where (known: ${allowed.toVector.sorted.mkString(", ")})"))
+    o.keys.find(k => !allowed(k)).fold(Right(()))(k =>
+      Left(s"unknown field '$k' in $where (known: ${allowed.toVector.sorted.mkString(", ")})")
+    )
 
   private def int(o: JsonObject, field: String, default: Option[Int]): Either[String, Int] =
     o(field) match
       case None => default.toRight(s"\"$field\" is required")
-      case Some(j) => j.asNumber.flatMap(_.toInt).toRight(s"\"$field\" must be a whole number, was: ${short(j)}")
+      case Some(j) =>
+        j.asNumber.flatMap(_.toInt).toRight(s"\"$field\" must be a whole number, was: ${short(j)}")
 
   private def long(o: JsonObject, field: String, default: Option[Long]): Either[String, Long] =
     o(field) match
@@ -128,10 +142,14 @@ object WorkloadFile:
       case Some(j) => longOf(j, field)
 
   private def longOf(j: Json, field: String): Either[String, Long] =
-    j.asNumber.flatMap(_.toLong).toRight(s"\"$field\" must be a whole number of milliseconds, was: ${short(j)}")
+    j.asNumber.flatMap(
+      _.toLong
+    ).toRight(s"\"$field\" must be a whole number of milliseconds, was: ${short(j)}")
 
   private def double(o: JsonObject, field: String): Either[String, Double] =
-    o(field).toRight(s"\"$field\" is required").flatMap(j => j.asNumber.map(_.toDouble).toRight(s"\"$field\" must be a number, was: ${short(j)}"))
+    o(field).toRight(s"\"$field\" is required").flatMap(j =>
+      j.asNumber.map(_.toDouble).toRight(s"\"$field\" must be a number, was: ${short(j)}")
+    )
 
   private def short(j: Json): String =
     val s = j.noSpaces
