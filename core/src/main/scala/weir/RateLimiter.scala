@@ -1,0 +1,303 @@
+package weir
+
+import cats.effect.kernel.{Deferred, Poll, Ref, Temporal}
+import cats.effect.syntax.all.*
+import cats.syntax.all.*
+
+import java.math.BigInteger
+import scala.collection.immutable.Queue as ScalaQueue
+import scala.concurrent.duration.*
+
+/**
+ * A token bucket: at most `burst` permits at once, refilled at a fixed rate. Over any interval of
+ * length `t` (from a full bucket) it grants at most `burst + rate × t` permits, and when callers keep
+ * asking it grants exactly that many, whatever the length of the run (the refill is exact arithmetic
+ * on the clock, see below).
+ *
+ * One limiter can be shared by any number of fibers and pipelines: they draw on the same bucket, so
+ * the rate is the total of all of them, not a rate per caller.
+ *
+ * How it works (ADR 0006): the bucket is never refilled by a background fiber. Its level is computed
+ * from `Temporal[F].monotonic` whenever someone asks: `level = burst + ⌊elapsed × rate⌋ − taken`,
+ * capped at `burst`, with the rate held as an exact fraction (nanoseconds per permit), so nothing
+ * drifts however long it runs. Callers that must wait join one queue; only the caller at its head
+ * sleeps, until the time its permits are due, and when it wakes it grants, in order, every waiter whose
+ * permits are then covered. However many fibers wait, the limiter arms at most one timer at a time.
+ *
+ * Methods that take `n` ask for `n` permits at once (0 ≤ n ≤ burst).
+ *
+ * ==What blocks==
+ * `acquire`/`acquireN` semantically block (no thread is held) until the permits are granted. The
+ * other methods never wait.
+ *
+ * ==Fairness==
+ * First come, first served: permits are granted in the order callers started to wait, and a caller
+ * that finds others waiting queues behind them even if the bucket holds enough permits for it (a small
+ * request never overtakes a large one). `tryAcquire` never overtakes a waiter either: it fails while
+ * anyone waits.
+ *
+ * ==Cancellation==
+ * Cancelling a waiting `acquire` removes it from the queue; the permits it was waiting for go to the
+ * waiters behind it, on time. If it was the waiter sleeping for the queue, the next waiter takes over
+ * the timer at once. Once its permits have been granted, an `acquire` completes (Cats Effect `IO`
+ * observes a cancellation that arrives after that only when `acquire` has returned); an effect type
+ * that would still cancel it puts them back into the bucket (never above `burst`), where the head of
+ * the queue finds them when it next wakes. No permit is lost and none is counted twice.
+ *
+ * ==Errors==
+ * The constructors throw `IllegalArgumentException` for a rate that is not finite and > 0 or a burst
+ * below 1. `acquireN`/`tryAcquireN` fail with `IllegalArgumentException` for `n < 0` or `n > burst`
+ * (such a request could never be granted). Nothing else fails.
+ *
+ * ==Concurrent callers==
+ * Every method may be called from any number of fibers at once.
+ */
+sealed abstract class RateLimiter[F[_]]:
+
+  /** The most permits the bucket holds (and so the most granted at once after an idle period). */
+  def burst: Int
+
+  /** The refill rate, in permits per second. */
+  def permitsPerSecond: Double
+
+  /** Waits for one permit. See the class documentation for blocking, fairness and cancellation. */
+  def acquire: F[Unit] = acquireN(1)
+
+  /** Waits for `n` permits (0 ≤ n ≤ burst), granted together. */
+  def acquireN(n: Int): F[Unit]
+
+  /** Takes one permit if one is available now and nobody is waiting; never waits. */
+  def tryAcquire: F[Boolean] = tryAcquireN(1)
+
+  /** Takes `n` permits (0 ≤ n ≤ burst) if they are available now and nobody is waiting; never waits. */
+  def tryAcquireN(n: Int): F[Boolean]
+
+  /** Whole permits in the bucket now (0 to `burst`). While callers wait, these are theirs. */
+  def available: F[Long]
+
+  /** Callers waiting for permits now. */
+  def waiting: F[Int]
+
+object RateLimiter:
+
+  /**
+   * A token bucket refilled at `permitsPerSecond` (finite, > 0; fractions allowed: 0.5 is one permit
+   * every two seconds) holding at most `burst` (≥ 1) permits. It starts full.
+   *
+   * The rate is taken as the shortest decimal that prints as this `Double` (50000.0 is exactly 50,000
+   * per second, 0.1 exactly one per ten seconds), and refills from it exactly.
+   */
+  def tokenBucket[F[_]: Temporal](permitsPerSecond: Double, burst: Int): F[RateLimiter[F]] =
+    require(
+      !permitsPerSecond.isNaN && !permitsPerSecond.isInfinite && permitsPerSecond > 0,
+      s"rate must be finite and > 0 permits per second, was: $permitsPerSecond"
+    )
+    val decimal = java.math.BigDecimal.valueOf(permitsPerSecond)
+    // permitsPerSecond = unscaled × 10^-scale, so one permit takes 1e9 × 10^scale / unscaled nanoseconds
+    val (nanos, permits) =
+      if decimal.scale >= 0 then
+        (NanosPerSecond.multiply(BigInteger.TEN.pow(decimal.scale)), decimal.unscaledValue)
+      else (NanosPerSecond, decimal.unscaledValue.multiply(BigInteger.TEN.pow(-decimal.scale)))
+    make(Interval(nanos, permits), burst)
+
+  /**
+   * A token bucket refilled with `permits` permits every `per` (both > 0), exactly (for rates such as
+   * 1,000 per 3 seconds that no `Double` holds), holding at most `burst` (≥ 1) permits. It starts full.
+   */
+  def tokenBucket[F[_]: Temporal](permits: Long, per: FiniteDuration, burst: Int): F[RateLimiter[F]] =
+    require(permits > 0, s"permits per period must be > 0, was: $permits")
+    require(per > Duration.Zero, s"rate period must be > 0, was: $per")
+    make(Interval(BigInteger.valueOf(per.toNanos), BigInteger.valueOf(permits)), burst)
+
+  private def make[F[_]](interval: Interval, burst: Int)(using F: Temporal[F]): F[RateLimiter[F]] =
+    require(burst >= 1, s"burst must be >= 1, was: $burst")
+    F.monotonic.flatMap { now =>
+      F.ref(State[F](now.toNanos, 0L, ScalaQueue.empty)).map(new TokenBucket(burst, interval, _))
+    }
+
+  private val NanosPerSecond = BigInteger.valueOf(1000000000L)
+
+  /** The largest count or duration (in ns) the arithmetic produces; far beyond any real run. */
+  private val Cap = Long.MaxValue / 4
+
+  /**
+   * The time one permit takes, as the exact fraction `nanos / permits` nanoseconds (in lowest terms),
+   * so that refills computed from it never drift. Long arithmetic when the products fit (any rate with
+   * a short decimal form), BigInteger otherwise.
+   */
+  private[weir] final class Interval(n: BigInteger, p: BigInteger):
+    private val gcd = n.gcd(p)
+    val nanos: BigInteger = n.divide(gcd)
+    val permits: BigInteger = p.divide(gcd)
+    private val nanosL = if nanos.bitLength < 63 then nanos.longValue else -1L
+    private val permitsL = if permits.bitLength < 63 then permits.longValue else -1L
+
+    def permitsPerSecond: Double =
+      new java.math.BigDecimal(permits.multiply(NanosPerSecond))
+        .divide(new java.math.BigDecimal(nanos), java.math.MathContext.DECIMAL64)
+        .doubleValue
+
+    /** ⌊elapsed × permits / nanos⌋: whole permits earned in `elapsed` ≥ 0 ns (at most [[Cap]]). */
+    def earned(elapsed: Long): Long =
+      if nanosL > 0 && permitsL > 0 && Math.multiplyHigh(elapsed, permitsL) == 0 && elapsed * permitsL >= 0
+      then
+        math.min(elapsed * permitsL / nanosL, Cap)
+      else clamp(BigInteger.valueOf(elapsed).multiply(permits).divide(nanos))
+
+    /** ⌈k × nanos / permits⌉: nanoseconds needed to earn `k` > 0 permits (at most [[Cap]]). */
+    def needed(k: Long): Long =
+      if nanosL > 0 && permitsL > 0 && Math.multiplyHigh(k, nanosL) == 0 && k * nanosL >= 0 then
+        val product = k * nanosL
+        math.min(product / permitsL + (if product % permitsL == 0 then 0L else 1L), Cap)
+      else
+        val qr = BigInteger.valueOf(k).multiply(nanos).divideAndRemainder(permits)
+        clamp(if qr(1).signum == 0 then qr(0) else qr(0).add(BigInteger.ONE))
+
+    private def clamp(b: BigInteger): Long = if b.bitLength < 63 then math.min(b.longValue, Cap) else Cap
+
+  /** What a waiter's gate tells it: its permits were granted, or it is now the head and must keep time. */
+  private enum Signal:
+    case Granted, Arm
+
+  private final class Waiter[F[_]](val n: Int, val gate: Deferred[F, Signal])
+
+  private enum Queued:
+    case Granted, Head, Behind
+
+  /*
+   * Invariants:
+   *   - the bucket holds `burst + earned(t - anchor) - taken` permits at time t ≥ anchor (whole ones;
+   *     `taken` counts permits granted since `anchor`), capped at `burst` while nobody waits — the cap is
+   *     applied lazily by `settle`, which moves `anchor` to a time at which the bucket is full;
+   *   - a waiter is queued only while the permits in the bucket do not cover the head's request;
+   *   - the head of `waiters` keeps time for the queue: it has been sent `Signal.Arm` (or is the caller
+   *     that just queued into an empty queue) and is the only fiber that sleeps;
+   *   - nobody sleeps when `waiters` is empty.
+   */
+  private final case class State[F[_]](anchor: Long, taken: Long, waiters: ScalaQueue[Waiter[F]])
+
+  private final class TokenBucket[F[_]](val burst: Int, interval: Interval, state: Ref[F, State[F]])(using
+      F: Temporal[F]
+  ) extends RateLimiter[F]:
+
+    def permitsPerSecond: Double = interval.permitsPerSecond
+
+    def acquireN(n: Int): F[Unit] =
+      if n == 0 then F.unit
+      else
+        checked(n) *> F.uncancelable { poll =>
+          F.monotonic.flatMap { now =>
+            state.modify(take(_, now.toNanos, n)).flatMap { granted =>
+              if granted then F.unit
+              else
+                F.deferred[Signal].flatMap { gate =>
+                  val w = Waiter(n, gate)
+                  state.modify(enqueue(_, now.toNanos, w)).flatMap {
+                    case Queued.Granted => F.unit
+                    case Queued.Head => keepTime(poll, w)
+                    case Queued.Behind =>
+                      poll(gate.get).onCancel(leave(w)).flatMap {
+                        case Signal.Granted => F.unit
+                        case Signal.Arm => keepTime(poll, w)
+                      }
+                  }
+                }
+            }
+          }
+        }
+
+    def tryAcquireN(n: Int): F[Boolean] =
+      if n == 0 then F.pure(true)
+      else checked(n) *> F.monotonic.flatMap(now => state.modify(take(_, now.toNanos, n)))
+
+    def available: F[Long] =
+      (state.get, F.monotonic).mapN { (s, now) =>
+        math.max(0L, math.min(burst.toLong, level(s, math.max(now.toNanos, s.anchor))))
+      }
+
+    def waiting: F[Int] = state.get.map(_.waiters.size)
+
+    override def toString: String = s"RateLimiter.tokenBucket($permitsPerSecond/s, burst = $burst)"
+
+    private def checked(n: Int): F[Unit] =
+      if n < 0 then F.raiseError(new IllegalArgumentException(s"permits requested must be >= 0, was: $n"))
+      else if n > burst then
+        F.raiseError(
+          new IllegalArgumentException(s"permits requested must be <= burst ($burst), was: $n")
+        )
+      else F.unit
+
+    /**
+     * The head's loop: grant what is covered now; if that did not include this waiter, sleep until its
+     * permits are due and look again. One sleep for the whole queue.
+     */
+    private def keepTime(poll: Poll[F], w: Waiter[F]): F[Unit] =
+      F.monotonic.flatMap { now =>
+        state.modify(release(_, now.toNanos, w)).flatMap { (wakes, sleep) =>
+          wakes *> {
+            if sleep == 0L then F.unit
+            else poll(F.sleep(sleep.nanos)).onCancel(leave(w)) *> keepTime(poll, w)
+          }
+        }
+      }
+
+    /** A waiter cancelled: out of the queue (handing the timer on), or its permits back if granted. */
+    private def leave(w: Waiter[F]): F[Unit] =
+      state.modify { s =>
+        if s.waiters.headOption.exists(_ eq w) then
+          val rest = s.waiters.tail
+          (s.copy(waiters = rest), rest.headOption.fold(F.unit)(_.gate.complete(Signal.Arm).void))
+        else if s.waiters.exists(_ eq w) then (s.copy(waiters = s.waiters.filterNot(_ eq w)), F.unit)
+        else (s.copy(taken = s.taken - w.n), F.unit) // granted, then cancelled: the permits go back
+      }.flatten
+
+    // ---- pure transitions (run inside `modify`; they build effects but run none) ----
+
+    /** Whole permits in the bucket at `t` ≥ anchor, before the cap. */
+    private def level(s: State[F], t: Long): Long = burst - s.taken + interval.earned(t - s.anchor)
+
+    /** Applies the cap: with nobody waiting and the bucket full at `t`, restart the count from `t`. */
+    private def settle(s: State[F], t: Long): State[F] =
+      if s.waiters.isEmpty && level(s, t) >= burst then s.copy(anchor = t, taken = 0L) else s
+
+    private def take(s: State[F], now: Long, n: Int): (State[F], Boolean) =
+      val t = math.max(now, s.anchor)
+      val settled = settle(s, t)
+      if settled.waiters.isEmpty && level(settled, t) >= n then
+        (settled.copy(taken = settled.taken + n), true)
+      else (settled, false)
+
+    private def enqueue(s: State[F], now: Long, w: Waiter[F]): (State[F], Queued) =
+      take(s, now, w.n) match
+        case (s1, true) => (s1, Queued.Granted)
+        case (s1, false) =>
+          (
+            s1.copy(waiters = s1.waiters.enqueue(w)),
+            if s1.waiters.isEmpty then Queued.Head else Queued.Behind
+          )
+
+    /**
+     * Run by the head `w`: grants, in order, every waiter covered at `now`. Returns the wake-ups to run
+     * and how long `w` must sleep (0 when `w` was granted).
+     */
+    private def release(s: State[F], now: Long, w: Waiter[F]): (State[F], (F[Unit], Long)) =
+      val t = math.max(now, s.anchor)
+      var left = level(s, t)
+      var queue = s.waiters
+      var taken = s.taken
+      var wakes = F.unit
+      var granted = false
+      while queue.nonEmpty && queue.head.n <= left do
+        val (h, rest) = queue.dequeue
+        left -= h.n
+        taken += h.n
+        queue = rest
+        if h eq w then granted = true else wakes = wakes *> h.gate.complete(Signal.Granted).void
+      val s1 = s.copy(taken = taken, waiters = queue)
+      if granted then
+        // hand the timer to the new head, if any (it is not covered, or it would have been granted)
+        (settle(s1, t), (wakes *> queue.headOption.fold(F.unit)(_.gate.complete(Signal.Arm).void), 0L))
+      else
+        // `w` is still the head (only the head runs this) and not covered: sleep until it is
+        val due = interval.needed(taken + w.n - burst)
+        (s1, (wakes, math.max(1L, due - (t - s.anchor))))
