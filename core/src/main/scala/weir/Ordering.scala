@@ -1,7 +1,7 @@
 package weir
 
 /**
- * In which order a pipeline's outcomes are emitted, and what that costs.
+ * In which order a pipeline runs tasks and emits their outcomes, and what that costs.
  *
  *   - [[Ordering.unordered]] (the default): outcomes are emitted as tasks complete. No head-of-line
  *     blocking: a slow task holds only its own slot; every other slot keeps taking tasks.
@@ -10,21 +10,34 @@ package weir
  *     bounds the memory held for out-of-order results: a task with input position `p` starts only
  *     when every task before `p - w` has completed, so at most `w` outcomes are ever held back. A slow
  *     task therefore stalls new starts once `w` tasks past it have been started.
+ *   - [[Ordering.byKey]]: tasks with the same key run one at a time, in input order; tasks with different
+ *     keys run concurrently, within the pipeline's limit. A task whose key is busy is parked, without a
+ *     slot, until the tasks of its key before it have finished, so a slow key holds one slot and never
+ *     blocks other keys. Parked tasks still count against the buffer's capacity (they have not started),
+ *     which bounds them; the bookkeeping is one queue per key that has a task running, so it is bounded by
+ *     the limit, not by the number of distinct keys. Outcomes are emitted as tasks complete (so in input
+ *     order within each key).
  */
-sealed trait Ordering
+sealed trait Ordering[-A]
 
 object Ordering:
 
   /** Emit outcomes as tasks complete. */
-  val unordered: Ordering = Unordered
+  val unordered: Ordering[Any] = Unordered
 
   /** Emit outcomes in input order, with a reorder window of `window` tasks (default 1024). */
-  def inputOrder(window: Int = Defaults.reorderWindow): Ordering =
+  def inputOrder(window: Int = Defaults.reorderWindow): Ordering[Any] =
     require(window > 0, s"reorder window must be > 0, was: $window")
     InputOrder(window)
 
-  private[weir] case object Unordered extends Ordering:
+  /** Run the tasks of each key one at a time, in input order; different keys concurrently. */
+  def byKey[A, K](key: A => K): Ordering[A] = ByKey(key)
+
+  private[weir] case object Unordered extends Ordering[Any]:
     override def toString: String = "Ordering.unordered"
 
-  private[weir] final case class InputOrder(window: Int) extends Ordering:
+  private[weir] final case class InputOrder(window: Int) extends Ordering[Any]:
     override def toString: String = s"Ordering.inputOrder($window)"
+
+  private[weir] final case class ByKey[A, K](key: A => K) extends Ordering[A]:
+    override def toString: String = "Ordering.byKey"

@@ -36,7 +36,7 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
     copy(settings.copy(bufferCapacity = capacity))
 
   /** Sets the ordering of outcomes (default [[Ordering.unordered]]). */
-  def withOrdering(ordering: Ordering): Pipeline[F, A, B] = copy(settings.copy(ordering = ordering))
+  def withOrdering(ordering: Ordering[A]): Pipeline[F, A, B] = copy(settings.copy(ordering = ordering))
 
   /** Sets what happens when a handler fails (default [[FailurePolicy.skip]]). */
   def withFailurePolicy(policy: FailurePolicy[F, A]): Pipeline[F, A, B] = copy(settings.copy(policy = policy))
@@ -94,8 +94,8 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
       _ <- F.background(F.flatMap(running.join)(_ => channel.close))
     yield
       val outcomes = settings.ordering match
-        case Ordering.Unordered => channel.stream.map(_._2)
         case Ordering.InputOrder(_) => channel.stream.through(Reorder[F, Outcome[A, B]])
+        case Ordering.Unordered | Ordering.ByKey(_) => channel.stream.map(_._2)
       (running, outcomes)
 
   /**

@@ -33,7 +33,8 @@ final case class Retry private (
     if nanos >= maxDelay.toNanos.toDouble then maxDelay else nanos.toLong.nanos
 
   override def toString: String =
-    if maxAttempts == 1 then "Retry.none" else s"Retry.exponential($base, maxAttempts=$maxAttempts, factor=$factor, maxDelay=$maxDelay, $jitter)"
+    if maxAttempts == 1 then "Retry.none"
+    else s"Retry.exponential($base, maxAttempts=$maxAttempts, factor=$factor, maxDelay=$maxDelay, $jitter)"
 
 object Retry:
 
@@ -64,6 +65,9 @@ object Retry:
   ): Retry =
     require(maxAttempts >= 1, s"maxAttempts must be >= 1, was: $maxAttempts")
     require(base >= Duration.Zero, s"retry base delay must be >= 0, was: $base")
-    require(!factor.isNaN && !factor.isInfinite && factor >= 1.0, s"retry factor must be finite and >= 1, was: $factor")
+    require(
+      !factor.isNaN && !factor.isInfinite && factor >= 1.0,
+      s"retry factor must be finite and >= 1, was: $factor"
+    )
     require(maxDelay >= base, s"maxDelay must be >= base ($base), was: $maxDelay")
     Retry(maxAttempts, base, factor, maxDelay, jitter, scala.util.control.NonFatal(_))

@@ -34,6 +34,7 @@ class AccountingSuite extends ScalaCheckSuite:
       buffer: Int,
       policy: Int, // 0 skip, 1 dead-letter, 2 fail-fast
       window: Option[Int],
+      keys: Option[Int], // byKey(i % keys) (instead of the window)
       timeout: Option[Int], // handlers time out after this many ms (plus half a ms, so never a tie)
       attempts: Int, // retries with 5 ms backoff until this many attempts
       stop: Stop
@@ -53,6 +54,7 @@ class AccountingSuite extends ScalaCheckSuite:
       buffer <- Gen.choose(1, 40)
       policy <- Gen.choose(0, 2)
       window <- Gen.option(Gen.choose(1, 10))
+      keys <- if window.isDefined then Gen.const(None) else Gen.option(Gen.choose(1, 6))
       timeout <- Gen.option(Gen.choose(20, 60))
       attempts <- Gen.frequency(2 -> Gen.const(1), 1 -> Gen.choose(2, 3))
       stop <- Gen.oneOf(
@@ -71,6 +73,7 @@ class AccountingSuite extends ScalaCheckSuite:
       buffer,
       policy,
       window,
+      keys,
       timeout,
       attempts,
       stop
@@ -81,6 +84,8 @@ class AccountingSuite extends ScalaCheckSuite:
       summary: Option[Summary[Int]],
       maxInFlight: Int,
       stillRunning: Int,
+      maxPerKey: Int,
+      firstStarts: Vector[Int], // tasks in the order their first attempt started
       deadLettered: Vector[Int],
       producersStarted: Int,
       producersFinalized: Int
@@ -90,15 +95,26 @@ class AccountingSuite extends ScalaCheckSuite:
     val program =
       for
         inFlight <- Ref.of[IO, (Int, Int)]((0, 0)) // (now, max)
+        perKey <- Ref.of[IO, (Map[Int, Int], Int)]((Map.empty, 0)) // (running per key, max)
+        starts <- Ref.of[IO, Vector[Int]](Vector.empty)
+        key = (i: Int) => sc.keys.fold(i)(i % _)
         dead <- Ref.of[IO, Vector[Int]](Vector.empty)
         opened <- Ref.of[IO, Int](0)
         finalized <- Ref.of[IO, Int](0)
         collected <- Ref.of[IO, Vector[Outcome[Int, Int]]](Vector.empty)
         handler = (i: Int) =>
           (inFlight.update((n, m) => (n + 1, math.max(m, n + 1))) *>
+            perKey.update { (running, m) =>
+              val n = running.getOrElse(key(i), 0) + 1
+              (running.updated(key(i), n), math.max(m, n))
+            } *>
+            starts.update(v => if v.contains(i) then v else v :+ i) *>
             IO.sleep(sc.durations(i).millis) *>
             (if sc.failing(i) then IO.raiseError(new RuntimeException(s"task $i")) else IO.pure(i)))
-            .guarantee(inFlight.update((n, m) => (n - 1, m)))
+            .guarantee(
+              inFlight.update((n, m) => (n - 1, m)) *>
+                perKey.update((running, m) => (running.updated(key(i), running(key(i)) - 1), m))
+            )
         source = Source.partitioned[IO, Int](sc.producers) { p =>
           Stream.bracket(opened.update(_ + 1))(_ => finalized.update(_ + 1)) >>
             Stream
@@ -111,7 +127,12 @@ class AccountingSuite extends ScalaCheckSuite:
           .process(handler)
           .withLimit(Limit.fixed(sc.limit))
           .withBuffer(sc.buffer)
-          .withOrdering(sc.window.fold(Ordering.unordered)(Ordering.inputOrder(_)))
+          .withOrdering(
+            (sc.window, sc.keys) match
+              case (Some(w), _) => Ordering.inputOrder(w)
+              case (None, Some(k)) => Ordering.byKey[Int, Int](_ % k)
+              case (None, None) => Ordering.unordered
+          )
           .withRetry(
             if sc.attempts == 1 then Retry.none
             else Retry.exponential(5.millis, sc.attempts, jitter = Retry.Jitter.None)
@@ -133,14 +154,18 @@ class AccountingSuite extends ScalaCheckSuite:
         // the run is over: nothing of it may still be running, even in virtual time's future
         _ <- IO.sleep(1.hour)
         flight <- inFlight.get
+        keyed <- perKey.get
+        started <- starts.get
         outcomes <- collected.get
         deadLettered <- dead.get
         open <- opened.get
         fin <- finalized.get
-      yield Observed(outcomes, summary, flight._2, flight._1, deadLettered, open, fin)
+      yield Observed(outcomes, summary, flight._2, flight._1, keyed._2, started, deadLettered, open, fin)
     TestControl.executeEmbed(program).unsafeRunSync()
 
-  property("every received task ends in exactly one outcome (failures, timeouts, drains, cancellations); in-flight never exceeds the limit") {
+  property(
+    "every received task ends in exactly one outcome (failures, timeouts, drains, cancellations); in-flight never exceeds the limit"
+  ) {
     Prop.forAllNoShrink(scenarios) { sc =>
       val ob = execute(sc)
       assert(ob.maxInFlight <= sc.limit, s"max in flight ${ob.maxInFlight} > limit ${sc.limit}")
@@ -176,6 +201,15 @@ class AccountingSuite extends ScalaCheckSuite:
           assert(sc.fails(t), s"task $t failed but should not: $e")
           if sc.timesOut(t) && !sc.failing(t) then assert(e.isInstanceOf[TaskTimedOut], e.toString)
         case Outcome.NotStarted(_, _) => ()
+      }
+      sc.keys.foreach { k =>
+        // one task per key at a time, and each key's tasks started in input order
+        if ob.firstStarts.nonEmpty then assertEquals(ob.maxPerKey, 1, s"two tasks of one key ran together")
+        if sc.producers == 1 then
+          (0 until k).foreach { key =>
+            val mine = ob.firstStarts.filter(_ % k == key)
+            assertEquals(mine, mine.sorted, s"key $key started out of order")
+          }
       }
       sc.window.foreach { _ =>
         // input order holds for the tasks that ran (not-started ones come last)

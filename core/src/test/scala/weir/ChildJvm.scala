@@ -16,7 +16,12 @@ object ChildJvm:
 
   final case class Result(exitCode: Option[Int], out: List[String], err: List[String])
 
-  def run(mainClass: String, jvmFlags: List[String], args: List[String], hardDeadline: FiniteDuration): IO[Result] =
+  def run(
+      mainClass: String,
+      jvmFlags: List[String],
+      args: List[String],
+      hardDeadline: FiniteDuration
+  ): IO[Result] =
     val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
     val command = List(java, "--sun-misc-unsafe-memory-access=allow") ++ jvmFlags ++
       List("-cp", System.getProperty("java.class.path"), mainClass) ++ args
@@ -25,12 +30,15 @@ object ChildJvm:
         IO.blocking(new ProcessBuilder(command*).redirectOutput(out.toFile).redirectError(err.toFile).start())
       )(p => IO.blocking(p.destroyForcibly().waitFor()).void)
       child
-        .use(p => IO.interruptible(Option.when(p.waitFor(hardDeadline.toMillis, TimeUnit.MILLISECONDS))(p.exitValue)))
+        .use(p =>
+          IO.interruptible(Option.when(p.waitFor(hardDeadline.toMillis, TimeUnit.MILLISECONDS))(p.exitValue))
+        )
         .flatMap(code => IO.blocking(Result(code, lines(out), lines(err))))
     }
 
   private def lines(file: Path): List[String] = Files.readAllLines(file).asScala.toList
 
   private val outputFiles: Resource[IO, (Path, Path)] =
-    val create = IO.blocking((Files.createTempFile("weir-child", ".out"), Files.createTempFile("weir-child", ".err")))
+    val create =
+      IO.blocking((Files.createTempFile("weir-child", ".out"), Files.createTempFile("weir-child", ".err")))
     Resource.make(create)((out, err) => IO.blocking(List(out, err).foreach(Files.deleteIfExists)))

@@ -14,7 +14,11 @@ class MemorySuite extends CatsEffectSuite:
 
   test("3 million no-op tasks finish in a 64 MB heap") {
     ChildJvm.run("weir.MemoryProbe", List("-Xmx64m"), List("3000000"), 150.seconds).map { r =>
-      assertEquals(r.out.lastOption, Some("OK succeeded=3000000"), s"exit ${r.exitCode}; ${r.err.takeRight(5)}")
+      assertEquals(
+        r.out.lastOption,
+        Some("OK succeeded=3000000"),
+        s"exit ${r.exitCode}; ${r.err.takeRight(5)}"
+      )
       assertEquals(r.exitCode, Some(0))
     }
   }

@@ -14,7 +14,8 @@ class RetrySuite extends CatsEffectSuite:
   private def flaky(failures: Map[Int, Int], attempts: Ref[IO, Map[Int, Int]]) = (i: Int) =>
     attempts.modify(m => (m.updated(i, m.getOrElse(i, 0) + 1), m.getOrElse(i, 0) + 1)).flatMap { n =>
       IO.sleep(1.second) *>
-        (if n <= failures.getOrElse(i, 0) then IO.raiseError(new RuntimeException(s"attempt $n of $i")) else IO.pure(n))
+        (if n <= failures.getOrElse(i, 0) then IO.raiseError(new RuntimeException(s"attempt $n of $i"))
+         else IO.pure(n))
     }
 
   test("exponential backoff without jitter: retries at exactly base, 2×base, 4×base, in the same slot") {
@@ -54,7 +55,10 @@ class RetrySuite extends CatsEffectSuite:
       assertEquals(s.succeeded, 2L)
       assertEquals(s.retries, 2L)
       assertEquals(letters, List("attempt 3 of 1"))
-      assertEquals(s.failures.map(f => (f.task, f.attempts, f.disposition)), Vector((1, 3, Disposition.DeadLettered)))
+      assertEquals(
+        s.failures.map(f => (f.task, f.attempts, f.disposition)),
+        Vector((1, 3, Disposition.DeadLettered))
+      )
       assertEquals(s.elapsed, 3.seconds + 1.second + 2.seconds) // 3 attempts + backoffs of 1 s and 2 s
     }
   }
@@ -65,7 +69,10 @@ class RetrySuite extends CatsEffectSuite:
         attempts <- Ref.of[IO, Map[Int, Int]](Map.empty)
         s <- Pipeline(Stream.emit(7).covary[IO])
           .process(flaky(Map(7 -> 5), attempts))
-          .withRetry(Retry.exponential(1.second, maxAttempts = 5).retryOn(_.isInstanceOf[java.io.IOException]))
+          .withRetry(Retry.exponential(
+            1.second,
+            maxAttempts = 5
+          ).retryOn(_.isInstanceOf[java.io.IOException]))
           .run
       yield s
     TestControl.executeEmbed(run).map { s =>
@@ -80,7 +87,9 @@ class RetrySuite extends CatsEffectSuite:
       for
         calls <- Ref.of[IO, Int](0)
         s <- Pipeline(Stream.emit(1).covary[IO])
-          .process(_ => calls.updateAndGet(_ + 1).flatMap(n => IO.sleep(if n < 3 then 10.seconds else 1.second)))
+          .process(_ =>
+            calls.updateAndGet(_ + 1).flatMap(n => IO.sleep(if n < 3 then 10.seconds else 1.second))
+          )
           .withTaskTimeout(2.seconds)
           .withRetry(Retry.exponential(500.millis, maxAttempts = 3, factor = 1.0, jitter = Retry.Jitter.None))
           .run
@@ -137,7 +146,10 @@ class RetrySuite extends CatsEffectSuite:
   test("bad retry and timeout settings are refused, naming the value") {
     def msg(f: => Any) = intercept[IllegalArgumentException](f).getMessage
     assertEquals(msg(Retry.exponential(1.second, 0)), "requirement failed: maxAttempts must be >= 1, was: 0")
-    assertEquals(msg(Retry.exponential(-1.second, 2)), "requirement failed: retry base delay must be >= 0, was: -1 seconds")
+    assertEquals(
+      msg(Retry.exponential(-1.second, 2)),
+      "requirement failed: retry base delay must be >= 0, was: -1 seconds"
+    )
     assertEquals(
       msg(Retry.exponential(1.second, 2, factor = Double.NaN)),
       "requirement failed: retry factor must be finite and >= 1, was: NaN"

@@ -43,7 +43,7 @@ class WeirBench extends OnWeirRuntime:
   private def pipeline(
       n: Int,
       limit: Int,
-      ordering: Ordering,
+      ordering: Ordering[Int],
       task: Int => IO[Unit],
       oneChunk: Boolean = false
   )

@@ -122,11 +122,24 @@ private[weir] final class Engine[F[_], A, B] private (
   private def run(poll: Poll[F], entry: TaskBuffer.Entry[A]): F[Unit] =
     val task = entry.task
     window match
-      case None => start(poll, entry)
       case Some(w) =>
         // a task admitted after the run began to stop must not start: it goes back as not started
         w.admit(poll, entry.seq).onCancel(ledger.notStarted(List(task))) *>
           buffer.isStopped.ifM(ledger.notStarted(List(task)), start(poll, entry))
+      case None =>
+        entry.key match
+          case null => start(poll, entry)
+          case failure: TaskBuffer.KeyFailure => // the key function is part of handling the task
+            ledger.started *> failed(entry, failure.error, Duration.Zero, 1)
+          case key => keyChain(poll, key, entry)
+
+  /** Runs `entry`, whose key it claimed, then the tasks parked behind that key, one by one. */
+  private def keyChain(poll: Poll[F], key: Any, entry: TaskBuffer.Entry[A]): F[Unit] =
+    start(poll, entry) *>
+      buffer.isStopped.ifM(
+        F.unit, // tasks parked behind the key stay in the buffer and are returned as not started
+        buffer.finishKey(key).flatMap(_.fold(F.unit)(keyChain(poll, key, _)))
+      )
 
   private val retry = settings.retry
   // no retry and no timeout: each task is one plain attempt, the leanest path
@@ -173,11 +186,21 @@ private[weir] final class Engine[F[_], A, B] private (
       case Retry.Jitter.Equal =>
         F.delay((delay.toNanos / 2 + ThreadLocalRandom.current().nextLong(delay.toNanos / 2 + 1)).nanos)
 
-  private def succeeded(entry: TaskBuffer.Entry[A], value: B, latency: FiniteDuration, attempts: Int): F[Unit] =
+  private def succeeded(
+      entry: TaskBuffer.Entry[A],
+      value: B,
+      latency: FiniteDuration,
+      attempts: Int
+  ): F[Unit] =
     ledger.succeeded(latency) *> finished(entry) *>
       publish(entry.seq, Outcome.Succeeded(entry.task, value, attempts))
 
-  private def failed(entry: TaskBuffer.Entry[A], error: Throwable, latency: FiniteDuration, attempts: Int): F[Unit] =
+  private def failed(
+      entry: TaskBuffer.Entry[A],
+      error: Throwable,
+      latency: FiniteDuration,
+      attempts: Int
+  ): F[Unit] =
     def record(disposition: Disposition): F[Unit] =
       val outcome = new Outcome.Failed(entry.task, error, disposition, attempts)
       ledger.failed(outcome, Some(latency)) *> finished(entry) *> publish(entry.seq, outcome)
@@ -191,13 +214,15 @@ private[weir] final class Engine[F[_], A, B] private (
         // the sink runs uncancelably in this slot: a task handed to it is recorded as dead-lettered or not
         sink(entry.task, error).attempt.flatMap {
           case Right(_) => record(Disposition.DeadLettered)
-          case Left(sinkError) => F.delay(error.addSuppressed(sinkError)) *> record(Disposition.DeadLetterFailed)
+          case Left(sinkError) => F.delay(error.addSuppressed(sinkError)) *>
+              record(Disposition.DeadLetterFailed)
         }
 
   private def interrupted(entry: TaskBuffer.Entry[A], latency: FiniteDuration, attempts: Int): F[Unit] =
     stopRequest.tryGet.flatMap { request =>
       val why = request.fold("the run was cancelled")(r => s"the run stopped (${r.reason})")
-      val outcome = new Outcome.Failed(entry.task, new TaskInterrupted(why), Disposition.Interrupted, attempts)
+      val outcome =
+        new Outcome.Failed(entry.task, new TaskInterrupted(why), Disposition.Interrupted, attempts)
       ledger.failed(outcome, Some(latency)) *> finished(entry) *> publish(entry.seq, outcome)
     }
 
@@ -301,14 +326,17 @@ private[weir] object Engine:
       producerSupervisor <- supervisor[F]
       (workers, killWorkers) = workerSupervisor
       (producers, killProducers) = producerSupervisor
+      keyOf = settings.ordering match
+        case Ordering.ByKey(f) => Some((a: A) => f(a): Any)
+        case _ => None
       engine <- Resource.eval(
         for
           startedAt <- F.monotonic
           ledger <- Ledger[F, A]
-          buffer <- TaskBuffer[F, A](settings.bufferCapacity)
+          buffer <- TaskBuffer[F, A](settings.bufferCapacity, keyOf)
           window <- settings.ordering match
             case Ordering.InputOrder(w) => OrderWindow[F](w).map(Some(_))
-            case Ordering.Unordered => F.pure(None)
+            case _ => F.pure(None)
           stopRequest <- F.deferred[StopRequest]
           result <- F.deferred[Summary[A]]
           sourceErrors <- F.ref(List.empty[Throwable])

@@ -52,8 +52,15 @@ private[weir] final class Ledger[F[_], A] private (
 
   def counts: F[Ledger.Counts] =
     F.delay(
-      Ledger.Counts(receivedN.sum, startedN.sum, succeededN.sum, failedN.sum, notStartedN.sum, retriedN.sum,
-        timedOutN.sum)
+      Ledger.Counts(
+        receivedN.sum,
+        startedN.sum,
+        succeededN.sum,
+        failedN.sum,
+        notStartedN.sum,
+        retriedN.sum,
+        timedOutN.sum
+      )
     )
 
   def failedTasks: F[Vector[Outcome.Failed[A, Nothing]]] = failures.get

@@ -10,7 +10,7 @@ private[weir] final case class Settings[F[_], A, B](
     handler: A => F[B],
     limit: Limit,
     bufferCapacity: Int,
-    ordering: Ordering,
+    ordering: Ordering[A],
     policy: FailurePolicy[F, A],
     releaseGrace: FiniteDuration,
     retry: Retry,

@@ -15,6 +15,13 @@ import scala.collection.immutable.Queue as ScalaQueue
  * Life cycle: open → `close` (no more offers; takers drain what is left, then see `None`) or `stop`
  * (no more takes; everything still held is collected by `remaining`). Both wake every waiter.
  *
+ * Per-key admission ([[weir.Ordering.byKey]]): with a key function, taking an element *claims* its key;
+ * an element whose key is claimed is parked behind it instead of being handed out, and the claimant
+ * gets the parked elements one by one from [[finishKey]]. Parked elements keep their places (the
+ * capacity counts them) until they are handed out. Claiming happens inside the same state change as
+ * the take, so elements of one key are always handed out in input order. Only keys that are claimed
+ * have an entry, so the bookkeeping is bounded by the number of workers, not by the number of keys.
+ *
  * Cancellation: an `offer` cancelled while waiting keeps what was already accepted and hands the rest
  * to its `onCancel`; a `take` cancelled while waiting either left the queue of takers untouched or, if
  * an element was handed to it at that very moment, puts that element back at the head.
@@ -25,8 +32,14 @@ private[weir] final class TaskBuffer[F[_], A] private (
 )(using F: Concurrent[F]):
   import TaskBuffer.*
 
-  /** Elements held now. */
-  def size: F[Int] = state.get.map(_.size)
+  /** Elements held now, parked ones included. */
+  def size: F[Int] = state.get.map(s => s.size + s.parked)
+
+  /**
+   * The claimant of `key` is done with an element: returns the next element parked behind it (the key
+   * stays claimed) or `None` (the key is released).
+   */
+  def finishKey(key: Any): F[Option[Entry[A]]] = state.modify(_.finishKey(key)).flatten
 
   /** True once stopped, or closed and emptied: takes will only ever return `None`. */
   def isFinished: F[Boolean] = state.get.map(_.finished)
@@ -64,7 +77,8 @@ private[weir] final class TaskBuffer[F[_], A] private (
     if chunk.isEmpty then F.pure(Chunk.empty) else loop(chunk, None)
 
   /**
-   * Takes the oldest element, waiting while the buffer is empty. `None` means "look again": the buffer
+   * Takes the oldest element (whose key is not claimed, under per-key admission), waiting while there is
+   * none. `None` means "look again": the buffer
    * was closed and emptied, stopped, or this taker was woken by [[wake]]. The wait is wrapped in `poll`,
    * so call this inside `uncancelable`.
    */
@@ -123,16 +137,21 @@ private[weir] final class TaskBuffer[F[_], A] private (
     }.flatten
 
   private def putBack(entry: Entry[A]): F[Unit] =
-    state.modify(_.pushFront(entry)).flatten
+    state.modify(_.putBack(entry)).flatten
 
 private[weir] object TaskBuffer:
 
-  def apply[F[_], A](capacity: Int)(using F: Concurrent[F]): F[TaskBuffer[F, A]] =
+  def apply[F[_], A](capacity: Int, keyOf: Option[A => Any] = None)(using
+      F: Concurrent[F]
+  ): F[TaskBuffer[F, A]] =
     require(capacity > 0, s"buffer capacity must be > 0, was: $capacity")
-    F.ref(State.empty[F, A](capacity)).map(new TaskBuffer(capacity, _))
+    F.ref(State.empty[F, A](capacity, keyOf)).map(new TaskBuffer(capacity, _))
 
-  /** A task and its input position. */
-  final class Entry[+A](val seq: Long, val task: A)
+  /** A task, its input position and (under per-key admission) its key. */
+  final class Entry[+A](val seq: Long, val task: A, val key: Any)
+
+  /** The key of a task whose key function threw: never equal to another key, so it never waits. */
+  final class KeyFailure(val error: Throwable)
 
   private final case class Appended(accepted: Int, unserved: Int, refused: Boolean)
 
@@ -142,104 +161,188 @@ private[weir] object TaskBuffer:
   private final case class MustWait[F[_], A]() extends TakeResult[F, A]
 
   /*
-   * Invariants: `size` is the number of elements in `front`, `head.drop(pos)` and `rest`;
-   * takers wait only while size == 0; an offerer waits until `need` slots are free (or was just woken);
-   * `next` is the input position of the next element appended.
+   * Invariants: `size` counts the queued elements (`front`, `head.drop(pos)`, `rest`), `parked` those in
+   * `claimed`'s queues, and size + parked <= capacity; a key is in `claimed` while its claimant runs its
+   * elements; takers wait only while no queued element is claimable; an offerer waits until `need` places
+   * are free (or was just woken); `next` is the input position of the next element appended.
    */
   private final case class State[F[_], A](
       capacity: Int,
-      front: List[Entry[A]], // elements put back by cancelled takers, oldest first
+      keyOf: Option[A => Any],
+      front: List[Entry[A]], // elements put back by cancelled takers
       head: Chunk[A],
       pos: Int,
       headSeq: Long, // input position of head(0)
       rest: ScalaQueue[Chunk[A]],
       size: Int,
+      parked: Int,
+      claimed: Map[Any, ScalaQueue[Entry[A]]],
       next: Long,
       takers: ScalaQueue[Deferred[F, Option[Entry[A]]]],
-      offerers: ScalaQueue[(Deferred[F, Unit], Int)], // each waits until this many slots are free
+      offerers: ScalaQueue[(Deferred[F, Unit], Int)], // each waits until this many places are free
       closed: Boolean,
       stopped: Boolean
   )(using F: Concurrent[F]):
 
     def finished: Boolean = stopped || (closed && size == 0)
 
-    /** Appends what fits, serving waiting takers first; registers `space` (if given) when some is left over. */
+    private def free: Int = capacity - size - parked
+
+    /**
+     * Appends what fits and serves waiting takers, as long as either makes progress; registers `space` (if
+     * given) when some of the chunk is left over.
+     */
     def append(chunk: Chunk[A], space: Option[Deferred[F, Unit]]): (State[F, A], (F[Unit], Appended)) =
       if stopped then (this, (F.unit, Appended(0, 0, refused = true)))
       else
-        var takersLeft = takers
-        var handed = 0
+        var s = this
         var wakes = F.unit
-        while takersLeft.nonEmpty && handed < chunk.size do
-          val (d, more) = takersLeft.dequeue
-          val entry = Entry(next + handed, chunk(handed))
-          wakes = wakes *> d.complete(Some(entry)).void
-          takersLeft = more
-          handed += 1
-        val stored = math.min(chunk.size - handed, capacity - size)
-        val storedChunk = chunk.drop(handed).take(stored)
-        val grown =
-          if stored == 0 then this
-          else if size == 0 && front.isEmpty then
-            copy(head = storedChunk, pos = 0, headSeq = next + handed, rest = ScalaQueue.empty)
-          else copy(rest = rest.enqueue(storedChunk))
-        val accepted = handed + stored
-        // wake this producer once all it still holds fits: one wake-up per chunk, not per freed slot
+        var accepted = 0
+        var progress = true
+        while progress do
+          val stored = math.min(chunk.size - accepted, s.free)
+          if stored > 0 then
+            s = s.enqueue(chunk.drop(accepted).take(stored))
+            accepted += stored
+          val (served, w) = s.serveTakers
+          s = served
+          wakes = wakes *> w
+          progress = stored > 0 && accepted < chunk.size
+        // wake this producer once all it still holds fits: one wake-up per chunk, not per freed place
         val waiting = space match
           case Some(d) if accepted < chunk.size =>
-            offerers.enqueue((d, math.min(chunk.size - accepted, capacity)))
-          case _ => offerers
-        val s =
-          grown.copy(size = size + stored, next = next + accepted, takers = takersLeft, offerers = waiting)
-        (s, (wakes, Appended(accepted, stored, refused = false)))
+            s.offerers.enqueue((d, math.min(chunk.size - accepted, capacity)))
+          case _ => s.offerers
+        val unserved = math.max(0, s.size - size)
+        (s.copy(offerers = waiting), (wakes, Appended(accepted, unserved, refused = false)))
 
-    def takeNow: (State[F, A], TakeResult[F, A]) =
+    private def enqueue(c: Chunk[A]): State[F, A] =
+      val grown =
+        if size == 0 && front.isEmpty then copy(head = c, pos = 0, headSeq = next, rest = ScalaQueue.empty)
+        else copy(rest = rest.enqueue(c))
+      grown.copy(size = size + c.size, next = next + c.size)
+
+    /** Hands claimable queued elements to waiting takers, in order. */
+    private def serveTakers: (State[F, A], F[Unit]) =
+      var s = this
+      var wakes = F.unit
+      while s.takers.nonEmpty && s.size > 0 do
+        val (popped, entry) = s.popClaimable
+        s = popped
+        entry.foreach { e =>
+          val (d, more) = s.takers.dequeue
+          s = s.copy(takers = more)
+          wakes = wakes *> d.complete(Some(e)).void
+        }
+      (s, wakes)
+
+    def takeNow: (State[F, A], TakeResult[F, A]) = take(None)
+
+    def takeOrWait(d: Deferred[F, Option[Entry[A]]]): (State[F, A], TakeResult[F, A]) = take(Some(d))
+
+    private def take(waiter: Option[Deferred[F, Option[Entry[A]]]]): (State[F, A], TakeResult[F, A]) =
       if stopped then (this, Finished())
-      else if size == 0 then (this, if closed then Finished() else MustWait())
-      else dequeue
+      else
+        val (s, entry) = popClaimable
+        entry match
+          case Some(e) =>
+            val (woken, wake) = s.wakeOfferer
+            (woken, Taken(e, wake))
+          case None if closed => (s, Finished())
+          case None => waiter.fold((s, MustWait()))(d => (s.copy(takers = s.takers.enqueue(d)), MustWait()))
 
-    def takeOrWait(d: Deferred[F, Option[Entry[A]]]): (State[F, A], TakeResult[F, A]) =
-      if stopped then (this, Finished())
-      else if size == 0 then
-        if closed then (this, Finished()) else (copy(takers = takers.enqueue(d)), MustWait())
-      else dequeue
+    /** Pops queued elements until one whose key is free (claiming it), parking the others. */
+    private def popClaimable: (State[F, A], Option[Entry[A]]) =
+      var s = this
+      var found: Option[Entry[A]] = None
+      while found.isEmpty && s.size > 0 do
+        val (popped, e) = s.pop
+        s = popped
+        e.key match
+          case null | (_: KeyFailure) => found = Some(e)
+          case key =>
+            s.claimed.get(key) match
+              case None =>
+                s = s.copy(claimed = s.claimed.updated(key, ScalaQueue.empty))
+                found = Some(e)
+              case Some(behind) =>
+                s = s.copy(claimed = s.claimed.updated(key, behind.enqueue(e)), parked = s.parked + 1)
+      (s, found)
 
-    private def dequeue: (State[F, A], TakeResult[F, A]) =
-      val (entry, taken) = front match
+    private def pop: (State[F, A], Entry[A]) =
+      val (entry, popped) = front match
         case e :: more => (e, copy(front = more))
         case Nil =>
-          if pos < head.size then
-            (Entry(headSeq + pos, head(pos)), copy(pos = pos + 1))
+          if pos < head.size then (entryOf(headSeq + pos, head(pos)), copy(pos = pos + 1))
           else
             val (c, more) = rest.dequeue
-            (Entry(headSeq + pos, c(0)), copy(head = c, pos = 1, headSeq = headSeq + pos, rest = more))
-      offerers.dequeueOption match
-        case Some(((o, need), more)) if capacity - (size - 1) >= need =>
-          (taken.copy(size = size - 1, offerers = more), Taken(entry, o.complete(()).void))
-        case _ => (taken.copy(size = size - 1), Taken(entry, F.unit))
+            (entryOf(headSeq + pos, c(0)), copy(head = c, pos = 1, headSeq = headSeq + pos, rest = more))
+      (popped.copy(size = size - 1), entry)
 
-    def pushFront(entry: Entry[A]): (State[F, A], F[Unit]) =
-      if !stopped && takers.nonEmpty then
-        val (d, more) = takers.dequeue
-        (copy(takers = more), d.complete(Some(entry)).void)
-      else (copy(front = entry :: front, size = size + 1), F.unit)
+    private def entryOf(seq: Long, task: A): Entry[A] =
+      keyOf match
+        case None => Entry(seq, task, null)
+        case Some(f) =>
+          val key =
+            try f(task)
+            catch case scala.util.control.NonFatal(e) => KeyFailure(e)
+          Entry(seq, task, key)
+
+    /** Wakes the first waiting producer if all it holds now fits. */
+    private def wakeOfferer: (State[F, A], F[Unit]) =
+      offerers.dequeueOption match
+        case Some(((o, need), more)) if free >= need => (copy(offerers = more), o.complete(()).void)
+        case _ => (this, F.unit)
+
+    def finishKey(key: Any): (State[F, A], F[Option[Entry[A]]]) =
+      claimed.get(key).flatMap(_.dequeueOption) match
+        case Some((e, behind)) =>
+          val (woken, wake) = copy(claimed = claimed.updated(key, behind), parked = parked - 1).wakeOfferer
+          (woken, wake.as(Some(e)))
+        case None => (copy(claimed = claimed - key), F.pure(None))
+
+    /** A cancelled taker's element goes back, with the elements parked behind its key, and is served again. */
+    def putBack(e: Entry[A]): (State[F, A], F[Unit]) =
+      val behind = e.key match
+        case null | (_: KeyFailure) => Nil
+        case key => claimed.get(key).fold(Nil)(_.toList)
+      val back = copy(
+        front = e :: behind ++ front,
+        size = size + 1 + behind.size,
+        parked = parked - behind.size,
+        claimed = if e.key == null then claimed else claimed - e.key
+      )
+      if stopped then (back, F.unit) else back.serveTakers
 
     def elements: Vector[A] =
-      front.map(_.task).toVector ++ head.drop(pos).toVector ++ rest.iterator.flatMap(_.iterator)
+      front.map(_.task).toVector ++ head.drop(pos).toVector ++ rest.iterator.flatMap(_.iterator) ++
+        claimed.valuesIterator.flatMap(_.iterator.map(_.task))
 
     def cleared: State[F, A] =
-      copy(front = Nil, head = Chunk.empty, pos = 0, headSeq = next, rest = ScalaQueue.empty, size = 0)
+      copy(
+        front = Nil,
+        head = Chunk.empty,
+        pos = 0,
+        headSeq = next,
+        rest = ScalaQueue.empty,
+        size = 0,
+        parked = 0,
+        claimed = Map.empty
+      )
 
   private object State:
-    def empty[F[_]: Concurrent, A](capacity: Int): State[F, A] =
+    def empty[F[_]: Concurrent, A](capacity: Int, keyOf: Option[A => Any]): State[F, A] =
       State(
         capacity,
+        keyOf,
         Nil,
         Chunk.empty,
         0,
         0L,
         ScalaQueue.empty,
         0,
+        0,
+        Map.empty,
         0L,
         ScalaQueue.empty,
         ScalaQueue.empty,

@@ -124,7 +124,9 @@ object HangDetectorSuite:
 
   /** Runs [[HangProbe]] with `args` in a child JVM, killed at `hardDeadline`. */
   def launch(args: List[String], hardDeadline: FiniteDuration): IO[ChildResult] =
-    ChildJvm.run("weir.hang.HangProbe", Nil, args, hardDeadline).map(r => ChildResult(r.exitCode, r.out, r.err))
+    ChildJvm.run("weir.hang.HangProbe", Nil, args, hardDeadline).map(r =>
+      ChildResult(r.exitCode, r.out, r.err)
+    )
 
   private def report(what: String, lines: Vector[String]): Unit =
     lines.foreach(line => println(s"[HangDetector] $what: $line"))

@@ -18,10 +18,14 @@ object Example:
   def run(tasks: Int, limit: Int): IO[Unit] =
     val half = tasks / 2
     def producer(p: Int): Stream[IO, Int] =
-      Stream.range(p * half, (p + 1) * half).chunkN(100).flatMap(c => Stream.exec(IO.sleep(5.millis)) ++ Stream.chunk(c))
+      Stream.range(p * half, (p + 1) * half).chunkN(100).flatMap(c =>
+        Stream.exec(IO.sleep(5.millis)) ++ Stream.chunk(c)
+      )
     def handle(task: Int): IO[String] =
       IO(Random.between(1, 20)).flatMap(ms => IO.sleep(ms.millis)) *>
-        IO.raiseError(new IllegalStateException(s"task $task is broken")).whenA(task % 50 == 49).as(s"done $task")
+        IO.raiseError(
+          new IllegalStateException(s"task $task is broken")
+        ).whenA(task % 50 == 49).as(s"done $task")
 
     for
       deadLetters <- Ref.of[IO, Vector[Int]](Vector.empty)

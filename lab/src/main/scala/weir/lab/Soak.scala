@@ -28,8 +28,11 @@ object Soak:
       heap <- IO(peakHeapMiB)
       maxHeap <- IO(Runtime.getRuntime.maxMemory / (1024 * 1024))
       _ <- IO.println(summary)
-      _ <- IO.println(f"ns per task: ${summary.elapsed.toNanos.toDouble / tasks}%.0f; peak heap used: $heap MiB of $maxHeap MiB")
-      _ <- IO.raiseWhen(!summary.allSucceeded)(new IllegalStateException(s"not every task succeeded: $summary"))
+      _ <- IO.println(
+        f"ns per task: ${summary.elapsed.toNanos.toDouble / tasks}%.0f; peak heap used: $heap MiB of $maxHeap MiB"
+      )
+      _ <-
+        IO.raiseWhen(!summary.allSucceeded)(new IllegalStateException(s"not every task succeeded: $summary"))
     yield ()
 
   /** The largest heap occupancy seen by the collector's memory pools since the JVM started. */
