@@ -57,6 +57,7 @@ object Cli:
           limitOpt,
           opt[Unit]("progress").action((_, o) => o.copy(progress = true)).text("show a progress bar")
         ),
+      note("  lab <experiment> [options]   the other experiments; `weir lab --help` lists them\n"),
       cmd("compare")
         .action((_, o) => o.copy(command = Some("compare")))
         .text("seed 000's experiment: every task-processing approach and weir, against the ideal schedule")
@@ -112,7 +113,9 @@ object Cli:
             .text("do not draw the live P/C lines")
         ),
       checkConfig(o =>
-        if o.command.isEmpty then failure("a command is required: example | soak | compare") else success
+        if o.command.isEmpty then
+          failure("a command is required: example | soak | compare | lab <experiment>")
+        else success
       )
     )
 

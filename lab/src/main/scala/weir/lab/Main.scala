@@ -9,6 +9,11 @@ import weir.WeirApp
  */
 object Main extends WeirApp:
   def run(args: List[String]): IO[ExitCode] =
+    args match
+      case "lab" :: rest => Experiments.run(rest)
+      case _ => command(args)
+
+  private def command(args: List[String]): IO[ExitCode] =
     Cli.parse(args) match
       case None => IO.pure(ExitCode(2))
       case Some(Cli.Command.Example(tasks, limit)) => Example.run(tasks, limit).as(ExitCode.Success)

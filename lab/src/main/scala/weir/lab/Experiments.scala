@@ -1,0 +1,30 @@
+package weir.lab
+
+import cats.effect.{ExitCode, IO}
+
+/** The registry behind `./weir lab <name>`: add an experiment by adding it to [[all]]. */
+object Experiments:
+
+  val all: Vector[Experiment] = Vector.empty
+
+  def usage: String =
+    val width = all.map(_.name.length).maxOption.getOrElse(0)
+    val lines = all.map(e => s"  ${e.name.padTo(width, ' ')}  ${e.summary}")
+    ("Usage: weir lab <experiment> [options]   (weir lab <experiment> --help for its options)" +:
+      "Experiments:" +: lines)
+      .mkString("\n")
+
+  /** Dispatches `lab <name> args...`; unknown or missing names are refused with the list of known ones. */
+  def run(args: List[String]): IO[ExitCode] =
+    args match
+      case Nil | ("--help" | "-h" | "help") :: _ =>
+        IO.println(usage).as(if args.isEmpty then ExitCode(2) else ExitCode.Success)
+      case name :: rest =>
+        all.find(_.name == name) match
+          case Some(e) => e.run(rest)
+          case None =>
+            IO.consoleForIO
+              .errorln(
+                s"Error: unknown experiment '$name' (known: ${all.map(_.name).mkString(", ")})\n$usage"
+              )
+              .as(ExitCode(2))
