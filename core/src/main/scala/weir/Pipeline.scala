@@ -47,6 +47,20 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
   def withRetry(retry: Retry): Pipeline[F, A, B] = copy(settings.copy(retry = retry))
 
   /**
+   * Starts no attempt without a permit from `limiter` (a token bucket, see [[RateLimiter]]): tasks start
+   * at most at the limiter's rate, after an initial burst, whatever the concurrency limit. Share one
+   * limiter between pipelines to share its rate between them.
+   *
+   * Where tasks wait: a worker takes a task from the buffer, then waits for its permit. Until it has the
+   * permit the task is not started (not in flight, no latency counted), and a drain or a release returns
+   * it at once as not started. Each retry asks for a new permit (a retry calls the upstream again); it
+   * waits for it in its slot, as it waits out its backoff. Waiting workers arm no timer of their own: the
+   * limiter keeps one timer however many wait.
+   */
+  def withRateLimit(limiter: RateLimiter[F]): Pipeline[F, A, B] =
+    copy(settings.copy(rateLimit = Some(limiter)))
+
+  /**
    * Fails any attempt that runs longer than `timeout` with [[TaskTimedOut]] (the attempt is cancelled); a
    * timed-out attempt is retried like any other failure. Fails when `timeout <= 0`.
    */
@@ -143,6 +157,7 @@ object Pipeline:
           FailurePolicy.skip[F],
           Defaults.releaseGrace,
           Retry.none,
+          None,
           None
         )
       )

@@ -125,7 +125,7 @@ private[weir] final class Engine[F[_], A, B] private (
       case Some(w) =>
         // a task admitted after the run began to stop must not start: it goes back as not started
         w.admit(poll, entry.seq).onCancel(ledger.notStarted(List(task))) *>
-          buffer.isStopped.ifM(ledger.notStarted(List(task)), start(poll, entry))
+          buffer.isStopped.ifM(unstarted(entry), start(poll, entry))
       case None =>
         entry.key match
           case null => start(poll, entry)
@@ -145,7 +145,20 @@ private[weir] final class Engine[F[_], A, B] private (
   // no retry and no timeout: each task is one plain attempt, the leanest path
   private val plain = retry.maxAttempts == 1 && settings.taskTimeout.isEmpty
 
+  /** Starts `entry`, once the rate limiter (if any) grants its permit; a stop while it waits wins. */
   private def start(poll: Poll[F], entry: TaskBuffer.Entry[A]): F[Unit] =
+    settings.rateLimit match
+      case None => begin(poll, entry)
+      case Some(limiter) =>
+        poll(F.race(limiter.acquire, stopRequest.get))
+          .onCancel(ledger.notStarted(List(entry.task)))
+          .flatMap(granted => if granted.isLeft then begin(poll, entry) else unstarted(entry))
+
+  /** A task taken from the buffer that will not start (the run is stopping): returned as not started. */
+  private def unstarted(entry: TaskBuffer.Entry[A]): F[Unit] =
+    ledger.notStarted(List(entry.task)) *> finished(entry) // frees its place in the reorder window
+
+  private def begin(poll: Poll[F], entry: TaskBuffer.Entry[A]): F[Unit] =
     ledger.started *> F.monotonic.flatMap { t0 =>
       if plain then
         poll(settings.handler(entry.task))
@@ -166,12 +179,15 @@ private[weir] final class Engine[F[_], A, B] private (
         error =>
           ledger.timedOut.whenA(error.isInstanceOf[TaskTimedOut]) *> {
             if n < retry.maxAttempts && retry.retryable(error) then
-              backoff(n).flatMap(d => poll(F.sleep(d)).onCancel(onCancel)) *> ledger.retried *>
+              backoff(n).flatMap(d => poll(F.sleep(d) *> permit).onCancel(onCancel)) *> ledger.retried *>
                 attempt(poll, entry, t0, n + 1)
             else F.monotonic.flatMap(t1 => failed(entry, error, t1 - t0, n))
           },
         value => F.monotonic.flatMap(t1 => succeeded(entry, value, t1 - t0, n))
       )
+
+  /** A retry's permit (the first attempt's was granted in [[start]]). */
+  private val permit: F[Unit] = settings.rateLimit.fold(F.unit)(_.acquire)
 
   private def timed(attempt: F[B]): F[B] =
     settings.taskTimeout match

@@ -1,6 +1,6 @@
 package weir.internal
 
-import weir.{FailurePolicy, Limit, Ordering, Retry, Source}
+import weir.{FailurePolicy, Limit, Ordering, RateLimiter, Retry, Source}
 
 import scala.concurrent.duration.FiniteDuration
 
@@ -14,5 +14,6 @@ private[weir] final case class Settings[F[_], A, B](
     policy: FailurePolicy[F, A],
     releaseGrace: FiniteDuration,
     retry: Retry,
-    taskTimeout: Option[FiniteDuration]
+    taskTimeout: Option[FiniteDuration],
+    rateLimit: Option[RateLimiter[F]]
 )
