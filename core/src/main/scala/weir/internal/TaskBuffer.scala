@@ -70,7 +70,8 @@ private[weir] final class TaskBuffer[F[_], A] private (
           if appended.refused || left.isEmpty then F.pure(left)
           else
             space match
-              case Some(d) => poll(d.get).onCancel(forgetOfferer(d) *> F.defer(onCancel(left))) *> loop(left, None)
+              case Some(d) => poll(d.get).onCancel(forgetOfferer(d) *> F.unit.flatMap(_ => onCancel(left))) *>
+                  loop(left, None)
               case None => F.deferred[Unit].flatMap(d => loop(left, Some(d)))
         }
       }
