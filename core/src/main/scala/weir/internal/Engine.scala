@@ -6,7 +6,7 @@ import cats.Parallel
 import cats.effect.instances.spawn.parallelForGenSpawn
 import cats.effect.syntax.all.*
 import cats.syntax.all.*
-import fs2.{Chunk, Stream}
+import fs2.{Chunk, Pull, Stream}
 import weir.*
 
 import java.util.concurrent.ThreadLocalRandom
@@ -87,21 +87,25 @@ private[weir] final class Engine[F[_], A, B] private (
     settings.source.producers.parTraverse_(produce) *> buffer.close *> pool.finishing(stop = false) *>
       producersDone.complete(()).void
 
+  /** Feeds one producer's chunks to the buffer (one pull step per chunk) until it ends or is refused. */
   private def produce(stream: Stream[F, A]): F[Unit] =
-    stream.chunks
-      .evalMap(offer)
-      .takeWhile(identity)
-      .compile
-      .drain
-      .handleErrorWith(e => sourceErrors.update(e :: _))
+    def go(s: Stream[F, A]): Pull[F, Nothing, Unit] =
+      s.pull.uncons.flatMap {
+        case Some((chunk, rest)) =>
+          Pull.eval(offer(chunk)).flatMap(accepted => if accepted then go(rest) else Pull.done)
+        case None => Pull.done
+      }
+    go(stream).stream.compile.drain.handleErrorWith(e => sourceErrors.update(e :: _))
 
-  /** Offers one chunk; false once the buffer refuses tasks (the run is stopping). */
+  /**
+   * Offers one chunk; false once the buffer refuses tasks (the run is stopping: the refused ones are
+   * recorded as not started, and the producer reads no further).
+   */
   private def offer(chunk: Chunk[A]): F[Boolean] =
     F.uncancelable { poll =>
       ledger.received(chunk.size) *>
         buffer.offer(poll, chunk, pool.grow, rest => ledger.notStarted(rest.toList)).flatMap { refused =>
-          if refused.isEmpty then buffer.isStopped.map(!_)
-          else ledger.notStarted(refused.toList).as(false)
+          if refused.isEmpty then F.pure(true) else ledger.notStarted(refused.toList).as(false)
         }
     }
 

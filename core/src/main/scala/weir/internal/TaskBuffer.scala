@@ -84,17 +84,38 @@ private[weir] final class TaskBuffer[F[_], A] private (
    * so call this inside `uncancelable`.
    */
   def take(poll: Poll[F]): F[Option[Entry[A]]] =
-    state.modify(_.takeNow).flatMap {
+    state.modify(_.takeOrSpin).flatMap {
       case Taken(entry, wake) => wake.as(Some(entry))
       case Finished() => F.pure(None)
-      case MustWait() =>
-        F.deferred[Option[Entry[A]]].flatMap { d =>
-          state.modify(_.takeOrWait(d)).flatMap {
-            case Taken(entry, wake) => wake.as(Some(entry))
-            case Finished() => F.pure(None)
-            case MustWait() => poll(d.get).onCancel(abandonTake(d))
-          }
+      case Spin() => spin(poll, Spins)
+      case MustWait() => park(poll, spinner = false)
+    }
+
+  /*
+   * The spinning taker. When the buffer is empty, one taker (at most `MaxSpinners`) does not park at once:
+   * it yields its thread (`cede`) and looks again, a few times, before it parks. While it spins, producers
+   * leave one element for it instead of waking a parked taker, so a producer that is only a little slower
+   * than the workers hands each task over without a `Deferred`, a park and a wake-up per task. Elements
+   * beyond the number of spinners still wake parked takers at once, so no element waits for a spinner
+   * while a taker is parked; a spinner that finds nothing parks like any taker.
+   */
+  private def spin(poll: Poll[F], left: Int): F[Option[Entry[A]]] =
+    if left == 0 then park(poll, spinner = true)
+    else
+      poll(F.cede).onCancel(state.modify(_.unspin).flatten) *>
+        state.modify(_.spinAgain).flatMap {
+          case Taken(entry, wake) => wake.as(Some(entry))
+          case Finished() => F.pure(None)
+          case _ => spin(poll, left - 1)
         }
+
+  private def park(poll: Poll[F], spinner: Boolean): F[Option[Entry[A]]] =
+    state.modify(_.unspin).flatten.whenA(spinner) *> F.deferred[Option[Entry[A]]].flatMap { d =>
+      state.modify(_.takeOrWait(d)).flatMap {
+        case Taken(entry, wake) => wake.as(Some(entry))
+        case Finished() => F.pure(None)
+        case _ => poll(d.get).onCancel(abandonTake(d))
+      }
     }
 
   /** Wakes up to `n` waiting takers with `None`, so they look at the world again. */
@@ -160,6 +181,11 @@ private[weir] object TaskBuffer:
   private final case class Taken[F[_], A](entry: Entry[A], wake: F[Unit]) extends TakeResult[F, A]
   private final case class Finished[F[_], A]() extends TakeResult[F, A]
   private final case class MustWait[F[_], A]() extends TakeResult[F, A]
+  private final case class Spin[F[_], A]() extends TakeResult[F, A]
+
+  /** Takers that may spin at once, and how many times each yields before it parks. */
+  private val MaxSpinners = 1
+  private val Spins = 16
 
   /*
    * Invariants: `size` counts the queued elements (`front`, `head.drop(pos)`, `rest`), `parked` those in
@@ -182,7 +208,8 @@ private[weir] object TaskBuffer:
       takers: ScalaQueue[Deferred[F, Option[Entry[A]]]],
       offerers: ScalaQueue[(Deferred[F, Unit], Int)], // each waits until this many places are free
       closed: Boolean,
-      stopped: Boolean
+      stopped: Boolean,
+      spinning: Int // takers spinning (see `TaskBuffer.spin`); as many queued elements are left for them
   )(using F: Concurrent[F]):
 
     def finished: Boolean = stopped || (closed && size == 0)
@@ -209,10 +236,11 @@ private[weir] object TaskBuffer:
           s = served
           wakes = wakes *> w
           progress = stored > 0 && accepted < chunk.size
-        // wake this producer once all it still holds fits: one wake-up per chunk, not per freed place
+        // wake this producer once all it still holds fits, or half the buffer is free: one wake-up per
+        // chunk or per half buffer, not per freed place, and the buffer is refilled before it runs dry
         val waiting = space match
           case Some(d) if accepted < chunk.size =>
-            s.offerers.enqueue((d, math.min(chunk.size - accepted, capacity)))
+            s.offerers.enqueue((d, math.min(chunk.size - accepted, math.max(1, capacity / 2))))
           case _ => s.offerers
         val unserved = math.max(0, s.size - size)
         (s.copy(offerers = waiting), (wakes, Appended(accepted, unserved, refused = false)))
@@ -227,7 +255,7 @@ private[weir] object TaskBuffer:
     private def serveTakers: (State[F, A], F[Unit]) =
       var s = this
       var wakes = F.unit
-      while s.takers.nonEmpty && s.size > 0 do
+      while s.takers.nonEmpty && s.size > s.spinning do
         val (popped, entry) = s.popClaimable
         s = popped
         entry.foreach { e =>
@@ -237,7 +265,26 @@ private[weir] object TaskBuffer:
         }
       (s, wakes)
 
-    def takeNow: (State[F, A], TakeResult[F, A]) = take(None)
+    /** Takes an element if one is claimable; else becomes a spinner if there is room for one. */
+    def takeOrSpin: (State[F, A], TakeResult[F, A]) =
+      take(None) match
+        case (s, MustWait()) if s.spinning < MaxSpinners => (s.copy(spinning = s.spinning + 1), Spin())
+        case other => other
+
+    /** A spinner looks again: it stops spinning if it gets an element or the buffer is finished. */
+    def spinAgain: (State[F, A], TakeResult[F, A]) =
+      take(None) match
+        case (s, MustWait()) => (s, MustWait())
+        case (s, taken: Taken[F, A]) =>
+          val (served, wakes) = s.unspin
+          (served, Taken(taken.entry, taken.wake *> wakes))
+        case (s, other) => (s.copy(spinning = s.spinning - 1), other)
+
+    /** A spinner leaves (cancelled): the element left for it goes to a parked taker, if any. */
+    def unspin: (State[F, A], F[Unit]) =
+      val (served, wakes) = copy(spinning = spinning - 1).serveTakers
+      val (woken, wake) = served.wakeOfferer // serving freed places
+      (woken, wakes *> wake)
 
     def takeOrWait(d: Deferred[F, Option[Entry[A]]]): (State[F, A], TakeResult[F, A]) = take(Some(d))
 
@@ -348,5 +395,6 @@ private[weir] object TaskBuffer:
         ScalaQueue.empty,
         ScalaQueue.empty,
         false,
-        false
+        false,
+        0
       )
