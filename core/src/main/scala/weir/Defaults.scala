@@ -11,8 +11,13 @@ object Defaults:
   /** Tasks buffered between the producers and the workers, counted in elements. */
   val bufferCapacity: Int = 1024
 
-  /** Outcomes held back at most to restore input order. */
-  val reorderWindow: Int = 1024
+  /**
+   * Outcomes held back at most to restore input order, when [[Ordering.inputOrder]] is not given a window:
+   * four times the run's initial limit, within [1024, 65536]. A window close to the limit would stall new
+   * starts behind every straggler; four times the limit leaves room for three limits' worth of tasks to
+   * overtake it.
+   */
+  def reorderWindow(limit: Int): Int = math.max(1024, math.min(4L * limit, 65536L).toInt)
 
   /** Outcomes buffered between the workers and a consumer of [[Pipeline.outcomes]]. */
   val outcomeBuffer: Int = 1024

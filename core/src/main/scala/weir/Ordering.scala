@@ -25,10 +25,13 @@ object Ordering:
   /** Emit outcomes as tasks complete. */
   val unordered: Ordering[Any] = Unordered
 
-  /** Emit outcomes in input order, with a reorder window of `window` tasks (default 1024). */
-  def inputOrder(window: Int = Defaults.reorderWindow): Ordering[Any] =
+  /** Emit outcomes in input order, with a reorder window of [[Defaults.reorderWindow]]`(limit)` tasks. */
+  def inputOrder: Ordering[Any] = InputOrder(None)
+
+  /** Emit outcomes in input order, with a reorder window of `window` tasks. */
+  def inputOrder(window: Int): Ordering[Any] =
     require(window > 0, s"reorder window must be > 0, was: $window")
-    InputOrder(window)
+    InputOrder(Some(window))
 
   /** Run the tasks of each key one at a time, in input order; different keys concurrently. */
   def byKey[A, K](key: A => K): Ordering[A] = ByKey(key)
@@ -36,8 +39,8 @@ object Ordering:
   private[weir] case object Unordered extends Ordering[Any]:
     override def toString: String = "Ordering.unordered"
 
-  private[weir] final case class InputOrder(window: Int) extends Ordering[Any]:
-    override def toString: String = s"Ordering.inputOrder($window)"
+  private[weir] final case class InputOrder(window: Option[Int]) extends Ordering[Any]:
+    override def toString: String = window.fold("Ordering.inputOrder")(w => s"Ordering.inputOrder($w)")
 
   private[weir] final case class ByKey[A, K](key: A => K) extends Ordering[A]:
     override def toString: String = "Ordering.byKey"

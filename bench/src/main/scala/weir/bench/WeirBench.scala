@@ -63,7 +63,7 @@ class WeirBench extends OnWeirRuntime:
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
-  def noopOrdered(): Long = pipeline(Tasks, Concurrency, Ordering.inputOrder(), noop)
+  def noopOrdered(): Long = pipeline(Tasks, Concurrency, Ordering.inputOrder, noop)
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
@@ -71,7 +71,7 @@ class WeirBench extends OnWeirRuntime:
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
-  def noopOrderedOneChunk(): Long = pipeline(Tasks, Concurrency, Ordering.inputOrder(), noop, oneChunk = true)
+  def noopOrderedOneChunk(): Long = pipeline(Tasks, Concurrency, Ordering.inputOrder, noop, oneChunk = true)
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
@@ -83,7 +83,7 @@ class WeirBench extends OnWeirRuntime:
 
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)
-  def sleepOrdered(): Long = pipeline(SleepTasks, SleepConcurrency, Ordering.inputOrder(), sleep)
+  def sleepOrdered(): Long = pipeline(SleepTasks, SleepConcurrency, Ordering.inputOrder, sleep)
 
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)

@@ -355,7 +355,8 @@ private[weir] object Engine:
           ledger <- Ledger[F, A]
           buffer <- TaskBuffer[F, A](settings.bufferCapacity, keyOf)
           window <- settings.ordering match
-            case Ordering.InputOrder(w) => OrderWindow[F](w).map(Some(_))
+            case Ordering.InputOrder(w) =>
+              OrderWindow[F](w.getOrElse(Defaults.reorderWindow(settings.limit.initial))).map(Some(_))
             case _ => F.pure(None)
           stopRequest <- F.deferred[StopRequest]
           result <- F.deferred[Summary[A]]

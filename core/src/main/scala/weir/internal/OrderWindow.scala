@@ -14,7 +14,6 @@ import scala.collection.immutable.SortedMap
 private[weir] final class OrderWindow[F[_]] private (window: Int, state: Ref[F, OrderWindow.State[F]])(using
     F: Concurrent[F]
 ):
-  import OrderWindow.*
 
   /** Waits until position `seq` may start. Only the wait is cancelable (through `poll`). */
   def admit(poll: Poll[F], seq: Long): F[Unit] =
@@ -34,13 +33,9 @@ private[weir] final class OrderWindow[F[_]] private (window: Int, state: Ref[F, 
   /** Marks position `seq` finished, sliding the window and waking whoever it now admits. */
   def finished(seq: Long): F[Unit] =
     state.modify { s =>
-      var prefix = s.prefix
-      var done = s.done + seq
-      while done.contains(prefix) do
-        done -= prefix
-        prefix += 1
-      val (admitted, waiting) = s.waiters.span { case (p, _) => p < prefix + window }
-      (State(prefix, done, waiting), admitted.valuesIterator.flatten.toList.traverse_(_.complete(()).void))
+      // the common case: the oldest task finished and nothing after it is done or waiting
+      if seq == s.prefix && s.done.isEmpty && s.waiters.isEmpty then (s.copy(prefix = seq + 1), F.unit)
+      else s.slide(seq, window)
     }.flatten
 
   private def forget(seq: Long, d: Deferred[F, Unit]): F[Unit] =
@@ -55,7 +50,19 @@ private[weir] object OrderWindow:
       prefix: Long,
       done: Set[Long],
       waiters: SortedMap[Long, List[Deferred[F, Unit]]]
-  )
+  )(using F: Concurrent[F]):
+
+    /** Marks `seq` finished, slides the prefix over finished positions and wakes whom it now admits. */
+    def slide(seq: Long, window: Int): (State[F], F[Unit]) =
+      var prefix = this.prefix
+      var done = this.done + seq
+      while done.contains(prefix) do
+        done -= prefix
+        prefix += 1
+      if waiters.isEmpty || waiters.firstKey >= prefix + window then (State(prefix, done, waiters), F.unit)
+      else
+        val (admitted, waiting) = waiters.span { case (p, _) => p < prefix + window }
+        (State(prefix, done, waiting), admitted.valuesIterator.flatten.toList.traverse_(_.complete(()).void))
 
   def apply[F[_]: Concurrent](window: Int): F[OrderWindow[F]] =
     Ref.of[F, State[F]](State(0L, Set.empty, SortedMap.empty)).map(new OrderWindow(window, _))
