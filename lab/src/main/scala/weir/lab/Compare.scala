@@ -18,6 +18,9 @@ object Compare:
   /**
    * @param timeScale real delays are the workload's times this (real clock only; virtual time is free)
    * @param live      redraw the P/C lines while each approach runs (real clock only)
+   * @param parallel  run the load shapes side by side (each shape's approaches still one at a time): the
+   *                  full real run takes as long as its slowest shape instead of the sum, at the price of
+   *                  the peak threads and heap, which are then the JVM's and not reported
    */
   final case class Settings(
       clock: Clock = Clock.Real,
@@ -28,7 +31,8 @@ object Compare:
       approaches: Vector[Approach] = Approach.all,
       json: Option[Path] = None,
       report: Option[Path] = None,
-      live: Boolean = true
+      live: Boolean = true,
+      parallel: Boolean = false
   ):
     require(timeScale > 0, s"time scale must be > 0, was: $timeScale")
     require(runs > 0, s"runs must be > 0, was: $runs")
@@ -51,9 +55,12 @@ object Compare:
       }
     yield measurements
 
-  /** Every (load shape, run, approach), one at a time so that peaks and timings are each approach's own. */
+  /**
+   * Every (load shape, run, approach), one at a time so that peaks and timings are each approach's own; with
+   * `parallel`, the load shapes side by side (results in the same order either way).
+   */
   def measureAll(s: Settings, each: Measurement => IO[Unit]): IO[Vector[Measurement]] =
-    s.workloads.flatTraverse { w =>
+    val perShape: Workload => IO[Vector[Measurement]] = w =>
       (0 until s.runs).toVector.flatTraverse { r =>
         val plan = Plan.draw(w, s.seed, r)
         val ideals = s.approaches.map(_.producers(w)).distinct.map(p => p -> Ideal.of(plan, p).makespan).toMap
@@ -61,7 +68,7 @@ object Compare:
           measureOne(s, plan, a, ideals(a.producers(w))).flatTap(each)
         }
       }
-    }
+    if s.parallel then s.workloads.parFlatTraverse(perShape) else s.workloads.flatTraverse(perShape)
 
   def measureOne(s: Settings, plan: Plan, approach: Approach, idealWorkloadMs: Long): IO[Measurement] =
     val w = plan.workload
@@ -76,9 +83,10 @@ object Compare:
       case _ => (idealMs * 10).millis.max(30.seconds)
     val longestDelay = (plan.produceMs ++ plan.consumeMs).max
     val stall = 1.second + (2 * longestDelay * scale).millis
-    val live =
-      Option.when(s.live && s.clock == Clock.Real && approach.placement == Placement.Shared)(new LiveView())
-    Measure(approach, bench, idealMs, limit, stall, live, w.name)
+    val live = Option.when(
+      s.live && !s.parallel && s.clock == Clock.Real && approach.placement == Placement.Shared
+    )(new LiveView())
+    Measure(approach, bench, idealMs, limit, stall, live, w.name, peaks = !s.parallel)
 
   private def progressLine(m: Measurement): String =
     val result = m.status match
@@ -90,6 +98,8 @@ object Compare:
   private def header(s: Settings): String =
     val clock = s.clock match
       case Clock.Virtual => "virtual (TestControl)"
-      case Clock.Real => if s.timeScale == 1.0 then "real" else s"real, delays × ${s.timeScale}"
+      case Clock.Real =>
+        (if s.timeScale == 1.0 then "real" else s"real, delays × ${s.timeScale}") +
+          (if s.parallel then ", load shapes side by side" else "")
     s"weir compare — clock: $clock, seed ${s.seed}, ${s.runs} run(s), JDK ${System.getProperty("java.version")}, " +
       s"${Runtime.getRuntime.availableProcessors} cores"

@@ -1,6 +1,7 @@
 package weir.lab
 
 import cats.effect.IO
+import cats.syntax.all.*
 import cats.effect.testkit.TestControl
 import cats.effect.unsafe.{IORuntime, Scheduler}
 import weir.lab.approaches.*
@@ -20,6 +21,8 @@ object Measure:
    *              `TimedOut`
    * @param stall for approaches on a pool of their own: no produce or consume at all for this long (real
    *              time) while the pool's threads are all blocked means `Deadlocked`
+   * @param peaks measure the JVM's peak threads and heap (reset before the run): only meaningful when
+   *              nothing else runs at the same time
    */
   def apply(
       approach: Approach,
@@ -28,7 +31,8 @@ object Measure:
       limit: FiniteDuration,
       stall: FiniteDuration,
       live: Option[LiveView],
-      scenario: String
+      scenario: String,
+      peaks: Boolean
   ): IO[Measurement] =
     val program: IO[FiniteDuration] =
       bench.recorder.start *> IO.monotonic.flatMap(t0 => approach.run(bench) *> IO.monotonic.map(_ - t0))
@@ -44,10 +48,10 @@ object Measure:
     val watched =
       live.fold(timed)(v => v.show(approach.name, bench.recorder, bench.workload.tasks).surround(timed))
     for
-      _ <- IO(resetPeaks())
+      _ <- IO(resetPeaks()).whenA(peaks)
       result <- watched
-      threads <- IO(ManagementFactory.getThreadMXBean.getPeakThreadCount)
-      heap <- IO(peakHeapMiB)
+      threads <- IO(Option.when(peaks)(ManagementFactory.getThreadMXBean.getPeakThreadCount))
+      heap <- IO(Option.when(peaks)(peakHeapMiB))
       checked = result.flatMap { d =>
         val wrong = bench.recorder.miscounted
         val peak = bench.recorder.peakInFlight

@@ -25,6 +25,9 @@ enum Status:
  * @param makespanMs from the first produce to the last consume, in real (or virtual) ms; NaN unless `Ok`
  * @param idealMs    the ideal schedule's makespan for the same delays and the approach's producer count, in
  *                   the same (scaled) ms
+ * @param peakThreads  the JVM's peak live threads during the run; None when load shapes ran side by side
+ *                     (`--parallel`), where the JVM's peaks are not one approach's own
+ * @param peakHeapMiB  the peak heap used during the run, in MiB; None as for `peakThreads`
  * @param peakInFlight the most tasks consuming at once (the approach's real concurrency)
  * @param produced   when each batch was handed over (ns from the start), for the timeline
  * @param consumed   when each task finished (ns from the start), for the timeline
@@ -37,8 +40,8 @@ final case class Measurement(
     makespanMs: Double,
     idealMs: Double,
     status: Status,
-    peakThreads: Int,
-    peakHeapMiB: Long,
+    peakThreads: Option[Int],
+    peakHeapMiB: Option[Long],
     peakInFlight: Int,
     produced: Vector[Long],
     consumed: Vector[Long]

@@ -106,3 +106,21 @@ class CompareCliSuite extends CatsEffectSuite:
       }
     }
   }
+
+  test("--parallel runs the load shapes side by side: the same makespans, in the same order, without peaks") {
+    assertEquals(
+      Cli.parse(Seq("compare", "--parallel")).collect { case Cli.Command.Compare(s) => s.parallel },
+      Some(true)
+    )
+    val base =
+      Cli.compareSettings(Cli.CompareOptions(quick = true, approaches = Seq("stream", "weir"), live = false))
+        .fold(e => fail(e), identity)
+    for
+      sequential <- Compare.measureAll(base, _ => IO.unit)
+      parallel <- Compare.measureAll(base.copy(parallel = true), _ => IO.unit)
+    yield
+      def key(ms: Vector[Measurement]) = ms.map(m => (m.scenario, m.approach, m.run, m.makespanMs, m.status))
+      assertEquals(key(parallel), key(sequential))
+      assert(sequential.forall(m => m.peakThreads.isDefined && m.peakHeapMiB.isDefined), sequential.toString)
+      assert(parallel.forall(m => m.peakThreads.isEmpty && m.peakHeapMiB.isEmpty), parallel.toString)
+  }

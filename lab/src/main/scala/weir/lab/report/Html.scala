@@ -27,7 +27,7 @@ object Html:
       val mine = rows.filter(_.scenario == w.name)
       val trs = mine.map { r =>
         s"<tr><td>${esc(r.approach)}</td><td>${r.producers}</td><td>${cell(r.ideal, 1)}</td><td>${cell(r.makespan, 1)}</td>" +
-          s"<td>${cell(r.ratio, 3)}</td><td>${r.peakInFlight}</td><td>${r.peakThreads}</td><td>${r.peakHeapMiB}</td><td>${esc(r.status)}</td></tr>"
+          s"<td>${cell(r.ratio, 3)}</td><td>${r.peakInFlight}</td><td>${r.peakThreads.fold("n/a")(_.toString)}</td><td>${r.peakHeapMiB.fold("n/a")(_.toString)}</td><td>${esc(r.status)}</td></tr>"
       }.mkString("\n")
       s"""<h2>${esc(w.name)}</h2><p>${esc(w.describe)}</p>
          |<table><tr><th>approach</th><th>producers</th><th>ideal ms</th><th>makespan ms</th><th>ratio to ideal</th><th>peak in flight</th>

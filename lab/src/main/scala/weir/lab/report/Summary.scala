@@ -8,8 +8,8 @@ final case class Row(scenario: String, approach: String, producers: Int, runs: V
   def makespan: Stats = Stats.of(ok.map(_.makespanMs))
   def ideal: Stats = Stats.of(runs.map(_.idealMs))
   def ratio: Stats = Stats.of(ok.map(_.ratio))
-  def peakThreads: Int = runs.map(_.peakThreads).max
-  def peakHeapMiB: Long = runs.map(_.peakHeapMiB).max
+  def peakThreads: Option[Int] = runs.flatMap(_.peakThreads).maxOption
+  def peakHeapMiB: Option[Long] = runs.flatMap(_.peakHeapMiB).maxOption
   def peakInFlight: Int = runs.map(_.peakInFlight).max
 
   /** `ok`, or what went wrong (with how many runs, when not all). */

@@ -40,8 +40,8 @@ object Table:
           ms(r.makespan, runs),
           ratio(r.ratio, runs),
           r.peakInFlight.toString,
-          r.peakThreads.toString,
-          r.peakHeapMiB.toString,
+          r.peakThreads.fold("n/a")(_.toString),
+          r.peakHeapMiB.fold("n/a")(_.toString),
           r.status
         )
       }
