@@ -56,19 +56,31 @@ object Compare:
     yield measurements
 
   /**
-   * Every (load shape, run, approach), one at a time so that peaks and timings are each approach's own; with
-   * `parallel`, the load shapes side by side (results in the same order either way).
+   * Every (load shape, run, approach), one at a time so that peaks and timings are each approach's own.
+   *
+   * With `parallel`, the load shapes run side by side, except for approaches that block the runtime's
+   * threads ([[Approach.blocksThreads]]): two of those at once could block every compute thread and freeze
+   * the run (the write-up's deadlock), so they run afterwards, one at a time. The results come back in the
+   * same order either way: by load shape, run, then approach.
    */
   def measureAll(s: Settings, each: Measurement => IO[Unit]): IO[Vector[Measurement]] =
-    val perShape: Workload => IO[Vector[Measurement]] = w =>
+    def measure(w: Workload, approaches: Vector[Approach]): IO[Vector[Measurement]] =
       (0 until s.runs).toVector.flatTraverse { r =>
         val plan = Plan.draw(w, s.seed, r)
-        val ideals = s.approaches.map(_.producers(w)).distinct.map(p => p -> Ideal.of(plan, p).makespan).toMap
-        s.approaches.traverse { a =>
-          measureOne(s, plan, a, ideals(a.producers(w))).flatTap(each)
-        }
+        val ideals = approaches.map(_.producers(w)).distinct.map(p => p -> Ideal.of(plan, p).makespan).toMap
+        approaches.traverse(a => measureOne(s, plan, a, ideals(a.producers(w))).flatTap(each))
       }
-    if s.parallel then s.workloads.parFlatTraverse(perShape) else s.workloads.flatTraverse(perShape)
+    if !s.parallel then s.workloads.flatTraverse(measure(_, s.approaches))
+    else
+      val (alone, sideBySide) = s.approaches.partition(_.blocksThreads)
+      val rank = (
+        s.workloads.map(_.name).zipWithIndex.toMap,
+        s.approaches.map(_.name).zipWithIndex.toMap
+      )
+      for
+        together <- s.workloads.parFlatTraverse(measure(_, sideBySide))
+        apart <- s.workloads.flatTraverse(measure(_, alone))
+      yield (together ++ apart).sortBy(m => (rank._1(m.scenario), m.run, rank._2(m.approach)))
 
   def measureOne(s: Settings, plan: Plan, approach: Approach, idealWorkloadMs: Long): IO[Measurement] =
     val w = plan.workload

@@ -113,7 +113,11 @@ class CompareCliSuite extends CatsEffectSuite:
       Some(true)
     )
     val base =
-      Cli.compareSettings(Cli.CompareOptions(quick = true, approaches = Seq("stream", "weir"), live = false))
+      Cli.compareSettings(Cli.CompareOptions(
+        quick = true,
+        approaches = Seq("blocking-queue", "stream", "weir"),
+        live = false
+      ))
         .fold(e => fail(e), identity)
     for
       sequential <- Compare.measureAll(base, _ => IO.unit)

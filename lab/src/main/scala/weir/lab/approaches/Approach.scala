@@ -21,6 +21,12 @@ trait Approach:
   /** Where it runs; see [[Placement]]. */
   def placement: Placement = Placement.Shared
 
+  /**
+   * True when, on the real clock, it blocks threads of the runtime it runs on (a `put` or `take` on a
+   * blocking queue in plain `IO`): it must then not share that runtime with another such approach.
+   */
+  def blocksThreads: Boolean = false
+
   /** Consumes every task of the bench exactly once, then ends. */
   def run(bench: Bench): IO[Unit]
 

@@ -20,6 +20,7 @@ import java.util.concurrent.LinkedBlockingQueue
 object BlockingQueueApproach extends Approach:
   val name = "blocking-queue"
   val summary = "a bounded java.util.concurrent blocking queue between one producer and the consumers"
+  override def blocksThreads: Boolean = true
 
   def run(bench: Bench): IO[Unit] =
     IO(new LinkedBlockingQueue[Option[Int]](bench.workload.buffer)).flatMap { queue =>
