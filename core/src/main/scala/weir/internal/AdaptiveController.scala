@@ -27,9 +27,9 @@ private[weir] final class AdaptiveController[F[_]] private (
   import AdaptiveController.*
 
   /**
-   * `handler`, measured. A cancelled attempt that ran for at least the task timeout was cancelled by that
-   * timeout (the engine's timeout wraps this handler) and is a drop; any other cancellation (a drain, a
-   * release) is no sample.
+   * `handler`, measured. A cancelled attempt that ran for at least 99% of the task timeout was cancelled by
+   * that timeout (the engine's timeout wraps this handler and its clock started a little earlier) and is a
+   * drop; any other cancellation (a drain, a release) is no sample.
    */
   def wrap[A, B](handler: A => F[B]): A => F[B] = a =>
     F.uncancelable { poll =>
@@ -39,7 +39,7 @@ private[weir] final class AdaptiveController[F[_]] private (
           case FiberOutcome.Errored(e) => end(t0, if spec.dropOn(e) then Sample.Drop else Sample.Ignored)
           case FiberOutcome.Canceled() =>
             F.monotonic.flatMap { now =>
-              val timedOut = taskTimeout.exists(limit => now - t0 >= limit)
+              val timedOut = taskTimeout.exists(limit => now - t0 >= limit * 99 / 100)
               end(t0, if timedOut then Sample.Drop else Sample.Ignored)
             }
         }
