@@ -8,6 +8,7 @@ import org.knowm.xchart.style.lines.SeriesLines
 import org.knowm.xchart.style.markers.SeriesMarkers
 import weir.lab.report.Table
 
+import java.awt.{BasicStroke, Color}
 import java.nio.file.{Files, Path}
 import scala.concurrent.duration.*
 
@@ -104,20 +105,25 @@ object AdaptiveReport:
     chart.getStyler.setMarkerSize(0)
     val end = results.headOption.fold(Duration.Zero)(_.duration)
     val phases = model.phases(end)
-    def stepLine(name: String, f: Int => Int, style: java.awt.BasicStroke): Unit =
+    def stepLine(name: String, f: Int => Int, style: BasicStroke, color: Color): Unit =
       val xs = phases.flatMap((from, to, _) => Vector(from, to)).map(_.toMillis / 1000.0)
       val ys = phases.flatMap((_, _, k) => Vector(f(k), f(k))).map(_.toDouble)
       val s = chart.addSeries(name, xs.toArray, ys.toArray)
       s.setMarker(SeriesMarkers.NONE)
+      s.setLineColor(color)
       val _ = s.setLineStyle(style)
-    stepLine("capacity K (hidden)", identity, SeriesLines.SOLID)
-    stepLine(s"hard cap (${model.hardCap})", model.hardCap.of, SeriesLines.DASH_DASH)
-    results.foreach { r =>
+    stepLine("capacity K (hidden)", identity, SeriesLines.SOLID, Color.BLACK)
+    stepLine(s"hard cap (${model.hardCap})", model.hardCap.of, SeriesLines.DASH_DASH, Color.GRAY)
+    val palette = Vector(new Color(0, 114, 178), new Color(213, 94, 0), new Color(0, 158, 115), new Color(204, 121, 167))
+    results.zipWithIndex.foreach { (r, i) =>
+      val color = palette(i % palette.size)
       val xs = r.series.map(_.t.toMillis / 1000.0).toArray
       val limit = chart.addSeries(s"${r.name}: limit", xs, r.series.map(_.limit.toDouble).toArray)
       limit.setMarker(SeriesMarkers.NONE)
+      limit.setLineColor(color)
       val inFlight = chart.addSeries(s"${r.name}: in flight", xs, r.series.map(_.inFlight.toDouble).toArray)
       inFlight.setMarker(SeriesMarkers.NONE)
+      inFlight.setLineColor(color.brighter())
       inFlight.setLineStyle(SeriesLines.DOT_DOT)
     }
     BitmapEncoder.saveBitmap(chart, path.toString.stripSuffix(".png"), BitmapEncoder.BitmapFormat.PNG)

@@ -62,7 +62,8 @@ object Trial:
             .use(points => IO.sleep(duration) *> running.drain(Duration.Zero) *> points.flatMap(_.embedNever))
         }
       percentile = (p: Double) =>
-        if latencies.getTotalCount == 0 then Duration.Zero else latencies.getValueAtPercentile(p).micros
+        if latencies.getTotalCount == 0 then Duration.Zero
+        else latencies.lowestEquivalentValue(latencies.getValueAtPercentile(p)).micros
     yield Result(
       name,
       limit.toString,
@@ -72,5 +73,5 @@ object Trial:
       percentile(50),
       percentile(99),
       if latencies.getTotalCount == 0 then Duration.Zero else latencies.getMaxValue.micros,
-      series.filter(_.t <= duration)
+      series.filter(_.t < duration) // the last snapshot, after the drain, shows nothing in flight
     )
