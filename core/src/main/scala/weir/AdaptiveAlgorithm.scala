@@ -7,7 +7,7 @@ import scala.concurrent.duration.*
  * attempt's latency and whether it was dropped); see [[Limit.adaptive]] for what a window is and what
  * counts as a drop. Two families:
  *
- *   - [[AdaptiveAlgorithm.gradient]] (the default) watches latency: it compares each window's mean latency
+ *   - [[AdaptiveAlgorithm.gradient]] (the default) watches latency: it compares each window's least latency
  *     with the latency seen without load and shrinks the limit in proportion when they diverge.
  *   - [[AdaptiveAlgorithm.aimd]] watches drops (errors and timeouts) and, optionally, a latency threshold:
  *     additive increase, multiplicative decrease.
@@ -19,8 +19,8 @@ sealed trait AdaptiveAlgorithm:
 object AdaptiveAlgorithm:
 
   /**
-   * What one window saw. `meanRtt` and `minRtt` (nanoseconds) cover the attempts that succeeded or failed
-   * without counting as a drop; both are 0 when there were none. `baseline` is the no-load latency
+   * What one window saw. `meanRtt` and `minRtt` (nanoseconds) cover the attempts that succeeded (`measured`
+   * of them); both are 0 when there were none. `baseline` is the no-load latency
    * estimate after this window (the least latency seen, see [[Gradient]]). `maxInFlight` is the most
    * attempts in flight at once during the window.
    */
@@ -41,10 +41,14 @@ object AdaptiveAlgorithm:
    * re-measurement of the no-load latency follows the ProbeRTT phase of TCP BBR (Cardwell et al., "BBR:
    * Congestion-Based Congestion Control", ACM Queue 2016).
    *
-   * After each window: `gradient = clamp(tolerance × baseline / meanRtt, 0.5, 1)`, and the new limit is
-   * `limit × gradient + √limit`. Without queueing (mean latency within `tolerance` of the baseline) the limit
-   * grows by √limit per window; when latency rises the limit shrinks in proportion, at most halving per
-   * window. It settles where the queue it builds is about √limit deep: for an upstream that serves `K` at
+   * After each window: `gradient = clamp(tolerance × baseline / minRtt, 0.5, 1)`, where `minRtt` is the
+   * window's least latency, and the new limit is `limit × gradient + √limit`. Without queueing (even the
+   * window's fastest attempt no slower than `tolerance` × the baseline) the limit grows by √limit per
+   * window; when latency rises the limit shrinks in proportion, at most halving per window. The window's
+   * *least* latency, not its mean, is compared (as TCP BBR and Vegas watch the minimum round trip): a queue
+   * delays every attempt, the fastest one included, while a mix of slow and fast tasks or a pause of the
+   * client's own threads inflates the mean without any queue upstream (on a busy 2-core machine a
+   * mean-based gradient held the limit near 10 where 50 was right). It settles where the queue it builds is about √limit deep: for an upstream that serves `K` at
    * once and queues the rest, at `K + √limit` (`K = 50` → 57.6; latency 1.15 × the no-load latency).
    * A window with a drop also caps the new limit at `limit × backoff`. A window that used fewer than half
    * the slots never grows the limit (the application, not the upstream, was the bottleneck).
@@ -66,7 +70,7 @@ object AdaptiveAlgorithm:
     private[weir] def next(limit: Double, w: Window): Double =
       if w.measured == 0 then limit * backoff
       else
-        val gradient = math.max(0.5, math.min(1.0, tolerance * w.baseline.toDouble / w.meanRtt.toDouble))
+        val gradient = math.max(0.5, math.min(1.0, tolerance * w.baseline.toDouble / w.minRtt.toDouble))
         val moved = limit * gradient + math.sqrt(limit)
         val used = if w.appLimited(limit) then math.min(moved, limit) else moved
         if w.drops > 0 then math.min(used, limit * backoff) else used

@@ -28,12 +28,13 @@ class AdaptiveLimitSuite extends CatsEffectSuite:
     assertEquals(g.next(16, window(10, 0, 10, 10, 10, 16)), 20.0)
     assertEquals(g.next(100, window(10, 0, 20, 20, 10, 100)), 60.0) // gradient 0.5
     assertEquals(g.next(100, window(10, 0, 40, 30, 10, 100)), 60.0) // never below 0.5
-    assertEquals(g.next(100, window(10, 0, 16, 12, 10, 100)), 72.5) // gradient 0.625
+    assertEquals(g.next(100, window(10, 0, 20, 16, 10, 100)), 72.5) // gradient 0.625: the window's least
+    assertEquals(g.next(100, window(10, 0, 50, 10, 10, 100)), 110.0) // slow tasks among fast ones: no queue
   }
 
   test("gradient: tolerance, drops, an unused limit, a window of drops only") {
     assertEquals(AdaptiveAlgorithm.gradient(tolerance = 1.5).next(100, window(10, 0, 12, 11, 10, 100)), 110.0)
-    assertEquals(AdaptiveAlgorithm.gradient(tolerance = 1.5).next(100, window(10, 0, 30, 11, 10, 100)), 60.0)
+    assertEquals(AdaptiveAlgorithm.gradient(tolerance = 1.5).next(100, window(10, 0, 40, 30, 10, 100)), 60.0)
     val g = AdaptiveAlgorithm.gradient(backoff = 0.8)
     assertEquals(g.next(100, window(10, 1, 10, 10, 10, 100)), 80.0) // a drop caps at limit × backoff
     assertEquals(g.next(100, window(10, 0, 10, 10, 10, 49)), 100.0) // fewer than half used: no growth
@@ -67,7 +68,7 @@ class AdaptiveLimitSuite extends CatsEffectSuite:
     val three = run(s, st0, (0, 10, Sample.Measured), (0, 20, Sample.Measured), (0, 30, Sample.Measured))
     assertEquals((three.applied, three.measured), (16, 3)) // 3 samples, but only 30 ms
     val (closed, changed) = three.begin.end(s, 0L, 100 * ms, Sample.Measured)
-    assertEquals((closed.applied, changed, closed.windowStart, closed.measured), (12, true, 100 * ms, 0)) // mean 40 ms against 10 ms: 16 × 0.5 + 4
+    assertEquals((closed.applied, changed, closed.windowStart, closed.measured), (20, true, 100 * ms, 0)) // least 10 ms = baseline: 16 + √16
     assertEquals(closed.baseline, 10 * ms)
   }
 
