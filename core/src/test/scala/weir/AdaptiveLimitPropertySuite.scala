@@ -74,7 +74,9 @@ class AdaptiveLimitPropertySuite extends ScalaCheckSuite:
                 Option.when(now > math.max(snap.limit, previous))(
                   s"$now in flight above the limit ${snap.limit} (previously $previous)"
                 ),
-                Option.when(snap.limit < sc.min || snap.limit > sc.max)(s"limit ${snap.limit} outside [min, max]")
+                Option.when(
+                  snap.limit < sc.min || snap.limit > sc.max
+                )(s"limit ${snap.limit} outside [min, max]")
               ).flatten
               ((now, snap.limit, bad ++ wrong), now)
             }

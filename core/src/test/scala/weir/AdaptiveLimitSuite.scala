@@ -68,7 +68,10 @@ class AdaptiveLimitSuite extends CatsEffectSuite:
     val three = run(s, st0, (0, 10, Sample.Measured), (0, 20, Sample.Measured), (0, 30, Sample.Measured))
     assertEquals((three.applied, three.measured), (16, 3)) // 3 samples, but only 30 ms
     val (closed, changed) = three.begin.end(s, 0L, 100 * ms, Sample.Measured)
-    assertEquals((closed.applied, changed, closed.windowStart, closed.measured), (20, true, 100 * ms, 0)) // least 10 ms = baseline: 16 + √16
+    assertEquals(
+      (closed.applied, changed, closed.windowStart, closed.measured),
+      (20, true, 100 * ms, 0)
+    ) // least 10 ms = baseline: 16 + √16
     assertEquals(closed.baseline, 10 * ms)
   }
 
@@ -121,7 +124,9 @@ class AdaptiveLimitSuite extends CatsEffectSuite:
     val pipeline = Pipeline(Stream.iterate(0)(_ + 1).covary[IO]).process(handler).withLimit(limit)
     timeout.fold(pipeline)(pipeline.withTaskTimeout).start.use { running =>
       times.foldLeft(IO.pure(Vector.empty[Int])) { (acc, t) =>
-        acc.flatMap(seen => IO.monotonic.flatMap(now => IO.sleep(t - now)) *> running.snapshot.map(seen :+ _.limit))
+        acc.flatMap(seen =>
+          IO.monotonic.flatMap(now => IO.sleep(t - now)) *> running.snapshot.map(seen :+ _.limit)
+        )
       } <* running.drain(Duration.Zero)
     }
 
@@ -184,7 +189,10 @@ class AdaptiveLimitSuite extends CatsEffectSuite:
         val settled = seen.filter((t, _) => t >= from && t < (5 * i + 5).seconds)
         // a baseline probe halves the limit for one window, at most every 10 s
         val (in, out) = settled.partition((_, l) => l >= k && l <= k * 3 / 2)
-        assert(out.size <= 1 && out.forall((_, l) => l >= k / 2), s"K = $k: outside [K, 1.5 K]: $out in $settled")
+        assert(
+          out.size <= 1 && out.forall((_, l) => l >= k / 2),
+          s"K = $k: outside [K, 1.5 K]: $out in $settled"
+        )
         assert(in.nonEmpty)
       }
     }
@@ -195,15 +203,24 @@ class AdaptiveLimitSuite extends CatsEffectSuite:
       assertEquals(intercept[IllegalArgumentException](f).getMessage, s"requirement failed: $message")
     refused(Limit.adaptive(min = 0), "adaptive limit: min must be > 0, was: 0")
     refused(Limit.adaptive(min = 5, max = 4, initial = 4), "adaptive limit: max must be >= min (5), was: 4")
-    refused(Limit.adaptive(initial = 2000), "adaptive limit: initial must be within [min, max] = [1, 1000], was: 2000")
-    refused(Limit.adaptive(initial = 0), "adaptive limit: initial must be within [min, max] = [1, 1000], was: 0")
+    refused(
+      Limit.adaptive(initial = 2000),
+      "adaptive limit: initial must be within [min, max] = [1, 1000], was: 2000"
+    )
+    refused(
+      Limit.adaptive(initial = 0),
+      "adaptive limit: initial must be within [min, max] = [1, 1000], was: 0"
+    )
     refused(Limit.adaptive(window = Duration.Zero), "adaptive limit: window must be > 0, was: 0 days")
     refused(Limit.adaptive(minSamples = -1), "adaptive limit: minSamples must be > 0, was: -1")
     refused(AdaptiveAlgorithm.gradient(tolerance = Double.NaN), "gradient tolerance must be >= 1, was: NaN")
     refused(AdaptiveAlgorithm.gradient(tolerance = 0.5), "gradient tolerance must be >= 1, was: 0.5")
     refused(AdaptiveAlgorithm.gradient(backoff = 1.0), "backoff must be in (0, 1), was: 1.0")
     refused(AdaptiveAlgorithm.aimd(backoff = Double.NaN), "backoff must be in (0, 1), was: NaN")
-    refused(AdaptiveAlgorithm.gradient(probeInterval = Some(-1.second)), "probe interval must be > 0, was: -1 seconds")
+    refused(
+      AdaptiveAlgorithm.gradient(probeInterval = Some(-1.second)),
+      "probe interval must be > 0, was: -1 seconds"
+    )
     refused(AdaptiveAlgorithm.aimd(increase = 0), "AIMD increase must be > 0, was: 0.0")
     refused(
       AdaptiveAlgorithm.aimd(latencyThreshold = Some(Duration.Zero)),

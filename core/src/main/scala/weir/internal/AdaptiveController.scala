@@ -57,7 +57,10 @@ private[weir] final class AdaptiveController[F[_]] private (
 
   private def end(t0: FiniteDuration, sample: Sample): F[Unit] =
     F.monotonic.flatMap { now =>
-      state.modify(_.end(spec, t0.toNanos, now.toNanos, sample)).flatMap(changed => applyLatest.whenA(changed))
+      state.modify(_.end(spec, t0.toNanos, now.toNanos, sample)).flatMap(changed =>
+        // a run that is stopping may refuse new workers; the attempt's own outcome must not change for it
+        applyLatest.attempt.void.whenA(changed)
+      )
     }
 
   private val applyLatest: F[Unit] =

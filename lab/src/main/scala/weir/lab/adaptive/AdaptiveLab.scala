@@ -88,7 +88,8 @@ object AdaptiveLab extends Experiment:
     parse(args) match
       case Left(None) => IO.pure(ExitCode.Success) // --help
       case Left(Some(_)) => IO.pure(ExitCode(2)) // scopt printed why
-      case Right(s) => execute(s).as(ExitCode.Success) // the verdicts are printed; a FAIL is a finding, not an error
+      case Right(s) =>
+        execute(s).as(ExitCode.Success) // the verdicts are printed; a FAIL is a finding, not an error
 
   def execute(s: Settings): IO[Outcome] =
     for
@@ -98,7 +99,10 @@ object AdaptiveLab extends Experiment:
       _ <- s.json.traverse_ { path =>
         IO.blocking {
           Option(path.toAbsolutePath.getParent).foreach(p => Files.createDirectories(p))
-          Files.writeString(path, AdaptiveReport.json(s.toJson, outcome.results, outcome.verdicts, s.model).spaces2)
+          Files.writeString(
+            path,
+            AdaptiveReport.json(s.toJson, outcome.results, outcome.verdicts, s.model).spaces2
+          )
         } *> IO.println(s"wrote $path")
       }
       _ <- s.chart.traverse_ { path =>
@@ -172,9 +176,14 @@ object AdaptiveLab extends Experiment:
       head(s"weir lab $name", s"— $summary"),
       help("help").text("print this help"),
       opt[Unit]("quick").action((_, o) => o.copy(quick = true))
-        .text("virtual clock (TestControl), K = 20, 50 ms, 20 s, K halves at 8 s and returns at 14 s: exact and fast"),
+        .text(
+          "virtual clock (TestControl), K = 20, 50 ms, 20 s, K halves at 8 s and returns at 14 s: exact and fast"
+        ),
       opt[String]("clock").valueName("real|virtual")
-        .validate(c => if c == "real" || c == "virtual" then success else failure(s"--clock must be real or virtual, was: $c"))
+        .validate(c =>
+          if c == "real" || c == "virtual" then success
+          else failure(s"--clock must be real or virtual, was: $c")
+        )
         .action((c, o) => o.copy(clock = Some(if c == "real" then Clock.Real else Clock.Virtual)))
         .text("real (default) or virtual (default with --quick)"),
       opt[Int]("capacity").valueName("K")
@@ -183,7 +192,9 @@ object AdaptiveLab extends Experiment:
         .text("the upstream's hidden capacity at the start (default 50; 20 with --quick)"),
       opt[String]("capacity-change").valueName("T:K").unbounded()
         .validate(s => Upstream.parseChange(s).map(_ => ()))
-        .action((s, o) => o.copy(changes = Some(o.changes.getOrElse(Vector.empty) :+ Upstream.parseChange(s).toOption.get)))
+        .action((s, o) =>
+          o.copy(changes = Some(o.changes.getOrElse(Vector.empty) :+ Upstream.parseChange(s).toOption.get))
+        )
         .text("K becomes K at time T, e.g. 20s:25; repeatable (default: K/2 at 10 s, K again at 20 s)"),
       dur("latency").action((s, o) => o.copy(latency = duration("latency")(s).toOption))
         .text("unloaded latency (default 10ms; 50ms with --quick)"),
@@ -202,7 +213,8 @@ object AdaptiveLab extends Experiment:
       opt[String]("algorithm").valueName(algorithms.keys.toVector.sorted.mkString("|")).unbounded()
         .validate(a =>
           if algorithms.contains(a) then success
-          else failure(s"--algorithm must be one of ${algorithms.keys.toVector.sorted.mkString(", ")}, was: $a")
+          else
+            failure(s"--algorithm must be one of ${algorithms.keys.toVector.sorted.mkString(", ")}, was: $a")
         )
         .action((a, o) => o.copy(algorithms = o.algorithms :+ a))
         .text("an adaptive algorithm to run; repeatable (default: both)"),

@@ -20,7 +20,12 @@ object AdaptiveReport:
   private def settledText(s: Vector[Option[FiniteDuration]]): String =
     s.map(_.fold("never")(d => f"${d.toMillis / 1000.0}%.1f s")).mkString(", ")
 
-  def table(results: Vector[Trial.Result], verdicts: Map[String, Analysis.Verdict], model: Upstream.Model, best: Option[Trial.Result]): String =
+  def table(
+      results: Vector[Trial.Result],
+      verdicts: Map[String, Analysis.Verdict],
+      model: Upstream.Model,
+      best: Option[Trial.Result]
+  ): String =
     val header = Vector(
       "limit",
       "throughput/s",
@@ -57,7 +62,12 @@ object AdaptiveReport:
       "targets (adaptive limits, never told K; settled = limit within [K, 2K] for a whole second):\n" +
       targets.mkString("\n") + "\n"
 
-  def json(settings: Json, results: Vector[Trial.Result], verdicts: Map[String, Analysis.Verdict], model: Upstream.Model): Json =
+  def json(
+      settings: Json,
+      results: Vector[Trial.Result],
+      verdicts: Map[String, Analysis.Verdict],
+      model: Upstream.Model
+  ): Json =
     Json.obj(
       "settings" -> settings,
       "results" -> results.map { r =>
@@ -100,7 +110,9 @@ object AdaptiveReport:
     System.setProperty("java.awt.headless", "true")
     Option(path.toAbsolutePath.getParent).foreach(p => Files.createDirectories(p))
     val chart = new XYChartBuilder().width(1100).height(600)
-      .title("weir lab adaptive: limit and in-flight over time").xAxisTitle("s").yAxisTitle("requests").build()
+      .title(
+        "weir lab adaptive: limit and in-flight over time"
+      ).xAxisTitle("s").yAxisTitle("requests").build()
     chart.getStyler.setLegendPosition(Styler.LegendPosition.OutsideS)
     chart.getStyler.setMarkerSize(0)
     val end = results.headOption.fold(Duration.Zero)(_.duration)
@@ -114,7 +126,8 @@ object AdaptiveReport:
       val _ = s.setLineStyle(style)
     stepLine("capacity K (hidden)", identity, SeriesLines.SOLID, Color.BLACK)
     stepLine(s"hard cap (${model.hardCap})", model.hardCap.of, SeriesLines.DASH_DASH, Color.GRAY)
-    val palette = Vector(new Color(0, 114, 178), new Color(213, 94, 0), new Color(0, 158, 115), new Color(204, 121, 167))
+    val palette =
+      Vector(new Color(0, 114, 178), new Color(213, 94, 0), new Color(0, 158, 115), new Color(204, 121, 167))
     results.zipWithIndex.foreach { (r, i) =>
       val color = palette(i % palette.size)
       val xs = r.series.map(_.t.toMillis / 1000.0).toArray

@@ -45,7 +45,9 @@ object Trial:
       handler = (_: Long) =>
         IO.monotonic.flatMap { t0 =>
           // the error goes on to the pipeline: an adaptive limit must see it
-          upstream.call.flatMap(_ => IO.monotonic.flatMap(t1 => IO(latencies.recordValue((t1 - t0).toMicros))))
+          upstream.call.flatMap(_ =>
+            IO.monotonic.flatMap(t1 => IO(latencies.recordValue((t1 - t0).toMicros)))
+          )
             .onError(_ => IO(errors.increment()))
         }
       series <- Pipeline(Stream.iterate(0L)(_ + 1).covary[IO])

@@ -78,7 +78,9 @@ object Upstream:
     require(capacity > 0, s"capacity must be > 0, was: $capacity")
     require(base > Duration.Zero, s"base latency must be > 0, was: $base")
     require(errorLatency >= Duration.Zero, s"error latency must be >= 0, was: $errorLatency")
-    changes.foreach((t, k) => require(k > 0 && t >= Duration.Zero, s"capacity change must be T:K with K > 0, was: $t:$k"))
+    changes.foreach((t, k) =>
+      require(k > 0 && t >= Duration.Zero, s"capacity change must be T:K with K > 0, was: $t:$k")
+    )
 
     def capacityAt(t: FiniteDuration): Int = changes.takeWhile(_._1 <= t).lastOption.fold(capacity)(_._2)
 

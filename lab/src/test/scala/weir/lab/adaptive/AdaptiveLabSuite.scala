@@ -72,8 +72,14 @@ class AdaptiveLabSuite extends CatsEffectSuite:
       "40s"
     )
     assertEquals(s.model.changes, Vector(5.seconds -> 60, 20.seconds -> 25))
-    assertEquals((s.model.capacity, s.model.base, s.model.hardCap), (50, 5.millis, Upstream.HardCap.Absolute(120)))
-    assertEquals((s.fixed, s.algorithms, s.duration, s.clock), (Vector(10), Vector("aimd"), 40.seconds, AdaptiveLab.Clock.Real))
+    assertEquals(
+      (s.model.capacity, s.model.base, s.model.hardCap),
+      (50, 5.millis, Upstream.HardCap.Absolute(120))
+    )
+    assertEquals(
+      (s.fixed, s.algorithms, s.duration, s.clock),
+      (Vector(10), Vector("aimd"), 40.seconds, AdaptiveLab.Clock.Real)
+    )
     assertEquals(s.model.capacityAt(4.seconds), 50)
     assertEquals(s.model.capacityAt(5.seconds), 60)
     assertEquals(s.model.capacityAt(30.seconds), 25)
@@ -93,7 +99,10 @@ class AdaptiveLabSuite extends CatsEffectSuite:
     refused("--algorithm", "vegas")
     refused("--fixed", "-3")
     refused("--no-such-option")
-    assertEquals(Upstream.parseChange("20s"), Left("--capacity-change must be TIME:K like 20s:25 (K > 0), was: 20s"))
+    assertEquals(
+      Upstream.parseChange("20s"),
+      Left("--capacity-change must be TIME:K like 20s:25 (K > 0), was: 20s")
+    )
     assertEquals(
       Upstream.HardCap.parse("0.5x"),
       Left("--hard-cap: a multiple must be a number >= 1 followed by x, was: 0.5x")
@@ -101,7 +110,9 @@ class AdaptiveLabSuite extends CatsEffectSuite:
     assertEquals(AdaptiveLab.parse(List("--help")), Left(None))
   }
 
-  test("the upstream: within K a request takes the base latency, beyond it in proportion, beyond the cap it fails") {
+  test(
+    "the upstream: within K a request takes the base latency, beyond it in proportion, beyond the cap it fails"
+  ) {
     val model = Upstream.Model(10, Vector.empty, 100.millis, Upstream.HardCap.Times(2.0), 5.millis)
     assertEquals(model.phases(10.seconds), Vector((Duration.Zero, 10.seconds, 10)))
     val program = Upstream(model).flatMap { up =>
