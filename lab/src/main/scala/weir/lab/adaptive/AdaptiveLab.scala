@@ -31,6 +31,7 @@ object AdaptiveLab extends Experiment:
       duration: FiniteDuration,
       fixed: Vector[Int],
       algorithms: Vector[String],
+      tolerance: Double,
       clock: Clock,
       every: FiniteDuration,
       settleTarget: FiniteDuration,
@@ -47,6 +48,7 @@ object AdaptiveLab extends Experiment:
       "duration_s" -> (duration.toMillis / 1000.0).asJson,
       "fixed" -> fixed.asJson,
       "algorithms" -> algorithms.asJson,
+      "gradient_tolerance" -> tolerance.asJson,
       "jdk" -> System.getProperty("java.version").asJson,
       "cores" -> Runtime.getRuntime.availableProcessors.asJson
     )
@@ -64,7 +66,11 @@ object AdaptiveLab extends Experiment:
   def measure(s: Settings, each: Trial.Result => IO[Unit]): IO[Outcome] =
     val configs =
       s.fixed.map(n => (s"fixed $n", Limit.fixed(n))) ++
-        s.algorithms.map(a => (s"adaptive $a", Limit.adaptive(algorithm = algorithms(a))))
+        s.algorithms.map { a =>
+          val algorithm =
+            if a == "gradient" then AdaptiveAlgorithm.gradient(tolerance = s.tolerance) else algorithms(a)
+          (s"adaptive $a", Limit.adaptive(algorithm = algorithm))
+        }
     configs.traverse { (label, limit) =>
       val trial = Trial.run(label, limit, s.model, s.duration, s.every)
       (s.clock match
@@ -132,6 +138,7 @@ object AdaptiveLab extends Experiment:
       duration: Option[FiniteDuration] = None,
       fixed: Vector[Int] = Vector.empty,
       algorithms: Vector[String] = Vector.empty,
+      tolerance: Double = 1.0,
       every: FiniteDuration = 100.millis,
       settleTarget: FiniteDuration = 3.seconds,
       json: Option[Path] = None,
@@ -154,6 +161,7 @@ object AdaptiveLab extends Experiment:
             dur,
             if fixed.nonEmpty then fixed.distinct else Vector(math.max(1, k / 4), k, 4 * k),
             if algorithms.nonEmpty then algorithms.distinct else Vector("gradient", "aimd"),
+            tolerance,
             clock.getOrElse(if quick then Clock.Virtual else Clock.Real),
             every,
             settleTarget,
@@ -218,6 +226,14 @@ object AdaptiveLab extends Experiment:
         )
         .action((a, o) => o.copy(algorithms = o.algorithms :+ a))
         .text("an adaptive algorithm to run; repeatable (default: both)"),
+      opt[Double]("tolerance").valueName("X")
+        .validate(x =>
+          if x >= 1 && !x.isInfinite then success else failure(s"--tolerance must be >= 1, was: $x")
+        )
+        .action((x, o) => o.copy(tolerance = x))
+        .text(
+          "the gradient's latency tolerance (default 1.0: any rise of the least latency shrinks the limit)"
+        ),
       dur("every").action((s, o) => o.copy(every = duration("every")(s).toOption.get))
         .text("how often the limit and in-flight count are sampled (default 100ms)"),
       dur("settle-target").action((s, o) => o.copy(settleTarget = duration("settle-target")(s).toOption.get))

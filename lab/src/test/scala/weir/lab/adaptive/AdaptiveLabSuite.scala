@@ -84,6 +84,7 @@ class AdaptiveLabSuite extends CatsEffectSuite:
     assertEquals(s.model.capacityAt(5.seconds), 60)
     assertEquals(s.model.capacityAt(30.seconds), 25)
     assertEquals(settings().fixed, Vector(12, 50, 200))
+    assertEquals((settings().tolerance, settings("--tolerance", "1.2").tolerance), (1.0, 1.2))
     assertEquals(settings("--hard-cap", "1.5x").model.hardCap.of(50), 75)
   }
 
@@ -98,6 +99,7 @@ class AdaptiveLabSuite extends CatsEffectSuite:
     refused("--latency", "0ms")
     refused("--algorithm", "vegas")
     refused("--fixed", "-3")
+    refused("--tolerance", "0.9")
     refused("--no-such-option")
     assertEquals(
       Upstream.parseChange("20s"),
