@@ -3,7 +3,7 @@ package weir
 import cats.effect.kernel.{Async, Resource}
 import fs2.Stream
 import fs2.concurrent.Channel
-import weir.internal.{Engine, Reorder, Settings}
+import weir.internal.{AdaptiveController, Engine, Reorder, Settings}
 
 import scala.concurrent.duration.*
 
@@ -102,7 +102,7 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
   def startWithOutcomes: Resource[F, (Running[F, A], Stream[F, Outcome[A, B]])] =
     for
       channel <- Resource.eval(Channel.bounded[F, (Long, Outcome[A, B])](Defaults.outcomeBuffer))
-      running <- Engine.start[F, A, B](settings, Some((pos, outcome) => F.void(channel.send((pos, outcome)))))
+      running <- engine(Some((pos, outcome) => F.void(channel.send((pos, outcome)))))
       // released before the run stops: a stopping run then emits into a closed channel instead of waiting
       _ <- Resource.onFinalize(F.void(channel.close))
       _ <- F.background(F.flatMap(running.join)(_ => channel.close))
@@ -118,7 +118,11 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
    * tasks get the release grace and are then interrupted; the accounts stay exact (see [[Running.join]]),
    * and no fiber is left behind.
    */
-  def start: Resource[F, Running[F, A]] = Engine.start(settings, None)
+  def start: Resource[F, Running[F, A]] = engine(None)
+
+  /** The engine, with an adaptive limit's controller around it when the limit is adaptive. */
+  private def engine(emit: Option[Engine.Emit[F, A, B]]): Resource[F, Running[F, A]] =
+    AdaptiveController.around(settings)(Engine.start(_, emit))
 
   override def toString: String =
     s"Pipeline(${settings.source}, ${settings.limit}, buffer=${settings.bufferCapacity}, ${settings.ordering})"
