@@ -15,8 +15,9 @@ class DeadlockSuite extends CatsEffectSuite:
     "two consumers blocking both threads of a two-thread pool on an empty queue: reported as deadlocked, no hang"
   ) {
     // under the virtual clock the runner still runs this one in real time (delays × 0.1); the first batch
-    // comes after 100 ms, long after both consumers have blocked their threads in `take`
-    val plan = Fixtures.smallPlan.copy(produceMs = Vector(1000L, 100L, 100L))
+    // comes after 500 ms, long after both consumers have blocked their threads in `take` even on a loaded
+    // machine (with 100 ms, a consumer starved that long let the producer in: no deadlock, a flaky test)
+    val plan = Fixtures.smallPlan.copy(produceMs = Vector(5000L, 100L, 100L))
     IO.monotonic.flatMap { t0 =>
       Fixtures.measure(BlockingDeadlockApproach, plan).flatMap { m =>
         IO.monotonic.map { t1 =>
