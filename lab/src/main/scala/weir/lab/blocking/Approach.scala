@@ -77,6 +77,18 @@ object Approach:
       IO.blocking(body(i))
     )
 
+  /**
+   * The same with `IO.interruptible`, which is what weir's `processBlocking` runs the handler in (the
+   * thread can be interrupted on cancellation): isolates weir's own cost from the mechanism's.
+   */
+  case object IoInterruptible extends Approach:
+    val name = "io-interruptible"
+    val summary = "a fiber per task, body in IO.interruptible (Cats Effect's blocking pool, interruptible)"
+    def threads(cores: Int) = None
+    def run(tasks: Int, body: Int => Unit): IO[Unit] = (0 until tasks).toList.parTraverse_(i =>
+      IO.interruptible(body(i))
+    )
+
   /** A virtual thread per task: `Thread.sleep` unmounts it, its carrier runs the next one. */
   case object VirtualThreads extends Approach:
     val name = "virtual-threads"
@@ -108,4 +120,12 @@ object Approach:
 
   /** In the write-up's order (the unmarked global pool first, before the marker has added threads). */
   val all: Vector[Approach] =
-    Vector(FutureGlobal, FutureGlobalBlocking, FutureFixedBlocking, IoBlocking, VirtualThreads, WeirBlocking)
+    Vector(
+      FutureGlobal,
+      FutureGlobalBlocking,
+      FutureFixedBlocking,
+      IoBlocking,
+      IoInterruptible,
+      VirtualThreads,
+      WeirBlocking
+    )

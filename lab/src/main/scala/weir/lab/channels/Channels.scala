@@ -129,9 +129,12 @@ object Channels extends Experiment:
         .action((n, s) => s.copy(serviceMs = n)).text(
           "throttled variant: time of each rate-limited call (default 10)"
         ),
-      opt[Unit](
-        "quick"
-      ).action((_, s) => s.copy(quick = true)).text("for CI: delays × 0.2 unless --time-scale"),
+      opt[Int]("runs").valueName("N")
+        .validate(n => if n > 0 then success else failure(s"--runs must be > 0, was: $n"))
+        .action((n, s) => s.copy(runs = n))
+        .text("timed runs per approach after one warm-up run; the median is shown (default 3)"),
+      opt[Unit]("quick").action((_, s) => s.copy(quick = true))
+        .text("for CI: delays × 0.2 unless --time-scale, one timed run"),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
         .text("also write the results as JSON"),
       opt[String]("chart").valueName("FILE.png").action((f, s) => s.copy(chart = Some(Paths.get(f))))
