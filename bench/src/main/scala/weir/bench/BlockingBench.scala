@@ -1,0 +1,110 @@
+package weir.bench
+
+import cats.effect.IO
+import cats.syntax.all.*
+import fs2.Stream
+import org.openjdk.jmh.annotations.*
+import weir.{Limit, Pipeline}
+
+import java.util.concurrent.{CountDownLatch, TimeUnit}
+import scala.concurrent.{blocking, ExecutionContext, Future}
+
+/**
+ * What a blocking mechanism costs per call when the body does nothing (seed 003's micro-benchmark,
+ * `./weir lab blocking`'s companion): [[BlockingBench.Calls]] calls are started at once and the benchmark
+ * waits for all of them; the score is ns per call.
+ *
+ *   - `futureBlocking` vs its baseline `futureNoMarker`: Scala `Future` on the global pool, the body in
+ *     `scala.concurrent.blocking` or not;
+ *   - `ioBlocking`, `ioInterruptible` vs their baseline `ioDelay`: a fiber per call (`parTraverse_`), the
+ *     body in `IO.blocking`, `IO.interruptible` or plain `IO.delay`;
+ *   - `virtualThread`: a JDK virtual thread per call, started and joined;
+ *   - `weirProcessBlocking` vs its baseline `weirProcess`: a weir pipeline of [[BlockingBench.Calls]] tasks
+ *     with `processBlocking` or `process(IO.delay)` (limit 64, weir's default).
+ *
+ * Run (from the repository root, after building bench):
+ * {{{
+ * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.BlockingBench'
+ * }}}
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Array(Mode.AverageTime))
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1, timeUnit = TimeUnit.SECONDS)
+@Measurement(iterations = 5, time = 1, timeUnit = TimeUnit.SECONDS)
+@Fork(value = 1, jvmArgsAppend = Array(Workload.JvmFlags))
+class BlockingBench extends OnWeirRuntime:
+  import BlockingBench.Calls
+
+  private val global = ExecutionContext.global
+  private val empty: () => Unit = () => ()
+
+  private def futures(marker: Boolean): Unit =
+    val latch = new CountDownLatch(Calls)
+    var i = 0
+    while i < Calls do
+      val _ = Future {
+        if marker then blocking(empty()) else empty()
+        latch.countDown()
+      }(using global)
+      i += 1
+    latch.await()
+
+  private val calls = List.range(0, Calls)
+
+  @Benchmark
+  @OperationsPerInvocation(Calls)
+  def futureNoMarker(): Unit = futures(marker = false)
+
+  @Benchmark
+  @OperationsPerInvocation(Calls)
+  def futureBlocking(): Unit = futures(marker = true)
+
+  @Benchmark
+  @OperationsPerInvocation(Calls)
+  def ioDelay(): Unit = unsafeRun(calls.parTraverse_(_ => IO.delay(empty())))
+
+  @Benchmark
+  @OperationsPerInvocation(Calls)
+  def ioBlocking(): Unit = unsafeRun(calls.parTraverse_(_ => IO.blocking(empty())))
+
+  @Benchmark
+  @OperationsPerInvocation(Calls)
+  def ioInterruptible(): Unit = unsafeRun(calls.parTraverse_(_ => IO.interruptible(empty())))
+
+  @Benchmark
+  @OperationsPerInvocation(Calls)
+  def virtualThread(): Unit =
+    val threads = new Array[Thread](Calls)
+    var i = 0
+    while i < Calls do
+      threads(i) = Thread.ofVirtual().start(() => empty())
+      i += 1
+    i = 0
+    while i < Calls do
+      threads(i).join()
+      i += 1
+
+  @Benchmark
+  @OperationsPerInvocation(Calls)
+  def weirProcess(): Long =
+    unsafeRun(Pipeline(Stream.range(
+      0,
+      Calls
+    ).covary[IO]).process(_ => IO.delay(empty())).run.map(_.succeeded))
+
+  @Benchmark
+  @OperationsPerInvocation(Calls)
+  def weirProcessBlocking(): Long =
+    unsafeRun(
+      Pipeline(Stream.range(
+        0,
+        Calls
+      ).covary[IO]).processBlocking(_ => empty()).withLimit(Limit.fixed(64)).run.map(
+        _.succeeded
+      )
+    )
+
+object BlockingBench:
+  /** Calls started at once per invocation (the write-up's 100). */
+  final val Calls = 100
