@@ -6,6 +6,9 @@ import cats.effect.{ExitCode, IO}
 object Experiments:
 
   val all: Vector[Experiment] = Vector(
+    weir.lab.channels.Channels,
+    weir.lab.blocking.Blocking,
+    weir.lab.trampoline.Trampoline,
     weir.lab.adaptive.AdaptiveLab
   )
 

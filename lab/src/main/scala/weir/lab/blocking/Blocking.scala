@@ -1,0 +1,223 @@
+package weir.lab.blocking
+
+import cats.effect.{ExitCode, IO}
+import cats.syntax.all.*
+import io.circe.Json
+import io.circe.syntax.*
+import org.knowm.xchart.{CategoryChart, CategoryChartBuilder}
+import org.knowm.xchart.style.Styler
+import scopt.OParser
+import weir.lab.{Experiment, Tally}
+import weir.lab.report.ExperimentIo
+import weir.lab.report.ExperimentIo.number
+import weir.lab.report.Table
+
+import java.nio.file.{Path, Paths}
+import scala.concurrent.duration.*
+import scala.jdk.CollectionConverters.*
+
+/**
+ * `./weir lab blocking`: seed 003's experiment. 100 tasks that each block their thread for 3 s, run by
+ * Scala `Future` on the global pool without and with `scala.concurrent.blocking`, on a fixed pool of 2
+ * with the marker, by Cats Effect's `IO.blocking`, by virtual threads and by weir's blocking handler;
+ * each against one task's duration, the ideal when no task waits for a thread.
+ */
+object Blocking extends Experiment:
+  val name = "blocking"
+  val summary =
+    "seed 003: blocking tasks on the global pool (with/without blocking{}), IO.blocking, virtual threads, weir"
+
+  final case class Settings(
+      tasks: Int = 100,
+      blockMs: Long = 3000,
+      timeScale: Option[Double] = None,
+      quick: Boolean = false,
+      approaches: Seq[String] = Nil,
+      json: Option[Path] = None,
+      chart: Option[Path] = None
+  ):
+    /** As given, else 0.01 with `--quick` (30 ms tasks), else 1. */
+    def scale: Double = timeScale.getOrElse(if quick then 0.01 else 1.0)
+    def duration: FiniteDuration = math.round(blockMs * scale * 1e6).nanos
+
+  /** One approach's run; `elapsedMs` is NaN unless `error` is empty. */
+  final case class Record(
+      approach: String,
+      threads: Option[Int],
+      elapsedMs: Double,
+      idealMs: Double,
+      boundMs: Double,
+      threadsStart: Int,
+      peakThreads: Int,
+      peakInFlight: Int,
+      completed: Int,
+      error: Option[String]
+  ):
+    def ratio: Double = if error.isEmpty && idealMs > 0 then elapsedMs / idealMs else Double.NaN
+
+  private val builder = OParser.builder[Settings]
+  val parser: OParser[Unit, Settings] =
+    import builder.*
+    OParser.sequence(
+      programName("weir lab blocking"),
+      head("seed 003: tasks that block their thread, on the pools that do and do not add threads"),
+      help("help").text("print this help"),
+      opt[Int]("tasks").valueName("N")
+        .validate(n => if n > 0 then success else failure(s"--tasks must be > 0, was: $n"))
+        .action((n, s) => s.copy(tasks = n)).text("number of tasks (default 100)"),
+      opt[Long]("block-ms").valueName("MS")
+        .validate(n => if n > 0 then success else failure(s"--block-ms must be > 0, was: $n"))
+        .action((n, s) => s.copy(blockMs = n)).text("how long each task blocks its thread (default 3000)"),
+      opt[Double]("time-scale").valueName("X")
+        .validate(x =>
+          if x > 0 && x <= 10 then success else failure(s"--time-scale must be in (0, 10], was: $x")
+        )
+        .action((x, s) => s.copy(timeScale = Some(x)))
+        .text("multiply the blocking time by X (default 1; 0.01 with --quick)"),
+      opt[Seq[String]]("approaches").valueName("a,b")
+        .validate(ns =>
+          ns.find(n => !Approach.all.exists(_.name == n)) match
+            case Some(bad) =>
+              failure(s"unknown approach '$bad' (known: ${Approach.all.map(_.name).mkString(", ")})")
+            case None => success
+        )
+        .action((ns, s) => s.copy(approaches = ns))
+        .text(s"only these (default all): ${Approach.all.map(_.name).mkString(", ")}"),
+      opt[Unit](
+        "quick"
+      ).action((_, s) => s.copy(quick = true)).text("for CI: 30 ms tasks unless --time-scale"),
+      opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
+        .text("also write the results as JSON"),
+      opt[String]("chart").valueName("FILE.png").action((f, s) => s.copy(chart = Some(Paths.get(f))))
+        .text("also draw elapsed vs ideal per approach (PNG)")
+    )
+
+  def run(args: List[String]): IO[ExitCode] = ExperimentIo.runWith(parser, args, Settings())(execute(_).void)
+
+  def selected(s: Settings): Vector[Approach] =
+    if s.approaches.isEmpty then Approach.all else Approach.all.filter(a => s.approaches.contains(a.name))
+
+  def execute(s: Settings): IO[Vector[Record]] =
+    val cores = Runtime.getRuntime.availableProcessors
+    for
+      _ <- IO.println(
+        f"weir lab blocking — ${s.tasks} tasks, each blocking ${s.duration.toNanos / 1e6}%.1f ms (${s.blockMs} ms × ${s.scale}), " +
+          s"$cores cores, JDK ${System.getProperty("java.version")}"
+      )
+      records <- selected(s).traverse(a =>
+        measure(a, s.tasks, s.duration, cores).flatTap(r => IO(System.err.println(progress(r))))
+      )
+      _ <- IO.println(table(records))
+      _ <- s.json.traverse_(p => ExperimentIo.writeJson(p, json(s, records)))
+      _ <- s.chart.traverse_(p => ExperimentIo.writePng(p, chart(records)))
+    yield records
+
+  def measure(approach: Approach, tasks: Int, duration: FiniteDuration, cores: Int): IO[Record] =
+    val d = duration.toNanos
+    val ideal = Ideal.makespan(tasks, d)
+    val bound = approach.threads(cores).fold(ideal)(t => Ideal.withThreads(tasks, d, t))
+    val timeLimit = (bound * 3).nanos.max(30.seconds)
+    val tally = new Tally(tasks)
+    for
+      _ <- IO(ExperimentIo.resetPeakThreads())
+      threadsStart <- IO(ExperimentIo.liveThreads)
+      t0 <- IO.monotonic
+      _ <- IO(tally.restart())
+      result <- approach.run(tasks, Approach.sleeper(tally, duration)).timeout(timeLimit).attempt
+      t1 <- IO.monotonic
+      peak <- IO(ExperimentIo.peakThreads)
+    yield
+      val wrong = tally.miscounted
+      val error = result.left.toOption.map(_.toString).orElse(
+        Option.when(
+          wrong.nonEmpty
+        )(s"${wrong.size} tasks not run exactly once, e.g. ${wrong.take(3).mkString(", ")}")
+      )
+      Record(
+        approach.name,
+        approach.threads(cores),
+        if error.isEmpty then (t1 - t0).toNanos / 1e6 else Double.NaN,
+        ideal / 1e6,
+        bound / 1e6,
+        threadsStart,
+        peak,
+        tally.peakInFlight,
+        tally.completed,
+        error
+      )
+
+  private def progress(r: Record): String =
+    r.error.fold(f"  ${r.approach}%-24s ${r.elapsedMs}%9.1f ms (ideal ${r.idealMs}%.1f ms)")(e =>
+      f"  ${r.approach}%-24s failed: $e"
+    )
+
+  def table(records: Vector[Record]): String =
+    val header = Vector(
+      "approach",
+      "threads",
+      "elapsed ms",
+      "ideal ms",
+      "ratio",
+      "bound ms",
+      "threads at start",
+      "peak threads",
+      "peak blocked at once",
+      "done"
+    )
+    val rows = records.map { r =>
+      Vector(
+        r.approach,
+        r.threads.fold("grows")(_.toString),
+        r.error.fold(f"${r.elapsedMs}%.1f")(_ => "failed"),
+        f"${r.idealMs}%.1f",
+        if r.ratio.isNaN then "—" else f"${r.ratio}%.2f",
+        f"${r.boundMs}%.1f",
+        r.threadsStart.toString,
+        r.peakThreads.toString,
+        r.peakInFlight.toString,
+        r.completed.toString
+      )
+    }
+    "\nideal: one task's duration (nothing waits for a thread); bound: ⌈tasks / threads⌉ durations for a fixed pool\n" +
+      Table.grid(header +: rows, rightAligned = (1 to 9).toSet) +
+      records.flatMap(r => r.error.map(e => s"  ${r.approach}: $e\n")).mkString
+
+  def json(s: Settings, records: Vector[Record]): Json =
+    Json.obj(
+      "experiment" -> "blocking".asJson,
+      "environment" -> ExperimentIo.environment,
+      "settings" -> Json.obj(
+        "tasks" -> s.tasks.asJson,
+        "block_ms" -> s.blockMs.asJson,
+        "time_scale" -> s.scale.asJson
+      ),
+      "records" -> records.map { r =>
+        Json.obj(
+          "approach" -> r.approach.asJson,
+          "threads" -> r.threads.asJson,
+          "elapsed_ms" -> number(r.elapsedMs),
+          "ideal_ms" -> number(r.idealMs),
+          "ratio" -> number(r.ratio),
+          "bound_ms" -> number(r.boundMs),
+          "threads_start" -> r.threadsStart.asJson,
+          "peak_threads" -> r.peakThreads.asJson,
+          "peak_in_flight" -> r.peakInFlight.asJson,
+          "completed" -> r.completed.asJson,
+          "status" -> (if r.error.isEmpty then "ok" else "failed").asJson,
+          "error" -> r.error.asJson
+        )
+      }.asJson
+    )
+
+  def chart(records: Vector[Record]): CategoryChart =
+    val c = new CategoryChartBuilder().width(900).height(450)
+      .title("seed 003: elapsed vs ideal, tasks blocking their thread (lower is better)")
+      .xAxisTitle("approach").yAxisTitle("ms").build()
+    c.getStyler.setLegendPosition(Styler.LegendPosition.InsideNE)
+    c.getStyler.setXAxisLabelRotation(20)
+    val names = records.map(_.approach).asJava
+    def series(f: Record => Double) =
+      records.map(r => Double.box(if f(r).isNaN then 0.0 else f(r)): Number).asJava
+    val _ = c.addSeries("elapsed", names, series(_.elapsedMs))
+    val _ = c.addSeries("ideal", names, series(_.idealMs))
+    c

@@ -1,0 +1,92 @@
+package weir.lab.report
+
+import cats.effect.{ExitCode, IO}
+import io.circe.Json
+import io.circe.syntax.*
+import org.knowm.xchart.BitmapEncoder
+import org.knowm.xchart.internal.chartpart.Chart
+import scopt.{OEffect, OParser}
+
+import java.lang.management.ManagementFactory
+import java.nio.file.{Files, Path}
+
+/**
+ * What the `./weir lab` experiments share: scopt parsing that returns the error instead of printing it
+ * (so that it can be tested), the environment block of the JSON files, and writing JSON and PNG files.
+ */
+object ExperimentIo:
+
+  /** The result of parsing an experiment's arguments. */
+  enum Parsed[+C]:
+    case Ok(config: C)
+
+    /** `--help` was asked for: print `usage` and stop. */
+    case Help(usage: String)
+
+    /** Bad arguments: `error` names the option and the value. */
+    case Bad(error: String)
+
+  /** Runs scopt without side effects: errors are collected, not printed. */
+  def parse[C](parser: OParser[?, C], args: Seq[String], init: C): Parsed[C] =
+    val (config, effects) = OParser.runParser(parser, args, init)
+    val errors = effects.collect { case OEffect.ReportError(msg) => msg }
+    if errors.nonEmpty then Parsed.Bad(errors.mkString("; "))
+    else if effects.exists(_.isInstanceOf[OEffect.Terminate]) then
+      Parsed.Help(effects.collect { case OEffect.DisplayToOut(msg) => msg }.mkString("\n"))
+    else config.fold(Parsed.Bad("invalid arguments"))(Parsed.Ok(_))
+
+  /**
+   * Parses, then runs `body` with the result; `--help` prints the usage (exit 0), bad arguments print
+   * `Error: ...` and the usage on standard error (exit 2).
+   */
+  def runWith[C](parser: OParser[?, C], args: Seq[String], init: C)(body: C => IO[Unit]): IO[ExitCode] =
+    parse(parser, args, init) match
+      case Parsed.Ok(c) => body(c).as(ExitCode.Success)
+      case Parsed.Help(usage) => IO.println(usage).as(ExitCode.Success)
+      case Parsed.Bad(error) =>
+        IO.consoleForIO.errorln(s"Error: $error\n${OParser.usage(parser)}").as(ExitCode(2))
+
+  /** The machine and JVM the numbers come from. */
+  def environment: Json =
+    Json.obj(
+      "jdk" -> System.getProperty("java.version").asJson,
+      "vm" -> s"${System.getProperty("java.vm.name")} ${System.getProperty("java.vm.version")}".asJson,
+      "os" -> s"${System.getProperty("os.name")} ${System.getProperty("os.arch")}".asJson,
+      "cores" -> Runtime.getRuntime.availableProcessors.asJson,
+      "max_heap_mib" -> (Runtime.getRuntime.maxMemory / (1024 * 1024)).asJson
+    )
+
+  /** A number, or null when it is NaN or infinite (JSON has neither). */
+  def number(d: Double): Json = if d.isNaN || d.isInfinite then Json.Null else Json.fromDoubleOrNull(d)
+
+  def writeJson(path: Path, json: Json): IO[Unit] =
+    IO.blocking {
+      Option(path.toAbsolutePath.getParent).foreach(Files.createDirectories(_))
+      val _ = Files.writeString(path, json.spaces2)
+    } *> IO.println(s"wrote $path")
+
+  /** Writes `chart` as a PNG exactly at `path` (XChart would otherwise append its own extension). */
+  def writePng(path: Path, chart: Chart[?, ?]): IO[Unit] =
+    IO.blocking {
+      System.setProperty("java.awt.headless", "true")
+      Option(path.toAbsolutePath.getParent).foreach(Files.createDirectories(_))
+      val out = Files.newOutputStream(path)
+      try BitmapEncoder.saveBitmap(chart, out, BitmapEncoder.BitmapFormat.PNG)
+      finally out.close()
+    } *> IO.println(s"wrote $path")
+
+  /** `base` with `suffix` inserted before its extension: `a/chart.png` + `-x` is `a/chart-x.png`. */
+  def sibling(base: Path, suffix: String): Path =
+    val name = base.getFileName.toString
+    val dot = name.lastIndexOf('.')
+    val next = if dot > 0 then name.take(dot) + suffix + name.drop(dot) else name + suffix + ".png"
+    base.resolveSibling(next)
+
+  /** Live platform threads in this JVM (virtual threads are not counted). */
+  def liveThreads: Int = ManagementFactory.getThreadMXBean.getThreadCount
+
+  /** Starts counting the peak of live platform threads afresh. */
+  def resetPeakThreads(): Unit = ManagementFactory.getThreadMXBean.resetPeakThreadCount()
+
+  /** The most live platform threads since the last [[resetPeakThreads]]. */
+  def peakThreads: Int = ManagementFactory.getThreadMXBean.getPeakThreadCount

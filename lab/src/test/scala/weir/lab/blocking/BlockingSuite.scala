@@ -1,0 +1,107 @@
+package weir.lab.blocking
+
+import cats.effect.IO
+import munit.CatsEffectSuite
+import weir.lab.report.ExperimentIo
+import weir.lab.report.ExperimentIo.Parsed
+
+import java.nio.file.Files
+import scala.concurrent.duration.*
+
+/**
+ * `./weir lab blocking`: the ideal and the pool bound on hand-made cases, options and their errors, and
+ * one quick real run checking structure and the pools' fixed limits (never a speed).
+ */
+class BlockingSuite extends CatsEffectSuite:
+
+  override def munitIOTimeout: Duration = 60.seconds
+
+  test("ideal: one task's duration when nothing starves; 0 without tasks") {
+    assertEquals(Ideal.makespan(100, 3000L), 3000L)
+    assertEquals(Ideal.makespan(1, 7L), 7L)
+    assertEquals(Ideal.makespan(0, 3000L), 0L)
+  }
+
+  test("a pool of k threads needs ⌈tasks / k⌉ durations") {
+    assertEquals(Ideal.withThreads(100, 3000L, 2), 150000L)
+    assertEquals(Ideal.withThreads(101, 10L, 2), 510L)
+    assertEquals(Ideal.withThreads(100, 10L, 100), 10L)
+    assertEquals(Ideal.withThreads(5, 10L, 64), 10L)
+    assertEquals(Ideal.withThreads(0, 10L, 2), 0L)
+  }
+
+  test("bad ideal arguments are refused with the value") {
+    val _ = interceptMessage[IllegalArgumentException]("requirement failed: threads must be > 0, was: 0")(
+      Ideal.withThreads(1, 1L, 0)
+    )
+    val _ = interceptMessage[IllegalArgumentException]("requirement failed: duration must be >= 0, was: -5")(
+      Ideal.makespan(1, -5L)
+    )
+  }
+
+  private def parse(args: String*) = ExperimentIo.parse(Blocking.parser, args, Blocking.Settings())
+
+  test("options are parsed; --quick makes 30 ms tasks") {
+    parse(
+      "--tasks",
+      "10",
+      "--block-ms",
+      "200",
+      "--time-scale",
+      "0.5",
+      "--approaches",
+      "weir-blocking,io-blocking"
+    ) match
+      case Parsed.Ok(s) =>
+        assertEquals(
+          (s.tasks, s.duration, Blocking.selected(s).map(_.name)),
+          (10, 100.millis, Vector("io-blocking", "weir-blocking"))
+        )
+      case other => fail(s"not parsed: $other")
+    parse("--quick") match
+      case Parsed.Ok(s) => assertEquals(s.duration, 30.millis)
+      case other => fail(s"not parsed: $other")
+  }
+
+  test("bad options are refused, naming the option and the value") {
+    assertEquals(parse("--sleep", "3"), Parsed.Bad("Unknown option --sleep; Unknown argument '3'"))
+    assertEquals(
+      parse("--block-ms", "3s"),
+      Parsed.Bad("Option --block-ms expects a number but was given '3s'")
+    )
+    assertEquals(parse("--tasks", "-1"), Parsed.Bad("--tasks must be > 0, was: -1"))
+    assertEquals(parse("--time-scale", "0"), Parsed.Bad("--time-scale must be in (0, 10], was: 0.0"))
+    parse("--approaches", "future-global,green-threads") match
+      case Parsed.Bad(e) =>
+        assert(e.startsWith("unknown approach 'green-threads' (known: future-global, "), e)
+      case other => fail(s"accepted: $other")
+  }
+
+  test("--quick: every approach runs every task once; fixed pools never block more than their threads") {
+    val dir = Files.createTempDirectory("weir-blocking")
+    val cores = Runtime.getRuntime.availableProcessors
+    val settings =
+      Blocking.Settings(quick = true, json = Some(dir.resolve("b.json")), chart = Some(dir.resolve("b.png")))
+    Blocking.execute(settings).flatMap { records =>
+      assertEquals(records.map(_.approach), Approach.all.map(_.name))
+      records.foreach { r =>
+        assertEquals(r.error, None, r.approach)
+        assertEquals(r.completed, 100, r.approach)
+        assert(r.elapsedMs > 0, r.toString)
+        assertEquals(r.idealMs, 30.0)
+      }
+      val byName = records.map(r => r.approach -> r).toMap
+      // the unmarked global pool runs one task per core at most, the fixed pool two (with or without the marker)
+      assert(byName("future-global").peakInFlight <= cores, byName("future-global").toString)
+      assertEquals(byName("future-fixed2-blocking").peakInFlight, 2)
+      assertEquals(byName("future-global").boundMs, Ideal.withThreads(100, 30L, cores).toDouble)
+      assertEquals(byName("future-fixed2-blocking").boundMs, 1500.0)
+      IO.blocking {
+        val doc =
+          io.circe.parser.parse(Files.readString(dir.resolve("b.json"))).fold(e => fail(e.toString), identity)
+        assertEquals(doc.hcursor.downField("experiment").as[String], Right("blocking"))
+        assertEquals(doc.hcursor.downField("records").values.map(_.size), Some(records.size))
+        assert(Files.size(dir.resolve("b.png")) > 0)
+      }
+    }
+  }
