@@ -5,7 +5,10 @@ import cats.effect.{ExitCode, IO}
 /** The registry behind `./weir lab <name>`: add an experiment by adding it to [[all]]. */
 object Experiments:
 
-  val all: Vector[Experiment] = Vector.empty
+  val all: Vector[Experiment] = Vector(
+    weir.lab.requests.Serve,
+    weir.lab.requests.Requests
+  )
 
   def usage: String =
     val width = all.map(_.name.length).maxOption.getOrElse(0)
