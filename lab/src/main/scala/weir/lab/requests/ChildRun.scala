@@ -48,8 +48,17 @@ object ChildRun:
       for
         samples <- Ref[IO].of(Vector.empty[Sample])
         before <- server.stats
-        args = List("lab", "requests", "--approach", approach.name, "--url", server.baseUrl, "--child-result",
-          file.toString, "--no-progress") ++ clientArgs
+        args = List(
+          "lab",
+          "requests",
+          "--approach",
+          approach.name,
+          "--url",
+          server.baseUrl,
+          "--child-result",
+          file.toString,
+          "--no-progress"
+        ) ++ clientArgs
         flags = List(s"-Xmx${heapMiB}m", "-XX:+ExitOnOutOfMemoryError")
         onLine = (line: String) =>
           parseSample(line).fold(IO.unit)(s =>
@@ -57,7 +66,11 @@ object ChildRun:
               s" in flight ${s.inFlight}/${setup.concurrency}"
             ): Unit))
           )
-        code <- LabJvm.start(flags, args, onLine).use(_.exitCode.timeoutTo(setup.timeLimit + 60.seconds, IO.pure(-1)))
+        code <- LabJvm.start(
+          flags,
+          args,
+          onLine
+        ).use(_.exitCode.timeoutTo(setup.timeLimit + 60.seconds, IO.pure(-1)))
         result <-
           if code == 0 then read(file)
           else
@@ -100,7 +113,9 @@ object ChildRun:
 
   private def read(file: Path): IO[RequestResult] =
     IO.blocking(Files.readString(file)).flatMap(text =>
-      IO.fromEither(decode[RequestResult](text).left.map(e => new IllegalStateException(s"bad child result: $e")))
+      IO.fromEither(decode[RequestResult](text).left.map(e =>
+        new IllegalStateException(s"bad child result: $e")
+      ))
     )
 
   extension [A, B](pair: (Resource[IO, A], Resource[IO, B]))

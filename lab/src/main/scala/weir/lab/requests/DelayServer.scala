@@ -122,7 +122,9 @@ object DelayServer:
         .withMaxHeaderSize(16 * 1024)
         .withShutdownTimeout(2.seconds)
         .withLogger(NoOpLogger[IO])
-        .withErrorHandler { case _ => IO(counters.errors.incrementAndGet()).as(Response[IO](HttpStatus.InternalServerError)) }
+        .withErrorHandler { case _ =>
+          IO(counters.errors.incrementAndGet()).as(Response[IO](HttpStatus.InternalServerError))
+        }
         .withOnWriteFailure((_, _, _) => IO(counters.abandoned.incrementAndGet()).void)
         .build
     yield new Running(portOf(server), counters)
@@ -133,7 +135,8 @@ object DelayServer:
     HttpRoutes
       .of[IO] {
         case GET -> Root / "stats" => Ok(counters.snapshot.toJson.noSpaces)
-        case POST -> Root / "stats" / "reset-peak" => IO(counters.resetPeak()) *> Ok(counters.snapshot.toJson.noSpaces)
+        case POST -> Root / "stats" / "reset-peak" => IO(counters.resetPeak()) *>
+            Ok(counters.snapshot.toJson.noSpaces)
         case GET -> Root / LongVar(id) =>
           val wait = IO.sleep(delayMs(config.seed, id, config.maxDelayMs).millis)
           IO(counters.enter()).bracket(_ => wait)(_ => IO(counters.leave())) *>
@@ -159,7 +162,16 @@ object DelayServer:
     def resetPeak(): Unit = peak.set(inFlight.get)
 
     def snapshot: Stats =
-      Stats(served.get, inFlight.get, peak.get, abandoned.get, errors.get, cpuNanos / 1000000, seed, maxDelayMs)
+      Stats(
+        served.get,
+        inFlight.get,
+        peak.get,
+        abandoned.get,
+        errors.get,
+        cpuNanos / 1000000,
+        seed,
+        maxDelayMs
+      )
 
   private def cpuNanos: Long =
     ManagementFactory.getOperatingSystemMXBean match

@@ -36,7 +36,8 @@ object JvmWatch:
 
   def heapCapMiB: Long = Runtime.getRuntime.maxMemory / MiB
 
-  private def heapPools = ManagementFactory.getMemoryPoolMXBeans.asScala.filter(_.getType == MemoryType.HEAP).toList
+  private def heapPools =
+    ManagementFactory.getMemoryPoolMXBeans.asScala.filter(_.getType == MemoryType.HEAP).toList
 
   private def poolPeaks: Long = heapPools.map(_.getPeakUsage.getUsed).sum
 

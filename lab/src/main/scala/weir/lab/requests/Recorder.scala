@@ -22,7 +22,9 @@ final class Recorder:
   def call(request: IO[Long]): IO[Unit] =
     IO.uncancelable(poll =>
       IO(enter()).flatMap(t0 =>
-        poll(request).attempt.flatMap(r => IO(leave(t0, r.isRight, r.left.toOption))).onCancel(IO(cancelled()))
+        poll(
+          request
+        ).attempt.flatMap(r => IO(leave(t0, r.isRight, r.left.toOption))).onCancel(IO(cancelled()))
       )
     )
 

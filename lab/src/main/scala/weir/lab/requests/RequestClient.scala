@@ -40,7 +40,12 @@ object RequestClient:
    * (100 connections in total, 100 per host) would silently cap the concurrency at 100: both are set to
    * `concurrency` here, so every request in flight has its own connection.
    */
-  def async(kind: ClientKind, base: String, concurrency: Int, timeout: FiniteDuration): Resource[IO, RequestClient] =
+  def async(
+      kind: ClientKind,
+      base: String,
+      concurrency: Int,
+      timeout: FiniteDuration
+  ): Resource[IO, RequestClient] =
     kind match
       case ClientKind.Ember => ember(base, concurrency, timeout)
       case ClientKind.Jdk => jdk(base, timeout).map(c => (id: Long) => c.getAsync(id))
@@ -58,7 +63,9 @@ object RequestClient:
       .withoutUserAgent
       .build
       .map { client => (id: Long) =>
-        client.expect[String](root.withPath(Uri.Path.unsafeFromString(s"/$id"))).flatMap(body => check(id, body))
+        client.expect[String](root.withPath(Uri.Path.unsafeFromString(s"/$id"))).flatMap(body =>
+          check(id, body)
+        )
       }
 
   /** The JDK's HTTP/1.1 client, for both the blocking and the asynchronous calls. */
@@ -71,7 +78,9 @@ object RequestClient:
    */
   final class Jdk(base: String, timeout: FiniteDuration):
     private val client =
-      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(JDuration.ofSeconds(30)).build()
+      HttpClient.newBuilder().version(
+        HttpClient.Version.HTTP_1_1
+      ).connectTimeout(JDuration.ofSeconds(30)).build()
     private val requestTimeout = JDuration.ofMillis(timeout.toMillis)
 
     private def request(path: String): HttpRequest =
@@ -89,7 +98,8 @@ object RequestClient:
     def text(path: String, post: Boolean = false): IO[String] =
       IO.blocking {
         val builder = HttpRequest.newBuilder(URI.create(s"$base$path")).timeout(JDuration.ofSeconds(10))
-        val r = if post then builder.POST(HttpRequest.BodyPublishers.noBody()).build() else builder.GET().build()
+        val r =
+          if post then builder.POST(HttpRequest.BodyPublishers.noBody()).build() else builder.GET().build()
         val response = client.send(r, HttpResponse.BodyHandlers.ofString())
         if response.statusCode != 200 then
           throw new IllegalStateException(s"$path answered ${response.statusCode}: ${response.body}")

@@ -85,7 +85,8 @@ final case class RequestResult(
   )
 
 object RequestResult:
-  private def number(d: Double): Json = if d.isNaN || d.isInfinite then Json.Null else Json.fromDoubleOrNull(d)
+  private def number(d: Double): Json =
+    if d.isNaN || d.isInfinite then Json.Null else Json.fromDoubleOrNull(d)
 
   private def double(c: HCursor, field: String): Decoder.Result[Double] =
     c.get[Option[Double]](field).map(_.getOrElse(Double.NaN))
@@ -121,8 +122,27 @@ object RequestResult:
       inFlight <- smp.get[Vector[Long]]("in_flight")
       completed <- smp.get[Vector[Long]]("completed")
     yield RequestResult(
-      approach, status, detail, n, concurrency, succeeded, failed, makespan, ideal, little, clientPeak,
-      serverPeak, served, heap, afterGc, cap, threads, cpu, serverCpu, p50.getOrElse(Double.NaN),
-      p99.getOrElse(Double.NaN), max.getOrElse(Double.NaN),
+      approach,
+      status,
+      detail,
+      n,
+      concurrency,
+      succeeded,
+      failed,
+      makespan,
+      ideal,
+      little,
+      clientPeak,
+      serverPeak,
+      served,
+      heap,
+      afterGc,
+      cap,
+      threads,
+      cpu,
+      serverCpu,
+      p50.getOrElse(Double.NaN),
+      p99.getOrElse(Double.NaN),
+      max.getOrElse(Double.NaN),
       ts.lazyZip(inFlight).lazyZip(completed).map(Sample.apply)
     )

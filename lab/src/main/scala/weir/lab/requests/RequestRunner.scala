@@ -62,8 +62,15 @@ object RequestRunner:
               t1 <- IO.monotonic
               last <- sample
               _ <- setup.onSample(last)
-            yield (outcome, (t1 - t0).toNanos / 1e6, samples.result() :+ last, watch.peakHeapMiB,
-              watch.peakAfterGcMiB, watch.peakThreads, watch.cpuMs)
+            yield (
+              outcome,
+              (t1 - t0).toNanos / 1e6,
+              samples.result() :+ last,
+              watch.peakHeapMiB,
+              watch.peakAfterGcMiB,
+              watch.peakThreads,
+              watch.cpuMs
+            )
           }
         }
         after <- server.stats
@@ -105,13 +112,14 @@ object RequestRunner:
 
   private def placed(approach: RequestApproach, ctx: RequestContext): IO[Unit] =
     approach.placement match
-      case RequestApproach.Placement.OwnPool => onOwnPool(approach.run(ctx), Runtime.getRuntime.availableProcessors)
+      case RequestApproach.Placement.OwnPool =>
+        onOwnPool(approach.run(ctx), Runtime.getRuntime.availableProcessors)
       case _ => approach.run(ctx)
 
   /**
    * Runs `program` on a runtime whose compute pool is `threads` fixed threads (the write-up's compute pool:
-   * one thread per core), so that its blocked threads cannot starve the lab's own fibers. Cancelling waits
-   * for the program's cancellation (a blocked call ends within the server's delay).
+   * one thread per core), so that its blocked threads cannot starve the lab's own fibers. Cancelling shuts
+   * that runtime down.
    */
   private def onOwnPool(program: IO[Unit], threads: Int): IO[Unit] =
     val runtime = Resource.make(IO {
@@ -131,9 +139,11 @@ object RequestRunner:
     runtime.use { rt =>
       IO.async[Unit] { cb =>
         IO {
-          val (future, cancel) = program.unsafeToFutureCancelable()(using rt)
-          future.onComplete(r => cb(r.toEither))(using ExecutionContext.parasitic)
-          Some(IO.fromFuture(IO(cancel())))
+          program.unsafeToFuture()(using rt).onComplete(r => cb(r.toEither))(using ExecutionContext.parasitic)
+          // a fiber that blocks its thread sees its cancellation only after the call: with every thread
+          // blocked and thousands of fibers queued that takes as long as the rest of the run, so a
+          // cancellation stops the pool instead (its blocked calls are interrupted and fail)
+          Some(IO.blocking(rt.shutdown()))
         }
       }
     }

@@ -2,7 +2,7 @@ package weir.lab.requests
 
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
-import scopt.OParser
+import scopt.{OEffect, OParser}
 import weir.lab.Experiment
 
 import java.lang.management.ManagementFactory
@@ -56,7 +56,9 @@ object Requests extends Experiment:
       opt[String]("url").valueName("URL")
         .validate(u => urlError(u).fold(success)(failure))
         .action((u, s) => s.copy(url = Some(u.stripSuffix("/"))))
-        .text("a running `weir lab serve` (default: start one on a free loopback port); its seed and max delay are used"),
+        .text(
+          "a running `weir lab serve` (default: start one on a free loopback port); its seed and max delay are used"
+        ),
       opt[Long]("max-delay").valueName("MS")
         .validate(d => if d > 0 then success else failure(s"--max-delay must be > 0 ms, was: $d"))
         .action((d, s) => s.copy(maxDelayMs = d))
@@ -67,11 +69,15 @@ object Requests extends Experiment:
         .validate(names =>
           names.find(RequestApproach.byName(_).isEmpty) match
             case Some(bad) =>
-              failure(s"--approach: unknown approach '$bad' (known: ${RequestApproach.all.map(_.name).mkString(", ")})")
+              failure(
+                s"--approach: unknown approach '$bad' (known: ${RequestApproach.all.map(_.name).mkString(", ")})"
+              )
             case None => if names.isEmpty then failure("--approach needs at least one name") else success
         )
         .action((names, s) => s.copy(approaches = names.distinct.toVector.flatMap(RequestApproach.byName)))
-        .text(s"only these approaches, in this order (default: all): ${RequestApproach.all.map(_.name).mkString(", ")}"),
+        .text(
+          s"only these approaches, in this order (default: all): ${RequestApproach.all.map(_.name).mkString(", ")}"
+        ),
       opt[String]("client").valueName("ember|jdk")
         .validate(c => ClientKind.parse(c).fold(failure, _ => success))
         .action((c, s) => s.copy(client = ClientKind.parse(c).toOption.get))
@@ -111,14 +117,24 @@ object Requests extends Experiment:
 
   def parse(args: Seq[String]): Option[Settings] = OParser.parse(parser, args, Settings())
 
+  /** The parse and its error messages, without printing them (for tests). */
+  def errors(args: Seq[String]): (Option[Settings], List[String]) =
+    val (parsed, effects) = OParser.runParser(parser, args, Settings())
+    (parsed, effects.collect { case OEffect.ReportError(message) => message })
+
   def run(args: List[String]): IO[ExitCode] =
     parse(args) match
       case None => IO.pure(ExitCode(2))
-      case Some(s) => s.childResult.fold(run(s).as(ExitCode.Success))(file => runChild(s, file).as(ExitCode.Success))
+      case Some(s) =>
+        s.childResult.fold(run(s).as(ExitCode.Success))(file => runChild(s, file).as(ExitCode.Success))
 
   /** The embedded server's settings: enough connections for the concurrency. */
   def serverConfig(s: Settings): DelayServer.Config =
-    DelayServer.Config(maxDelayMs = s.maxDelayMs, seed = s.seed, maxConnections = math.max(16384, s.concurrency + 1024))
+    DelayServer.Config(
+      maxDelayMs = s.maxDelayMs,
+      seed = s.seed,
+      maxConnections = math.max(16384, s.concurrency + 1024)
+    )
 
   /** Runs every chosen approach and reports; the results, in order. */
   def run(s: Settings): IO[Vector[RequestResult]] =
@@ -142,7 +158,8 @@ object Requests extends Experiment:
           ManagementFactory.getOperatingSystemMXBean.getSystemLoadAverage
         )
         _ <- IO.println(env.describe)
-        setup = RequestRunner.Setup(s.n, s.concurrency, s.client, s.limitFor(ideal.makespanMs), ideal, s.progress)
+        setup =
+          RequestRunner.Setup(s.n, s.concurrency, s.client, s.limitFor(ideal.makespanMs), ideal, s.progress)
         results <- s.approaches.traverse { a =>
           val one = a.placement match
             case RequestApproach.Placement.ChildJvm =>
@@ -153,7 +170,9 @@ object Requests extends Experiment:
         _ <- IO.println(s"\n${env.describe}\n${RequestsReport.table(results)}")
         _ <- s.json.traverse_(f => RequestsReport.writeJson(f, env, results) *> IO.println(s"JSON: $f"))
         _ <- s.chart.traverse_(d =>
-          RequestsReport.writeCharts(d, env, results).flatMap(fs => IO.println(s"charts: ${fs.mkString(", ")}"))
+          RequestsReport.writeCharts(d, env, results).flatMap(fs =>
+            IO.println(s"charts: ${fs.mkString(", ")}")
+          )
         )
       yield results
     }

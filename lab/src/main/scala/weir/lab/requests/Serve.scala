@@ -2,7 +2,7 @@ package weir.lab.requests
 
 import cats.effect.{ExitCode, IO}
 import com.comcast.ip4s.Host
-import scopt.OParser
+import scopt.{OEffect, OParser}
 import weir.lab.Experiment
 
 /**
@@ -53,6 +53,11 @@ object Serve extends Experiment:
     )
 
   def parse(args: Seq[String]): Option[Options] = OParser.parse(parser, args, Options())
+
+  /** The parse and its error messages, without printing them (for tests). */
+  def errors(args: Seq[String]): (Option[Options], List[String]) =
+    val (parsed, effects) = OParser.runParser(parser, args, Options())
+    (parsed, effects.collect { case OEffect.ReportError(message) => message })
 
   def config(o: Options): DelayServer.Config =
     DelayServer.Config(Host.fromString(o.host).get, o.port, o.maxDelayMs, o.seed, o.maxConnections)

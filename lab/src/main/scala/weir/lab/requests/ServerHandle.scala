@@ -58,14 +58,16 @@ object ServerHandle:
             Nil,
             args,
             line =>
-              if line.startsWith("listening on ") then url.complete(Right(line.stripPrefix("listening on "))).void
+              if line.startsWith("listening on ") then
+                url.complete(Right(line.stripPrefix("listening on "))).void
               else IO.unit
           )
           found <- Resource.eval(
             IO.race(url.get, child.exitCode).flatMap {
               case Left(Right(u)) => IO.pure(u)
               case Left(Left(e)) => IO.raiseError(e)
-              case Right(code) => IO.raiseError(new IllegalStateException(s"the server's JVM exited with $code"))
+              case Right(code) =>
+                IO.raiseError(new IllegalStateException(s"the server's JVM exited with $code"))
             }.timeout(scala.concurrent.duration.Duration(60, "s"))
           )
           handle <- at(found)
