@@ -21,8 +21,18 @@ object LabJvm:
 
   def command(jvmFlags: List[String], args: List[String]): List[String] =
     val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
-    List(java, "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED") ++ jvmFlags ++
+    List(java, "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED") ++ tracing ++
+      jvmFlags ++
       List("-cp", System.getProperty("java.class.path"), "weir.lab.Main") ++ args
+
+  /**
+   * Cats Effect's fiber tracing off in the children (see ADR 0009: on JDK 25 its per-call `ClassValue`
+   * look-up took a sixth of the server's samples), unless this JVM set a mode itself.
+   */
+  private def tracing: List[String] =
+    List(
+      s"-Dcats.effect.tracing.mode=${Option(System.getProperty("cats.effect.tracing.mode")).getOrElse("none")}"
+    )
 
   def start(jvmFlags: List[String], args: List[String], onLine: String => IO[Unit]): Resource[IO, Child] =
     val process = Resource.make(

@@ -58,6 +58,8 @@ object RequestClient:
       .withMaxTotal(concurrency)
       .withMaxPerKey(_ => concurrency)
       .withIdleTimeInPool(60.seconds)
+      // the answers are a few bytes: 4 KiB reads instead of the default 32 KiB (allocated per read)
+      .withChunkSize(4096)
       .withTimeout(timeout)
       .withLogger(NoOpLogger[IO])
       .withoutUserAgent

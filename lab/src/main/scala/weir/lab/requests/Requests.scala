@@ -26,7 +26,7 @@ object Requests extends Experiment:
       maxDelayMs: Long = 3000,
       seed: Long = 0L,
       approaches: Vector[RequestApproach] = RequestApproach.all,
-      client: ClientKind = ClientKind.Ember,
+      client: ClientKind = ClientKind.Jdk,
       server: ServerPlacement = ServerPlacement.Child,
       timeLimit: Option[FiniteDuration] = None,
       upFrontHeapMiB: Int = 256,
@@ -81,7 +81,7 @@ object Requests extends Experiment:
       opt[String]("client").valueName("ember|jdk")
         .validate(c => ClientKind.parse(c).fold(failure, _ => success))
         .action((c, s) => s.copy(client = ClientKind.parse(c).toOption.get))
-        .text("the asynchronous client of weir (default ember; see ADR 0009)"),
+        .text("the asynchronous client of weir (default jdk; see ADR 0009)"),
       opt[String]("server").valueName("child|same")
         .validate(c => ServerPlacement.parse(c).fold(failure, _ => success))
         .action((c, s) => s.copy(server = ServerPlacement.parse(c).toOption.get))

@@ -9,7 +9,7 @@ class RequestsCliSuite extends FunSuite:
     val s = Requests.parse(Nil).get
     assertEquals((s.n, s.concurrency, s.maxDelayMs, s.url), (100_000L, 5000, 3000L, None))
     assertEquals(s.approaches.map(_.name), Vector("parallel", "up-front", "recursive", "weir"))
-    assertEquals((s.client, s.server), (ClientKind.Ember, ServerPlacement.Child))
+    assertEquals((s.client, s.server), (ClientKind.Jdk, ServerPlacement.Child))
   }
 
   test("options are parsed") {
@@ -40,7 +40,7 @@ class RequestsCliSuite extends FunSuite:
     assertEquals(s.approaches.map(_.name), Vector("weir", "recursive"))
     assertEquals(
       (s.client, s.server, s.upFrontHeapMiB, s.progress),
-      (ClientKind.Jdk, ServerPlacement.Same, 64, false)
+      (ClientKind.Ember, ServerPlacement.Same, 64, false)
     )
     assertEquals(s.url, Some("http://127.0.0.1:8000"))
     assertEquals(s.limitFor(1000).toSeconds, 20L)

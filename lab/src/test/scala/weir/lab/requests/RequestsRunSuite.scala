@@ -45,7 +45,7 @@ class RequestsRunSuite extends CatsEffectSuite:
     val n = 3000L
     val c = 300
     for
-      ember <- Requests.run(settings(n, c, "weir", "recursive"))
+      ember <- Requests.run(settings(n, c, "weir", "recursive").copy(client = ClientKind.Ember))
       jdk <- Requests.run(settings(n, c, "weir").copy(client = ClientKind.Jdk))
     yield
       checkAll(ember ++ jdk, n, c)
