@@ -33,7 +33,8 @@ object Requests extends Experiment:
       json: Option[Path] = None,
       chart: Option[Path] = None,
       progress: Boolean = true,
-      childResult: Option[Path] = None
+      childResult: Option[Path] = None,
+      warmup: Long = 0L
   ):
     /** The time limit given, or three times the ideal plus 30 s. */
     def limitFor(idealMs: Long): FiniteDuration = timeLimit.getOrElse((3 * idealMs + 30_000).millis)
@@ -98,6 +99,12 @@ object Requests extends Experiment:
         .text("also write the results as JSON"),
       opt[String]("chart").valueName("DIR").action((f, s) => s.copy(chart = Some(Paths.get(f))))
         .text("also draw requests in flight and completed over time, one PNG per approach, into DIR"),
+      opt[Long]("warmup").valueName("N")
+        .validate(n => if n >= 0 then success else failure(s"--warmup must be >= 0, was: $n"))
+        .action((n, s) => s.copy(warmup = n))
+        .text(
+          "first run each in-process approach, unmeasured, on N requests (JIT and connections warm; default 0)"
+        ),
       opt[Unit]("no-progress").action((_, s) => s.copy(progress = false)).text("no progress bar"),
       opt[String]("child-result").valueName("FILE").hidden()
         .action((f, s) => s.copy(childResult = Some(Paths.get(f))))
@@ -164,7 +171,21 @@ object Requests extends Experiment:
           val one = a.placement match
             case RequestApproach.Placement.ChildJvm =>
               ChildRun.run(a, setup, server, s.upFrontHeapMiB, childArgs(s, setup))
-            case _ => RequestRunner.run(a, setup, server)
+            case _ =>
+              val warm = setup.copy(
+                n = s.warmup,
+                progress = false,
+                ideal = RequestIdeal.ofServer(
+                  s.warmup,
+                  s.concurrency,
+                  stats.seed,
+                  stats.maxDelayMs
+                )
+              )
+              IO.whenA(s.warmup > 0)(
+                IO.println(f"${a.name}: warm-up run of ${s.warmup}%,d requests (not measured)") *>
+                  RequestRunner.run(a, warm, server).void
+              ) *> RequestRunner.run(a, setup, server)
           one.flatTap(r => IO.println(RequestsReport.table(Vector(r))))
         }
         _ <- IO.println(s"\n${env.describe}\n${RequestsReport.table(results)}")

@@ -57,6 +57,7 @@ class RequestsCliSuite extends FunSuite:
     refused("--n", "-5")("--n must be > 0, was: -5")
     refused("--concurrency", "0")("--concurrency must be > 0, was: 0")
     refused("--max-delay", "-1")("--max-delay must be > 0 ms, was: -1")
+    refused("--warmup", "-1")("--warmup must be >= 0, was: -1")
     refused("--time-limit", "0")("--time-limit must be > 0 s, was: 0")
     refused("--up-front-heap", "8")("--up-front-heap must be >= 16 MiB, was: 8")
     refused("--client", "curl")("--client must be ember or jdk, was: curl")
