@@ -25,7 +25,7 @@ class RequestsCliSuite extends FunSuite:
       "--approach",
       "weir,recursive",
       "--client",
-      "jdk",
+      "ember",
       "--server",
       "same",
       "--time-limit",
