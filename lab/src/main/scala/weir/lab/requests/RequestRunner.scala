@@ -79,7 +79,8 @@ object RequestRunner:
         val (status, detail) = outcome match
           case Right(_) => ("ok", recorder.error.map(e => s"first error: $e"))
           case Left(_: TimeoutException) =>
-            ("timed out", Some(s"stopped at the ${setup.timeLimit.toSeconds} s time limit"))
+            val stopped = s"stopped at the ${setup.timeLimit.toSeconds} s time limit"
+            ("timed out", Some(recorder.error.fold(stopped)(e => s"$stopped; first error: $e")))
           case Left(e) => ("failed", Some(e.toString))
         val h = recorder.histogram
         def ms(micros: Long) = if h.getTotalCount == 0 then Double.NaN else micros / 1000.0
