@@ -7,6 +7,8 @@ object Experiments:
 
   val all: Vector[Experiment] = Vector(
     weir.lab.channels.Channels,
+    weir.lab.requests.Serve,
+    weir.lab.requests.Requests,
     weir.lab.blocking.Blocking,
     weir.lab.trampoline.Trampoline,
     weir.lab.adaptive.AdaptiveLab

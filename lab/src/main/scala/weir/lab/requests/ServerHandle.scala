@@ -1,0 +1,74 @@
+package weir.lab.requests
+
+import cats.effect.{Deferred, IO, Resource}
+
+/**
+ * The delay server a run talks to, wherever it runs: its base URL, and its counters read over HTTP
+ * (`GET /stats`), so an embedded server, one in a child JVM and one started by hand look the same.
+ */
+final class ServerHandle private (val baseUrl: String, http: RequestClient.Jdk):
+  def stats: IO[DelayServer.Stats] =
+    http.text("/stats").flatMap(t =>
+      IO.fromEither(DelayServer.Stats.fromJson(t).left.map(e => new IllegalStateException(s"bad /stats: $e")))
+    )
+
+  /** The server's peak in flight starts again from its current in flight. */
+  def resetPeak: IO[Unit] = http.text("/stats/reset-peak", post = true).void
+
+/** Where the embedded server runs (ADR 0009). */
+enum ServerPlacement(val label: String):
+  /** `./weir lab serve` in a child JVM: its own file-descriptor limit, heap, threads and CPU account. */
+  case Child extends ServerPlacement("child")
+
+  /** In the lab's own JVM, sharing its runtime. */
+  case Same extends ServerPlacement("same")
+
+object ServerPlacement:
+  def parse(s: String): Either[String, ServerPlacement] =
+    ServerPlacement.values.find(_.label == s).toRight(s"--server must be child or same, was: $s")
+
+object ServerHandle:
+
+  /** A server already running at `url` (e.g. `http://127.0.0.1:8000`). */
+  def at(url: String): Resource[IO, ServerHandle] =
+    val base = url.stripSuffix("/")
+    RequestClient.jdk(base, scala.concurrent.duration.Duration(30, "s")).map(new ServerHandle(base, _))
+
+  /** Starts a server with `config` (its port ignored: a free one is picked) and connects to it. */
+  def embedded(config: DelayServer.Config, placement: ServerPlacement): Resource[IO, ServerHandle] =
+    placement match
+      case ServerPlacement.Same =>
+        DelayServer.resource(config.copy(port = 0)).flatMap(s => at(s.baseUrl))
+      case ServerPlacement.Child =>
+        val args = List(
+          "lab",
+          "serve",
+          "--port",
+          "0",
+          "--max-delay",
+          config.maxDelayMs.toString,
+          "--seed",
+          config.seed.toString,
+          "--max-connections",
+          config.maxConnections.toString
+        )
+        for
+          url <- Resource.eval(Deferred[IO, Either[Throwable, String]])
+          child <- LabJvm.start(
+            Nil,
+            args,
+            line =>
+              if line.startsWith("listening on ") then
+                url.complete(Right(line.stripPrefix("listening on "))).void
+              else IO.unit
+          )
+          found <- Resource.eval(
+            IO.race(url.get, child.exitCode).flatMap {
+              case Left(Right(u)) => IO.pure(u)
+              case Left(Left(e)) => IO.raiseError(e)
+              case Right(code) =>
+                IO.raiseError(new IllegalStateException(s"the server's JVM exited with $code"))
+            }.timeout(scala.concurrent.duration.Duration(60, "s"))
+          )
+          handle <- at(found)
+        yield handle

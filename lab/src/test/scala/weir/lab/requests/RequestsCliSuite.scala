@@ -1,0 +1,86 @@
+package weir.lab.requests
+
+import munit.FunSuite
+
+/** `./weir lab requests` and `./weir lab serve` options: defaults, and bad values refused by name. */
+class RequestsCliSuite extends FunSuite:
+
+  test("defaults are the issue's run") {
+    val s = Requests.parse(Nil).get
+    assertEquals((s.n, s.concurrency, s.maxDelayMs, s.url), (100_000L, 5000, 3000L, None))
+    assertEquals(s.approaches.map(_.name), Vector("parallel", "up-front", "recursive", "weir"))
+    assertEquals((s.client, s.server), (ClientKind.Jdk, ServerPlacement.Child))
+  }
+
+  test("options are parsed") {
+    val s = Requests.parse(List(
+      "--n",
+      "2000",
+      "--concurrency",
+      "300",
+      "--max-delay",
+      "50",
+      "--seed",
+      "9",
+      "--approach",
+      "weir,recursive",
+      "--client",
+      "ember",
+      "--server",
+      "same",
+      "--time-limit",
+      "20",
+      "--up-front-heap",
+      "64",
+      "--url",
+      "http://127.0.0.1:8000/",
+      "--no-progress"
+    )).get
+    assertEquals((s.n, s.concurrency, s.maxDelayMs, s.seed), (2000L, 300, 50L, 9L))
+    assertEquals(s.approaches.map(_.name), Vector("weir", "recursive"))
+    assertEquals(
+      (s.client, s.server, s.upFrontHeapMiB, s.progress),
+      (ClientKind.Ember, ServerPlacement.Same, 64, false)
+    )
+    assertEquals(s.url, Some("http://127.0.0.1:8000"))
+    assertEquals(s.limitFor(1000).toSeconds, 20L)
+    assertEquals(Requests.parse(Nil).get.limitFor(10_000).toSeconds, 60L)
+  }
+
+  private def refused(args: String*)(expected: String): Unit =
+    val (parsed, errors) = Requests.errors(args.toList)
+    assertEquals(parsed, None)
+    assert(errors.exists(_.contains(expected)), s"expected '$expected' in: $errors")
+
+  test("bad values are refused with the value") {
+    refused("--n", "0")("--n must be > 0, was: 0")
+    refused("--n", "-5")("--n must be > 0, was: -5")
+    refused("--concurrency", "0")("--concurrency must be > 0, was: 0")
+    refused("--max-delay", "-1")("--max-delay must be > 0 ms, was: -1")
+    refused("--warmup", "-1")("--warmup must be >= 0, was: -1")
+    refused("--time-limit", "0")("--time-limit must be > 0 s, was: 0")
+    refused("--up-front-heap", "8")("--up-front-heap must be >= 16 MiB, was: 8")
+    refused("--client", "curl")("--client must be ember or jdk, was: curl")
+    refused("--server", "remote")("--server must be child or same, was: remote")
+    refused("--approach", "weir,fast")("--approach: unknown approach 'fast'")
+    refused("--url", "localhost:8000")("--url must look like http://HOST:PORT, was: localhost:8000")
+    refused(
+      "--url",
+      "https://127.0.0.1:8000"
+    )("--url must look like http://HOST:PORT, was: https://127.0.0.1:8000")
+    refused("--n", "many")("--n expects a number but was given 'many'")
+    refused("--frobnicate")("Unknown option --frobnicate")
+    refused("--child-result", "x.json")("--child-result needs --url and exactly one --approach")
+  }
+
+  test("serve's bad values are refused with the value") {
+    def serveRefused(args: String*)(expected: String): Unit =
+      val (parsed, errors) = Serve.errors(args.toList)
+      assertEquals(parsed, None)
+      assert(errors.exists(_.contains(expected)), s"expected '$expected' in: $errors")
+    serveRefused("--port", "70000")("--port must be in [0, 65535], was: 70000")
+    serveRefused("--max-delay", "0")("--max-delay must be > 0 ms, was: 0")
+    serveRefused("--max-connections", "0")("--max-connections must be > 0, was: 0")
+    serveRefused("--host", "not a host")("--host must be an address, was: not a host")
+    assertEquals(Serve.parse(List("--port", "0", "--seed", "3")).map(o => (o.port, o.seed)), Some((0, 3L)))
+  }

@@ -1,0 +1,75 @@
+package weir.lab.requests
+
+import cats.effect.unsafe.IORuntime
+import munit.CatsEffectSuite
+import weir.WeirRuntime
+
+import scala.concurrent.duration.*
+
+/**
+ * CI-sized runs on loopback against a real delay server: every request succeeds, the client's and the
+ * server's counts agree, and in flight never exceeds the limit by the server's own peak.
+ */
+class RequestsRunSuite extends CatsEffectSuite:
+
+  override def munitIOTimeout: Duration = 120.seconds
+  override implicit lazy val munitIORuntime: IORuntime = WeirRuntime.unsafeCreate()._1
+
+  private def settings(n: Long, concurrency: Int, approaches: String*) =
+    Requests.Settings(
+      n = n,
+      concurrency = concurrency,
+      maxDelayMs = 40,
+      seed = 11,
+      approaches = approaches.toVector.flatMap(RequestApproach.byName),
+      server = ServerPlacement.Same,
+      timeLimit = Some(80.seconds),
+      upFrontHeapMiB = 128,
+      progress = false
+    )
+
+  private def checkAll(results: Vector[RequestResult], n: Long, concurrency: Int): Unit =
+    results.foreach { r =>
+      val clue = s"${r.approach}: $r".take(600)
+      assertEquals(r.status, "ok", clue)
+      assertEquals((r.succeeded, r.failed), (n, 0L), clue)
+      assertEquals(r.serverServed, n, clue)
+      assert(r.serverPeakInFlight <= concurrency, clue)
+      assert(r.clientPeakInFlight <= concurrency, clue)
+      assert(r.serverPeakInFlight > 0, clue)
+      assert(r.ratio >= 1.0, clue) // nothing beats the ideal
+      assertEquals(r.samples.last.completed, n, clue)
+    }
+
+  test("weir and the recursive answer: every request once, within the limit") {
+    val n = 2000L
+    val c = 200
+    Requests.run(settings(n, c, "weir", "recursive")).map(checkAll(_, n, c))
+  }
+
+  test("weir with Ember's client: its pool does not cap the concurrency below the limit") {
+    Requests.run(settings(500, 100, "weir").copy(client = ClientKind.Ember)).map(checkAll(_, 500, 100))
+  }
+
+  test("parallel: in flight never exceeds the cores") {
+    Requests.run(settings(40, 100, "parallel")).map { results =>
+      checkAll(results, 40, 100)
+      assert(results.head.serverPeakInFlight <= Runtime.getRuntime.availableProcessors, results.head)
+    }
+  }
+
+  test("up-front runs in a child JVM and reports its heap") {
+    Requests.run(settings(500, 100, "up-front")).map { results =>
+      checkAll(results, 500, 100)
+      assertEquals(results.head.heapCapMiB, 128L)
+      assert(results.head.peakHeapMiB > 0, results.head)
+    }
+  }
+
+  test("up-front out of heap in its child JVM is reported, not fatal") {
+    // two million boxed ids and fibers cannot fit in 16 MiB: the child dies at once
+    Requests.run(settings(2_000_000, 100, "up-front").copy(upFrontHeapMiB = 16)).map { results =>
+      assertEquals(results.head.status, "out of memory", results.head.toString.take(400))
+      assert(results.head.detail.exists(_.contains("-Xmx16m")), results.head.detail)
+    }
+  }
