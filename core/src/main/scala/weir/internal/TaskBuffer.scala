@@ -103,10 +103,15 @@ private[weir] final class TaskBuffer[F[_], A] private (
     if left == 0 then park(poll, spinner = true)
     else
       poll(F.cede).onCancel(state.modify(_.unspin).flatten) *>
-        state.modify(_.spinAgain).flatMap {
-          case Taken(entry, wake) => wake.as(Some(entry))
-          case Finished() => F.pure(None)
-          case _ => spin(poll, left - 1)
+        // look before writing: an empty look costs a read, not a copy of the state and a contended CAS
+        state.get.flatMap { seen =>
+          if seen.size == 0 && !seen.stopped && !seen.closed then spin(poll, left - 1)
+          else
+            state.modify(_.spinAgain).flatMap {
+              case Taken(entry, wake) => wake.as(Some(entry))
+              case Finished() => F.pure(None)
+              case _ => spin(poll, left - 1)
+            }
         }
 
   private def park(poll: Poll[F], spinner: Boolean): F[Option[Entry[A]]] =
