@@ -99,20 +99,23 @@ private[weir] final class TaskBuffer[F[_], A] private (
    * beyond the number of spinners still wake parked takers at once, so no element waits for a spinner
    * while a taker is parked; a spinner that finds nothing parks like any taker.
    */
+  // built once: a spin allocates only what `poll`, `onCancel` and the continuation need
+  private val cedeAndLook: F[State[F, A]] = F.cede *> state.get
+  private val leaveSpinning: F[Unit] = state.modify(_.unspin).flatten
+
   private def spin(poll: Poll[F], left: Int): F[Option[Entry[A]]] =
     if left == 0 then park(poll, spinner = true)
     else
-      poll(F.cede).onCancel(state.modify(_.unspin).flatten) *>
-        // look before writing: an empty look costs a read, not a copy of the state and a contended CAS
-        state.get.flatMap { seen =>
-          if seen.size == 0 && !seen.stopped && !seen.closed then spin(poll, left - 1)
-          else
-            state.modify(_.spinAgain).flatMap {
-              case Taken(entry, wake) => wake.as(Some(entry))
-              case Finished() => F.pure(None)
-              case _ => spin(poll, left - 1)
-            }
-        }
+      // look before writing: an empty look costs a read, not a copy of the state and a contended CAS
+      poll(cedeAndLook).onCancel(leaveSpinning).flatMap { seen =>
+        if seen.size == 0 && !seen.stopped && !seen.closed then spin(poll, left - 1)
+        else
+          state.modify(_.spinAgain).flatMap {
+            case Taken(entry, wake) => wake.as(Some(entry))
+            case Finished() => F.pure(None)
+            case _ => spin(poll, left - 1)
+          }
+      }
 
   private def park(poll: Poll[F], spinner: Boolean): F[Option[Entry[A]]] =
     state.modify(_.unspin).flatten.whenA(spinner) *> F.deferred[Option[Entry[A]]].flatMap { d =>
