@@ -4,17 +4,16 @@ import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import io.circe.Json
 import io.circe.syntax.*
-import org.knowm.xchart.{CategoryChart, CategoryChartBuilder}
+import org.knowm.xchart.CategoryChart
 import org.knowm.xchart.style.Styler
 import scopt.OParser
 import weir.lab.{Experiment, Tally}
-import weir.lab.report.ExperimentIo
+import weir.lab.report.{ElapsedChart, ExperimentIo}
 import weir.lab.report.ExperimentIo.number
 import weir.lab.report.Table
 
 import java.nio.file.{Path, Paths}
 import scala.concurrent.duration.*
-import scala.jdk.CollectionConverters.*
 
 /**
  * `./weir lab blocking`: seed 003's experiment. 100 tasks that each block their thread for 3 s, run by
@@ -210,14 +209,9 @@ object Blocking extends Experiment:
     )
 
   def chart(records: Vector[Record]): CategoryChart =
-    val c = new CategoryChartBuilder().width(900).height(450)
-      .title("seed 003: elapsed vs ideal, tasks blocking their thread (lower is better)")
-      .xAxisTitle("approach").yAxisTitle("ms").build()
-    c.getStyler.setLegendPosition(Styler.LegendPosition.InsideNE)
-    c.getStyler.setXAxisLabelRotation(20)
-    val names = records.map(_.approach).asJava
-    def series(f: Record => Double) =
-      records.map(r => Double.box(if f(r).isNaN then 0.0 else f(r)): Number).asJava
-    val _ = c.addSeries("elapsed", names, series(_.elapsedMs))
-    val _ = c.addSeries("ideal", names, series(_.idealMs))
-    c
+    ElapsedChart(
+      "seed 003: elapsed vs ideal, tasks blocking their thread (lower is better)",
+      records.map(r => ElapsedChart.Bar(r.approach, r.elapsedMs, r.idealMs)),
+      Styler.LegendPosition.InsideNE,
+      labelRotation = 20
+    )

@@ -4,19 +4,18 @@ import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import io.circe.Json
 import io.circe.syntax.*
-import org.knowm.xchart.{CategoryChart, CategoryChartBuilder, XYChart, XYChartBuilder, XYSeries}
+import org.knowm.xchart.{CategoryChart, XYChart, XYChartBuilder, XYSeries}
 import org.knowm.xchart.style.Styler
 import org.knowm.xchart.style.markers.SeriesMarkers
 import scopt.OParser
 import weir.lab.Experiment
-import weir.lab.report.ExperimentIo
+import weir.lab.report.{ElapsedChart, ExperimentIo}
 import weir.lab.report.ExperimentIo.number
 import weir.lab.report.Table
 import weir.lab.scenarios.Delay
 
 import java.nio.file.{Path, Paths}
 import scala.concurrent.duration.*
-import scala.jdk.CollectionConverters.*
 import scala.util.Random
 
 /**
@@ -340,17 +339,12 @@ object Channels extends Experiment:
     )
 
   def chart(records: Vector[Record]): CategoryChart =
-    val c = new CategoryChartBuilder().width(900).height(450)
-      .title("seed 001: elapsed (median) vs ideal per approach (lower is better)")
-      .xAxisTitle("approach").yAxisTitle("ms").build()
-    c.getStyler.setLegendPosition(Styler.LegendPosition.InsideNW)
-    c.getStyler.setXAxisLabelRotation(30)
-    val names = records.map(_.approach).asJava
-    def series(f: Record => Double) =
-      records.map(r => Double.box(if f(r).isNaN then 0.0 else f(r)): Number).asJava
-    val _ = c.addSeries("elapsed", names, series(_.elapsedMs))
-    val _ = c.addSeries("ideal", names, series(_.idealMs))
-    c
+    ElapsedChart(
+      "seed 001: elapsed (median) vs ideal per approach (lower is better)",
+      records.map(r => ElapsedChart.Bar(r.approach, r.elapsedMs, r.idealMs)),
+      Styler.LegendPosition.InsideNW,
+      labelRotation = 30
+    )
 
   def throttledChart(rs: Vector[ThrottledRecord]): XYChart =
     val c = new XYChartBuilder().width(900).height(450)
