@@ -3,6 +3,7 @@ package weir.lab
 import scopt.OParser
 import weir.lab.approaches.{Approach, Clock}
 import weir.lab.scenarios.{Workload, WorkloadFile}
+import weir.lab.report.ExperimentIo.positive
 
 import java.nio.file.{Path, Paths}
 
@@ -83,7 +84,7 @@ object Cli:
           opt[Long]("seed").valueName("N").action((n, o) => cmp(_.copy(seed = n))(o))
             .text("seed of the delays (default 0); run r of seed s always draws the same delays"),
           opt[Int]("runs").valueName("N")
-            .validate(n => if n > 0 then success else failure(s"--runs must be > 0, was: $n"))
+            .validate(positive("--runs"))
             .action((n, o) => cmp(_.copy(runs = n))(o))
             .text(
               "repeat each measurement N times (delays of run r drawn from seed and r); median, min, max"
@@ -103,7 +104,7 @@ object Cli:
               "the three shapes a tenth the size (100 tasks, batches of 10, 10 slots), on the virtual clock unless --clock real (then delays × 0.1)"
             ),
           opt[Int]("producers").valueName("N")
-            .validate(n => if n > 0 then success else failure(s"--producers must be > 0, was: $n"))
+            .validate(positive("--producers"))
             .action((n, o) => cmp(_.copy(producers = Some(n)))(o))
             .text("producers of the multi-producer approaches and weir (default 2)"),
           opt[String]("json").valueName("FILE").action((f, o) => cmp(_.copy(json = Some(Paths.get(f))))(o))
@@ -125,14 +126,14 @@ object Cli:
   private def tasksOpt = builder
     .opt[Long]("tasks")
     .valueName("N")
-    .validate(n => if n > 0 then builder.success else builder.failure(s"--tasks must be > 0, was: $n"))
+    .validate(positive("--tasks"))
     .action((n, o) => o.copy(tasks = n))
     .text("number of tasks")
 
   private def limitOpt = builder
     .opt[Int]("limit")
     .valueName("N")
-    .validate(n => if n > 0 then builder.success else builder.failure(s"--limit must be > 0, was: $n"))
+    .validate(positive("--limit"))
     .action((n, o) => o.copy(limit = n))
     .text("concurrency limit (default 64)")
 

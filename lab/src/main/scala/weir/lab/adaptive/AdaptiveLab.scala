@@ -8,6 +8,7 @@ import io.circe.syntax.*
 import scopt.{DefaultOEffectSetup, OParser}
 import weir.{AdaptiveAlgorithm, Limit}
 import weir.lab.Experiment
+import weir.lab.report.ExperimentIo.positive
 
 import java.nio.file.{Files, Path, Paths}
 import scala.concurrent.duration.*
@@ -195,7 +196,7 @@ object AdaptiveLab extends Experiment:
         .action((c, o) => o.copy(clock = Some(if c == "real" then Clock.Real else Clock.Virtual)))
         .text("real (default) or virtual (default with --quick)"),
       opt[Int]("capacity").valueName("K")
-        .validate(k => if k > 0 then success else failure(s"--capacity must be > 0, was: $k"))
+        .validate(positive("--capacity"))
         .action((k, o) => o.copy(capacity = Some(k)))
         .text("the upstream's hidden capacity at the start (default 50; 20 with --quick)"),
       opt[String]("capacity-change").valueName("T:K").unbounded()
@@ -215,7 +216,7 @@ object AdaptiveLab extends Experiment:
       dur("duration").action((s, o) => o.copy(duration = duration("duration")(s).toOption))
         .text("how long each configuration runs (default 30s; 20s with --quick)"),
       opt[Int]("fixed").valueName("N").unbounded()
-        .validate(n => if n > 0 then success else failure(s"--fixed must be > 0, was: $n"))
+        .validate(positive("--fixed"))
         .action((n, o) => o.copy(fixed = o.fixed :+ n))
         .text("a fixed limit to compare; repeatable (default K/4, K, 4K)"),
       opt[String]("algorithm").valueName(algorithms.keys.toVector.sorted.mkString("|")).unbounded()

@@ -9,7 +9,7 @@ import org.knowm.xchart.style.Styler
 import scopt.OParser
 import weir.lab.{Experiment, Tally}
 import weir.lab.report.{ElapsedChart, ExperimentIo}
-import weir.lab.report.ExperimentIo.number
+import weir.lab.report.ExperimentIo.{number, positive}
 import weir.lab.report.Table
 
 import java.nio.file.{Path, Paths}
@@ -62,10 +62,10 @@ object Blocking extends Experiment:
       head("seed 003: tasks that block their thread, on the pools that do and do not add threads"),
       help("help").text("print this help"),
       opt[Int]("tasks").valueName("N")
-        .validate(n => if n > 0 then success else failure(s"--tasks must be > 0, was: $n"))
+        .validate(positive("--tasks"))
         .action((n, s) => s.copy(tasks = n)).text("number of tasks (default 100)"),
       opt[Long]("block-ms").valueName("MS")
-        .validate(n => if n > 0 then success else failure(s"--block-ms must be > 0, was: $n"))
+        .validate(positive("--block-ms"))
         .action((n, s) => s.copy(blockMs = n)).text("how long each task blocks its thread (default 3000)"),
       opt[Double]("time-scale").valueName("X")
         .validate(x =>

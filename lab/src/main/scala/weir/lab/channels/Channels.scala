@@ -10,7 +10,7 @@ import org.knowm.xchart.style.markers.SeriesMarkers
 import scopt.OParser
 import weir.lab.Experiment
 import weir.lab.report.{ElapsedChart, ExperimentIo}
-import weir.lab.report.ExperimentIo.number
+import weir.lab.report.ExperimentIo.{number, positive}
 import weir.lab.report.Table
 import weir.lab.scenarios.Delay
 
@@ -100,13 +100,13 @@ object Channels extends Experiment:
       head("seed 001: a channel vs bounded parallel loops vs weir, and a throttled variant"),
       help("help").text("print this help"),
       opt[Int]("tasks").valueName("N")
-        .validate(n => if n > 0 then success else failure(s"--tasks must be > 0, was: $n"))
+        .validate(positive("--tasks"))
         .action((n, s) => s.copy(tasks = n)).text("number of tasks (default 100)"),
       opt[Long]("min-ms").valueName("MS")
         .validate(n => if n >= 0 then success else failure(s"--min-ms must be >= 0, was: $n"))
         .action((n, s) => s.copy(minMs = n)).text("shortest delay (default 10)"),
       opt[Long]("max-ms").valueName("MS")
-        .validate(n => if n > 0 then success else failure(s"--max-ms must be > 0, was: $n"))
+        .validate(positive("--max-ms"))
         .action((n, s) => s.copy(maxMs = n)).text("delays are uniform on [min, max) ms (default 50)"),
       opt[Long](
         "seed"
@@ -118,10 +118,10 @@ object Channels extends Experiment:
         .action((x, s) => s.copy(timeScale = Some(x)))
         .text("multiply every delay and the rate's period by X (default 1; 0.2 with --quick)"),
       opt[Int]("rate").valueName("N")
-        .validate(n => if n > 0 then success else failure(s"--rate must be > 0, was: $n"))
+        .validate(positive("--rate"))
         .action((n, s) => s.copy(rate = n)).text("throttled variant: permits per second (default 200)"),
       opt[Int]("burst").valueName("N")
-        .validate(n => if n > 0 then success else failure(s"--burst must be > 0, was: $n"))
+        .validate(positive("--burst"))
         .action((n, s) => s.copy(burst = n)).text("throttled variant: token bucket capacity (default 10)"),
       opt[Long]("service-ms").valueName("MS")
         .validate(n => if n >= 0 then success else failure(s"--service-ms must be >= 0, was: $n"))
@@ -129,7 +129,7 @@ object Channels extends Experiment:
           "throttled variant: time of each rate-limited call (default 10)"
         ),
       opt[Int]("runs").valueName("N")
-        .validate(n => if n > 0 then success else failure(s"--runs must be > 0, was: $n"))
+        .validate(positive("--runs"))
         .action((n, s) => s.copy(runs = n))
         .text("timed runs per approach after one warm-up run; the median is shown (default 3)"),
       opt[Unit]("quick").action((_, s) => s.copy(quick = true))

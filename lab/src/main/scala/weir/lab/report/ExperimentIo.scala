@@ -26,6 +26,10 @@ object ExperimentIo:
     /** Bad arguments: `error` names the option and the value. */
     case Bad(error: String)
 
+  /** A scopt `validate` for a number option that must be > 0; the error names the option and the value. */
+  def positive[N](option: String)(using N: Numeric[N]): N => Either[String, Unit] =
+    n => if N.gt(n, N.zero) then Right(()) else Left(s"$option must be > 0, was: $n")
+
   /** Runs scopt without side effects: errors are collected, not printed. */
   def parse[C](parser: OParser[?, C], args: Seq[String], init: C): Parsed[C] =
     val (config, effects) = OParser.runParser(parser, args, init)

@@ -4,6 +4,7 @@ import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import scopt.{OEffect, OParser}
 import weir.lab.Experiment
+import weir.lab.report.ExperimentIo.positive
 
 import java.lang.management.ManagementFactory
 import java.net.URI
@@ -47,11 +48,11 @@ object Requests extends Experiment:
       head("weir lab requests", "— N HTTP requests at bounded concurrency against a delay server (seed 002)"),
       help("help").text("print this help"),
       opt[Long]("n").valueName("N")
-        .validate(n => if n > 0 then success else failure(s"--n must be > 0, was: $n"))
+        .validate(positive("--n"))
         .action((n, s) => s.copy(n = n))
         .text("number of requests (default 100000)"),
       opt[Int]("concurrency").valueName("N")
-        .validate(c => if c > 0 then success else failure(s"--concurrency must be > 0, was: $c"))
+        .validate(positive("--concurrency"))
         .action((c, s) => s.copy(concurrency = c))
         .text("requests in flight at most (default 5000)"),
       opt[String]("url").valueName("URL")

@@ -4,6 +4,7 @@ import cats.effect.{ExitCode, IO}
 import com.comcast.ip4s.Host
 import scopt.{OEffect, OParser}
 import weir.lab.Experiment
+import weir.lab.report.ExperimentIo.positive
 
 /**
  * `./weir lab serve`: the delay server on its own, until interrupted. Its first line on standard output is
@@ -47,7 +48,7 @@ object Serve extends Experiment:
       opt[Long]("seed").valueName("N").action((s, o) => o.copy(seed = s))
         .text("seed of the delays (default 0): request id i always waits delay(seed, i)"),
       opt[Int]("max-connections").valueName("N")
-        .validate(n => if n > 0 then success else failure(s"--max-connections must be > 0, was: $n"))
+        .validate(positive("--max-connections"))
         .action((n, o) => o.copy(maxConnections = n))
         .text("open connections at most (default 16384; the process's file limit is the real cap)")
     )

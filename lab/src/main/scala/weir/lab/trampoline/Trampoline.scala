@@ -11,7 +11,7 @@ import scopt.OParser
 import weir.WeirRuntime
 import weir.lab.Experiment
 import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.number
+import weir.lab.report.ExperimentIo.{number, positive}
 import weir.lab.report.Table
 
 import java.nio.file.{Path, Paths}
@@ -72,7 +72,7 @@ object Trampoline extends Experiment:
           "second arguments, one point each (default 1,3,10,30,100,300,1000)"
         ),
       opt[Int]("runs").valueName("N")
-        .validate(n => if n > 0 then success else failure(s"--runs must be > 0, was: $n"))
+        .validate(positive("--runs"))
         .action((n, s) => s.copy(runs = n)).text(
           "measured runs per point after one warm-up (default 5; fewer past 2 s)"
         ),
@@ -85,7 +85,7 @@ object Trampoline extends Experiment:
           "stack of the measuring thread, where the plain recursion runs (default 128; the JVM may round it up)"
         ),
       opt[Int]("max-depth").valueName("N")
-        .validate(n => if n > 0 then success else failure(s"--max-depth must be > 0, was: $n"))
+        .validate(positive("--max-depth"))
         .action((n, s) => s.copy(maxDepth = n)).text(
           "io-depth: direct calls nested before it suspends (default 512)"
         ),
