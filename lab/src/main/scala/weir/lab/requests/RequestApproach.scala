@@ -28,14 +28,13 @@ object RequestApproach:
      */
     case ChildJvm
 
-  /** Every approach, in the write-up's order, then weir. */
+  /** Every approach, in the write-up's order, then weir with a fixed and with an adaptive limit. */
   val all: Vector[RequestApproach] = Vector(
     ParallelApproach,
     UpFrontApproach,
     RecursiveApproach,
-    WeirFixedApproach
-    // TODO(adaptive-concurrency issue): add the weir adaptive approach here (a file beside
-    // WeirFixedApproach.scala running the same pipeline with the adaptive Limit) once core has it.
+    WeirFixedApproach,
+    WeirAdaptiveApproach
   )
 
   def byName(name: String): Option[RequestApproach] = all.find(_.name == name)

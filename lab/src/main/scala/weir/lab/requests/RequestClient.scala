@@ -29,9 +29,14 @@ enum ClientKind(val label: String):
   /** The JDK's `java.net.http.HttpClient.sendAsync`. */
   case Jdk extends ClientKind("jdk")
 
+  /** Eclipse Jetty's `HttpClient` (HTTP/1.1), its pool sized to the concurrency (ADR 0011). */
+  case Jetty extends ClientKind("jetty")
+
 object ClientKind:
   def parse(s: String): Either[String, ClientKind] =
-    ClientKind.values.find(_.label == s).toRight(s"--client must be ember or jdk, was: $s")
+    ClientKind.values.find(_.label == s).toRight(
+      s"--client must be ${ClientKind.values.map(_.label).mkString(", ")}, was: $s"
+    )
 
 object RequestClient:
 
@@ -49,6 +54,7 @@ object RequestClient:
     kind match
       case ClientKind.Ember => ember(base, concurrency, timeout)
       case ClientKind.Jdk => jdk(base, timeout).map(c => (id: Long) => c.getAsync(id))
+      case ClientKind.Jetty => JettyRequestClient.resource(base, concurrency, timeout)
 
   def ember(base: String, concurrency: Int, timeout: FiniteDuration): Resource[IO, RequestClient] =
     require(concurrency > 0, s"concurrency must be > 0, was: $concurrency")
@@ -112,7 +118,7 @@ object RequestClient:
 
   private def check(id: Long, body: String): IO[Long] = IO(checked(id, 200, body))
 
-  private def checked(id: Long, status: Int, body: String): Long =
+  private[requests] def checked(id: Long, status: Int, body: String): Long =
     if status != 200 then throw new IllegalStateException(s"request $id answered $status")
     else if body.trim != id.toString then
       throw new IllegalStateException(s"request $id answered '${body.take(40)}', not its id")

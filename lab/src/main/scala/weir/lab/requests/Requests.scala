@@ -27,7 +27,7 @@ object Requests extends Experiment:
       maxDelayMs: Long = 3000,
       seed: Long = 0L,
       approaches: Vector[RequestApproach] = RequestApproach.all,
-      client: ClientKind = ClientKind.Jdk,
+      client: ClientKind = ClientKind.Jetty,
       server: ServerPlacement = ServerPlacement.Child,
       timeLimit: Option[FiniteDuration] = None,
       upFrontHeapMiB: Int = 256,
@@ -80,10 +80,10 @@ object Requests extends Experiment:
         .text(
           s"only these approaches, in this order (default: all): ${RequestApproach.all.map(_.name).mkString(", ")}"
         ),
-      opt[String]("client").valueName("ember|jdk")
+      opt[String]("client").valueName("jetty|jdk|ember")
         .validate(c => ClientKind.parse(c).fold(failure, _ => success))
         .action((c, s) => s.copy(client = ClientKind.parse(c).toOption.get))
-        .text("the asynchronous client of weir (default jdk; see ADR 0009)"),
+        .text("the asynchronous client of weir (default jetty; see ADRs 0009 and 0011)"),
       opt[String]("server").valueName("child|same")
         .validate(c => ServerPlacement.parse(c).fold(failure, _ => success))
         .action((c, s) => s.copy(server = ServerPlacement.parse(c).toOption.get))

@@ -8,8 +8,11 @@ class RequestsCliSuite extends FunSuite:
   test("defaults are the issue's run") {
     val s = Requests.parse(Nil).get
     assertEquals((s.n, s.concurrency, s.maxDelayMs, s.url), (100_000L, 5000, 3000L, None))
-    assertEquals(s.approaches.map(_.name), Vector("parallel", "up-front", "recursive", "weir"))
-    assertEquals((s.client, s.server), (ClientKind.Jdk, ServerPlacement.Child))
+    assertEquals(
+      s.approaches.map(_.name),
+      Vector("parallel", "up-front", "recursive", "weir", "weir-adaptive")
+    )
+    assertEquals((s.client, s.server), (ClientKind.Jetty, ServerPlacement.Child))
   }
 
   test("options are parsed") {
@@ -60,7 +63,7 @@ class RequestsCliSuite extends FunSuite:
     refused("--warmup", "-1")("--warmup must be >= 0, was: -1")
     refused("--time-limit", "0")("--time-limit must be > 0 s, was: 0")
     refused("--up-front-heap", "8")("--up-front-heap must be >= 16 MiB, was: 8")
-    refused("--client", "curl")("--client must be ember or jdk, was: curl")
+    refused("--client", "curl")("--client must be ember, jdk, jetty, was: curl")
     refused("--server", "remote")("--server must be child or same, was: remote")
     refused("--approach", "weir,fast")("--approach: unknown approach 'fast'")
     refused("--url", "localhost:8000")("--url must look like http://HOST:PORT, was: localhost:8000")

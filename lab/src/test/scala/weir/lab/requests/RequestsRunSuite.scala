@@ -41,10 +41,17 @@ class RequestsRunSuite extends CatsEffectSuite:
       assertEquals(r.samples.last.completed, n, clue)
     }
 
-  test("weir and the recursive answer: every request once, within the limit") {
+  test("weir, weir adaptive and the recursive answer: every request once, within the limit") {
     val n = 2000L
     val c = 200
-    Requests.run(settings(n, c, "weir", "recursive")).map(checkAll(_, n, c))
+    Requests.run(settings(n, c, "weir", "weir-adaptive", "recursive")).map { results =>
+      assertEquals(results.map(_.approach), Vector("weir", "weir-adaptive", "recursive"))
+      checkAll(results, n, c)
+    }
+  }
+
+  test("weir with the JDK's client: every request once, within the limit") {
+    Requests.run(settings(1000, 50, "weir").copy(client = ClientKind.Jdk)).map(checkAll(_, 1000, 50))
   }
 
   test("weir with Ember's client: its pool does not cap the concurrency below the limit") {
