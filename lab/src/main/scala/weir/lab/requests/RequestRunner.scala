@@ -29,12 +29,26 @@ object RequestRunner:
   )
 
   def run(approach: RequestApproach, setup: Setup, server: ServerHandle): IO[RequestResult] =
+    asyncClient(setup, server).use(async => run(approach, setup, server, async))
+
+  /** The asynchronous client `setup` asks for, talking to `server`. */
+  def asyncClient(setup: Setup, server: ServerHandle): Resource[IO, RequestClient] =
+    RequestClient.async(setup.client, server.baseUrl, setup.concurrency, setup.timeLimit)
+
+  /**
+   * [[run]] with an asynchronous client made by the caller, so that several runs can share it (and its
+   * open connections: the warm-up run leaves them open for the measured one).
+   */
+  def run(
+      approach: RequestApproach,
+      setup: Setup,
+      server: ServerHandle,
+      async: RequestClient
+  ): IO[RequestResult] =
     val recorder = new Recorder
     val sampleEvery = math.max(100L, setup.ideal.makespanMs / 500).millis
     val clients =
-      for
-        jdk <- RequestClient.jdk(server.baseUrl, setup.timeLimit)
-        async <- RequestClient.async(setup.client, server.baseUrl, setup.concurrency, setup.timeLimit)
+      for jdk <- RequestClient.jdk(server.baseUrl, setup.timeLimit)
       yield RequestContext(
         setup.n,
         setup.concurrency,

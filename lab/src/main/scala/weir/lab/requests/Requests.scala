@@ -183,10 +183,14 @@ object Requests extends Experiment:
                   stats.maxDelayMs
                 )
               )
-              IO.whenA(s.warmup > 0)(
-                IO.println(f"${a.name}: warm-up run of ${s.warmup}%,d requests (not measured)") *>
-                  RequestRunner.run(a, warm, server).void
-              ) *> RequestRunner.run(a, setup, server)
+              // one asynchronous client for both runs: the measured run starts with the JIT warm and
+              // the connections the warm-up run opened still open
+              RequestRunner.asyncClient(setup, server).use { async =>
+                IO.whenA(s.warmup > 0)(
+                  IO.println(f"${a.name}: warm-up run of ${s.warmup}%,d requests (not measured)") *>
+                    RequestRunner.run(a, warm, server, async).void
+                ) *> RequestRunner.run(a, setup, server, async)
+              }
           one.flatTap(r => IO.println(RequestsReport.table(Vector(r))))
         }
         _ <- IO.println(s"\n${env.describe}\n${RequestsReport.table(results)}")
