@@ -111,16 +111,91 @@ private[weir] final class Engine[F[_], A, B] private (
 
   // ---- workers --------------------------------------------------------------------------------
 
+  /**
+   * One worker's life: take a task, run it, again, until the buffer is finished (false) or the pool has
+   * too many workers (true: it retired). The whole life is masked: a worker can be cancelled only where it
+   * waits (a take, a reorder-window admission, a rate-limiter permit, a backoff) or runs a handler, all of
+   * them inside `poll`, and each of those places records what a cancellation leaves behind. On the lean
+   * path that record is one finalizer for the worker's life, reading its [[Engine.Slot]], instead of one
+   * per task.
+   */
   private def work(pool: WorkerPool[F]): F[Boolean] =
+    F.uncancelable { poll =>
+      val slot = new Slot[A]
+      loop(pool, poll, slot).onCancel(interruptedIn(slot))
+    }
+
+  private def loop(pool: WorkerPool[F], poll: Poll[F], slot: Slot[A]): F[Boolean] =
+    F.delay(next(pool, slot)).flatMap { entry =>
+      if entry == null then slowTake(pool, poll, slot)
+      else (if lean then runLean(poll, slot, entry) else run(poll, entry)).flatMap(_ => loop(pool, poll, slot))
+    }
+
+  /**
+   * The fast path of a take, as one plain step: nothing to retire, an element ready, no producer to wake.
+   * On the lean path it also counts the task started and puts it in the slot. `null`: take the slow way.
+   */
+  private def next(pool: WorkerPool[F], slot: Slot[A]): TaskBuffer.Entry[A] | Null =
+    if pool.overLimitNow then null
+    else
+      val entry = buffer.tryTakeNow()
+      if lean && entry != null then
+        ledger.startedNow()
+        slot.entry = entry
+      entry
+
+  /** Retires if the pool is over its limit; otherwise takes a task, waiting for one if need be. */
+  private def slowTake(pool: WorkerPool[F], poll: Poll[F], slot: Slot[A]): F[Boolean] =
     pool.tryRetire.flatMap { retired =>
       if retired then F.pure(true)
       else
-        F.uncancelable { poll =>
-          buffer.take(poll).flatMap {
-            case Some(entry) => run(poll, entry).as(true)
-            case None => buffer.isFinished.map(!_)
-          }
-        }.flatMap(goOn => if goOn then work(pool) else F.pure(false))
+        buffer.take(poll).flatMap {
+          case Some(entry) =>
+            val ran =
+              if lean then F.delay { ledger.startedNow(); slot.entry = entry } *> runLean(poll, slot, entry)
+              else run(poll, entry)
+            ran.flatMap(_ => loop(pool, poll, slot))
+          case None => buffer.isFinished.flatMap(done => if done then F.pure(false) else loop(pool, poll, slot))
+        }
+    }
+
+  /**
+   * No reorder window, no key, no rate limit, no retry, no timeout: a task is one attempt, and once taken
+   * it starts at once, so it is counted started as it is taken.
+   */
+  private val lean =
+    settings.retry.maxAttempts == 1 && settings.taskTimeout.isEmpty && window.isEmpty &&
+      settings.rateLimit.isEmpty && !settings.ordering.isInstanceOf[Ordering.ByKey[?, ?]]
+
+  /**
+   * Runs a task taken on the lean path (counted started, in `slot`). `slot` is confined to this worker's
+   * fiber; its `t0` is written in the continuation that reads the clock, which runs once, before the
+   * handler's `poll`, the only place a cancellation can reach it.
+   */
+  private def runLean(poll: Poll[F], slot: Slot[A], entry: TaskBuffer.Entry[A]): F[Unit] =
+    F.monotonic.flatMap { t0 =>
+      slot.t0 = t0
+      poll(settings.handler(entry.task)).attempt.flatMap { result =>
+        F.monotonic.flatMap { t1 =>
+          result match
+            case Right(value) =>
+              if tracked then F.delay(slot.entry = null) *> succeeded(entry, value, t1 - t0, 1)
+              else
+                F.delay {
+                  slot.entry = null
+                  ledger.succeededNow((t1 - t0).toNanos)
+                }
+            case Left(error) => F.delay(slot.entry = null) *> failed(entry, error, t1 - t0, 1)
+        }
+      }
+    }
+
+  /** What a cancelled worker leaves: the lean task it was running, if any, is recorded interrupted. */
+  private def interruptedIn(slot: Slot[A]): F[Unit] =
+    F.defer {
+      val entry = slot.entry
+      if entry == null then F.unit
+      else F.monotonic.flatMap(t1 => F.delay(slot.entry = null) *> interrupted(entry, t1 - slot.t0, 1))
     }
 
   private def run(poll: Poll[F], entry: TaskBuffer.Entry[A]): F[Unit] =
@@ -314,6 +389,11 @@ private[weir] final class Engine[F[_], A, B] private (
     yield ()
 
 private[weir] object Engine:
+
+  /** The task a worker is running on the lean path, and when it started; confined to that worker's fiber. */
+  final class Slot[A]:
+    var entry: TaskBuffer.Entry[A] | Null = null
+    var t0: FiniteDuration = Duration.Zero
 
   /** Where outcomes go, with their input position (`Long.MaxValue` when the task never got one). */
   type Emit[F[_], A, B] = (Long, Outcome[A, B]) => F[Unit]
