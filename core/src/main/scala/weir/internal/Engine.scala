@@ -111,92 +111,99 @@ private[weir] final class Engine[F[_], A, B] private (
 
   // ---- workers --------------------------------------------------------------------------------
 
-  /**
-   * One worker's life: take a task, run it, again, until the buffer is finished (false) or the pool has
-   * too many workers (true: it retired). The whole life is masked: a worker can be cancelled only where it
-   * waits (a take, a reorder-window admission, a rate-limiter permit, a backoff) or runs a handler, all of
-   * them inside `poll`, and each of those places records what a cancellation leaves behind. On the lean
-   * path that record is one finalizer for the worker's life, reading its [[Engine.Slot]], instead of one
-   * per task.
-   */
-  private def work(pool: WorkerPool[F]): F[Boolean] =
-    F.uncancelable { poll =>
-      val slot = new Slot[A]
-      loop(pool, poll, slot).onCancel(interruptedIn(slot))
-    }
-
-  private def loop(pool: WorkerPool[F], poll: Poll[F], slot: Slot[A]): F[Boolean] =
-    F.delay(next(pool, slot)).flatMap { entry =>
-      if entry == null then slowTake(pool, poll, slot)
-      else (if lean then runLean(poll, slot, entry) else run(poll, entry)).flatMap(_ => loop(pool, poll, slot))
-    }
+  private def work(pool: WorkerPool[F]): F[Boolean] = F.uncancelable(poll => new Worker(pool, poll).life)
 
   /**
-   * The fast path of a take, as one plain step: nothing to retire, an element ready, no producer to wake.
-   * On the lean path it also counts the task started and puts it in the slot. `null`: take the slow way.
-   */
-  private def next(pool: WorkerPool[F], slot: Slot[A]): TaskBuffer.Entry[A] | Null =
-    if pool.overLimitNow then null
-    else
-      val entry = buffer.tryTakeNow()
-      if lean && entry != null then
-        ledger.startedNow()
-        slot.entry = entry
-      entry
-
-  /** Retires if the pool is over its limit; otherwise takes a task, waiting for one if need be. */
-  private def slowTake(pool: WorkerPool[F], poll: Poll[F], slot: Slot[A]): F[Boolean] =
-    pool.tryRetire.flatMap { retired =>
-      if retired then F.pure(true)
-      else
-        buffer.take(poll).flatMap {
-          case Some(entry) =>
-            val ran =
-              if lean then F.delay { ledger.startedNow(); slot.entry = entry } *> runLean(poll, slot, entry)
-              else run(poll, entry)
-            ran.flatMap(_ => loop(pool, poll, slot))
-          case None => buffer.isFinished.flatMap(done => if done then F.pure(false) else loop(pool, poll, slot))
-        }
-    }
-
-  /**
-   * No reorder window, no key, no rate limit, no retry, no timeout: a task is one attempt, and once taken
-   * it starts at once, so it is counted started as it is taken.
+   * No reorder window, no key, no rate limit, no retry, no timeout: a task is one attempt and, once
+   * taken, starts at once, so it is counted started as it is taken.
    */
   private val lean =
     settings.retry.maxAttempts == 1 && settings.taskTimeout.isEmpty && window.isEmpty &&
       settings.rateLimit.isEmpty && !settings.ordering.isInstanceOf[Ordering.ByKey[?, ?]]
 
   /**
-   * Runs a task taken on the lean path (counted started, in `slot`). `slot` is confined to this worker's
-   * fiber; its `t0` is written in the continuation that reads the clock, which runs once, before the
-   * handler's `poll`, the only place a cancellation can reach it.
+   * One worker: takes a task, runs it, again, until the buffer is finished (`life` ends with false) or
+   * the pool has too many workers (true: it retired).
+   *
+   * Its whole life is masked: it can be cancelled only where it waits (a take, a reorder-window admission,
+   * a rate-limiter permit, a backoff) or runs a handler, all inside `poll`, and each of those places
+   * records what a cancellation leaves behind. On the lean path that record is one finalizer for the
+   * worker's life, which reads `current`, instead of one finalizer per task.
+   *
+   * The lean path is the hot path, so it is written for the run loop: its continuations are built once
+   * per worker, the take, the retire check and the counters are plain calls fused into one `F.delay`, and
+   * a task costs about ten effect nodes. The mutable fields are confined to this worker's fiber: they are
+   * written and read only by its own continuations and delays, which run one after another.
    */
-  private def runLean(poll: Poll[F], slot: Slot[A], entry: TaskBuffer.Entry[A]): F[Unit] =
-    F.monotonic.flatMap { t0 =>
-      slot.t0 = t0
-      poll(settings.handler(entry.task)).attempt.flatMap { result =>
-        F.monotonic.flatMap { t1 =>
-          result match
-            case Right(value) =>
-              if tracked then F.delay(slot.entry = null) *> succeeded(entry, value, t1 - t0, 1)
-              else
-                F.delay {
-                  slot.entry = null
-                  ledger.succeededNow((t1 - t0).toNanos)
-                }
-            case Left(error) => F.delay(slot.entry = null) *> failed(entry, error, t1 - t0, 1)
-        }
-      }
-    }
+  private final class Worker(pool: WorkerPool[F], poll: Poll[F]):
+    private var current: TaskBuffer.Entry[A] | Null = null // the lean task running now
+    private var t0 = 0L // when it started (monotonic nanoseconds)
+    private var result: Either[Throwable, B] = Left(null) // how it ended, between `ended` and `recorded`
 
-  /** What a cancelled worker leaves: the lean task it was running, if any, is recorded interrupted. */
-  private def interruptedIn(slot: Slot[A]): F[Unit] =
-    F.defer {
-      val entry = slot.entry
-      if entry == null then F.unit
-      else F.monotonic.flatMap(t1 => F.delay(slot.entry = null) *> interrupted(entry, t1 - slot.t0, 1))
-    }
+    def life: F[Boolean] = loop.onCancel(F.defer(interrupted))
+
+    private def loop: F[Boolean] = F.delay(next()).flatMap(dispatch)
+
+    /** The fast take, as one plain step; `null`: retire or take the slow way. */
+    private def next(): TaskBuffer.Entry[A] | Null =
+      if pool.overLimitNow then null
+      else
+        val entry = buffer.tryTakeNow()
+        if lean && entry != null then
+          ledger.startedNow()
+          current = entry
+        entry
+
+    private val dispatch: (TaskBuffer.Entry[A] | Null) => F[Boolean] = entry =>
+      if entry == null then slowTake
+      else if lean then F.monotonic.flatMap(started)
+      else run(poll, entry).flatMap(_ => loop)
+
+    private val started: FiniteDuration => F[Boolean] = at =>
+      t0 = at.toNanos
+      poll(settings.handler(current.nn.task)).attempt.flatMap(ended)
+
+    private val ended: Either[Throwable, B] => F[Boolean] = r =>
+      result = r
+      F.monotonic.flatMap(recorded)
+
+    private val recorded: FiniteDuration => F[Boolean] = at =>
+      val entry = current.nn
+      val latency = at.toNanos - t0
+      current = null
+      result match
+        case Right(_) if !tracked =>
+          F.delay {
+            ledger.succeededNow(latency)
+            next()
+          }.flatMap(dispatch)
+        case Right(value) => succeeded(entry, value, latency.nanos, 1).flatMap(_ => loop)
+        case Left(error) => failed(entry, error, latency.nanos, 1).flatMap(_ => loop)
+
+    /** Retires if the pool is over its limit; otherwise takes a task, waiting for one if need be. */
+    private def slowTake: F[Boolean] =
+      pool.tryRetire.flatMap { retired =>
+        if retired then F.pure(true)
+        else
+          buffer.take(poll).flatMap {
+            case Some(entry) =>
+              if lean then
+                F.delay {
+                  ledger.startedNow()
+                  current = entry
+                } *> F.monotonic.flatMap(started)
+              else run(poll, entry).flatMap(_ => loop)
+            case None => buffer.isFinished.flatMap(done => if done then F.pure(false) else loop)
+          }
+      }
+
+    /** What a cancelled worker leaves: the lean task it was running, if any, is recorded interrupted. */
+    private def interrupted: F[Unit] =
+      current match
+        case null => F.unit
+        case entry: TaskBuffer.Entry[A] @unchecked =>
+          current = null
+          F.monotonic.flatMap(at => Engine.this.interrupted(entry, (at.toNanos - t0).nanos, 1))
 
   private def run(poll: Poll[F], entry: TaskBuffer.Entry[A]): F[Unit] =
     val task = entry.task
@@ -389,11 +396,6 @@ private[weir] final class Engine[F[_], A, B] private (
     yield ()
 
 private[weir] object Engine:
-
-  /** The task a worker is running on the lean path, and when it started; confined to that worker's fiber. */
-  final class Slot[A]:
-    var entry: TaskBuffer.Entry[A] | Null = null
-    var t0: FiniteDuration = Duration.Zero
 
   /** Where outcomes go, with their input position (`Long.MaxValue` when the task never got one). */
   type Emit[F[_], A, B] = (Long, Outcome[A, B]) => F[Unit]
