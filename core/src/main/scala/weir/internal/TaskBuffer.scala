@@ -367,9 +367,10 @@ private[weir] object TaskBuffer:
     /** Wakes the first waiting producer if all it holds now fits. */
     private def wakeOfferer: (State[F, A], F[Unit]) =
       if offerers.isEmpty then (this, F.unit)
-      else offerers.dequeueOption match
-        case Some(((o, need), more)) if free >= need => (copy(offerers = more), o.complete(()).void)
-        case _ => (this, F.unit)
+      else
+        offerers.dequeueOption match
+          case Some(((o, need), more)) if free >= need => (copy(offerers = more), o.complete(()).void)
+          case _ => (this, F.unit)
 
     def finishKey(key: Any): (State[F, A], F[Option[Entry[A]]]) =
       claimed.get(key).flatMap(_.dequeueOption) match
