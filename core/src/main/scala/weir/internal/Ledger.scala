@@ -2,7 +2,7 @@ package weir.internal
 
 import cats.effect.kernel.{Ref, Sync}
 import cats.syntax.all.*
-import org.HdrHistogram.Histogram
+import org.HdrHistogram.ConcurrentHistogram
 import weir.{Latency, Outcome}
 
 import java.util.concurrent.atomic.LongAdder
@@ -10,10 +10,8 @@ import scala.concurrent.duration.*
 
 /**
  * The accounts of one run: counters for every transition a task makes, the failed and unstarted tasks
- * themselves, and the latency histogram. Updating a counter is a `LongAdder` increment, and a latency
- * goes to one of a few histograms striped by the recording thread, each behind a lock that other threads
- * almost never touch (one shared `ConcurrentHistogram` cost three contended atomic updates per task), so
- * the ledger is always on.
+ * themselves, and the latency histogram. Updating a counter is a `LongAdder` increment and recording a
+ * latency a wait-free histogram write, so the ledger is always on.
  *
  * Invariant at the end of a run: `received == succeeded + failed + notStarted`.
  */
@@ -28,12 +26,8 @@ private[weir] final class Ledger[F[_], A] private (
   private val notStartedN = new LongAdder
   private val retriedN = new LongAdder
   private val timedOutN = new LongAdder
-  // latencies in nanoseconds, 3 significant digits, resized as needed; stripe i is guarded by its own lock
-  private val stripes = Array.fill(Ledger.Stripes)(new Histogram(3))
-
-  private def record(latencyNanos: Long): Unit =
-    val h = stripes((Thread.currentThread().threadId() & (Ledger.Stripes - 1)).toInt)
-    h.synchronized(h.recordValue(math.max(0L, latencyNanos)))
+  // latencies in nanoseconds, 3 significant digits, resized as needed
+  private val histogram = new ConcurrentHistogram(3)
 
   def received(n: Int): F[Unit] = F.delay(receivedN.add(n.toLong))
   def started: F[Unit] = F.delay(startedN.increment())
@@ -44,7 +38,7 @@ private[weir] final class Ledger[F[_], A] private (
   /** [[succeeded]] as a plain call, for the worker's fast path (inside an effect). */
   def succeededNow(latencyNanos: Long): Unit =
     succeededN.increment()
-    record(latencyNanos)
+    histogram.recordValue(math.max(0L, latencyNanos))
   def retried: F[Unit] = F.delay(retriedN.increment())
   def timedOut: F[Unit] = F.delay(timedOutN.increment())
 
@@ -53,7 +47,7 @@ private[weir] final class Ledger[F[_], A] private (
   def failed(failure: Outcome.Failed[A, Nothing], latency: Option[FiniteDuration]): F[Unit] =
     F.delay {
       failedN.increment()
-      latency.foreach(l => record(l.toNanos))
+      latency.foreach(l => histogram.recordValue(math.max(0L, l.toNanos)))
     } *> failures.update(_ :+ failure)
 
   def notStarted(tasks: Iterable[A]): F[Unit] =
@@ -78,8 +72,7 @@ private[weir] final class Ledger[F[_], A] private (
 
   def latency: F[Latency] =
     F.delay {
-      val h = new Histogram(3)
-      stripes.foreach(stripe => stripe.synchronized(h.add(stripe)))
+      val h = histogram.copy()
       def at(p: Double) = h.getValueAtPercentile(p).nanos
       if h.getTotalCount == 0 then Latency.empty
       else
@@ -95,10 +88,6 @@ private[weir] final class Ledger[F[_], A] private (
     }
 
 private[weir] object Ledger:
-  /** Latency stripes: a power of two, twice the cores, so that the compute threads rarely share one. */
-  private val Stripes: Int =
-    Integer.highestOneBit(math.max(1, Runtime.getRuntime.availableProcessors() * 2 - 1)) * 2
-
   final case class Counts(
       received: Long,
       started: Long,
