@@ -103,10 +103,17 @@ private[weir] final class Engine[F[_], A, B] private (
    */
   private def offer(chunk: Chunk[A]): F[Boolean] =
     F.uncancelable { poll =>
-      ledger.received(chunk.size) *>
-        buffer.offer(poll, chunk, pool.grow, rest => ledger.notStarted(rest.toList)).flatMap { refused =>
-          if refused.isEmpty then F.pure(true) else ledger.notStarted(refused.toList).as(false)
-        }
+      // the fast path: the chunk fits, so it is counted and appended in one plain step
+      F.delay {
+        ledger.receivedNow(chunk.size)
+        buffer.tryOfferNow(chunk, pool.grow)
+      }.flatMap {
+        case null =>
+          buffer.offer(poll, chunk, pool.grow, rest => ledger.notStarted(rest.toList)).flatMap { refused =>
+            if refused.isEmpty then F.pure(true) else ledger.notStarted(refused.toList).as(false)
+          }
+        case appended: F[Unit] @unchecked => appended.as(true)
+      }
     }
 
   // ---- workers --------------------------------------------------------------------------------

@@ -29,7 +29,10 @@ private[weir] final class Ledger[F[_], A] private (
   // latencies in nanoseconds, 3 significant digits, resized as needed
   private val histogram = new ConcurrentHistogram(3)
 
-  def received(n: Int): F[Unit] = F.delay(receivedN.add(n.toLong))
+  def received(n: Int): F[Unit] = F.delay(receivedNow(n))
+
+  /** [[received]] as a plain call, for the producer's fast path (inside an effect). */
+  def receivedNow(n: Int): Unit = receivedN.add(n.toLong)
   def started: F[Unit] = F.delay(startedN.increment())
 
   /** [[started]] as a plain call, for the worker's fast path (inside an effect). */

@@ -85,6 +85,24 @@ private[weir] final class TaskBuffer[F[_], A] private (
     if chunk.isEmpty then F.pure(Chunk.empty) else loop(chunk, None)
 
   /**
+   * The producer's fast path: appends all of `chunk` now if it all fits, and returns what to run next (the
+   * wake-ups of the takers it served, then `demand` for the elements no taker received); or returns `null`
+   * and changes nothing when it does not all fit or the buffer is stopped (then call [[offer]]). A plain
+   * call, to be made inside an effect, in an uncancelable region with what it returns.
+   */
+  def tryOfferNow(chunk: Chunk[A], demand: Int => F[Unit]): F[Unit] | Null =
+    val appended = state.modifyNow { s =>
+      if s.stopped || chunk.size > s.free then (s, null)
+      else
+        val (next, result) = s.append(chunk, None)
+        (next, result)
+    }
+    if appended == null then null
+    else
+      val (wakes, outcome) = appended
+      if outcome.unserved > 0 then wakes *> demand(outcome.unserved) else wakes
+
+  /**
    * Takes the oldest element (whose key is not claimed, under per-key admission), waiting while there is
    * none. `None` means "look again": the buffer
    * was closed and emptied, stopped, or this taker was woken by [[wake]]. The wait is wrapped in `poll`,
@@ -229,7 +247,7 @@ private[weir] object TaskBuffer:
 
     def finished: Boolean = stopped || (closed && size == 0)
 
-    private def free: Int = capacity - size - parked
+    def free: Int = capacity - size - parked
 
     /**
      * Appends what fits and serves waiting takers, as long as either makes progress; registers `space` (if
