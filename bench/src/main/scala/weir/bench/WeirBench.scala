@@ -83,6 +83,11 @@ class WeirBench extends OnWeirRuntime:
 
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)
+  def sleepUnorderedOneChunk(): Long =
+    pipeline(SleepTasks, SleepConcurrency, Ordering.unordered, sleep, oneChunk = true)
+
+  @Benchmark
+  @OutputTimeUnit(TimeUnit.MILLISECONDS)
   def sleepOrdered(): Long = pipeline(SleepTasks, SleepConcurrency, Ordering.inputOrder, sleep)
 
   @Benchmark

@@ -103,25 +103,114 @@ private[weir] final class Engine[F[_], A, B] private (
    */
   private def offer(chunk: Chunk[A]): F[Boolean] =
     F.uncancelable { poll =>
-      ledger.received(chunk.size) *>
-        buffer.offer(poll, chunk, pool.grow, rest => ledger.notStarted(rest.toList)).flatMap { refused =>
-          if refused.isEmpty then F.pure(true) else ledger.notStarted(refused.toList).as(false)
-        }
+      // the fast path: the chunk fits, so it is counted and appended in one plain step
+      F.delay {
+        ledger.receivedNow(chunk.size)
+        buffer.tryOfferNow(chunk, pool.grow)
+      }.flatMap {
+        case null =>
+          buffer.offer(poll, chunk, pool.grow, rest => ledger.notStarted(rest.toList)).flatMap { refused =>
+            if refused.isEmpty then F.pure(true) else ledger.notStarted(refused.toList).as(false)
+          }
+        case appended: F[Unit] @unchecked => appended.as(true)
+      }
     }
 
   // ---- workers --------------------------------------------------------------------------------
 
-  private def work(pool: WorkerPool[F]): F[Boolean] =
-    pool.tryRetire.flatMap { retired =>
-      if retired then F.pure(true)
+  private def work(pool: WorkerPool[F]): F[Boolean] = F.uncancelable(poll => new Worker(pool, poll).life)
+
+  /**
+   * No reorder window, no key, no rate limit, no retry, no timeout: a task is one attempt and, once
+   * taken, starts at once, so it is counted started as it is taken.
+   */
+  private val lean =
+    settings.retry.maxAttempts == 1 && settings.taskTimeout.isEmpty && window.isEmpty &&
+      settings.rateLimit.isEmpty && !settings.ordering.isInstanceOf[Ordering.ByKey[?, ?]]
+
+  /**
+   * One worker: takes a task, runs it, again, until the buffer is finished (`life` ends with false) or
+   * the pool has too many workers (true: it retired).
+   *
+   * Its whole life is masked: it can be cancelled only where it waits (a take, a reorder-window admission,
+   * a rate-limiter permit, a backoff) or runs a handler, all inside `poll`, and each of those places
+   * records what a cancellation leaves behind. On the lean path that record is one finalizer for the
+   * worker's life, which reads `current`, instead of one finalizer per task.
+   *
+   * The lean path is the hot path, so it is written for the run loop: its continuations are built once
+   * per worker, the take, the retire check and the counters are plain calls fused into one `F.delay`, and
+   * a task costs about ten effect nodes. The mutable fields are confined to this worker's fiber: they are
+   * written and read only by its own continuations and delays, which run one after another.
+   */
+  private final class Worker(pool: WorkerPool[F], poll: Poll[F]):
+    private var current: TaskBuffer.Entry[A] | Null = null // the lean task running now
+    private var t0 = 0L // when it started (monotonic nanoseconds)
+    private var result: Either[Throwable, B] = Left(null) // how it ended, between `ended` and `recorded`
+
+    def life: F[Boolean] = loop.onCancel(F.defer(interrupted))
+
+    private def loop: F[Boolean] = F.delay(next()).flatMap(dispatch)
+
+    /** The fast take, as one plain step; `null`: retire or take the slow way. */
+    private def next(): TaskBuffer.Entry[A] | Null =
+      if pool.overLimitNow then null
       else
-        F.uncancelable { poll =>
+        val entry = buffer.tryTakeNow()
+        if lean && entry != null then
+          ledger.startedNow()
+          current = entry
+        entry
+
+    private val dispatch: (TaskBuffer.Entry[A] | Null) => F[Boolean] = entry =>
+      if entry == null then slowTake
+      else if lean then F.monotonic.flatMap(started)
+      else run(poll, entry).flatMap(_ => loop)
+
+    private val started: FiniteDuration => F[Boolean] = at =>
+      t0 = at.toNanos
+      poll(settings.handler(current.nn.task)).attempt.flatMap(ended)
+
+    private val ended: Either[Throwable, B] => F[Boolean] = r =>
+      result = r
+      F.monotonic.flatMap(recorded)
+
+    private val recorded: FiniteDuration => F[Boolean] = at =>
+      val entry = current.nn
+      val latency = at.toNanos - t0
+      current = null
+      result match
+        case Right(_) if !tracked =>
+          F.delay {
+            ledger.succeededNow(latency)
+            next()
+          }.flatMap(dispatch)
+        case Right(value) => succeeded(entry, value, latency.nanos, 1).flatMap(_ => loop)
+        case Left(error) => failed(entry, error, latency.nanos, 1).flatMap(_ => loop)
+
+    /** Retires if the pool is over its limit; otherwise takes a task, waiting for one if need be. */
+    private def slowTake: F[Boolean] =
+      pool.tryRetire.flatMap { retired =>
+        if retired then F.pure(true)
+        else
           buffer.take(poll).flatMap {
-            case Some(entry) => run(poll, entry).as(true)
-            case None => buffer.isFinished.map(!_)
+            case Some(entry) =>
+              if lean then
+                F.delay {
+                  ledger.startedNow()
+                  current = entry
+                } *> F.monotonic.flatMap(started)
+              else run(poll, entry).flatMap(_ => loop)
+            case None => buffer.isFinished.flatMap(done => if done then F.pure(false) else loop)
           }
-        }.flatMap(goOn => if goOn then work(pool) else F.pure(false))
-    }
+      }
+
+    /** What a cancelled worker leaves: the lean task it was running, if any, is recorded interrupted. */
+    private def interrupted: F[Unit] =
+      current match
+        case null => F.unit
+        case entry: TaskBuffer.Entry[A] @unchecked =>
+          current = null
+          F.monotonic.flatMap(at => Engine.this.interrupted(entry, (at.toNanos - t0).nanos, 1))
 
   private def run(poll: Poll[F], entry: TaskBuffer.Entry[A]): F[Unit] =
     val task = entry.task

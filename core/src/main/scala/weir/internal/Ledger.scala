@@ -29,16 +29,23 @@ private[weir] final class Ledger[F[_], A] private (
   // latencies in nanoseconds, 3 significant digits, resized as needed
   private val histogram = new ConcurrentHistogram(3)
 
-  def received(n: Int): F[Unit] = F.delay(receivedN.add(n.toLong))
+  def received(n: Int): F[Unit] = F.delay(receivedNow(n))
+
+  /** [[received]] as a plain call, for the producer's fast path (inside an effect). */
+  def receivedNow(n: Int): Unit = receivedN.add(n.toLong)
   def started: F[Unit] = F.delay(startedN.increment())
+
+  /** [[started]] as a plain call, for the worker's fast path (inside an effect). */
+  def startedNow(): Unit = startedN.increment()
+
+  /** [[succeeded]] as a plain call, for the worker's fast path (inside an effect). */
+  def succeededNow(latencyNanos: Long): Unit =
+    succeededN.increment()
+    histogram.recordValue(math.max(0L, latencyNanos))
   def retried: F[Unit] = F.delay(retriedN.increment())
   def timedOut: F[Unit] = F.delay(timedOutN.increment())
 
-  def succeeded(latency: FiniteDuration): F[Unit] =
-    F.delay {
-      succeededN.increment()
-      histogram.recordValue(math.max(0L, latency.toNanos))
-    }
+  def succeeded(latency: FiniteDuration): F[Unit] = F.delay(succeededNow(latency.toNanos))
 
   def failed(failure: Outcome.Failed[A, Nothing], latency: Option[FiniteDuration]): F[Unit] =
     F.delay {

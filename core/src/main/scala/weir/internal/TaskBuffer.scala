@@ -1,6 +1,6 @@
 package weir.internal
 
-import cats.effect.kernel.{Concurrent, Deferred, Poll, Ref}
+import cats.effect.kernel.{Async, Concurrent, Deferred, Poll}
 import cats.effect.syntax.all.*
 import cats.syntax.all.*
 import fs2.Chunk
@@ -28,8 +28,8 @@ import scala.collection.immutable.Queue as ScalaQueue
  */
 private[weir] final class TaskBuffer[F[_], A] private (
     val capacity: Int,
-    state: Ref[F, TaskBuffer.State[F, A]]
-)(using F: Concurrent[F]):
+    state: AtomicState[F, TaskBuffer.State[F, A]]
+)(using F: Async[F]):
   import TaskBuffer.*
 
   /** Elements held now, parked ones included. */
@@ -40,6 +40,13 @@ private[weir] final class TaskBuffer[F[_], A] private (
    * stays claimed) or `None` (the key is released).
    */
   def finishKey(key: Any): F[Option[Entry[A]]] = state.modify(_.finishKey(key)).flatten
+
+  /**
+   * The worker's fast path: takes the oldest claimable element now, if that needs nothing else — no wait,
+   * no producer to wake; otherwise returns `null` and changes nothing (then call [[take]]). A plain call,
+   * to be made inside an effect.
+   */
+  def tryTakeNow(): Entry[A] | Null = state.modifyNow(_.takeIfFree)
 
   /** True once stopped, or closed and emptied: takes will only ever return `None`. */
   def isFinished: F[Boolean] = state.get.map(_.finished)
@@ -76,6 +83,24 @@ private[weir] final class TaskBuffer[F[_], A] private (
         }
       }
     if chunk.isEmpty then F.pure(Chunk.empty) else loop(chunk, None)
+
+  /**
+   * The producer's fast path: appends all of `chunk` now if it all fits, and returns what to run next (the
+   * wake-ups of the takers it served, then `demand` for the elements no taker received); or returns `null`
+   * and changes nothing when it does not all fit or the buffer is stopped (then call [[offer]]). A plain
+   * call, to be made inside an effect, in an uncancelable region with what it returns.
+   */
+  def tryOfferNow(chunk: Chunk[A], demand: Int => F[Unit]): F[Unit] | Null =
+    val appended = state.modifyNow { s =>
+      if s.stopped || chunk.size > s.free then (s, null)
+      else
+        val (next, result) = s.append(chunk, None)
+        (next, result)
+    }
+    if appended == null then null
+    else
+      val (wakes, outcome) = appended
+      if outcome.unserved > 0 then wakes *> demand(outcome.unserved) else wakes
 
   /**
    * Takes the oldest element (whose key is not claimed, under per-key admission), waiting while there is
@@ -172,10 +197,10 @@ private[weir] final class TaskBuffer[F[_], A] private (
 private[weir] object TaskBuffer:
 
   def apply[F[_], A](capacity: Int, keyOf: Option[A => Any] = None)(using
-      F: Concurrent[F]
+      F: Async[F]
   ): F[TaskBuffer[F, A]] =
     require(capacity > 0, s"buffer capacity must be > 0, was: $capacity")
-    F.ref(State.empty[F, A](capacity, keyOf)).map(new TaskBuffer(capacity, _))
+    F.delay(new TaskBuffer(capacity, new AtomicState[F, State[F, A]](State.empty[F, A](capacity, keyOf))))
 
   /** A task, its input position and (under per-key admission) its key. */
   final class Entry[+A](val seq: Long, val task: A, val key: Any)
@@ -222,7 +247,7 @@ private[weir] object TaskBuffer:
 
     def finished: Boolean = stopped || (closed && size == 0)
 
-    private def free: Int = capacity - size - parked
+    def free: Int = capacity - size - parked
 
     /**
      * Appends what fits and serves waiting takers, as long as either makes progress; registers `space` (if
@@ -297,6 +322,17 @@ private[weir] object TaskBuffer:
 
     def takeOrWait(d: Deferred[F, Option[Entry[A]]]): (State[F, A], TakeResult[F, A]) = take(Some(d))
 
+    /** Takes a claimable element if no producer is to be woken by it; else stays as it is. */
+    def takeIfFree: (State[F, A], Entry[A] | Null) =
+      if stopped || size == 0 then (this, null)
+      else
+        val (s, entry) = popClaimable
+        entry match
+          case Some(e) if !s.offererFits => (s, e)
+          case _ => (this, null)
+
+    private def offererFits: Boolean = offerers.nonEmpty && free >= offerers.head._2
+
     private def take(waiter: Option[Deferred[F, Option[Entry[A]]]]): (State[F, A], TakeResult[F, A]) =
       if stopped then (this, Finished())
       else
@@ -348,9 +384,11 @@ private[weir] object TaskBuffer:
 
     /** Wakes the first waiting producer if all it holds now fits. */
     private def wakeOfferer: (State[F, A], F[Unit]) =
-      offerers.dequeueOption match
-        case Some(((o, need), more)) if free >= need => (copy(offerers = more), o.complete(()).void)
-        case _ => (this, F.unit)
+      if offerers.isEmpty then (this, F.unit)
+      else
+        offerers.dequeueOption match
+          case Some(((o, need), more)) if free >= need => (copy(offerers = more), o.complete(()).void)
+          case _ => (this, F.unit)
 
     def finishKey(key: Any): (State[F, A], F[Option[Entry[A]]]) =
       claimed.get(key).flatMap(_.dequeueOption) match

@@ -1,6 +1,6 @@
 package weir.internal
 
-import cats.effect.kernel.{Concurrent, Deferred, Outcome as FiberOutcome, Ref}
+import cats.effect.kernel.{Async, Deferred, Outcome as FiberOutcome}
 import cats.effect.std.Supervisor
 import cats.effect.syntax.all.*
 import cats.syntax.all.*
@@ -16,11 +16,11 @@ import cats.syntax.all.*
  * way (left, retired, failed, cancelled) is counted out exactly once.
  */
 private[weir] final class WorkerPool[F[_]] private (
-    state: Ref[F, WorkerPool.State],
+    state: AtomicState[F, WorkerPool.State],
     exited: Deferred[F, Unit],
     supervisor: Supervisor[F],
     body: WorkerPool[F] => F[Boolean] // runs one worker; true when it retired through tryRetire
-)(using F: Concurrent[F]):
+)(using F: Async[F]):
 
   def limit: F[Int] = state.get.map(_.limit)
   def live: F[Int] = state.get.map(_.live)
@@ -45,6 +45,14 @@ private[weir] final class WorkerPool[F[_]] private (
     state.modify(s => (s.copy(limit = n), n.toLong - s.live)).map(d =>
       math.max(Int.MinValue.toLong, math.min(Int.MaxValue.toLong, d)).toInt
     )
+
+  /**
+   * True when the pool has more workers than its limit allows, read now: the worker's fast path asks this
+   * (a plain read, inside an effect) and calls [[tryRetire]] only when it is true.
+   */
+  def overLimitNow: Boolean =
+    val s = state.now
+    s.live > s.limit
 
   /** Atomically leaves the pool if it has more workers than its limit allows. */
   val tryRetire: F[Boolean] =
@@ -84,11 +92,11 @@ private[weir] object WorkerPool:
    */
   final case class State(limit: Int, live: Int, open: Boolean, draining: Boolean)
 
-  def apply[F[_]: Concurrent](
+  def apply[F[_]](
       initialLimit: Int,
       supervisor: Supervisor[F]
-  )(body: WorkerPool[F] => F[Boolean]): F[WorkerPool[F]] =
+  )(body: WorkerPool[F] => F[Boolean])(using F: Async[F]): F[WorkerPool[F]] =
     for
-      state <- Ref.of[F, State](State(initialLimit, 0, open = true, draining = false))
+      state <- F.delay(new AtomicState[F, State](State(initialLimit, 0, open = true, draining = false)))
       exited <- Deferred[F, Unit]
     yield new WorkerPool(state, exited, supervisor, body)
