@@ -1,6 +1,7 @@
 package weir
 
 import cats.effect.{IO, Ref}
+import cats.syntax.all.*
 import cats.effect.testkit.TestControl
 import fs2.{Chunk, Stream}
 import munit.CatsEffectSuite
@@ -23,6 +24,24 @@ class PipelineSuite extends CatsEffectSuite:
       assertEquals(summary.stop, StopReason.Completed)
       assertEquals(all, (0 until 5000).toSet)
       assert(summary.allSucceeded)
+  }
+
+  test("a handler that throws instead of returning a failed effect fails that task, not the run") {
+    val boom = new IllegalStateException("thrown, not raised")
+    def handler(i: Int): IO[Int] = if i % 10 == 3 then throw boom else IO.pure(i)
+    val runs = List(
+      Pipeline(Stream.range(0, 100).covary[IO]).process(handler).withLimit(Limit.fixed(4)),
+      Pipeline(Stream.range(0, 100).covary[IO]).process(handler).withLimit(Limit.fixed(4))
+        .withOrdering(Ordering.inputOrder),
+      Pipeline(Stream.range(0, 100).covary[IO]).process(handler).withLimit(Limit.fixed(4))
+        .withRetry(Retry.exponential(1.milli, maxAttempts = 2))
+    )
+    TestControl.executeEmbed(runs.traverse(_.run)).map(_.foreach { s =>
+      assertEquals(s.received, 100L)
+      assertEquals(s.succeeded, 90L)
+      assertEquals(s.failures.map(_.task).sorted, Vector.tabulate(10)(_ * 10 + 3))
+      assert(s.failures.forall(_.error eq boom), s.failures.map(_.error).toString)
+    })
   }
 
   test("an empty source completes at once with nothing received") {

@@ -11,6 +11,7 @@ import weir.*
 
 import java.util.concurrent.ThreadLocalRandom
 import scala.concurrent.duration.*
+import scala.util.control.NonFatal
 
 /**
  * One run of a pipeline: producers feeding a [[TaskBuffer]], a [[WorkerPool]] draining it, a
@@ -168,7 +169,7 @@ private[weir] final class Engine[F[_], A, B] private (
 
     private val started: FiniteDuration => F[Boolean] = at =>
       t0 = at.toNanos
-      poll(settings.handler(current.nn.task)).attempt.flatMap(ended)
+      poll(handle(current.nn.task)).attempt.flatMap(ended)
 
     private val ended: Either[Throwable, B] => F[Boolean] = r =>
       result = r
@@ -234,6 +235,14 @@ private[weir] final class Engine[F[_], A, B] private (
         buffer.finishKey(key).flatMap(_.fold(F.unit)(keyChain(poll, key, _)))
       )
 
+  /**
+   * The handler's effect for `task`; a handler that throws instead of returning a failed effect fails
+   * that task like any other error (it would otherwise escape the worker and lose the task).
+   */
+  private def handle(task: A): F[B] =
+    try settings.handler(task)
+    catch case NonFatal(e) => F.raiseError(e)
+
   private val retry = settings.retry
   // no retry and no timeout: each task is one plain attempt, the leanest path
   private val plain = retry.maxAttempts == 1 && settings.taskTimeout.isEmpty
@@ -254,7 +263,7 @@ private[weir] final class Engine[F[_], A, B] private (
   private def begin(poll: Poll[F], entry: TaskBuffer.Entry[A]): F[Unit] =
     ledger.started *> F.monotonic.flatMap { t0 =>
       if plain then
-        poll(settings.handler(entry.task))
+        poll(handle(entry.task))
           .onCancel(F.monotonic.flatMap(t1 => interrupted(entry, t1 - t0, 1)))
           .redeemWith(
             error => F.monotonic.flatMap(t1 => failed(entry, error, t1 - t0, 1)),
@@ -266,7 +275,7 @@ private[weir] final class Engine[F[_], A, B] private (
   /** Attempt number `n` of a task started at `t0`; a retry's backoff is waited out in the same slot. */
   private def attempt(poll: Poll[F], entry: TaskBuffer.Entry[A], t0: FiniteDuration, n: Int): F[Unit] =
     val onCancel = F.monotonic.flatMap(t1 => interrupted(entry, t1 - t0, n))
-    poll(timed(settings.handler(entry.task)))
+    poll(timed(handle(entry.task)))
       .onCancel(onCancel)
       .redeemWith(
         error =>
