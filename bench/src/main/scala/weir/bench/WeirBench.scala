@@ -11,7 +11,8 @@ import scala.concurrent.duration.*
 
 /**
  * weir's per-task cost: `Pipeline(...).process(task).run`, unordered and in input order, fed by
- * `Stream.range` (one task per chunk, like the fs2 peers) or by a single chunk of all tasks (`OneChunk`).
+ * `Stream.range` (one task per chunk, like the fs2 peers) or by a single chunk of all tasks (`OneChunk`),
+ * and per key (`ByKey`: [[Workload.Keys]] keys, task `i` has key `i % Keys`).
  *
  * Baselines in this class: the same tasks run one after another in a single fiber (`noopSequential`: what
  * an effect costs with no concurrency at all) and ten 1 ms sleeps in a row (`sleepSequential`: the ideal
@@ -72,6 +73,17 @@ class WeirBench extends OnWeirRuntime:
   @Benchmark
   @OperationsPerInvocation(Tasks)
   def noopOrderedOneChunk(): Long = pipeline(Tasks, Concurrency, Ordering.inputOrder, noop, oneChunk = true)
+
+  // per-key ordering with many more keys than workers: what claiming and releasing a key costs per task
+  private val key: Int => Int = _ % Keys
+
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def noopByKey(): Long = pipeline(Tasks, Concurrency, Ordering.byKey(key), noop)
+
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def noopByKeyOneChunk(): Long = pipeline(Tasks, Concurrency, Ordering.byKey(key), noop, oneChunk = true)
 
   @Benchmark
   @OperationsPerInvocation(Tasks)

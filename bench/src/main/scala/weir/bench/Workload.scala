@@ -14,6 +14,9 @@ object Workload:
   final val Tasks = 100000
   final val Concurrency = 64
 
+  /** Distinct keys in the per-key benchmarks: many more than workers, so keys rarely wait for each other. */
+  final val Keys = 1024
+
   final val SleepTasks = 10000
   final val SleepConcurrency = 1000
   final val SleepMillis = 1

@@ -26,6 +26,13 @@ private[weir] final class AtomicState[F[_], S](initial: S)(using F: Sync[F]):
     val (next, result) = f(seen)
     if ref.compareAndSet(seen, next) then result else modifyNow(f)
 
+  /**
+   * Replaces `expected` (a state read with [[now]]) by `next` if it is still the current state; false if
+   * another change came first (then read again and retry). For a hot path whose change and result are
+   * computed without the tuple [[modifyNow]] allocates.
+   */
+  def compareAndSetNow(expected: S, next: S): Boolean = ref.compareAndSet(expected, next)
+
   def get: F[S] = F.delay(ref.get())
   def modify[B](f: S => (S, B)): F[B] = F.delay(modifyNow(f))
   def update(f: S => S): F[Unit] = F.delay(modifyNow(s => (f(s), ())))

@@ -46,7 +46,13 @@ private[weir] final class TaskBuffer[F[_], A] private (
    * no producer to wake; otherwise returns `null` and changes nothing (then call [[take]]). A plain call,
    * to be made inside an effect.
    */
-  def tryTakeNow(): Entry[A] | Null = state.modifyNow(_.takeIfFree)
+  @annotation.tailrec
+  def tryTakeNow(): Entry[A] | Null =
+    val seen = state.now
+    val next = seen.takeFromHead
+    if next == null then state.modifyNow(_.takeIfFree)
+    else if state.compareAndSetNow(seen, next) then Entry(seen.headSeq + seen.pos, seen.head(seen.pos), null)
+    else tryTakeNow()
 
   /** True once stopped, or closed and emptied: takes will only ever return `None`. */
   def isFinished: F[Boolean] = state.get.map(_.finished)
@@ -90,7 +96,7 @@ private[weir] final class TaskBuffer[F[_], A] private (
    * and changes nothing when it does not all fit or the buffer is stopped (then call [[offer]]). A plain
    * call, to be made inside an effect, in an uncancelable region with what it returns.
    */
-  def tryOfferNow(chunk: Chunk[A], demand: Int => F[Unit]): F[Unit] | Null =
+  def tryOfferNow(chunk: Chunk[A], demand: Int => F[Unit] | Null): F[Unit] | Null =
     val appended = state.modifyNow { s =>
       if s.stopped || chunk.size > s.free then (s, null)
       else
@@ -100,7 +106,10 @@ private[weir] final class TaskBuffer[F[_], A] private (
     if appended == null then null
     else
       val (wakes, outcome) = appended
-      if outcome.unserved > 0 then wakes *> demand(outcome.unserved) else wakes
+      val grow = if outcome.unserved > 0 then demand(outcome.unserved) else null
+      grow match
+        case null => wakes
+        case start: F[Unit] @unchecked => wakes *> start
 
   /**
    * Takes the oldest element (whose key is not claimed, under per-key admission), waiting while there is
@@ -110,10 +119,10 @@ private[weir] final class TaskBuffer[F[_], A] private (
    */
   def take(poll: Poll[F]): F[Option[Entry[A]]] =
     state.modify(_.takeOrSpin).flatMap {
-      case Taken(entry, wake) => wake.as(Some(entry))
-      case Finished() => F.pure(None)
-      case Spin() => spin(poll, Spins)
-      case MustWait() => park(poll, spinner = false)
+      case t: Taken[F, A] @unchecked => t.wake.as(Some(t.entry))
+      case Finished => F.pure(None)
+      case Spin => spin(poll, Spins)
+      case MustWait => park(poll, spinner = false)
     }
 
   /*
@@ -136,8 +145,8 @@ private[weir] final class TaskBuffer[F[_], A] private (
         if seen.size == 0 && !seen.stopped && !seen.closed then spin(poll, left - 1)
         else
           state.modify(_.spinAgain).flatMap {
-            case Taken(entry, wake) => wake.as(Some(entry))
-            case Finished() => F.pure(None)
+            case t: Taken[F, A] @unchecked => t.wake.as(Some(t.entry))
+            case Finished => F.pure(None)
             case _ => spin(poll, left - 1)
           }
       }
@@ -145,8 +154,8 @@ private[weir] final class TaskBuffer[F[_], A] private (
   private def park(poll: Poll[F], spinner: Boolean): F[Option[Entry[A]]] =
     state.modify(_.unspin).flatten.whenA(spinner) *> F.deferred[Option[Entry[A]]].flatMap { d =>
       state.modify(_.takeOrWait(d)).flatMap {
-        case Taken(entry, wake) => wake.as(Some(entry))
-        case Finished() => F.pure(None)
+        case t: Taken[F, A] @unchecked => t.wake.as(Some(t.entry))
+        case Finished => F.pure(None)
         case _ => poll(d.get).onCancel(abandonTake(d))
       }
     }
@@ -210,11 +219,12 @@ private[weir] object TaskBuffer:
 
   private final case class Appended(accepted: Int, unserved: Int, refused: Boolean)
 
-  private sealed trait TakeResult[F[_], A]
+  // the results without fields are single objects: a take allocates no result unless it took something
+  private sealed trait TakeResult[+F[_], +A]
   private final case class Taken[F[_], A](entry: Entry[A], wake: F[Unit]) extends TakeResult[F, A]
-  private final case class Finished[F[_], A]() extends TakeResult[F, A]
-  private final case class MustWait[F[_], A]() extends TakeResult[F, A]
-  private final case class Spin[F[_], A]() extends TakeResult[F, A]
+  private case object Finished extends TakeResult[Nothing, Nothing]
+  private case object MustWait extends TakeResult[Nothing, Nothing]
+  private case object Spin extends TakeResult[Nothing, Nothing]
 
   /** Takers that may spin at once, and how many times each yields before it parks. */
   private val MaxSpinners = 1
@@ -302,14 +312,14 @@ private[weir] object TaskBuffer:
     /** Takes an element if one is claimable; else becomes a spinner if there is room for one. */
     def takeOrSpin: (State[F, A], TakeResult[F, A]) =
       take(None) match
-        case (s, MustWait()) if s.spinning < MaxSpinners => (s.copy(spinning = s.spinning + 1), Spin())
+        case (s, MustWait) if s.spinning < MaxSpinners => (s.copy(spinning = s.spinning + 1), Spin)
         case other => other
 
     /** A spinner looks again: it stops spinning if it gets an element or the buffer is finished. */
     def spinAgain: (State[F, A], TakeResult[F, A]) =
       take(None) match
-        case (s, MustWait()) => (s, MustWait())
-        case (s, taken: Taken[F, A]) =>
+        case (s, MustWait) => (s, MustWait)
+        case (s, taken: Taken[F, A] @unchecked) =>
           val (served, wakes) = s.unspin
           (served, Taken(taken.entry, taken.wake *> wakes))
         case (s, other) => (s.copy(spinning = s.spinning - 1), other)
@@ -331,18 +341,28 @@ private[weir] object TaskBuffer:
           case Some(e) if !s.offererFits => (s, e)
           case _ => (this, null)
 
+    /**
+     * [[takeIfFree]]'s commonest case, with nothing allocated but the next state: no key function, nothing
+     * put back, the oldest element in the head chunk, and no producer to wake by taking it. The element
+     * taken is `head(pos)` of this state. `null` when the case does not apply (then use [[takeIfFree]]).
+     */
+    def takeFromHead: State[F, A] | Null =
+      if stopped || keyOf.isDefined || front.nonEmpty || pos >= head.size then null
+      else if offerers.nonEmpty && free + 1 >= offerers.head._2 then null
+      else copy(pos = pos + 1, size = size - 1)
+
     private def offererFits: Boolean = offerers.nonEmpty && free >= offerers.head._2
 
     private def take(waiter: Option[Deferred[F, Option[Entry[A]]]]): (State[F, A], TakeResult[F, A]) =
-      if stopped then (this, Finished())
+      if stopped then (this, Finished)
       else
         val (s, entry) = popClaimable
         entry match
           case Some(e) =>
             val (woken, wake) = s.wakeOfferer
             (woken, Taken(e, wake))
-          case None if closed => (s, Finished())
-          case None => waiter.fold((s, MustWait()))(d => (s.copy(takers = s.takers.enqueue(d)), MustWait()))
+          case None if closed => (s, Finished)
+          case None => waiter.fold((s, MustWait))(d => (s.copy(takers = s.takers.enqueue(d)), MustWait))
 
     /** Pops queued elements until one whose key is free (claiming it), parking the others. */
     private def popClaimable: (State[F, A], Option[Entry[A]]) =

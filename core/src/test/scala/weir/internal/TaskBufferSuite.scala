@@ -56,6 +56,30 @@ class TaskBufferSuite extends CatsEffectSuite:
       assertEquals(size, 0)
   }
 
+  test(
+    "the fast take hands out elements in order and leaves to the slow take the one that wakes a producer"
+  ) {
+    val run =
+      for
+        b <- TaskBuffer[IO, Int](4)
+        producer <- offer(b, Chunk.from(0 until 10)).start
+        _ <- IO.sleep(1.second) // the producer stored 0..3 and waits for two free places (half the buffer)
+        first <- IO(b.tryTakeNow()).map(e => Option(e).map(e => (e.seq, e.task)))
+        second <- IO(b.tryTakeNow()).map(e => Option(e).map(e => (e.seq, e.task)))
+        third <- take(b) // frees the second place: wakes the producer
+        rest <- take(b).replicateA(7)
+        _ <- producer.joinWithNever
+        size <- b.size
+      yield (first, second, third, rest.flatten, size)
+    TestControl.executeEmbed(run).map { (first, second, third, rest, size) =>
+      assertEquals(first, Some(0L -> 0))
+      assertEquals(second, None) // taking it would have to wake the producer: not the fast path's job
+      assertEquals(third, Some(1L -> 1))
+      assertEquals(rest, (2 until 9).map(i => i.toLong -> i).toList)
+      assertEquals(size, 1)
+    }
+  }
+
   test("close: takers drain what is left, then get None") {
     for
       b <- TaskBuffer[IO, Int](4)
