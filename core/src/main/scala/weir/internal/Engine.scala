@@ -211,10 +211,11 @@ private[weir] final class Engine[F[_], A, B] private (
           buffer.take(poll).flatMap {
             case Some(entry) =>
               if lean then
-                F.delay {
-                  ledger.startedNow()
+                F.monotonic.flatMap { at =>
+                  ledger.startedNow() // in the continuation, like `recorded`'s bookkeeping
                   current = entry
-                } *> F.monotonic.flatMap(started)
+                  started(at)
+                }
               else run(poll, entry).flatMap(_ => loop)
             case None => buffer.isFinished.flatMap(done => if done then F.pure(false) else loop)
           }
