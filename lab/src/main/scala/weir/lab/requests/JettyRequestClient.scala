@@ -30,11 +30,16 @@ final class JettyRequestClient private (
     timeout: FiniteDuration
 ) extends RequestClient:
   private val idle = new ConcurrentLinkedDeque[Connection]
+  private val (host, port) =
+    val uri = java.net.URI.create(base)
+    (uri.getHost, uri.getPort)
 
   def get(id: Long): IO[Long] =
     IO.async[(Int, String)] { cb =>
       IO {
-        val request = client.newRequest(s"$base/$id").timeout(timeout.toMillis, TimeUnit.MILLISECONDS)
+        // scheme, host and port given apart: no URI to parse per request
+        val request =
+          client.newRequest(host, port).path(s"/$id").timeout(timeout.toMillis, TimeUnit.MILLISECONDS)
         def send(connection: Connection): Unit =
           connection.send(
             request,
