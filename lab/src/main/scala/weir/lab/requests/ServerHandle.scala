@@ -29,14 +29,6 @@ object ServerPlacement:
 
 object ServerHandle:
 
-  /**
-   * The server child's collector (ADR 0013): Ember allocates about 60 KB per request and keeps a few
-   * hundred MB reachable (its connections), so under G1's default sizing it collected about once a second,
-   * 66 ms median pauses and a tenth of its CPU; the parallel collector with a fixed 1 GiB young generation
-   * collects a few times a minute. The old generation still grows to the default maximum heap.
-   */
-  val serverJvmFlags: List[String] = List("-XX:+UseParallelGC", "-Xms2g", "-Xmn1g")
-
   /** A timeout as `weir lab serve` takes it: whole seconds, 0 for none. */
   private def seconds(d: scala.concurrent.duration.Duration): String =
     if d.isFinite then math.max(1L, d.toSeconds).toString else "0"
@@ -71,7 +63,9 @@ object ServerHandle:
         for
           url <- Resource.eval(Deferred[IO, Either[Throwable, String]])
           child <- LabJvm.start(
-            serverJvmFlags,
+            // no heap or collector flag: ParallelGC with a fixed 1 GiB young generation collected less
+            // often but paused longer than G1's default, for the same CPU (ADR 0013)
+            Nil,
             args,
             line =>
               if line.startsWith("listening on ") then

@@ -27,10 +27,11 @@ import java.nio.channels.{
  * default and weir's runtime both do), non-blocking `SocketChannel`s polled by the compute threads
  * themselves and wrapped by fs2's `SelectingSocket` — what fs2's own `Network[IO]` does on such a runtime.
  * Otherwise they are NIO2 channels wrapped by fs2's `Socket.forAsync`, whose every read and write
- * completes on the JDK's channel-group thread and hops to a compute thread (ADR 0013: that hop was a large
- * share of the server's CPU).
+ * completes on the JDK's channel-group thread and hops to a compute thread (ADR 0013); `polled = false`
+ * asks for those.
  */
-final class WideBacklogSocketGroup(backlog: Int, clients: Network[IO]) extends SocketGroup[IO]:
+final class WideBacklogSocketGroup(backlog: Int, clients: Network[IO], polled: Boolean = true)
+    extends SocketGroup[IO]:
   require(backlog > 0, s"backlog must be > 0, was: $backlog")
 
   def client(to: SocketAddress[Host], options: List[SocketOption]): Resource[IO, Socket[IO]] =
@@ -45,8 +46,8 @@ final class WideBacklogSocketGroup(backlog: Int, clients: Network[IO]) extends S
       options: List[SocketOption]
   ): Resource[IO, (SocketAddress[IpAddress], Stream[IO, Socket[IO]])] =
     Resource.eval(Selector.find).flatMap {
-      case Some(selector) => selecting(selector, address, port, options)
-      case None => asynchronous(address, port, options)
+      case Some(selector) if polled => selecting(selector, address, port, options)
+      case _ => asynchronous(address, port, options)
     }
 
   private def bindAddress(address: Option[Host], port: Option[Port]): IO[InetSocketAddress] =
