@@ -5,7 +5,9 @@ import com.comcast.ip4s.{Host, Port}
 import io.circe.Json
 import io.circe.parser.parse
 import io.circe.syntax.*
-import org.http4s.{HttpApp, HttpRoutes, Response, Status as HttpStatus}
+import fs2.{Chunk, Stream}
+import org.http4s.{Headers, HttpApp, HttpRoutes, Method, Request, Response, Status as HttpStatus}
+import org.http4s.headers.`Content-Length`
 import org.http4s.dsl.io.*
 import org.http4s.ember.server.EmberServerBuilder
 import org.http4s.server.Server
@@ -13,6 +15,7 @@ import org.typelevel.log4cats.noop.NoOpLogger
 import fs2.io.net.Network
 
 import java.lang.management.ManagementFactory
+import java.nio.charset.StandardCharsets
 import java.util.concurrent.atomic.AtomicLong
 import scala.concurrent.duration.*
 
@@ -28,8 +31,10 @@ import scala.concurrent.duration.*
  * ==Resources==
  * At most `maxConnections` connections are open at once (Ember refuses to accept more until one closes),
  * and up to `backlog` more wait in the kernel's accept queue ([[WideBacklogSocketGroup]]);
- * a connection idle for `idleTimeout` is closed; the request line and headers must arrive within 10 s and
- * fit in 16 KiB. A request holds one fiber sleeping on the runtime's timer, nothing else, while it waits.
+ * a connection idle for `idleTimeout` is closed; the request line and headers must arrive within
+ * `headerTimeout` and fit in 16 KiB (either timeout may be infinite: then only `maxConnections` bounds the
+ * connections a silent client holds). A request holds one fiber sleeping on the runtime's timer, nothing
+ * else, while it waits.
  *
  * ==Clients that disconnect==
  * The handler does not notice the client leaving while it sleeps: it finishes its delay, the write of the
@@ -45,13 +50,16 @@ object DelayServer:
       maxDelayMs: Long = 3000,
       seed: Long = 0L,
       maxConnections: Int = 16384,
-      idleTimeout: FiniteDuration = 60.seconds,
+      idleTimeout: Duration = 60.seconds,
+      headerTimeout: Duration = 10.seconds,
       backlog: Int = 4096
   ):
     require(maxDelayMs > 0, s"max delay must be > 0 ms, was: $maxDelayMs")
     require(maxConnections > 0, s"max connections must be > 0, was: $maxConnections")
     require(backlog > 0, s"backlog must be > 0, was: $backlog")
     require(port >= 0 && port <= 65535, s"port must be in [0, 65535], was: $port")
+    require(idleTimeout > Duration.Zero, s"idle timeout must be > 0 or infinite, was: $idleTimeout")
+    require(headerTimeout > Duration.Zero, s"header timeout must be > 0 or infinite, was: $headerTimeout")
 
   /** The server's counters at one moment. */
   final case class Stats(
@@ -122,8 +130,10 @@ object DelayServer:
         .withHttpApp(app(config, counters))
         .withMaxConnections(config.maxConnections)
         .withSocketGroup(new WideBacklogSocketGroup(config.backlog, Network[IO]))
+        // each finite timeout is a race (two fibers and a timer) around every read, write or header parse:
+        // three per request; the lab's embedded server runs without them (ADR 0013)
         .withIdleTimeout(config.idleTimeout)
-        .withRequestHeaderReceiveTimeout(10.seconds)
+        .withRequestHeaderReceiveTimeout(config.headerTimeout)
         .withMaxHeaderSize(16 * 1024)
         // Ember reads into a fresh buffer of this size on every read (default 256 KiB): with thousands of
         // connections that alone allocated gigabytes per second and spent a sixth of the time in GC pauses
@@ -140,17 +150,43 @@ object DelayServer:
   private def portOf(server: Server): Int = server.address.getPort
 
   private def app(config: Config, counters: Counters): HttpApp[IO] =
-    HttpRoutes
+    val stats = HttpRoutes
       .of[IO] {
         case GET -> Root / "stats" => Ok(counters.snapshot.toJson.noSpaces)
         case POST -> Root / "stats" / "reset-peak" => IO(counters.resetPeak()) *>
             Ok(counters.snapshot.toJson.noSpaces)
-        case GET -> Root / LongVar(id) =>
-          val wait = IO.sleep(delayMs(config.seed, id, config.maxDelayMs).millis)
-          IO(counters.enter()).bracket(_ => wait)(_ => IO(counters.leave())) *>
-            IO(counters.served.incrementAndGet()) *> Ok(id.toString)
       }
       .orNotFound
+    HttpApp[IO] { request =>
+      idOf(request) match
+        case Some(id) =>
+          val wait = IO.sleep(delayMs(config.seed, id, config.maxDelayMs).millis)
+          IO(counters.enter()).bracket(_ => wait)(_ => IO(counters.leave())) *>
+            IO {
+              val _ = counters.served.incrementAndGet()
+              answer(id)
+            }
+        case None => stats.run(request)
+    }
+
+  /** The id of `GET /{id}` (a single segment, a decimal `Long`), read without the routing DSL. */
+  private def idOf(request: Request[IO]): Option[Long] =
+    if request.method != Method.GET then None
+    else
+      val segments = request.uri.path.segments
+      if segments.length != 1 then None else segments(0).encoded.toLongOption
+
+  /**
+   * The answer to `GET /{id}`: the id's digits with their length, no other header (Ember adds `Date` and
+   * `Connection`); the body is one chunk.
+   */
+  private def answer(id: Long): Response[IO] =
+    val bytes = id.toString.getBytes(StandardCharsets.US_ASCII)
+    Response[IO](
+      HttpStatus.Ok,
+      headers = Headers(`Content-Length`.unsafeFromLong(bytes.length.toLong)),
+      body = Stream.chunk(Chunk.array(bytes))
+    )
 
   /** Lock-free counters: a request costs three atomic increments and a compare-and-set loop for the peak. */
   private final class Counters(seed: Long, maxDelayMs: Long):

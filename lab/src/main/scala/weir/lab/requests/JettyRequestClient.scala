@@ -3,7 +3,7 @@ package weir.lab.requests
 import cats.effect.{IO, Resource}
 import org.eclipse.jetty.client.{BufferingResponseListener, Connection, Destination, HttpClient, Result}
 import org.eclipse.jetty.util.Promise
-import org.eclipse.jetty.util.thread.QueuedThreadPool
+import org.eclipse.jetty.util.thread.{Invocable, QueuedThreadPool}
 
 import java.nio.charset.StandardCharsets
 import java.util.concurrent.{CancellationException, ConcurrentLinkedDeque, TimeUnit}
@@ -30,11 +30,16 @@ final class JettyRequestClient private (
     timeout: FiniteDuration
 ) extends RequestClient:
   private val idle = new ConcurrentLinkedDeque[Connection]
+  private val (host, port) =
+    val uri = java.net.URI.create(base)
+    (uri.getHost, uri.getPort)
 
   def get(id: Long): IO[Long] =
     IO.async[(Int, String)] { cb =>
       IO {
-        val request = client.newRequest(s"$base/$id").timeout(timeout.toMillis, TimeUnit.MILLISECONDS)
+        // scheme, host and port given apart: no URI to parse per request
+        val request =
+          client.newRequest(host, port).path(s"/$id").timeout(timeout.toMillis, TimeUnit.MILLISECONDS)
         def send(connection: Connection): Unit =
           connection.send(
             request,
@@ -88,6 +93,9 @@ object JettyRequestClient:
       client.setIdleTimeout(60000L)
       client.setFollowRedirects(false)
       client.setUserAgentField(null)
+      // our listener only pushes a connection and completes a callback: it may run on the selector thread
+      // itself, without a hand-off to another Jetty thread per answer (ADR 0013)
+      client.getHttpClientTransport.setInvocationType(Invocable.InvocationType.NON_BLOCKING)
       client.start()
       new JettyRequestClient(client, client.resolveDestination(client.newRequest(base)), base, timeout)
     })(c =>

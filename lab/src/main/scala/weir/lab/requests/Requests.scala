@@ -136,12 +136,18 @@ object Requests extends Experiment:
       case Some(s) =>
         s.childResult.fold(run(s).as(ExitCode.Success))(file => runChild(s, file).as(ExitCode.Success))
 
-  /** The embedded server's settings: enough connections for the concurrency. */
+  /**
+   * The embedded server's settings: enough connections for the concurrency, and no idle or header timeout
+   * (its only client is this run, and each finite timeout costs a race per read, write and header parse:
+   * ADR 0013); its connections are bounded by `maxConnections` and closed when the run ends.
+   */
   def serverConfig(s: Settings): DelayServer.Config =
     DelayServer.Config(
       maxDelayMs = s.maxDelayMs,
       seed = s.seed,
-      maxConnections = math.max(16384, s.concurrency + 1024)
+      maxConnections = math.max(16384, s.concurrency + 1024),
+      idleTimeout = Duration.Inf,
+      headerTimeout = Duration.Inf
     )
 
   /** Runs every chosen approach and reports; the results, in order. */

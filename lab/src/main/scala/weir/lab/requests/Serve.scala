@@ -6,6 +6,8 @@ import scopt.{OEffect, OParser}
 import weir.lab.Experiment
 import weir.lab.report.ExperimentIo.positive
 
+import scala.concurrent.duration.*
+
 /**
  * `./weir lab serve`: the delay server on its own, until interrupted. Its first line on standard output is
  * `listening on http://HOST:PORT` (the lab's embedded server in a child JVM reads the port from it).
@@ -19,7 +21,9 @@ object Serve extends Experiment:
       port: Int = 8000,
       maxDelayMs: Long = 3000,
       seed: Long = 0L,
-      maxConnections: Int = 16384
+      maxConnections: Int = 16384,
+      idleTimeoutS: Long = 60,
+      headerTimeoutS: Long = 10
   )
 
   private val builder = OParser.builder[Options]
@@ -50,8 +54,22 @@ object Serve extends Experiment:
       opt[Int]("max-connections").valueName("N")
         .validate(positive("--max-connections"))
         .action((n, o) => o.copy(maxConnections = n))
-        .text("open connections at most (default 16384; the process's file limit is the real cap)")
+        .text("open connections at most (default 16384; the process's file limit is the real cap)"),
+      opt[Long]("idle-timeout").valueName("S")
+        .validate(nonNegative("--idle-timeout"))
+        .action((t, o) => o.copy(idleTimeoutS = t))
+        .text("close a connection idle (or stuck in a read or write) for S seconds; 0: never (default 60)"),
+      opt[Long]("header-timeout").valueName("S")
+        .validate(nonNegative("--header-timeout"))
+        .action((t, o) => o.copy(headerTimeoutS = t))
+        .text("a request's line and headers must arrive within S seconds; 0: no limit (default 10)")
     )
+
+  private def nonNegative(option: String)(seconds: Long): Either[String, Unit] =
+    if seconds >= 0 then Right(()) else Left(s"$option must be >= 0 s (0: none), was: $seconds")
+
+  /** `s` seconds, 0 meaning no timeout. */
+  def timeout(s: Long): Duration = if s == 0 then Duration.Inf else s.seconds
 
   def parse(args: Seq[String]): Option[Options] = OParser.parse(parser, args, Options())
 
@@ -61,7 +79,15 @@ object Serve extends Experiment:
     (parsed, effects.collect { case OEffect.ReportError(message) => message })
 
   def config(o: Options): DelayServer.Config =
-    DelayServer.Config(Host.fromString(o.host).get, o.port, o.maxDelayMs, o.seed, o.maxConnections)
+    DelayServer.Config(
+      Host.fromString(o.host).get,
+      o.port,
+      o.maxDelayMs,
+      o.seed,
+      o.maxConnections,
+      idleTimeout = timeout(o.idleTimeoutS),
+      headerTimeout = timeout(o.headerTimeoutS)
+    )
 
   def run(args: List[String]): IO[ExitCode] =
     parse(args) match

@@ -29,6 +29,10 @@ object ServerPlacement:
 
 object ServerHandle:
 
+  /** A timeout as `weir lab serve` takes it: whole seconds, 0 for none. */
+  private def seconds(d: scala.concurrent.duration.Duration): String =
+    if d.isFinite then math.max(1L, d.toSeconds).toString else "0"
+
   /** A server already running at `url` (e.g. `http://127.0.0.1:8000`). */
   def at(url: String): Resource[IO, ServerHandle] =
     val base = url.stripSuffix("/")
@@ -50,11 +54,17 @@ object ServerHandle:
           "--seed",
           config.seed.toString,
           "--max-connections",
-          config.maxConnections.toString
+          config.maxConnections.toString,
+          "--idle-timeout",
+          seconds(config.idleTimeout),
+          "--header-timeout",
+          seconds(config.headerTimeout)
         )
         for
           url <- Resource.eval(Deferred[IO, Either[Throwable, String]])
           child <- LabJvm.start(
+            // no heap or collector flag: ParallelGC with a fixed 1 GiB young generation collected less
+            // often but paused longer than G1's default, for the same CPU (ADR 0013)
             Nil,
             args,
             line =>

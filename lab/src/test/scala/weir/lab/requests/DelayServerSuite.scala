@@ -21,6 +21,10 @@ class DelayServerSuite extends CatsEffectSuite:
   private val server = ResourceFunFixture(DelayServer.resource(config))
   private val slowConfig = DelayServer.Config(maxDelayMs = 4000, seed = 5)
   private val slowServer = ResourceFunFixture(DelayServer.resource(slowConfig))
+  // the lab's embedded server runs without Ember's idle and header timeouts (ADR 0013)
+  private val slowServerNoTimeouts = ResourceFunFixture(
+    DelayServer.resource(slowConfig.copy(idleTimeout = Duration.Inf, headerTimeout = Duration.Inf))
+  )
 
   private def send(port: Int, id: Long): IO[Socket] = IO.blocking {
     val socket = new Socket("127.0.0.1", port)
@@ -59,26 +63,35 @@ class DelayServerSuite extends CatsEffectSuite:
   }
 
   slowServer.test("clients that disconnect mid-request: in flight returns to zero, others are still served") {
-    s =>
-      // 40 requests that each wait 2–4 s: all of them are in flight when their clients leave
-      val ids =
-        Iterator.from(100).map(_.toLong).filter(DelayServer.delayMs(5, _, 4000) >= 2000).take(40).toList
-      for
-        sockets <- ids.traverse(id => send(s.port, id))
-        _ <- eventually(s)(_.inFlight == ids.size.toLong)
-        // half leave politely (FIN), half abort (RST) while the server waits
-        _ <- IO.blocking(sockets.zipWithIndex.foreach { (socket, i) =>
-          if i % 2 == 0 then socket.setSoLinger(true, 0)
-          socket.close()
-        })
-        after <- eventually(s)(st => st.inFlight == 0 && st.served == ids.size.toLong)
-        answer <- RequestClient.jdk(s.baseUrl, 10.seconds).use(c => IO.blocking(c.getBlocking(7L)))
-        last <- s.stats
-      yield
-        assertEquals(after.peakInFlight, ids.size.toLong)
-        assert(after.abandoned >= 1 && after.abandoned <= ids.size.toLong, after)
-        assertEquals(answer, 7L)
-        assertEquals((last.served, last.inFlight, last.errors), (ids.size.toLong + 1, 0L, 0L))
+    s => disconnects(s)
+  }
+
+  slowServerNoTimeouts.test(
+    "without timeouts too, clients that disconnect mid-request cost nothing lasting"
+  ) {
+    s => disconnects(s)
+  }
+
+  private def disconnects(s: DelayServer.Running): IO[Unit] = {
+    // 40 requests that each wait 2–4 s: all of them are in flight when their clients leave
+    val ids =
+      Iterator.from(100).map(_.toLong).filter(DelayServer.delayMs(5, _, 4000) >= 2000).take(40).toList
+    for
+      sockets <- ids.traverse(id => send(s.port, id))
+      _ <- eventually(s)(_.inFlight == ids.size.toLong)
+      // half leave politely (FIN), half abort (RST) while the server waits
+      _ <- IO.blocking(sockets.zipWithIndex.foreach { (socket, i) =>
+        if i % 2 == 0 then socket.setSoLinger(true, 0)
+        socket.close()
+      })
+      after <- eventually(s)(st => st.inFlight == 0 && st.served == ids.size.toLong)
+      answer <- RequestClient.jdk(s.baseUrl, 10.seconds).use(c => IO.blocking(c.getBlocking(7L)))
+      last <- s.stats
+    yield
+      assertEquals(after.peakInFlight, ids.size.toLong)
+      assert(after.abandoned >= 1 && after.abandoned <= ids.size.toLong, after)
+      assertEquals(answer, 7L)
+      assertEquals((last.served, last.inFlight, last.errors), (ids.size.toLong + 1, 0L, 0L))
   }
 
   server.test("unknown paths are 404, the peak can be reset") { s =>
@@ -105,4 +118,12 @@ class DelayServerSuite extends CatsEffectSuite:
       interceptMessage[IllegalArgumentException]("requirement failed: max delay must be > 0 ms, was: -3")(
         DelayServer.Config(maxDelayMs = -3)
       )
+    val _ =
+      interceptMessage[IllegalArgumentException](
+        "requirement failed: idle timeout must be > 0 or infinite, was: 0 days"
+      )(DelayServer.Config(idleTimeout = Duration.Zero))
+    val _ =
+      interceptMessage[IllegalArgumentException](
+        "requirement failed: header timeout must be > 0 or infinite, was: -1 seconds"
+      )(DelayServer.Config(headerTimeout = -1.second))
   }

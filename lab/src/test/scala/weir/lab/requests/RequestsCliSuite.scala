@@ -2,6 +2,8 @@ package weir.lab.requests
 
 import munit.FunSuite
 
+import scala.concurrent.duration.*
+
 /** `./weir lab requests` and `./weir lab serve` options: defaults, and bad values refused by name. */
 class RequestsCliSuite extends FunSuite:
 
@@ -85,5 +87,14 @@ class RequestsCliSuite extends FunSuite:
     serveRefused("--max-delay", "0")("--max-delay must be > 0 ms, was: 0")
     serveRefused("--max-connections", "0")("--max-connections must be > 0, was: 0")
     serveRefused("--host", "not a host")("--host must be an address, was: not a host")
+    serveRefused("--idle-timeout", "-1")("--idle-timeout must be >= 0 s (0: none), was: -1")
+    serveRefused("--header-timeout", "-5")("--header-timeout must be >= 0 s (0: none), was: -5")
+    serveRefused("--idle-timeout", "soon")("--idle-timeout expects a number but was given 'soon'")
+    val timeouts = Serve.parse(List("--idle-timeout", "0", "--header-timeout", "7")).map(Serve.config)
+    assertEquals(timeouts.map(c => (c.idleTimeout, c.headerTimeout)), Some((Duration.Inf, 7.seconds)))
+    assertEquals(
+      Serve.parse(Nil).map(Serve.config).map(c => (c.idleTimeout, c.headerTimeout)),
+      Some((60.seconds, 10.seconds))
+    )
     assertEquals(Serve.parse(List("--port", "0", "--seed", "3")).map(o => (o.port, o.seed)), Some((0, 3L)))
   }
