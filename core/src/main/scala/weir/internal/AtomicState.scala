@@ -9,7 +9,7 @@ import scala.annotation.tailrec
  * The current state of a state machine: an immutable value swapped by compare-and-set, like `Ref`, and
  * with `Ref`'s effectful `get`, `modify` and `update`. Unlike `Ref` it also offers the same operations as
  * plain calls ([[now]], [[modifyNow]]), so that the engine's hot path can fuse several state changes and
- * counter updates into one `F.delay` instead of one effect per step (ADR 0011).
+ * counter updates into one `F.delay` instead of one effect per step (ADR 0012).
  *
  * `modifyNow`'s function may run more than once under contention, exactly like `Ref.modify`'s: it must be
  * pure, and the effects it describes must be run by the caller after it returns.

@@ -139,8 +139,9 @@ private[weir] final class Engine[F[_], A, B] private (
    * worker's life, which reads `current`, instead of one finalizer per task.
    *
    * The lean path is the hot path, so it is written for the run loop: its continuations are built once
-   * per worker, the take, the retire check and the counters are plain calls fused into one `F.delay`, and
-   * a task costs about ten effect nodes. The mutable fields are confined to this worker's fiber: they are
+   * per worker, and the take, the retire check, the counters and the latency record are plain calls fused
+   * into one step (an `F.delay`, or the continuation of the clock reading that ends a task); besides what
+   * its handler builds, a task allocates three effect nodes (its `poll`, `attempt` and `flatMap`). The mutable fields are confined to this worker's fiber: they are
    * written and read only by its own continuations and delays, which run one after another.
    */
   private final class Worker(pool: WorkerPool[F], poll: Poll[F]):
@@ -153,10 +154,13 @@ private[weir] final class Engine[F[_], A, B] private (
       if pool.overLimitNow then null
       else
         val entry = buffer.tryTakeNow()
-        if lean && entry != null then
-          ledger.startedNow()
-          current = entry
+        if lean && entry != null then claim(entry)
         entry
+
+    /** A lean task starts as it is taken: counted started and held in `current` for the finalizer. */
+    private def claim(entry: TaskBuffer.Entry[A]): Unit =
+      ledger.startedNow()
+      current = entry
 
     private val dispatch: (TaskBuffer.Entry[A] | Null) => F[Boolean] = entry =>
       if entry == null then slowTake
@@ -212,8 +216,7 @@ private[weir] final class Engine[F[_], A, B] private (
             case Some(entry) =>
               if lean then
                 F.monotonic.flatMap { at =>
-                  ledger.startedNow() // in the continuation, like `recorded`'s bookkeeping
-                  current = entry
+                  claim(entry) // in the continuation, like `recorded`'s bookkeeping
                   started(at)
                 }
               else run(poll, entry).flatMap(_ => loop)

@@ -97,11 +97,8 @@ private[weir] final class TaskBuffer[F[_], A] private (
    * call, to be made inside an effect, in an uncancelable region with what it returns.
    */
   def tryOfferNow(chunk: Chunk[A], demand: Int => F[Unit] | Null): F[Unit] | Null =
-    val appended = state.modifyNow { s =>
-      if s.stopped || chunk.size > s.free then (s, null)
-      else
-        val (next, result) = s.append(chunk, None)
-        (next, result)
+    val appended = state.modifyNow[(F[Unit], Appended) | Null] { s =>
+      if s.stopped || chunk.size > s.free then (s, null) else s.append(chunk, None)
     }
     if appended == null then null
     else
@@ -348,8 +345,9 @@ private[weir] object TaskBuffer:
      */
     def takeFromHead: State[F, A] | Null =
       if stopped || keyOf.isDefined || front.nonEmpty || pos >= head.size then null
-      else if offerers.nonEmpty && free + 1 >= offerers.head._2 then null
-      else copy(pos = pos + 1, size = size - 1)
+      else
+        val next = copy(pos = pos + 1, size = size - 1)
+        if next.offererFits then null else next
 
     private def offererFits: Boolean = offerers.nonEmpty && free >= offerers.head._2
 
@@ -404,11 +402,9 @@ private[weir] object TaskBuffer:
 
     /** Wakes the first waiting producer if all it holds now fits. */
     private def wakeOfferer: (State[F, A], F[Unit]) =
-      if offerers.isEmpty then (this, F.unit)
-      else
-        offerers.dequeueOption match
-          case Some(((o, need), more)) if free >= need => (copy(offerers = more), o.complete(()).void)
-          case _ => (this, F.unit)
+      offerers.dequeueOption match
+        case Some(((o, need), more)) if free >= need => (copy(offerers = more), o.complete(()).void)
+        case _ => (this, F.unit)
 
     def finishKey(key: Any): (State[F, A], F[Option[Entry[A]]]) =
       claimed.get(key).flatMap(_.dequeueOption) match

@@ -74,26 +74,19 @@ final class WideBacklogSocketGroup(backlog: Int, clients: Network[IO], polled: B
         }
       }
 
-  /** Each accepted connection in a scope of its own, closed when its consumer is done with it. */
   private def acceptedSelecting(
       selector: Selector,
       server: ServerSocketChannel,
       local: SocketAddress[IpAddress],
       options: List[SocketOption]
   ): Stream[IO, Socket[IO]] =
-    // None: the server socket is closed, the stream ends; a failed accept on an open socket is skipped
-    def next: Stream[IO, Option[Socket[IO]]] =
-      Stream.resource(acceptOneSelecting(selector, server).attempt).flatMap {
-        case Right(ch) =>
-          Stream.eval(IO {
-            ch.configureBlocking(false)
-            options.foreach(o => ch.setOption(o.key, o.value))
-            WideBacklogSocketGroup.addressOf(ch.getRemoteAddress)
-          }.flatMap(remote => WideBacklogSocketGroup.wrapSelecting(selector, ch, local, remote))).map(Some(_))
-        case Left(_) if !server.isOpen => Stream.emit(None)
-        case Left(_) => Stream.empty
-      } ++ next
-    next.unNoneTerminate
+    acceptLoop(acceptOneSelecting(selector, server), server.isOpen) { ch =>
+      IO {
+        ch.configureBlocking(false)
+        options.foreach(o => ch.setOption(o.key, o.value))
+        WideBacklogSocketGroup.addressOf(ch.getRemoteAddress)
+      }.flatMap(remote => WideBacklogSocketGroup.wrapSelecting(selector, ch, local, remote))
+    }
 
   private def acceptOneSelecting(
       selector: Selector,
@@ -124,19 +117,26 @@ final class WideBacklogSocketGroup(backlog: Int, clients: Network[IO], polled: B
         }
       }
 
-  /** Each accepted connection in a scope of its own, closed when its consumer is done with it. */
   private def accepted(
       server: AsynchronousServerSocketChannel,
       options: List[SocketOption]
   ): Stream[IO, Socket[IO]] =
-    // None: the server socket is closed, the stream ends; a failed accept on an open socket is skipped
+    acceptLoop(acceptOne(server), server.isOpen) { ch =>
+      IO(options.foreach(o => ch.setOption(o.key, o.value))) *> WideBacklogSocketGroup.wrap(ch)
+    }
+
+  /**
+   * Each connection `acceptOne` accepts, wrapped by `wrap`, in a scope of its own (closed when its consumer
+   * is done with it). A failed accept is skipped while the server socket `isOpen`; once it is closed, the
+   * stream ends.
+   */
+  private def acceptLoop[C](acceptOne: Resource[IO, C], isOpen: => Boolean)(
+      wrap: C => IO[Socket[IO]]
+  ): Stream[IO, Socket[IO]] =
     def next: Stream[IO, Option[Socket[IO]]] =
-      Stream.resource(acceptOne(server).attempt).flatMap {
-        case Right(ch) =>
-          Stream.eval(IO(options.foreach(o => ch.setOption(o.key, o.value))) *>
-            WideBacklogSocketGroup.wrap(ch))
-            .map(Some(_))
-        case Left(_) if !server.isOpen => Stream.emit(None)
+      Stream.resource(acceptOne.attempt).flatMap {
+        case Right(ch) => Stream.eval(wrap(ch)).map(Some(_))
+        case Left(_) if !isOpen => Stream.emit(None)
         case Left(_) => Stream.empty
       } ++ next
     next.unNoneTerminate
