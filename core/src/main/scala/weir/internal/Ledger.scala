@@ -2,7 +2,6 @@ package weir.internal
 
 import cats.effect.kernel.{Ref, Sync}
 import cats.syntax.all.*
-import org.HdrHistogram.ConcurrentHistogram
 import weir.{Latency, Outcome}
 
 import java.util.concurrent.atomic.LongAdder
@@ -10,8 +9,9 @@ import scala.concurrent.duration.*
 
 /**
  * The accounts of one run: counters for every transition a task makes, the failed and unstarted tasks
- * themselves, and the latency histogram. Updating a counter is a `LongAdder` increment and recording a
- * latency a wait-free histogram write, so the ledger is always on.
+ * themselves, and the task latencies. Updating a counter is a `LongAdder` increment and recording a
+ * latency a plain write to the recording thread's own histogram ([[LatencyRecorder]]), so the ledger is
+ * always on.
  *
  * Invariant at the end of a run: `received == succeeded + failed + notStarted`.
  */
@@ -26,8 +26,7 @@ private[weir] final class Ledger[F[_], A] private (
   private val notStartedN = new LongAdder
   private val retriedN = new LongAdder
   private val timedOutN = new LongAdder
-  // latencies in nanoseconds, 3 significant digits, resized as needed
-  private val histogram = new ConcurrentHistogram(3)
+  private val latencies = new LatencyRecorder
 
   def received(n: Int): F[Unit] = F.delay(receivedNow(n))
 
@@ -41,7 +40,7 @@ private[weir] final class Ledger[F[_], A] private (
   /** [[succeeded]] as a plain call, for the worker's fast path (inside an effect). */
   def succeededNow(latencyNanos: Long): Unit =
     succeededN.increment()
-    histogram.recordValue(math.max(0L, latencyNanos))
+    latencies.record(latencyNanos)
   def retried: F[Unit] = F.delay(retriedN.increment())
   def timedOut: F[Unit] = F.delay(timedOutN.increment())
 
@@ -50,7 +49,7 @@ private[weir] final class Ledger[F[_], A] private (
   def failed(failure: Outcome.Failed[A, Nothing], latency: Option[FiniteDuration]): F[Unit] =
     F.delay {
       failedN.increment()
-      latency.foreach(l => histogram.recordValue(math.max(0L, l.toNanos)))
+      latency.foreach(l => latencies.record(l.toNanos))
     } *> failures.update(_ :+ failure)
 
   def notStarted(tasks: Iterable[A]): F[Unit] =
@@ -73,22 +72,8 @@ private[weir] final class Ledger[F[_], A] private (
   def failedTasks: F[Vector[Outcome.Failed[A, Nothing]]] = failures.get
   def unstartedTasks: F[Vector[A]] = unstarted.get
 
-  def latency: F[Latency] =
-    F.delay {
-      val h = histogram.copy()
-      def at(p: Double) = h.getValueAtPercentile(p).nanos
-      if h.getTotalCount == 0 then Latency.empty
-      else
-        Latency(
-          h.getTotalCount,
-          h.getMean.toLong.nanos,
-          at(50),
-          at(90),
-          at(99),
-          at(99.9),
-          h.getMaxValue.nanos
-        )
-    }
+  /** The latency summary; read it once the run's tasks are all recorded (see [[LatencyRecorder]]). */
+  def latency: F[Latency] = F.delay(latencies.summary)
 
 private[weir] object Ledger:
   final case class Counts(
