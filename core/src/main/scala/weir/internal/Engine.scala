@@ -88,33 +88,51 @@ private[weir] final class Engine[F[_], A, B] private (
     settings.source.producers.parTraverse_(produce) *> buffer.close *> pool.finishing(stop = false) *>
       producersDone.complete(()).void
 
-  /** Feeds one producer's chunks to the buffer (one pull step per chunk) until it ends or is refused. */
+  /**
+   * Feeds one producer's chunks to the buffer until it ends or is refused.
+   *
+   * One pull step per chunk, and usually nothing else: the fast offer (count the chunk received, append
+   * it, hand elements to waiting workers) is a plain call made in the step's continuation, which runs
+   * once, in this producer's fiber, when the chunk arrives, and cannot be interrupted half-way (it is
+   * synchronous). An effect is evaluated only when one is needed: workers to start, or the slow offer
+   * (the buffer is full or stopped). A `Pull.eval` per chunk would cost about as much again as the pull
+   * itself for a source of one-element chunks (ADR 0012, addendum 2).
+   */
   private def produce(stream: Stream[F, A]): F[Unit] =
     def go(s: Stream[F, A]): Pull[F, Nothing, Unit] =
       s.pull.uncons.flatMap {
         case Some((chunk, rest)) =>
-          Pull.eval(offer(chunk)).flatMap(accepted => if accepted then go(rest) else Pull.done)
+          offerNow(chunk) match
+            case TaskBuffer.Offered => go(rest)
+            case next: F[Boolean] @unchecked =>
+              Pull.eval(next).flatMap(accepted => if accepted then go(rest) else Pull.done)
         case None => Pull.done
       }
     go(stream).stream.compile.drain.handleErrorWith(e => sourceErrors.update(e :: _))
 
   /**
-   * Offers one chunk; false once the buffer refuses tasks (the run is stopping: the refused ones are
-   * recorded as not started, and the producer reads no further).
+   * Offers one chunk now if it fits ([[TaskBuffer.Offered]]: nothing left to do), or returns the effect
+   * that finishes the offer: starting workers, or waiting for room. That effect yields false once the
+   * buffer refuses tasks (the run is stopping: the refused ones are recorded as not started, and the
+   * producer reads no further). The chunk is counted received before it can be taken (so a snapshot never
+   * shows a task started but not received), and counted again by the slow offer only if the fast one
+   * failed, so that a producer cancelled before the slow offer runs leaves no task counted and unplaced.
    */
-  private def offer(chunk: Chunk[A]): F[Boolean] =
+  private def offerNow(chunk: Chunk[A]): TaskBuffer.Offered.type | F[Boolean] =
+    ledger.receivedNow(chunk.size)
+    buffer.tryOfferNow(chunk, pool.growNow) match
+      case TaskBuffer.Offered => TaskBuffer.Offered
+      case null =>
+        ledger.receivedNow(-chunk.size)
+        slowOffer(chunk)
+      case start: F[Unit] @unchecked => F.uncancelable(_ => start).as(true)
+
+  private def slowOffer(chunk: Chunk[A]): F[Boolean] =
     F.uncancelable { poll =>
-      // the fast path: the chunk fits, so it is counted and appended in one plain step
-      F.delay {
-        ledger.receivedNow(chunk.size)
-        buffer.tryOfferNow(chunk, pool.growNow)
-      }.flatMap {
-        case null =>
-          buffer.offer(poll, chunk, pool.grow, rest => ledger.notStarted(rest.toList)).flatMap { refused =>
-            if refused.isEmpty then F.pure(true) else ledger.notStarted(refused.toList).as(false)
-          }
-        case appended: F[Unit] @unchecked => appended.as(true)
-      }
+      ledger.received(chunk.size) *>
+        buffer.offer(poll, chunk, pool.grow, rest => ledger.notStarted(rest.toList)).flatMap { refused =>
+          if refused.isEmpty then F.pure(true) else ledger.notStarted(refused.toList).as(false)
+        }
     }
 
   // ---- workers --------------------------------------------------------------------------------

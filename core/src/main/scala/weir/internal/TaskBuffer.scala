@@ -1,10 +1,11 @@
 package weir.internal
 
-import cats.effect.kernel.{Async, Concurrent, Deferred, Poll}
+import cats.effect.kernel.{Async, Deferred, Poll}
 import cats.effect.syntax.all.*
 import cats.syntax.all.*
 import fs2.Chunk
 
+import java.util.concurrent.atomic.AtomicReference
 import scala.collection.immutable.Queue as ScalaQueue
 
 /**
@@ -21,6 +22,9 @@ import scala.collection.immutable.Queue as ScalaQueue
  * capacity counts them) until they are handed out. Claiming happens inside the same state change as
  * the take, so elements of one key are always handed out in input order. Only keys that are claimed
  * have an entry, so the bookkeeping is bounded by the number of workers, not by the number of keys.
+ *
+ * Waiting takers are callbacks ([[TaskBuffer.Taker]]), so handing an element to one is a plain call and
+ * a producer's fast path ([[tryOfferNow]]) needs no effect at all, even when it wakes a worker.
  *
  * Cancellation: an `offer` cancelled while waiting keeps what was already accepted and hands the rest
  * to its `onCancel`; a `take` cancelled while waiting either left the queue of takers untouched or, if
@@ -77,9 +81,9 @@ private[weir] final class TaskBuffer[F[_], A] private (
   ): F[Chunk[A]] =
     // `space` is allocated only once an offer has to wait: the common case is one `modify` per chunk
     def loop(rest: Chunk[A], space: Option[Deferred[F, Unit]]): F[Chunk[A]] =
-      state.modify(_.append(rest, space)).flatMap { case (wakes, appended) =>
+      state.modify(_.append(rest, space)).flatMap { case (served, appended) =>
         val left = rest.drop(appended.accepted)
-        wakes *> demand(appended.unserved).whenA(appended.unserved > 0) *> {
+        handOver(served) *> demand(appended.unserved).whenA(appended.unserved > 0) *> {
           if appended.refused || left.isEmpty then F.pure(left)
           else
             space match
@@ -91,22 +95,25 @@ private[weir] final class TaskBuffer[F[_], A] private (
     if chunk.isEmpty then F.pure(Chunk.empty) else loop(chunk, None)
 
   /**
-   * The producer's fast path: appends all of `chunk` now if it all fits, and returns what to run next (the
-   * wake-ups of the takers it served, then `demand` for the elements no taker received); or returns `null`
-   * and changes nothing when it does not all fit or the buffer is stopped (then call [[offer]]). A plain
-   * call, to be made inside an effect, in an uncancelable region with what it returns.
+   * The producer's fast path: appends all of `chunk` now if it all fits, handing elements to waiting takers
+   * on the way (plain calls), and returns [[Offered]], or what is left to run (`demand` for the elements no
+   * taker received, when it returns an effect); or returns `null` and changes nothing when the chunk does
+   * not all fit or the buffer is stopped (then call [[offer]]). A plain call, to be made inside an effect
+   * or a pull step, with what it returns run uncancelably.
    */
-  def tryOfferNow(chunk: Chunk[A], demand: Int => F[Unit] | Null): F[Unit] | Null =
-    val appended = state.modifyNow[(F[Unit], Appended) | Null] { s =>
+  def tryOfferNow(chunk: Chunk[A], demand: Int => F[Unit] | Null): Offered.type | F[Unit] | Null =
+    val appended = state.modifyNow[(Served[A], Appended) | Null] { s =>
       if s.stopped || chunk.size > s.free then (s, null) else s.append(chunk, None)
     }
     if appended == null then null
     else
-      val (wakes, outcome) = appended
-      val grow = if outcome.unserved > 0 then demand(outcome.unserved) else null
-      grow match
-        case null => wakes
-        case start: F[Unit] @unchecked => wakes *> start
+      val (served, outcome) = appended
+      handOverNow(served)
+      if outcome.unserved == 0 then Offered
+      else
+        demand(outcome.unserved) match
+          case null => Offered
+          case start: F[Unit] @unchecked => start
 
   /**
    * Takes the oldest element (whose key is not claimed, under per-key admission), waiting while there is
@@ -148,34 +155,39 @@ private[weir] final class TaskBuffer[F[_], A] private (
           }
       }
 
+  /*
+   * Parks as a callback in the queue of takers. The look and the registration are one state change, made
+   * when the callback exists (inside `async`), so no element can slip past between them. A taker cancelled
+   * while parked gives up its place; an element handed to it in that same instant goes back (see `Taker`).
+   */
   private def park(poll: Poll[F], spinner: Boolean): F[Option[Entry[A]]] =
-    state.modify(_.unspin).flatten.whenA(spinner) *> F.deferred[Option[Entry[A]]].flatMap { d =>
-      state.modify(_.takeOrWait(d)).flatMap {
-        case t: Taken[F, A] @unchecked => t.wake.as(Some(t.entry))
-        case Finished => F.pure(None)
-        case _ => poll(d.get).onCancel(abandonTake(d))
+    leaveSpinning.whenA(spinner) *> poll(F.async[Option[Entry[A]]] { callback =>
+      F.delay {
+        val taker = new Taker[A](callback, giveBack)
+        (taker, state.modifyNow(_.takeOrWait(taker)))
+      }.flatMap {
+        case (_, t: Taken[F, A] @unchecked) => t.wake.map { _ => callback(Right(Some(t.entry))); None }
+        case (_, Finished) => F.delay { callback(Right(None)); None }
+        case (taker, _) => F.pure(Some(abandonTake(taker)))
       }
-    }
+    })
 
   /** Wakes up to `n` waiting takers with `None`, so they look at the world again. */
   def wake(n: Int): F[Unit] =
     state.modify { s =>
       val (woken, kept) = s.takers.splitAt(n)
-      (s.copy(takers = kept), woken.traverse_(_.complete(None).void))
-    }.flatten
+      (s.copy(takers = kept), woken)
+    }.flatMap(lookAgain)
 
   /** No more offers: takers get `None` once the buffer is empty. */
   def close: F[Unit] =
-    state.modify(s =>
-      (s.copy(closed = true, takers = ScalaQueue.empty), s.takers.traverse_(_.complete(None).void))
-    ).flatten
+    state.modify(s => (s.copy(closed = true, takers = ScalaQueue.empty), s.takers)).flatMap(lookAgain)
 
   /** No more takes; offers are refused from now on. Wakes every waiter. */
   def stop: F[Unit] =
     state.modify { s =>
-      val wakes = s.takers.traverse_(_.complete(None).void) *> s.offerers.traverse_(_._1.complete(()).void)
-      (s.copy(stopped = true, takers = ScalaQueue.empty, offerers = ScalaQueue.empty), wakes)
-    }.flatten
+      (s.copy(stopped = true, takers = ScalaQueue.empty, offerers = ScalaQueue.empty), (s.takers, s.offerers))
+    }.flatMap((takers, offerers) => lookAgain(takers) *> offerers.traverse_(_._1.complete(()).void))
 
   /** Removes and returns every element still held (after a `stop`). */
   def remaining: F[Vector[A]] =
@@ -184,21 +196,23 @@ private[weir] final class TaskBuffer[F[_], A] private (
   private def forgetOfferer(d: Deferred[F, Unit]): F[Unit] =
     state.update(s => s.copy(offerers = s.offerers.filterNot(_._1 eq d)))
 
-  private def abandonTake(d: Deferred[F, Option[Entry[A]]]): F[Unit] =
-    state.modify { s =>
-      if s.takers.exists(_ eq d) then (s.copy(takers = s.takers.filterNot(_ eq d)), F.unit)
-      else
-        (
-          s,
-          d.tryGet.flatMap {
-            case Some(Some(entry)) => putBack(entry)
-            case _ => F.unit
-          }
-        )
-    }.flatten
+  /** A parked taker was cancelled: it leaves the queue, and what was handed to it meanwhile goes back. */
+  private def abandonTake(taker: Taker[A]): F[Unit] =
+    F.delay {
+      taker.abandon()
+      val seen = state.now
+      if seen.takers.exists(_ eq taker) then
+        state.modifyNow(s => (s.copy(takers = s.takers.filterNot(_ eq taker)), ()))
+    }
 
-  private def putBack(entry: Entry[A]): F[Unit] =
-    state.modify(_.putBack(entry)).flatten
+  private def lookAgain(takers: Iterable[Taker[A]]): F[Unit] =
+    if takers.isEmpty then F.unit else F.delay(takers.foreach(_.lookAgain()))
+
+  private def handOver(served: Served[A]): F[Unit] =
+    if served.isEmpty then F.unit else F.delay(handOverNow(served))
+
+  /** Puts back an element a cancelled taker never received, serving it again at once if someone waits. */
+  private val giveBack: Entry[A] => Unit = entry => handOverNow(state.modifyNow(_.putBack(entry)))
 
 private[weir] object TaskBuffer:
 
@@ -215,6 +229,41 @@ private[weir] object TaskBuffer:
   final class KeyFailure(val error: Throwable)
 
   private final case class Appended(accepted: Int, unserved: Int, refused: Boolean)
+
+  /** [[TaskBuffer.tryOfferNow]]: the chunk was appended and there is nothing left to run. */
+  object Offered
+
+  /**
+   * A parked taker: the waiting fiber's callback, settled exactly once — with an element, with `None`
+   * ("look again"), or by the taker giving up when cancelled — by a compare-and-set. Settling is a plain
+   * call, so elements are handed over without an effect. When the taker gave up first, whoever hands it
+   * an element gives the element back instead; when the element came first, the giving-up taker gives it
+   * back itself (Cats Effect runs an `async` finalizer only when the callback's result will not be
+   * received), so an element handed over at the moment of a cancellation is served again, never lost.
+   */
+  private final class Taker[A](
+      callback: Either[Throwable, Option[Entry[A]]] => Unit,
+      giveBack: Entry[A] => Unit
+  ) extends AtomicReference[AnyRef](null):
+    def handOver(entry: Entry[A]): Unit =
+      if compareAndSet(null, entry) then callback(Right(Some(entry))) else giveBack(entry)
+
+    def lookAgain(): Unit = if compareAndSet(null, LookAgain) then callback(Right(None))
+
+    def abandon(): Unit =
+      if !compareAndSet(null, Abandoned) then
+        get() match
+          case entry: Entry[A] @unchecked => giveBack(entry)
+          case _ => ()
+
+  private object LookAgain
+  private object Abandoned
+
+  /** Takers served by a state change, each with its element: hand them over once the change is made. */
+  private type Served[A] = List[(Taker[A], Entry[A])]
+
+  private def handOverNow[A](served: Served[A]): Unit =
+    served.foreach((taker, entry) => taker.handOver(entry))
 
   // the results without fields are single objects: a take allocates no result unless it took something
   private sealed trait TakeResult[+F[_], +A]
@@ -245,12 +294,12 @@ private[weir] object TaskBuffer:
       parked: Int,
       claimed: Map[Any, ScalaQueue[Entry[A]]],
       next: Long,
-      takers: ScalaQueue[Deferred[F, Option[Entry[A]]]],
+      takers: ScalaQueue[Taker[A]],
       offerers: ScalaQueue[(Deferred[F, Unit], Int)], // each waits until this many places are free
       closed: Boolean,
       stopped: Boolean,
       spinning: Int // takers spinning (see `TaskBuffer.spin`); as many queued elements are left for them
-  )(using F: Concurrent[F]):
+  )(using F: Async[F]):
 
     def finished: Boolean = stopped || (closed && size == 0)
 
@@ -260,11 +309,11 @@ private[weir] object TaskBuffer:
      * Appends what fits and serves waiting takers, as long as either makes progress; registers `space` (if
      * given) when some of the chunk is left over.
      */
-    def append(chunk: Chunk[A], space: Option[Deferred[F, Unit]]): (State[F, A], (F[Unit], Appended)) =
-      if stopped then (this, (F.unit, Appended(0, 0, refused = true)))
+    def append(chunk: Chunk[A], space: Option[Deferred[F, Unit]]): (State[F, A], (Served[A], Appended)) =
+      if stopped then (this, (Nil, Appended(0, 0, refused = true)))
       else
         var s = this
-        var wakes = F.unit
+        var served: Served[A] = Nil
         var accepted = 0
         var progress = true
         while progress do
@@ -272,9 +321,9 @@ private[weir] object TaskBuffer:
           if stored > 0 then
             s = s.enqueue(chunk.drop(accepted).take(stored))
             accepted += stored
-          val (served, w) = s.serveTakers
-          s = served
-          wakes = wakes *> w
+          val (next, more) = s.serveTakers
+          s = next
+          served = more ::: served
           progress = stored > 0 && accepted < chunk.size
         // wake this producer once all it still holds fits, or half the buffer is free: one wake-up per
         // chunk or per half buffer, not per freed place, and the buffer is refilled before it runs dry
@@ -285,7 +334,7 @@ private[weir] object TaskBuffer:
             )
           case _ => s
         val unserved = math.max(0, s.size - size)
-        (waiting, (wakes, Appended(accepted, unserved, refused = false)))
+        (waiting, (served, Appended(accepted, unserved, refused = false)))
 
     private def enqueue(c: Chunk[A]): State[F, A] =
       if size == 0 && front.isEmpty then
@@ -293,28 +342,28 @@ private[weir] object TaskBuffer:
       else copy(rest = rest.enqueue(c), size = size + c.size, next = next + c.size)
 
     /** Hands claimable queued elements to waiting takers, in order. */
-    private def serveTakers: (State[F, A], F[Unit]) =
+    private def serveTakers: (State[F, A], Served[A]) =
       var s = this
-      var wakes = F.unit
+      var served: Served[A] = Nil
       while s.takers.nonEmpty && s.size > s.spinning do
         val (popped, entry) = s.popClaimable
         s = popped
         entry.foreach { e =>
-          val (d, more) = s.takers.dequeue
+          val (taker, more) = s.takers.dequeue
           s = s.copy(takers = more)
-          wakes = wakes *> d.complete(Some(e)).void
+          served = (taker, e) :: served
         }
-      (s, wakes)
+      (s, served)
 
     /** Takes an element if one is claimable; else becomes a spinner if there is room for one. */
     def takeOrSpin: (State[F, A], TakeResult[F, A]) =
-      take(None) match
+      take(null) match
         case (s, MustWait) if s.spinning < MaxSpinners => (s.copy(spinning = s.spinning + 1), Spin)
         case other => other
 
     /** A spinner looks again: it stops spinning if it gets an element or the buffer is finished. */
     def spinAgain: (State[F, A], TakeResult[F, A]) =
-      take(None) match
+      take(null) match
         case (s, MustWait) => (s, MustWait)
         case (s, taken: Taken[F, A] @unchecked) =>
           val (served, wakes) = s.unspin
@@ -323,11 +372,11 @@ private[weir] object TaskBuffer:
 
     /** A spinner leaves (cancelled): the element left for it goes to a parked taker, if any. */
     def unspin: (State[F, A], F[Unit]) =
-      val (served, wakes) = copy(spinning = spinning - 1).serveTakers
-      val (woken, wake) = served.wakeOfferer // serving freed places
-      (woken, wakes *> wake)
+      val (s, served) = copy(spinning = spinning - 1).serveTakers
+      val (woken, wake) = s.wakeOfferer // serving freed places
+      (woken, F.delay(handOverNow(served)) *> wake)
 
-    def takeOrWait(d: Deferred[F, Option[Entry[A]]]): (State[F, A], TakeResult[F, A]) = take(Some(d))
+    def takeOrWait(taker: Taker[A]): (State[F, A], TakeResult[F, A]) = take(taker)
 
     /** Takes a claimable element if no producer is to be woken by it; else stays as it is. */
     def takeIfFree: (State[F, A], Entry[A] | Null) =
@@ -351,7 +400,7 @@ private[weir] object TaskBuffer:
 
     private def offererFits: Boolean = offerers.nonEmpty && free >= offerers.head._2
 
-    private def take(waiter: Option[Deferred[F, Option[Entry[A]]]]): (State[F, A], TakeResult[F, A]) =
+    private def take(waiter: Taker[A] | Null): (State[F, A], TakeResult[F, A]) =
       if stopped then (this, Finished)
       else
         val (s, entry) = popClaimable
@@ -360,7 +409,10 @@ private[weir] object TaskBuffer:
             val (woken, wake) = s.wakeOfferer
             (woken, Taken(e, wake))
           case None if closed => (s, Finished)
-          case None => waiter.fold((s, MustWait))(d => (s.copy(takers = s.takers.enqueue(d)), MustWait))
+          case None =>
+            waiter match
+              case null => (s, MustWait)
+              case t: Taker[A] @unchecked => (s.copy(takers = s.takers.enqueue(t)), MustWait)
 
     /** Pops queued elements until one whose key is free (claiming it), parking the others. */
     private def popClaimable: (State[F, A], Option[Entry[A]]) =
@@ -414,7 +466,7 @@ private[weir] object TaskBuffer:
         case None => (copy(claimed = claimed - key), F.pure(None))
 
     /** A cancelled taker's element goes back, with the elements parked behind its key, and is served again. */
-    def putBack(e: Entry[A]): (State[F, A], F[Unit]) =
+    def putBack(e: Entry[A]): (State[F, A], Served[A]) =
       val behind = e.key match
         case null | (_: KeyFailure) => Nil
         case key => claimed.get(key).fold(Nil)(_.toList)
@@ -424,7 +476,7 @@ private[weir] object TaskBuffer:
         parked = parked - behind.size,
         claimed = if e.key == null then claimed else claimed - e.key
       )
-      if stopped then (back, F.unit) else back.serveTakers
+      if stopped then (back, Nil) else back.serveTakers
 
     def elements: Vector[A] =
       front.map(_.task).toVector ++ head.drop(pos).toVector ++ rest.iterator.flatMap(_.iterator) ++
@@ -443,7 +495,7 @@ private[weir] object TaskBuffer:
       )
 
   private object State:
-    def empty[F[_]: Concurrent, A](capacity: Int, keyOf: Option[A => Any]): State[F, A] =
+    def empty[F[_]: Async, A](capacity: Int, keyOf: Option[A => Any]): State[F, A] =
       State(
         capacity,
         keyOf,

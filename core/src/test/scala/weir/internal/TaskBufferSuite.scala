@@ -137,18 +137,26 @@ class TaskBufferSuite extends CatsEffectSuite:
   }
 
   test("a cancelled taker loses nothing: an element handed to it goes back to the head") {
-    for
-      b <- TaskBuffer[IO, Int](4)
-      takers <- take(b).start.replicateA(3)
-      _ <- IO.cede.replicateA_(10)
-      _ <- (offer(b, Chunk(1, 2, 3)), takers.traverse_(_.cancel)).parTupled
-      outcomes <- takers.traverse(_.join)
-      won <- outcomes.traverse(_.fold(IO.pure(Option.empty[(Long, Int)]), _ => IO.pure(None), identity))
-      left <- b.remaining
-    yield
-      // every element is either with a taker that completed, or back in the buffer: none is lost or doubled
-      val all = won.flatten.map(_._2) ++ left
-      assertEquals(all.sorted, List(1, 2, 3))
+    // on the real runtime, many times over: the hand-over and the cancellation race on two threads, through
+    // both offers (the effectful one and the producer's plain fast path)
+    def once(fast: Boolean) =
+      for
+        b <- TaskBuffer[IO, Int](4)
+        takers <- take(b).start.replicateA(3)
+        _ <- IO.cede.replicateA_(10)
+        offered =
+          if fast then IO(b.tryOfferNow(Chunk(1, 2, 3), _ => null)).map(r => assert(r == TaskBuffer.Offered))
+          else offer(b, Chunk(1, 2, 3))
+        _ <- (offered, takers.traverse_(_.cancel)).parTupled
+        outcomes <- takers.traverse(_.join)
+        won <- outcomes.traverse(_.fold(IO.pure(Option.empty[(Long, Int)]), _ => IO.pure(None), identity))
+        _ <- b.stop
+        left <- b.remaining
+      yield
+        // every element is either with a taker that completed, or back in the buffer: none is lost or doubled
+        val all = won.flatten.map(_._2) ++ left
+        assertEquals(all.sorted, List(1, 2, 3))
+    List(false, true).traverse_(fast => once(fast).replicateA_(300))
   }
 
   test("the buffer never holds more than its capacity (random offers and takes)") {
