@@ -51,6 +51,28 @@ class ScheduleSuite extends CatsEffectSuite:
     }
   }
 
+  test("input order without an outcome stream: the window still bounds how far starts run ahead") {
+    // as above, through `run` (the workers' lean path): task 5 may start only once task 0 ends at t = 10 s
+    val run =
+      for
+        starts <- Ref.of[IO, Map[Int, FiniteDuration]](Map.empty)
+        summary <- Pipeline(Stream.range(0, 20).covary[IO])
+          .process(i =>
+            IO.monotonic.flatMap(t => starts.update(_.updated(i, t))) *>
+              IO.sleep(if i == 0 then 10.seconds else 1.second)
+          )
+          .withLimit(Limit.fixed(4))
+          .withOrdering(Ordering.inputOrder(5))
+          .run
+        started <- starts.get
+      yield (summary, started)
+    TestControl.executeEmbed(run).map { (summary, started) =>
+      assertEquals(summary.succeeded, 20L)
+      assertEquals((0 to 5).map(started), Vector(0, 0, 0, 0, 1, 10).map(_.seconds))
+      assert((6 until 20).forall(started(_) >= 10.seconds), started.toString)
+    }
+  }
+
   test("input order: outcomes come out in order and the window bounds how far starts run ahead") {
     // task 0 is slow; with window 5, tasks 5.. cannot start before task 0 ends at t = 10 s
     val run = Pipeline(Stream.range(0, 20).covary[IO])

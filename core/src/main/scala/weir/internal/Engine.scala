@@ -140,12 +140,19 @@ private[weir] final class Engine[F[_], A, B] private (
   private def work(pool: WorkerPool[F]): F[Boolean] = F.uncancelable(poll => new Worker(pool, poll).life)
 
   /**
-   * No reorder window, no key, no rate limit, no retry, no timeout: a task is one attempt and, once
-   * taken, starts at once, so it is counted started as it is taken.
+   * No key, no rate limit, no retry, no timeout: a task is one attempt and, once taken (and, in input
+   * order, admitted by the reorder window), starts at once, so it is counted started as it is taken. A
+   * task the window does not admit yet takes the general path, which waits for its admission.
    */
   private val lean =
-    settings.retry.maxAttempts == 1 && settings.taskTimeout.isEmpty && window.isEmpty &&
-      settings.rateLimit.isEmpty && !settings.ordering.isInstanceOf[Ordering.ByKey[?, ?]]
+    settings.retry.maxAttempts == 1 && settings.taskTimeout.isEmpty && settings.rateLimit.isEmpty &&
+      !settings.ordering.isInstanceOf[Ordering.ByKey[?, ?]]
+
+  private val orderWindow: OrderWindow[F] | Null = window.orNull
+
+  /** Whether the reorder window (if any) admits `entry` now: a plain read. */
+  private def admittedNow(entry: TaskBuffer.Entry[A]): Boolean =
+    orderWindow == null || orderWindow.nn.admittedNow(entry.seq)
 
   /**
    * One worker: takes a task, runs it, again, until the buffer is finished (`life` ends with false) or
@@ -172,17 +179,20 @@ private[weir] final class Engine[F[_], A, B] private (
       if pool.overLimitNow then null
       else
         val entry = buffer.tryTakeNow()
-        if lean && entry != null then claim(entry)
+        if lean && entry != null && admittedNow(entry) then claim(entry)
         entry
 
-    /** A lean task starts as it is taken: counted started and held in `current` for the finalizer. */
+    /**
+     * A lean task starts as it is taken: counted started and held in `current` for the finalizer. (A task
+     * taken but not claimed, because the window does not admit it yet, runs on the general path.)
+     */
     private def claim(entry: TaskBuffer.Entry[A]): Unit =
       ledger.startedNow()
       current = entry
 
     private val dispatch: (TaskBuffer.Entry[A] | Null) => F[Boolean] = entry =>
       if entry == null then slowTake
-      else if lean then F.monotonic.flatMap(started)
+      else if current != null then F.monotonic.flatMap(started) // claimed by `next`
       else run(poll, entry).flatMap(_ => loop)
 
     private val started: FiniteDuration => F[Boolean] = at =>
@@ -209,13 +219,18 @@ private[weir] final class Engine[F[_], A, B] private (
       val latency = now - t0
       current = null
       result match
-        case Right(_) if !tracked =>
+        case Right(_) if emit.isEmpty =>
           ledger.succeededNow(latency)
-          val following = next() // a lean task, when there is one
-          if following == null then slowTake
-          else
-            t0 = now
-            attempt(following)
+          val woken = if orderWindow == null then null else orderWindow.nn.finishedNow(entry.seq)
+          woken match
+            case wake: F[Unit] @unchecked => wake.flatMap(_ => loop) // the window let waiting admissions in
+            case null =>
+              val following = next()
+              if following == null then slowTake
+              else if current != null then // claimed: a lean task
+                t0 = now
+                attempt(following)
+              else run(poll, following).flatMap(_ => loop)
         case Right(value) => succeeded(entry, value, latency.nanos, 1).flatMap(_ => loop)
         case Left(error) => failed(entry, error, latency.nanos, 1).flatMap(_ => loop)
 
@@ -232,7 +247,7 @@ private[weir] final class Engine[F[_], A, B] private (
         else
           buffer.take(poll).flatMap {
             case Some(entry) =>
-              if lean then
+              if lean && admittedNow(entry) then
                 F.monotonic.flatMap { at =>
                   claim(entry) // in the continuation, like `recorded`'s bookkeeping
                   started(at)

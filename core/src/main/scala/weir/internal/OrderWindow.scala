@@ -37,7 +37,7 @@ private[weir] final class OrderWindow[F[_]] private (window: Int)(using F: Async
 
   /** Waits until position `seq` may start. Only the wait is cancelable (through `poll`). */
   def admit(poll: Poll[F], seq: Long): F[Unit] =
-    F.delay(seq < prefix + window).flatMap { admitted =>
+    F.delay(admittedNow(seq)).flatMap { admitted =>
       if admitted then F.unit
       else
         F.deferred[Unit].flatMap { d =>
@@ -47,11 +47,23 @@ private[weir] final class OrderWindow[F[_]] private (window: Int)(using F: Async
         }
     }
 
+  /** Whether position `seq` may start now (a plain read: the worker's fast path asks it inside an effect). */
+  def admittedNow(seq: Long): Boolean = seq < prefix + window
+
   /** Marks position `seq` finished (once per position), sliding the window and waking whom it now admits. */
   def finished(seq: Long): F[Unit] =
-    F.delay(mark(seq)).flatMap(woken =>
-      if woken.isEmpty then F.unit else woken.traverse_(_.complete(()).void)
-    )
+    F.delay(finishedNow(seq)).flatMap {
+      case null => F.unit
+      case wake: F[Unit] @unchecked => wake
+    }
+
+  /**
+   * [[finished]] as a plain call, for the worker's fast path (inside an effect): returns what wakes the
+   * admissions the slide let in, or `null` when none waits (the common case, which allocates nothing).
+   */
+  def finishedNow(seq: Long): F[Unit] | Null =
+    val woken = mark(seq)
+    if woken.isEmpty then null else woken.traverse_(_.complete(()).void)
 
   /** The oldest position not finished yet. */
   def oldestUnfinished: F[Long] = F.delay(prefix)
