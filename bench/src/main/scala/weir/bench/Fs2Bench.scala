@@ -9,7 +9,8 @@ import java.util.concurrent.TimeUnit
 import scala.concurrent.duration.*
 
 /**
- * fs2 3.14: `parEvalMapUnordered` and `parEvalMap` at the same concurrency as weir; `evalMap` is the
+ * fs2 3.14: `parEvalMapUnordered` and `parEvalMap` at the same concurrency as weir, fed by `Stream.range`
+ * (one element per chunk), and `parEvalMapUnordered` fed one chunk of all tasks; `evalMap` is the
  * sequential baseline (the same stream, one task at a time). For the sleep workload, the baseline is ten
  * 1 ms sleeps in a row on the same runtime.
  *
@@ -35,6 +36,13 @@ class Fs2Bench extends OnWeirRuntime:
   @OperationsPerInvocation(Tasks)
   def noopParEvalMapUnordered(): Unit =
     unsafeRun(source(Tasks).parEvalMapUnordered(Concurrency)(noop).compile.drain)
+
+  // the same tasks handed over as one chunk, as `WeirBench.noopUnorderedOneChunk` gets them: the comparison
+  // with the same source on both sides
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def noopParEvalMapUnorderedOneChunk(): Unit =
+    unsafeRun(Stream.emits(0 until Tasks).covary[IO].parEvalMapUnordered(Concurrency)(noop).compile.drain)
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
