@@ -94,3 +94,24 @@ class KeyOrderSuite extends CatsEffectSuite:
         assertEquals(s.failures.map(f => (f.task, f.error.getMessage)), Vector(2 -> "no key"))
       }
   }
+
+  test("one hot key filling the buffer: each task it finishes makes room, and the waiting producer goes on") {
+    // buffer 4, all tasks of one key, one task per chunk: three wait behind the running one and the producer
+    // waits for room; finishing a task hands on the next and must wake the producer
+    val tasks = List.tabulate(12)(i => "hot" -> i)
+    val run =
+      for
+        log <- Ref.of[IO, Vector[(Int, FiniteDuration)]](Vector.empty)
+        summary <- Pipeline(Stream.emits(tasks).covary[IO].chunkLimit(1).unchunks)
+          .process((_, id) => IO.monotonic.flatMap(t => log.update(_ :+ (id, t))) *> IO.sleep(1.second))
+          .withLimit(Limit.fixed(2))
+          .withBuffer(4)
+          .withOrdering(Ordering.byKey(_._1))
+          .run
+        entries <- log.get
+      yield (summary, entries)
+    TestControl.executeEmbed(run).map { (s, log) =>
+      assertEquals(s.succeeded, 12L)
+      assertEquals(log, Vector.tabulate(12)(i => i -> i.seconds))
+    }
+  }

@@ -140,19 +140,24 @@ private[weir] final class Engine[F[_], A, B] private (
   private def work(pool: WorkerPool[F]): F[Boolean] = F.uncancelable(poll => new Worker(pool, poll).life)
 
   /**
-   * No key, no rate limit, no retry, no timeout: a task is one attempt and, once taken (and, in input
-   * order, admitted by the reorder window), starts at once, so it is counted started as it is taken. A
-   * task the window does not admit yet takes the general path, which waits for its admission.
+   * No rate limit, no retry, no timeout: a task is one attempt and, once taken (and, in input order,
+   * admitted by the reorder window), starts at once, so it is counted started as it is taken. A task the
+   * window does not admit yet takes the general path, which waits for its admission, as does a task whose
+   * key function failed. Per key, the worker that ran a task goes on with the next task parked behind its
+   * key, as the general path's `keyChain` does.
    */
   private val lean =
-    settings.retry.maxAttempts == 1 && settings.taskTimeout.isEmpty && settings.rateLimit.isEmpty &&
-      !settings.ordering.isInstanceOf[Ordering.ByKey[?, ?]]
+    settings.retry.maxAttempts == 1 && settings.taskTimeout.isEmpty && settings.rateLimit.isEmpty
 
   private val orderWindow: OrderWindow[F] | Null = window.orNull
 
-  /** Whether the reorder window (if any) admits `entry` now: a plain read. */
-  private def admittedNow(entry: TaskBuffer.Entry[A]): Boolean =
-    orderWindow == null || orderWindow.nn.admittedNow(entry.seq)
+  /**
+   * Whether `entry` can run on the lean path now: admitted by the reorder window (a plain read), if any, and
+   * with a key (if any) that did not fail.
+   */
+  private def leanNow(entry: TaskBuffer.Entry[A]): Boolean =
+    lean && !entry.key.isInstanceOf[TaskBuffer.KeyFailure] &&
+      (orderWindow == null || orderWindow.nn.admittedNow(entry.seq))
 
   /**
    * One worker: takes a task, runs it, again, until the buffer is finished (`life` ends with false) or
@@ -179,7 +184,7 @@ private[weir] final class Engine[F[_], A, B] private (
       if pool.overLimitNow then null
       else
         val entry = buffer.tryTakeNow()
-        if lean && entry != null && admittedNow(entry) then claim(entry)
+        if entry != null && leanNow(entry) then claim(entry)
         entry
 
     /**
@@ -225,14 +230,45 @@ private[weir] final class Engine[F[_], A, B] private (
           woken match
             case wake: F[Unit] @unchecked => wake.flatMap(_ => loop) // the window let waiting admissions in
             case null =>
-              val following = next()
-              if following == null then slowTake
-              else if current != null then // claimed: a lean task
-                t0 = now
-                attempt(following)
-              else run(poll, following).flatMap(_ => loop)
-        case Right(value) => succeeded(entry, value, latency.nanos, 1).flatMap(_ => loop)
-        case Left(error) => failed(entry, error, latency.nanos, 1).flatMap(_ => loop)
+              entry.key match
+                case null => proceed(next(), now)
+                case key =>
+                  buffer.finishKeyNow(key) match
+                    case Some(following) => // the key's next task, already claimed for this worker
+                      claim(following)
+                      proceed(following, now)
+                    case None => proceed(next(), now)
+                    case null => afterKey(key) // a producer to wake: the general way
+        case Right(value) => succeeded(entry, value, latency.nanos, 1).flatMap(_ => after(entry))
+        case Left(error) => failed(entry, error, latency.nanos, 1).flatMap(_ => after(entry))
+
+    /** Goes on with `following` (taken, `null` if none) from the clock reading `now`. */
+    private def proceed(following: TaskBuffer.Entry[A] | Null, now: Long): F[Boolean] =
+      if following == null then slowTake
+      else if current != null then // claimed: a lean task
+        t0 = now
+        attempt(following)
+      else run(poll, following).flatMap(_ => loop)
+
+    /** After a lean task that took a slower way to its end: the key's next task, or any. */
+    private def after(entry: TaskBuffer.Entry[A]): F[Boolean] =
+      entry.key match
+        case null => loop
+        case key => afterKey(key)
+
+    /** The key's next task (claimed for this worker) unless the run is stopping; else the key is released. */
+    private def afterKey(key: Any): F[Boolean] =
+      buffer.isStopped.ifM(
+        loop, // tasks parked behind the key stay in the buffer and are returned as not started
+        buffer.finishKey(key).flatMap {
+          case Some(following) =>
+            F.monotonic.flatMap { at =>
+              claim(following)
+              started(at)
+            }
+          case None => loop
+        }
+      )
 
     // built once per worker, after the continuations they use
     private val clockThenRecorded: F[Boolean] = F.monotonic.flatMap(recorded)
@@ -247,7 +283,7 @@ private[weir] final class Engine[F[_], A, B] private (
         else
           buffer.take(poll).flatMap {
             case Some(entry) =>
-              if lean && admittedNow(entry) then
+              if leanNow(entry) then
                 F.monotonic.flatMap { at =>
                   claim(entry) // in the continuation, like `recorded`'s bookkeeping
                   started(at)

@@ -46,6 +46,21 @@ private[weir] final class TaskBuffer[F[_], A] private (
   def finishKey(key: Any): F[Option[Entry[A]]] = state.modify(_.finishKey(key)).flatten
 
   /**
+   * [[finishKey]] for the worker's fast path, when it wakes no producer: `Some` next element of the key,
+   * `None` when the key is released (or the buffer is stopped: what is parked behind the key stays, to be
+   * returned as not started); or `null`, changing nothing, when a waiting producer must be woken (then call
+   * [[finishKey]]). A plain call, to be made inside an effect.
+   */
+  def finishKeyNow(key: Any): Option[Entry[A]] | Null =
+    state.modifyNow[Option[Entry[A]] | Null] { s =>
+      if s.stopped then (s, None)
+      else
+        s.finishKeyQuietly(key) match
+          case null => (s, null)
+          case (next, following) => (next, following)
+    }
+
+  /**
    * The worker's fast path: takes the oldest claimable element now, if that needs nothing else — no wait,
    * no producer to wake; otherwise returns `null` and changes nothing (then call [[take]]). A plain call,
    * to be made inside an effect.
@@ -457,6 +472,14 @@ private[weir] object TaskBuffer:
       offerers.dequeueOption match
         case Some(((o, need), more)) if free >= need => (copy(offerers = more), o.complete(()).void)
         case _ => (this, F.unit)
+
+    /** [[finishKey]] when it wakes no producer; `null` when it would. */
+    def finishKeyQuietly(key: Any): (State[F, A], Option[Entry[A]]) | Null =
+      claimed.get(key).flatMap(_.dequeueOption) match
+        case Some((e, behind)) =>
+          val next = copy(claimed = claimed.updated(key, behind), parked = parked - 1)
+          if next.offererFits then null else (next, Some(e))
+        case None => (copy(claimed = claimed - key), None)
 
     def finishKey(key: Any): (State[F, A], F[Option[Entry[A]]]) =
       claimed.get(key).flatMap(_.dequeueOption) match
