@@ -19,23 +19,38 @@ import scala.concurrent.duration.*
  * ==Reading==
  * A histogram is read without synchronisation, so [[summary]] must happen after every [[record]] it is to
  * count (the engine reads once every worker has left the pool, which orders each worker's records before
- * the read). Recording after a summary is allowed; it counts in the next one.
+ * the read). The summary also lets the threads' histograms go: a thread keeps only a small empty slot of a
+ * finished run in its thread-local map until that map drops it, not the histogram. Recording after a
+ * summary starts again from nothing.
  */
 private[weir] final class LatencyRecorder:
-  private val histograms = new ConcurrentLinkedQueue[Histogram]
-  private val own: ThreadLocal[Histogram] = ThreadLocal.withInitial { () =>
-    val h = new Histogram(LatencyRecorder.SignificantDigits)
-    histograms.add(h)
-    h
+  import LatencyRecorder.*
+
+  private val slots = new ConcurrentLinkedQueue[Slot]
+  private val own: ThreadLocal[Slot] = ThreadLocal.withInitial { () =>
+    val slot = new Slot
+    slots.add(slot)
+    slot
   }
 
   /** Records one latency in nanoseconds (a negative one, from a clock that went back, as zero). */
-  def record(nanos: Long): Unit = own.get().recordValue(math.max(0L, nanos))
+  def record(nanos: Long): Unit =
+    val slot = own.get()
+    var h = slot.histogram
+    if h == null then
+      h = new Histogram(SignificantDigits)
+      slot.histogram = h
+    h.recordValue(math.max(0L, nanos))
 
-  /** Count, mean, percentiles and maximum of everything recorded so far (see "Reading"). */
+  /** Count, mean, percentiles and maximum of everything recorded since the last summary (see "Reading"). */
   def summary: Latency =
-    val merged = new Histogram(LatencyRecorder.SignificantDigits)
-    histograms.forEach(h => merged.add(h))
+    val merged = new Histogram(SignificantDigits)
+    slots.forEach { slot =>
+      val h = slot.histogram
+      if h != null then
+        merged.add(h)
+        slot.histogram = null
+    }
     if merged.getTotalCount == 0 then Latency.empty
     else
       def at(percentile: Double) = merged.getValueAtPercentile(percentile).nanos
@@ -50,5 +65,9 @@ private[weir] final class LatencyRecorder:
       )
 
 private[weir] object LatencyRecorder:
+  /** A recording thread's histogram, created on its first record and released by a summary. */
+  private final class Slot:
+    var histogram: Histogram = null
+
   /** Values are kept to within 0.1% (HdrHistogram's precision for 3 significant digits). */
   final val SignificantDigits = 3

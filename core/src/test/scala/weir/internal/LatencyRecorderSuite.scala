@@ -87,3 +87,13 @@ class LatencyRecorderSuite extends CatsEffectSuite with ScalaCheckSuite:
       assertEquals(summary.latency.count, 1000L)
     }
   }
+
+  test("a summary lets the threads' histograms go: the next one counts only what was recorded after it") {
+    val recorder = new LatencyRecorder
+    recordFromThreads(recorder, List(List(1000L, 2000L), List(3000L)))
+    assertEquals(recorder.summary.count, 3L)
+    assertEquals(recorder.summary, Latency.empty)
+    recordFromThreads(recorder, List(List(7000L)))
+    recorder.record(9000L)
+    assertEquals(recorder.summary, reference(List(7000L, 9000L)))
+  }
