@@ -7,6 +7,7 @@ import fs2.Stream
 import fs2.io.net.{Network, Socket, SocketGroup, SocketOption}
 
 import java.net.InetSocketAddress
+import scala.concurrent.duration.*
 import java.nio.channels.{
   AsynchronousServerSocketChannel,
   AsynchronousSocketChannel,
@@ -80,7 +81,7 @@ final class WideBacklogSocketGroup(backlog: Int, clients: Network[IO], polled: B
       local: SocketAddress[IpAddress],
       options: List[SocketOption]
   ): Stream[IO, Socket[IO]] =
-    acceptLoop(acceptOneSelecting(selector, server), server.isOpen) { ch =>
+    WideBacklogSocketGroup.acceptLoop(acceptOneSelecting(selector, server), server.isOpen) { ch =>
       IO {
         ch.configureBlocking(false)
         options.foreach(o => ch.setOption(o.key, o.value))
@@ -121,25 +122,9 @@ final class WideBacklogSocketGroup(backlog: Int, clients: Network[IO], polled: B
       server: AsynchronousServerSocketChannel,
       options: List[SocketOption]
   ): Stream[IO, Socket[IO]] =
-    acceptLoop(acceptOne(server), server.isOpen) { ch =>
+    WideBacklogSocketGroup.acceptLoop(acceptOne(server), server.isOpen) { ch =>
       IO(options.foreach(o => ch.setOption(o.key, o.value))) *> WideBacklogSocketGroup.wrap(ch)
     }
-
-  /**
-   * Each connection `acceptOne` accepts, wrapped by `wrap`, in a scope of its own (closed when its consumer
-   * is done with it). A failed accept is skipped while the server socket `isOpen`; once it is closed, the
-   * stream ends.
-   */
-  private def acceptLoop[C](acceptOne: Resource[IO, C], isOpen: => Boolean)(
-      wrap: C => IO[Socket[IO]]
-  ): Stream[IO, Socket[IO]] =
-    def next: Stream[IO, Option[Socket[IO]]] =
-      Stream.resource(acceptOne.attempt).flatMap {
-        case Right(ch) => Stream.eval(wrap(ch)).map(Some(_))
-        case Left(_) if !isOpen => Stream.emit(None)
-        case Left(_) => Stream.empty
-      } ++ next
-    next.unNoneTerminate
 
   private def acceptOne(server: AsynchronousServerSocketChannel): Resource[IO, AsynchronousSocketChannel] =
     Resource.makeFull[IO, AsynchronousSocketChannel] { poll =>
@@ -158,6 +143,30 @@ final class WideBacklogSocketGroup(backlog: Int, clients: Network[IO], polled: B
     }(ch => IO(if ch.isOpen then ch.close()))
 
 object WideBacklogSocketGroup:
+
+  /**
+   * Each connection `acceptOne` accepts, wrapped by `wrap`, in a scope of its own (closed when its consumer
+   * is done with it). A failed accept is skipped while the server socket `isOpen`, after a pause that
+   * doubles with each failure in a row (none after the first, then 1 ms up to 1 s; [[acceptPause]]) and is
+   * over at the next success: a lasting error such as running out of file descriptors slows the loop down
+   * instead of spinning a compute thread. Once the server socket is closed, the stream ends.
+   */
+  private[requests] def acceptLoop[C](acceptOne: Resource[IO, C], isOpen: => Boolean)(
+      wrap: C => IO[Socket[IO]]
+  ): Stream[IO, Socket[IO]] =
+    Stream.eval(IO.ref(Duration.Zero: FiniteDuration)).flatMap { pause =>
+      def next: Stream[IO, Option[Socket[IO]]] =
+        Stream.resource(acceptOne.attempt).flatMap {
+          case Right(ch) => Stream.eval(pause.set(Duration.Zero) *> wrap(ch)).map(Some(_))
+          case Left(_) if !isOpen => Stream.emit(None)
+          case Left(_) => Stream.exec(pause.getAndUpdate(acceptPause).flatMap(IO.sleep))
+        } ++ next
+      next.unNoneTerminate
+    }
+
+  /** The pause after the next failed accept, given the pause after this one. */
+  private[requests] def acceptPause(last: FiniteDuration): FiniteDuration =
+    if last == Duration.Zero then 1.milli else (last * 2).min(1.second)
 
   private def addressOf(a: java.net.SocketAddress): SocketAddress[IpAddress] =
     SocketAddress.fromInetSocketAddress(a.asInstanceOf[InetSocketAddress])

@@ -1,6 +1,7 @@
 package weir.lab.requests
 
-import cats.effect.IO
+import cats.effect.{IO, Resource}
+import cats.effect.testkit.TestControl
 import cats.effect.unsafe.IORuntime
 import com.comcast.ip4s.{Host, Port}
 import fs2.Chunk
@@ -48,4 +49,26 @@ class WideBacklogSocketGroupSuite extends CatsEffectSuite:
     val _ = interceptMessage[IllegalArgumentException]("requirement failed: backlog must be > 0, was: 0")(
       new WideBacklogSocketGroup(0, Network[IO])
     )
+  }
+
+  test("failed accepts on an open server socket are retried after a pause that doubles up to 1 s") {
+    // every accept fails, in virtual time: attempts at 0 and 0 ms (no pause after the first failure), then
+    // after 1, 2, 4 … 512 ms, then every second; a success would reset the pause
+    val run =
+      for
+        attempts <- IO.ref(Vector.empty[FiniteDuration])
+        failing = Resource.eval(
+          IO.monotonic.flatMap(t => attempts.update(_ :+ t)) *>
+            IO.raiseError[Unit](new java.io.IOException("EMFILE"))
+        )
+        _ <- WideBacklogSocketGroup.acceptLoop(failing, isOpen = true)(_ => IO.never).compile.drain
+          .timeoutTo(4.seconds, IO.unit)
+        seen <- attempts.get
+      yield seen
+    val pauses = Vector(Duration.Zero) ++ Iterator.iterate(1.milli)(_ * 2).takeWhile(_ < 1.second)
+    val expected = pauses.scanLeft(Duration.Zero: FiniteDuration)(_ + _) // 0, 0, 1, 3, 7 … 1023 ms
+    TestControl.executeEmbed(run).map { seen =>
+      assertEquals(seen.take(expected.size), expected)
+      assertEquals(seen.drop(expected.size), Vector(2023.millis, 3023.millis))
+    }
   }
