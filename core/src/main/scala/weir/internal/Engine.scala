@@ -465,7 +465,7 @@ private[weir] final class Engine[F[_], A, B] private (
   private def shutdown(deadline: FiniteDuration): F[Unit] =
     buffer.stop *> pool.finishing(stop = true) *>
       (
-        F.timeoutTo(pool.awaitExit, deadline, killWorkers),
+        F.timeoutTo(pool.awaitExit, deadline, killWorkers *> pool.killed),
         F.timeoutTo(producersDone.get, deadline, killProducers)
       ).parTupled.void
 

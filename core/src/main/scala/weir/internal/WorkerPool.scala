@@ -85,24 +85,40 @@ private[weir] final class WorkerPool[F[_]] private (
   /** Completes once [[finishing]] was called and every worker has left. */
   def awaitExit: F[Unit] = exited.get
 
+  /**
+   * After the supervisor has cancelled every worker (a drain's deadline ran out): a worker cancelled before
+   * its fiber ever ran has no finalizer to count it out, so the pool counts none from now on, ignores later
+   * leaves, starts no worker, and is done.
+   */
+  def killed: F[Unit] =
+    state.update(_.copy(live = 0, open = false, killed = true)) *> exited.complete(()).void
+
   private def leave: F[Unit] =
     state.modify { s =>
-      val live = s.live - 1
-      (s.copy(live = live), live == 0 && s.draining)
+      if s.killed then (s, false)
+      else
+        val live = s.live - 1
+        (s.copy(live = live), live == 0 && s.draining)
     }.flatMap(last => exited.complete(()).void.whenA(last))
 
+  /*
+   * A worker counted in by `growBy` and then not started — its supervisor was released meanwhile, which
+   * happens when a drain's deadline kills the workers while a producer is growing the pool — is counted out
+   * again, and the grower is not failed: the run is stopping, so no worker is wanted.
+   */
   private val spawn: F[Unit] =
     supervisor.supervise(F.unit.flatMap(_ => body(this)).guaranteeCase {
       case FiberOutcome.Succeeded(retired) => retired.flatMap(r => leave.unlessA(r))
       case _ => leave
-    }).void
+    }).void.handleErrorWith(_ => leave)
 
 private[weir] object WorkerPool:
   /*
    * Invariant: live = workers started and not yet left (a retiring worker is counted out by tryRetire);
-   * live <= limit except right after the limit was lowered; workers start only while open.
+   * live <= limit except right after the limit was lowered; workers start only while open; once killed,
+   * live is 0 for good.
    */
-  final case class State(limit: Int, live: Int, open: Boolean, draining: Boolean)
+  final case class State(limit: Int, live: Int, open: Boolean, draining: Boolean, killed: Boolean = false)
 
   def apply[F[_]](
       initialLimit: Int,

@@ -1,0 +1,78 @@
+package weir
+
+import cats.effect.IO
+import cats.effect.unsafe.IORuntime
+import cats.syntax.all.*
+import fs2.Stream
+import munit.CatsEffectSuite
+
+import java.util.concurrent.atomic.AtomicIntegerArray
+import scala.concurrent.duration.*
+import scala.util.Random
+
+/**
+ * `AccountingSuite`'s exactly-once check on the real runtime, where the producer's plain hand-overs, the
+ * workers' parking and their cancellation truly race on two threads (virtual time runs one fiber at a time).
+ * Runs of random shape are drained at a random moment, some with a deadline that interrupts what still
+ * runs; every task the source gave must end exactly once: succeeded, interrupted or returned unstarted, no
+ * handler may begin twice, and no worker may be left counted. (It found a producer growing the pool while a
+ * deadline killed the workers: the failed start lost the rest of the producer's chunk.)
+ */
+class RealRuntimeAccountingSuite extends CatsEffectSuite:
+
+  override def munitIOTimeout: Duration = 60.seconds
+  override implicit lazy val munitIORuntime: IORuntime = WeirRuntime.unsafeCreate()._1
+
+  private def once(seed: Long): IO[Unit] =
+    val r = new Random(seed)
+    val n = 500 + r.nextInt(1500)
+    val limit = 1 + r.nextInt(64)
+    val buffer = 1 + r.nextInt(64)
+    val oneChunk = r.nextBoolean()
+    val ordering: Ordering[Int] = r.nextInt(3) match
+      case 0 => Ordering.unordered
+      case 1 => Ordering.inputOrder
+      case _ => Ordering.byKey(_ % 7)
+    val drainAfter = r.nextInt(4000).micros
+    val deadline = if r.nextBoolean() then Duration.Zero else r.nextInt(1000).micros
+    val begun = new AtomicIntegerArray(n)
+    val handler = (i: Int) =>
+      IO(begun.incrementAndGet(i)) *>
+        (i % 3 match
+          case 0 => IO.unit
+          case 1 => IO.cede
+          case _ => IO.sleep((i % 200).micros))
+    val source = if oneChunk then Stream.emits(0 until n).covary[IO] else Stream.range(0, n).covary[IO]
+    val run = Pipeline(source)
+      .process(handler)
+      .withLimit(Limit.fixed(limit))
+      .withBuffer(buffer)
+      .withOrdering(ordering)
+      .start
+      .use(running =>
+        IO.sleep(drainAfter) *> running.drain(deadline).product(running.snapshot.map(_.workers))
+      )
+    run.map { (s, workersLeft) =>
+      val shape = s"seed $seed: n=$n limit=$limit buffer=$buffer oneChunk=$oneChunk $ordering " +
+        s"drain after $drainAfter within $deadline: $s"
+      val started = (0 until n).filter(begun.get(_) > 0).toSet
+      val interrupted = s.failures.map(_.task).toSet
+      val unstarted = s.unstarted.toSet
+      val succeeded = started -- interrupted
+      assert((0 until n).forall(begun.get(_) <= 1), s"a handler began twice: $shape")
+      assert(s.failures.forall(_.disposition == Disposition.Interrupted), shape)
+      assertEquals(s.failed, interrupted.size.toLong, shape)
+      assertEquals(s.notStarted, unstarted.size.toLong, shape)
+      assertEquals(s.unstarted.size, unstarted.size, s"an unstarted task twice: $shape")
+      assertEquals(s.succeeded, succeeded.size.toLong, shape)
+      assertEquals(unstarted.intersect(started), Set.empty[Int], shape)
+      assertEquals(unstarted.intersect(interrupted), Set.empty[Int], shape)
+      // a single producer's received tasks are a prefix of the source: each ended exactly one way
+      assertEquals(succeeded ++ interrupted ++ unstarted, (0 until s.received.toInt).toSet, shape)
+      assertEquals(s.received, s.succeeded + s.failed + s.notStarted, shape)
+      assertEquals(workersLeft, 0, s"workers still counted after the run: $shape")
+    }
+
+  test("drained at random moments on the real runtime, every task ends exactly once") {
+    (1L to 150L).toList.traverse_(once)
+  }
