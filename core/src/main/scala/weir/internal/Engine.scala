@@ -226,21 +226,29 @@ private[weir] final class Engine[F[_], A, B] private (
       result match
         case Right(_) if emit.isEmpty =>
           ledger.succeededNow(latency)
-          val woken = if orderWindow == null then null else orderWindow.nn.finishedNow(entry.seq)
-          woken match
-            case wake: F[Unit] @unchecked => wake.flatMap(_ => loop) // the window let waiting admissions in
-            case null =>
-              entry.key match
-                case null => proceed(next(), now)
-                case key =>
-                  buffer.finishKeyNow(key) match
-                    case Some(following) => // the key's next task, already claimed for this worker
-                      claim(following)
-                      proceed(following, now)
-                    case None => proceed(next(), now)
-                    case null => afterKey(key) // a producer to wake: the general way
+          carryOn(entry, now)
         case Right(value) => succeeded(entry, value, latency.nanos, 1).flatMap(_ => after(entry))
         case Left(error) => failed(entry, error, latency.nanos, 1).flatMap(_ => after(entry))
+
+    /**
+     * After a lean success with nothing to publish, as plain steps: mark the reorder window, hand the key on
+     * to the task parked behind it, take the next task. Only a step that must wake someone (admissions the
+     * window lets in, a producer waiting for the place a handed-on task frees) goes the effectful way.
+     */
+    private def carryOn(entry: TaskBuffer.Entry[A], now: Long): F[Boolean] =
+      val woken = if orderWindow == null then null else orderWindow.nn.finishedNow(entry.seq)
+      woken match
+        case wake: F[Unit] @unchecked => wake.flatMap(_ => loop)
+        case null =>
+          entry.key match
+            case null => proceed(next(), now)
+            case key =>
+              buffer.finishKeyNow(key) match
+                case Some(following) => // the key's next task, already claimed for this worker
+                  claim(following)
+                  proceed(following, now)
+                case None => proceed(next(), now)
+                case null => afterKey(key)
 
     /** Goes on with `following` (taken, `null` if none) from the clock reading `now`. */
     private def proceed(following: TaskBuffer.Entry[A] | Null, now: Long): F[Boolean] =
@@ -256,19 +264,16 @@ private[weir] final class Engine[F[_], A, B] private (
         case null => loop
         case key => afterKey(key)
 
-    /** The key's next task (claimed for this worker) unless the run is stopping; else the key is released. */
+    /** The key's next task (claimed for this worker), or any task once the key is released (see `finishKey`). */
     private def afterKey(key: Any): F[Boolean] =
-      buffer.isStopped.ifM(
-        loop, // tasks parked behind the key stay in the buffer and are returned as not started
-        buffer.finishKey(key).flatMap {
-          case Some(following) =>
-            F.monotonic.flatMap { at =>
-              claim(following)
-              started(at)
-            }
-          case None => loop
-        }
-      )
+      buffer.finishKey(key).flatMap {
+        case Some(following) =>
+          F.monotonic.flatMap { at =>
+            claim(following)
+            started(at)
+          }
+        case None => loop
+      }
 
     // built once per worker, after the continuations they use
     private val clockThenRecorded: F[Boolean] = F.monotonic.flatMap(recorded)
@@ -317,11 +322,8 @@ private[weir] final class Engine[F[_], A, B] private (
 
   /** Runs `entry`, whose key it claimed, then the tasks parked behind that key, one by one. */
   private def keyChain(poll: Poll[F], key: Any, entry: TaskBuffer.Entry[A]): F[Unit] =
-    start(poll, entry) *>
-      buffer.isStopped.ifM(
-        F.unit, // tasks parked behind the key stay in the buffer and are returned as not started
-        buffer.finishKey(key).flatMap(_.fold(F.unit)(keyChain(poll, key, _)))
-      )
+    // once the run stops, tasks parked behind the key stay in the buffer and are returned as not started
+    start(poll, entry) *> buffer.finishKey(key).flatMap(_.fold(F.unit)(keyChain(poll, key, _)))
 
   /**
    * The handler's effect for `task`; a handler that throws instead of returning a failed effect fails

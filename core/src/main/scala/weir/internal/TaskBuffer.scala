@@ -41,23 +41,19 @@ private[weir] final class TaskBuffer[F[_], A] private (
 
   /**
    * The claimant of `key` is done with an element: returns the next element parked behind it (the key
-   * stays claimed) or `None` (the key is released).
+   * stays claimed) or `None` (the key is released; or the buffer is stopped, and what is parked behind the
+   * key stays there, to be returned as not started).
    */
   def finishKey(key: Any): F[Option[Entry[A]]] = state.modify(_.finishKey(key)).flatten
 
   /**
-   * [[finishKey]] for the worker's fast path, when it wakes no producer: `Some` next element of the key,
-   * `None` when the key is released (or the buffer is stopped: what is parked behind the key stays, to be
-   * returned as not started); or `null`, changing nothing, when a waiting producer must be woken (then call
-   * [[finishKey]]). A plain call, to be made inside an effect.
+   * [[finishKey]] for the worker's fast path, when it wakes no producer; `null`, changing nothing, when a
+   * waiting producer must be woken (then call [[finishKey]]). A plain call, to be made inside an effect.
    */
   def finishKeyNow(key: Any): Option[Entry[A]] | Null =
     state.modifyNow[Option[Entry[A]] | Null] { s =>
-      if s.stopped then (s, None)
-      else
-        s.finishKeyQuietly(key) match
-          case null => (s, null)
-          case (next, following) => (next, following)
+      val quiet = s.finishKeyQuietly(key)
+      if quiet == null then (s, null) else quiet
     }
 
   /**
@@ -473,20 +469,26 @@ private[weir] object TaskBuffer:
         case Some(((o, need), more)) if free >= need => (copy(offerers = more), o.complete(()).void)
         case _ => (this, F.unit)
 
-    /** [[finishKey]] when it wakes no producer; `null` when it would. */
+    /** Hands the element parked first behind `key` on to its claimant, or releases the key; stopped: neither. */
+    private def handOnKey(key: Any): (State[F, A], Option[Entry[A]]) =
+      if stopped then (this, None)
+      else
+        claimed.get(key).flatMap(_.dequeueOption) match
+          case Some((e, behind)) =>
+            (copy(claimed = claimed.updated(key, behind), parked = parked - 1), Some(e))
+          case None => (copy(claimed = claimed - key), None)
+
+    /** [[finishKey]] when it wakes no producer; `null` when it would (the place it frees lets one go on). */
     def finishKeyQuietly(key: Any): (State[F, A], Option[Entry[A]]) | Null =
-      claimed.get(key).flatMap(_.dequeueOption) match
-        case Some((e, behind)) =>
-          val next = copy(claimed = claimed.updated(key, behind), parked = parked - 1)
-          if next.offererFits then null else (next, Some(e))
-        case None => (copy(claimed = claimed - key), None)
+      val handed = handOnKey(key)
+      if handed._2.isDefined && handed._1.offererFits then null else handed
 
     def finishKey(key: Any): (State[F, A], F[Option[Entry[A]]]) =
-      claimed.get(key).flatMap(_.dequeueOption) match
-        case Some((e, behind)) =>
-          val (woken, wake) = copy(claimed = claimed.updated(key, behind), parked = parked - 1).wakeOfferer
-          (woken, wake.as(Some(e)))
-        case None => (copy(claimed = claimed - key), F.pure(None))
+      handOnKey(key) match
+        case (next, None) => (next, F.pure(None))
+        case (next, following) =>
+          val (woken, wake) = next.wakeOfferer // a parked element handed on frees a place
+          (woken, wake.as(following))
 
     /** A cancelled taker's element goes back, with the elements parked behind its key, and is served again. */
     def putBack(e: Entry[A]): (State[F, A], Served[A]) =

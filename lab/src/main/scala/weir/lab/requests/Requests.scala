@@ -4,7 +4,7 @@ import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import scopt.{OEffect, OParser}
 import weir.lab.Experiment
-import weir.lab.report.ExperimentIo.positive
+import weir.lab.report.ExperimentIo.{positive, positiveMillis}
 
 import java.lang.management.ManagementFactory
 import java.net.URI
@@ -62,7 +62,7 @@ object Requests extends Experiment:
           "a running `weir lab serve` (default: start one on a free loopback port); its seed and max delay are used"
         ),
       opt[Long]("max-delay").valueName("MS")
-        .validate(d => if d > 0 then success else failure(s"--max-delay must be > 0 ms, was: $d"))
+        .validate(positiveMillis("--max-delay"))
         .action((d, s) => s.copy(maxDelayMs = d))
         .text("the embedded server's delays are uniform on [0, MS) ms (default 3000)"),
       opt[Long]("seed").valueName("N").action((n, s) => s.copy(seed = n))

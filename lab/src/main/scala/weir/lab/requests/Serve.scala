@@ -4,7 +4,7 @@ import cats.effect.{ExitCode, IO}
 import com.comcast.ip4s.Host
 import scopt.{OEffect, OParser}
 import weir.lab.Experiment
-import weir.lab.report.ExperimentIo.positive
+import weir.lab.report.ExperimentIo.{positive, positiveMillis}
 
 import scala.concurrent.duration.*
 
@@ -46,7 +46,7 @@ object Serve extends Experiment:
         .action((p, o) => o.copy(port = p))
         .text("port (default 8000; 0 picks a free one)"),
       opt[Long]("max-delay").valueName("MS")
-        .validate(d => if d > 0 then success else failure(s"--max-delay must be > 0 ms, was: $d"))
+        .validate(positiveMillis("--max-delay"))
         .action((d, o) => o.copy(maxDelayMs = d))
         .text("delays are uniform on [0, MS) milliseconds (default 3000)"),
       opt[Long]("seed").valueName("N").action((s, o) => o.copy(seed = s))
