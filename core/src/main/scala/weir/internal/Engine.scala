@@ -1,7 +1,6 @@
 package weir.internal
 
 import cats.effect.kernel.{Async, Deferred, Poll, Ref, Resource}
-import cats.effect.std.Supervisor
 import cats.Parallel
 import cats.effect.instances.spawn.parallelForGenSpawn
 import cats.effect.syntax.all.*
@@ -523,21 +522,13 @@ private[weir] object Engine:
     case StopReason.Drained => NotStartedReason.Drained
     case _ => NotStartedReason.Cancelled
 
-  /** A supervisor whose release (cancel everything it owns) can also be called early, and runs once. */
-  private def supervisor[F[_]](using F: Async[F]): Resource[F, (Supervisor[F], F[Unit])] =
-    Resource.make(
-      Supervisor[F](await = false).allocated.flatMap((s, release) => F.memoize(release).map((s, _)))
-    )(_._2)
-
   /** Starts a run; releasing it stops the run (see [[Pipeline.start]]) and leaks no fiber. */
   def start[F[_], A, B](settings: Settings[F, A, B], emit: Option[Emit[F, A, B]])(using
       F: Async[F]
   ): Resource[F, Running[F, A]] =
     for
-      workerSupervisor <- supervisor[F]
-      producerSupervisor <- supervisor[F]
-      (workers, killWorkers) = workerSupervisor
-      (producers, killProducers) = producerSupervisor
+      workers <- FiberGroup.resource[F]
+      producers <- FiberGroup.resource[F]
       keyOf = settings.ordering match
         case Ordering.ByKey(f) => Some((a: A) => f(a): Any)
         case _ => None
@@ -565,15 +556,15 @@ private[weir] object Engine:
             result,
             sourceErrors,
             producersDone,
-            killWorkers,
-            killProducers
+            workers.close,
+            producers.close
           )
           pool <- WorkerPool[F](settings.limit.initial, workers)(engine.work)
           _ <- F.delay(engine.pool = pool)
         yield engine
       )
       _ <- F.background(engine.conduct)
-      _ <- Resource.eval(producers.supervise(engine.produceAll))
+      _ <- Resource.eval(producers.start(engine.produceAll))
       running <- Resource.make(F.pure(engine))(e =>
         e.requestStop(StopReason.Cancelled, settings.releaseGrace) *> e.join.void
       )

@@ -1,7 +1,6 @@
 package weir.internal
 
 import cats.effect.kernel.{Async, Deferred, Outcome as FiberOutcome}
-import cats.effect.std.Supervisor
 import cats.effect.syntax.all.*
 import cats.syntax.all.*
 
@@ -12,13 +11,13 @@ import cats.syntax.all.*
  * there is no fiber per task. A worker asks [[tryRetire]] between tasks and leaves when the pool has more
  * workers than the limit allows, so lowering the limit never interrupts a running task.
  *
- * Every worker is owned by `supervisor`; cancelling them all is releasing it. A worker that ends in any
+ * Every worker is a fiber of `workers`; cancelling them all is closing it. A worker that ends in any
  * way (left, retired, failed, cancelled) is counted out exactly once.
  */
 private[weir] final class WorkerPool[F[_]] private (
     state: AtomicState[F, WorkerPool.State],
     exited: Deferred[F, Unit],
-    supervisor: Supervisor[F],
+    workers: FiberGroup[F],
     body: WorkerPool[F] => F[Boolean] // runs one worker; true when it retired through tryRetire
 )(using F: Async[F]):
 
@@ -86,7 +85,7 @@ private[weir] final class WorkerPool[F[_]] private (
   def awaitExit: F[Unit] = exited.get
 
   /**
-   * After the supervisor has cancelled every worker (a drain's deadline ran out): a worker cancelled before
+   * After `workers` was closed (every worker cancelled when a drain's deadline ran out): a worker cancelled before
    * its fiber ever ran has no finalizer to count it out, so the pool counts none from now on, ignores later
    * leaves, starts no worker, and is done.
    */
@@ -102,15 +101,14 @@ private[weir] final class WorkerPool[F[_]] private (
     }.flatMap(last => exited.complete(()).void.whenA(last))
 
   /*
-   * A worker counted in by `growBy` and then not started — its supervisor was released meanwhile, which
-   * happens when a drain's deadline kills the workers while a producer is growing the pool — is counted out
-   * again, and the grower is not failed: the run is stopping, so no worker is wanted.
+   * A worker counted in by `growBy` and then not started — its group was closed meanwhile, which happens
+   * when a drain's deadline kills the workers while a producer is growing the pool — is counted out again.
    */
   private val spawn: F[Unit] =
-    supervisor.supervise(F.unit.flatMap(_ => body(this)).guaranteeCase {
+    workers.start(F.unit.flatMap(_ => body(this)).guaranteeCase {
       case FiberOutcome.Succeeded(retired) => retired.flatMap(r => leave.unlessA(r))
       case _ => leave
-    }).void.handleErrorWith(_ => leave)
+    }).flatMap(started => leave.unlessA(started))
 
 private[weir] object WorkerPool:
   /*
@@ -122,9 +120,9 @@ private[weir] object WorkerPool:
 
   def apply[F[_]](
       initialLimit: Int,
-      supervisor: Supervisor[F]
+      workers: FiberGroup[F]
   )(body: WorkerPool[F] => F[Boolean])(using F: Async[F]): F[WorkerPool[F]] =
     for
       state <- F.delay(new AtomicState[F, State](State(initialLimit, 0, open = true, draining = false)))
       exited <- Deferred[F, Unit]
-    yield new WorkerPool(state, exited, supervisor, body)
+    yield new WorkerPool(state, exited, workers, body)

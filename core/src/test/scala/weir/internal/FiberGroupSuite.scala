@@ -1,0 +1,83 @@
+package weir.internal
+
+import cats.effect.testkit.TestControl
+import cats.effect.{Deferred, IO, Ref}
+import cats.syntax.all.*
+import munit.CatsEffectSuite
+
+import scala.concurrent.duration.*
+
+class FiberGroupSuite extends CatsEffectSuite:
+
+  /** A member that counts its start, then waits forever and counts its cancellation once its finalizer ran. */
+  private def member(begun: Ref[IO, Int], cancelled: Ref[IO, Int]): IO[Unit] =
+    IO.uncancelable(poll =>
+      begun.update(_ + 1) *> poll(IO.never[Unit]).onCancel(IO.sleep(1.second) *> cancelled.update(_ + 1))
+    )
+
+  test("closing cancels every running member at once and waits for each finalizer") {
+    val run =
+      for
+        begun <- IO.ref(0)
+        cancelled <- IO.ref(0)
+        closedAt <- FiberGroup.resource[IO].use { group =>
+          group.start(member(begun, cancelled)).replicateA(50).flatMap { started =>
+            IO(assert(started.forall(identity))) *> IO.sleep(1.milli)
+          }
+        } *> IO.monotonic
+        counts <- (begun.get, cancelled.get).tupled
+      yield (closedAt, counts)
+    // finalizers of 1 s each, run in parallel: the close ends at 1 s + the 1 ms the members ran
+    TestControl.executeEmbed(run).map { case (closedAt, counts) =>
+      assertEquals(counts, (50, 50))
+      assertEquals(closedAt, 1.second + 1.milli)
+    }
+  }
+
+  test("a member that ended by itself is forgotten; the group outlives its members' errors") {
+    FiberGroup.resource[IO].use { group =>
+      for
+        done <- Deferred[IO, Unit]
+        _ <- group.start(IO.raiseError[Unit](new RuntimeException("boom")))
+        _ <- group.start(done.complete(()))
+        _ <- done.get *> IO.sleep(10.millis)
+        _ <- IO(assertEquals(group.size, 0))
+        again <- group.start(IO.unit)
+      yield assert(again)
+    }
+  }
+
+  test("nothing starts in a closed group") {
+    FiberGroup.resource[IO].allocated.flatMap { case (group, close) =>
+      for
+        ran <- IO.ref(false)
+        _ <- close *> close // idempotent
+        started <- group.start(ran.set(true))
+        _ <- IO.sleep(10.millis)
+        didRun <- ran.get
+      yield
+        assert(!started)
+        assert(!didRun)
+        assertEquals(group.size, 0)
+    }
+  }
+
+  test("a start racing a close on the real runtime leaves no member running (1000 races)") {
+    val race =
+      for
+        begun <- IO.ref(0)
+        cancelled <- IO.ref(0)
+        allocated <- FiberGroup.resource[IO].allocated
+        (group, close) = allocated
+        // masked until it waits, so a cancellation cannot fall between the count and the finalizer
+        body = IO.uncancelable(poll =>
+          begun.update(_ + 1) *> poll(IO.never[Unit]).onCancel(cancelled.update(_ + 1))
+        )
+        starts = group.start(body)
+        _ <- (starts.replicateA_(3), IO.cede *> close).parTupled
+        // a member the close missed would still be running: its start counted, its cancellation not
+        _ <- IO.sleep(2.millis)
+        counts <- (begun.get, cancelled.get).tupled
+      yield assertEquals(counts._1, counts._2, s"begun ${counts._1}, cancelled ${counts._2}")
+    race.replicateA_(1000)
+  }
