@@ -1,20 +1,28 @@
 package weir.internal
 
-import org.HdrHistogram.Histogram
+import org.HdrHistogram.{ConcurrentHistogram, Histogram}
 import weir.Latency
 
 import java.util.concurrent.ConcurrentLinkedQueue
+import java.util.concurrent.atomic.{AtomicInteger, AtomicReference}
 import scala.concurrent.duration.*
 
 /**
  * The task latencies of one run: recorded from any thread, summarised once, when recording is over.
  *
- * Every thread that records writes to a histogram of its own (HdrHistogram, 3 significant digits, resized
- * as needed), so a record is a thread-local lookup and a plain single-writer histogram write: no atomic
- * instruction, no cache line written by two threads. (One shared `ConcurrentHistogram` costs four contended
- * atomic updates per record, and reading its percentiles takes a lock per bucket: about 1.5 ms for a run of
- * 1 ms tasks, as much as the run's slack; see ADR 0012, addendum 2.) [[summary]] merges the threads'
- * histograms into one and reads the percentiles from the merge.
+ * The first [[OwnHistograms]] threads that record each write to a histogram of their own (HdrHistogram, 3
+ * significant digits, resized as needed), so a record is a thread-local lookup and a plain single-writer
+ * histogram write: no atomic instruction, no cache line written by two threads. (One shared
+ * `ConcurrentHistogram` for all costs four contended atomic updates per record, and reading its percentiles
+ * takes a lock per bucket: about 1.5 ms for a run of 1 ms tasks, as much as the run's slack; see ADR 0012,
+ * addendum 2.) [[summary]] merges the histograms into one and reads the percentiles from the merge.
+ *
+ * With asynchronous handlers the recording threads are the runtime's compute threads, a few. After a
+ * blocking handler, though, the worker goes on on the thread that blocked, so a run at concurrency 1000 can
+ * record from hundreds of threads, and a histogram each (~100-200 KB for latencies of milliseconds to
+ * seconds) would make the recorder's memory grow with the concurrency. Threads beyond the first
+ * [[OwnHistograms]] therefore share one `ConcurrentHistogram`: at most `OwnHistograms + 1` histograms,
+ * whatever the concurrency, for a few atomic updates per record next to a handler that blocked a thread.
  *
  * ==Reading==
  * A histogram is read without synchronisation, so [[summary]] must happen after every [[record]] it is to
@@ -26,31 +34,26 @@ import scala.concurrent.duration.*
 private[weir] final class LatencyRecorder:
   import LatencyRecorder.*
 
-  private val slots = new ConcurrentLinkedQueue[Slot]
-  private val own: ThreadLocal[Slot] = ThreadLocal.withInitial { () =>
-    val slot = new Slot
-    slots.add(slot)
-    slot
+  private val slots = new ConcurrentLinkedQueue[OwnSlot]
+  private val own = new AtomicInteger(0) // threads given a slot of their own so far
+  private val sharedSlot = new SharedSlot
+
+  private val slot: ThreadLocal[Slot] = ThreadLocal.withInitial { () =>
+    if own.get() >= OwnHistograms || own.getAndIncrement() >= OwnHistograms then sharedSlot
+    else
+      val slot = new OwnSlot
+      slots.add(slot)
+      slot
   }
 
   /** Records one latency in nanoseconds (a negative one, from a clock that went back, as zero). */
-  def record(nanos: Long): Unit =
-    val slot = own.get()
-    var h = slot.histogram
-    if h == null then
-      h = new Histogram(SignificantDigits)
-      slot.histogram = h
-    h.recordValue(math.max(0L, nanos))
+  def record(nanos: Long): Unit = slot.get().record(math.max(0L, nanos))
 
   /** Count, mean, percentiles and maximum of everything recorded since the last summary (see "Reading"). */
   def summary: Latency =
     val merged = new Histogram(SignificantDigits)
-    slots.forEach { slot =>
-      val h = slot.histogram
-      if h != null then
-        merged.add(h)
-        slot.histogram = null
-    }
+    slots.forEach(_.drainInto(merged))
+    sharedSlot.drainInto(merged)
     if merged.getTotalCount == 0 then Latency.empty
     else
       def at(percentile: Double) = merged.getValueAtPercentile(percentile).nanos
@@ -64,10 +67,63 @@ private[weir] final class LatencyRecorder:
         merged.getMaxValue.nanos
       )
 
+  /** How many histograms hold values now (for tests: at most `OwnHistograms + 1`). */
+  private[internal] def histograms: Int =
+    var n = if sharedSlot.holdsValues then 1 else 0
+    slots.forEach(s => if s.holdsValues then n += 1)
+    n
+
 private[weir] object LatencyRecorder:
-  /** A recording thread's histogram, created on its first record and released by a summary. */
-  private final class Slot:
-    var histogram: Histogram = null
+
+  /** Where one thread's records go; a histogram is created on the first record and let go by a summary. */
+  private sealed trait Slot:
+    def record(nanos: Long): Unit
+    def holdsValues: Boolean
+
+    /** Adds the values recorded so far to `into` and lets the histogram go. */
+    def drainInto(into: Histogram): Unit
+
+  /** A histogram of one thread's own: a single writer, no synchronisation. */
+  private final class OwnSlot extends Slot:
+    private var histogram: Histogram | Null = null
+
+    def record(nanos: Long): Unit =
+      var h = histogram
+      if h == null then
+        h = new Histogram(SignificantDigits)
+        histogram = h
+      h.nn.recordValue(nanos)
+
+    def holdsValues: Boolean = histogram != null
+
+    def drainInto(into: Histogram): Unit =
+      val h = histogram
+      if h != null then
+        into.add(h)
+        histogram = null
+
+  /** The histogram the threads beyond the first [[OwnHistograms]] share: safe for concurrent writers. */
+  private final class SharedSlot extends Slot:
+    private val shared = new AtomicReference[ConcurrentHistogram | Null](null)
+
+    def record(nanos: Long): Unit =
+      var h = shared.get()
+      if h == null then
+        shared.compareAndSet(null, new ConcurrentHistogram(SignificantDigits))
+        h = shared.get()
+      h.nn.recordValue(nanos)
+
+    def holdsValues: Boolean = shared.get() != null
+
+    def drainInto(into: Histogram): Unit =
+      val h = shared.getAndSet(null)
+      if h != null then into.add(h)
 
   /** Values are kept to within 0.1% (HdrHistogram's precision for 3 significant digits). */
   final val SignificantDigits = 3
+
+  /**
+   * Threads that get a histogram of their own: enough for the compute threads of any runtime this machine
+   * runs (Cats Effect starts one per core) and a few more.
+   */
+  val OwnHistograms: Int = 2 * Runtime.getRuntime.availableProcessors + 4

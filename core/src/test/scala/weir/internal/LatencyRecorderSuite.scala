@@ -49,6 +49,17 @@ class LatencyRecorderSuite extends CatsEffectSuite with ScalaCheckSuite:
     }
   }
 
+  property("memory is bounded: many recording threads (blocking handlers) share one histogram beyond the first few") {
+    val threads = Gen.choose(LatencyRecorder.OwnHistograms + 1, LatencyRecorder.OwnHistograms + 40)
+    Prop.forAll(threads.flatMap(n => Gen.listOfN(n, Gen.nonEmptyListOf(latencyNanos)))) { groups =>
+      val recorder = new LatencyRecorder
+      recordFromThreads(recorder, groups)
+      assertEquals(recorder.histograms, LatencyRecorder.OwnHistograms + 1)
+      assertEquals(recorder.summary, reference(groups.flatten))
+      assertEquals(recorder.histograms, 0)
+    }
+  }
+
   test("percentiles are within HdrHistogram's precision (0.1%) of the exact nearest-rank values") {
     val values = (1L to 100000L).map(_ * 997L) // 997 ns .. 99.7 ms, evenly spread
     val recorder = new LatencyRecorder
