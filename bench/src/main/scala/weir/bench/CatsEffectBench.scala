@@ -63,6 +63,10 @@ class CatsEffectBench extends OnWeirRuntime:
   def noopSequential(): Unit = unsafeRun(Sequential.io(Tasks, noop))
 
   @Benchmark
+  @OperationsPerInvocation(WideTasks)
+  def noopWideQueueWorkers(): Unit = unsafeRun(queueWorkers(WideTasks, WideTasks, noop))
+
+  @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)
   def sleepQueueWorkers(): Unit = unsafeRun(queueWorkers(SleepTasks, SleepConcurrency, sleep))
 

@@ -85,6 +85,11 @@ class WeirBench extends OnWeirRuntime:
   @OperationsPerInvocation(Tasks)
   def noopByKeyOneChunk(): Long = pipeline(Tasks, Concurrency, Ordering.byKey(key), noop, oneChunk = true)
 
+  // as many workers as tasks: a worker's start and end are part of each task's cost
+  @Benchmark
+  @OperationsPerInvocation(WideTasks)
+  def noopWide(): Long = pipeline(WideTasks, WideTasks, Ordering.unordered, noop, oneChunk = true)
+
   @Benchmark
   @OperationsPerInvocation(Tasks)
   def noopSequential(): Unit = unsafeRun(Sequential.io(Tasks, noop))

@@ -17,6 +17,12 @@ object Workload:
   /** Distinct keys in the per-key benchmarks: many more than workers, so keys rarely wait for each other. */
   final val Keys = 1024
 
+  /**
+   * The wide workload: as many workers as tasks ([[WideTasks]] no-op tasks at concurrency [[WideTasks]]), so
+   * that what starting and ending a worker costs shows per task.
+   */
+  final val WideTasks = 10000
+
   final val SleepTasks = 10000
   final val SleepConcurrency = 1000
   final val SleepMillis = 1
