@@ -49,7 +49,7 @@ class LatencyRecorderSuite extends CatsEffectSuite with ScalaCheckSuite:
     }
   }
 
-  property("memory is bounded: many recording threads (blocking handlers) share one histogram beyond the first few") {
+  property("memory is bounded: threads beyond the first few (blocking handlers) share one histogram") {
     val threads = Gen.choose(LatencyRecorder.OwnHistograms + 1, LatencyRecorder.OwnHistograms + 40)
     Prop.forAll(threads.flatMap(n => Gen.listOfN(n, Gen.nonEmptyListOf(latencyNanos)))) { groups =>
       val recorder = new LatencyRecorder
