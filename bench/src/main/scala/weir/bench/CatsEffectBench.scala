@@ -14,7 +14,8 @@ import scala.concurrent.duration.*
  *   - `queueWorkers`: `concurrency` long-lived worker fibers draining a bounded `Queue` (capacity
  *     weir's default buffer, 1024) fed by one producer fiber; each worker stops at a sentinel;
  *   - `semaphore`: a fiber per task, started after acquiring a permit of a `Semaphore`.
- * Baselines: the same tasks one after another in a single fiber; ten 1 ms sleeps in a row.
+ * Baselines: the same tasks one after another in a single fiber; ten 1 ms sleeps in a row (on weir's runtime,
+ * and on Cats Effect's default one, whose timers live in the compute pool).
  *
  * Run (from the repository root, after building bench):
  * {{{
@@ -77,3 +78,11 @@ class CatsEffectBench extends OnWeirRuntime:
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)
   def sleepSequential(): Unit = unsafeRun(Sequential.io(SequentialSleeps, sleep))
+
+  // the same on Cats Effect's default runtime, whose timers live in the compute pool: is the sleep floor
+  // the external timer's? (One fiber sleeping cannot trigger typelevel/cats-effect#4674, which needs
+  // about a thousand fibers waking together.)
+  @Benchmark
+  @OutputTimeUnit(TimeUnit.MILLISECONDS)
+  def sleepSequentialDefaultRuntime(): Unit =
+    Sequential.io(SequentialSleeps, sleep).unsafeRunSync()(using cats.effect.unsafe.implicits.global)
