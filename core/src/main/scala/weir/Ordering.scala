@@ -33,7 +33,13 @@ object Ordering:
     require(window > 0, s"reorder window must be > 0, was: $window")
     InputOrder(Some(window))
 
-  /** Run the tasks of each key one at a time, in input order; different keys concurrently. */
+  /**
+   * Run the tasks of each key one at a time, in input order; different keys concurrently.
+   *
+   * `key` should be pure and cheap (a field, a hash): it is evaluated as a task is taken from the buffer,
+   * inside the buffer's compare-and-set, so a take that loses a race with another worker evaluates it
+   * again. Keys are compared with `==` and `hashCode`. A `key` that throws fails that task only.
+   */
   def byKey[A, K](key: A => K): Ordering[A] = ByKey(key)
 
   private[weir] case object Unordered extends Ordering[Any]:
