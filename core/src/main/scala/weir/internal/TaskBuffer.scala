@@ -359,11 +359,10 @@ private[weir] object TaskBuffer:
       while s.takers.nonEmpty && s.size > s.spinning do
         val (popped, entry) = s.popClaimable
         s = popped
-        entry.foreach { e =>
+        if entry != null then
           val (taker, more) = s.takers.dequeue
           s = s.copy(takers = more)
-          served = (taker, e) :: served
-        }
+          served = (taker, entry) :: served
       (s, served)
 
     /** Takes an element if one is claimable; else becomes a spinner if there is room for one. */
@@ -394,9 +393,7 @@ private[weir] object TaskBuffer:
       if stopped || size == 0 then (this, null)
       else
         val (s, entry) = popClaimable
-        entry match
-          case Some(e) if !s.offererFits => (s, e)
-          case _ => (this, null)
+        if entry != null && !s.offererFits then (s, entry) else (this, null)
 
     /**
      * [[takeIfFree]]'s commonest case, with nothing allocated but the next state: no key function, nothing
@@ -415,44 +412,68 @@ private[weir] object TaskBuffer:
       if stopped then (this, Finished)
       else
         val (s, entry) = popClaimable
-        entry match
-          case Some(e) =>
-            val (woken, wake) = s.wakeOfferer
-            (woken, Taken(e, wake))
-          case None if closed => (s, Finished)
-          case None =>
-            waiter match
-              case null => (s, MustWait)
-              case t: Taker[A] @unchecked => (s.copy(takers = s.takers.enqueue(t)), MustWait)
+        if entry != null then
+          val (woken, wake) = s.wakeOfferer
+          (woken, Taken(entry, wake))
+        else if closed then (s, Finished)
+        else
+          waiter match
+            case null => (s, MustWait)
+            case t: Taker[A] @unchecked => (s.copy(takers = s.takers.enqueue(t)), MustWait)
 
-    /** Pops queued elements until one whose key is free (claiming it), parking the others. */
-    private def popClaimable: (State[F, A], Option[Entry[A]]) =
-      var s = this
-      var found: Option[Entry[A]] = None
-      while found.isEmpty && s.size > 0 do
-        val (popped, e) = s.pop
-        s = popped
+    /**
+     * Pops queued elements until one whose key is free (claiming it), parking the others; `null` when none
+     * is. One copy of the state however many elements it pops (this runs on every take).
+     */
+    private def popClaimable: (State[F, A], Entry[A] | Null) =
+      var front = this.front
+      var head = this.head
+      var pos = this.pos
+      var headSeq = this.headSeq
+      var rest = this.rest
+      var size = this.size
+      var parked = this.parked
+      var claimed = this.claimed
+      var found: Entry[A] | Null = null
+      while found == null && size > 0 do
+        val e = front match
+          case put :: more =>
+            front = more
+            put
+          case Nil =>
+            if pos >= head.size then // the head chunk is used up: the next one becomes the head
+              val (c, more) = rest.dequeue
+              headSeq += pos
+              head = c
+              pos = 0
+              rest = more
+            val queued = entryOf(headSeq + pos, head(pos))
+            pos += 1
+            queued
+        size -= 1
         e.key match
-          case null | (_: KeyFailure) => found = Some(e)
+          case null | (_: KeyFailure) => found = e
           case key =>
-            s.claimed.get(key) match
-              case None =>
-                s = s.copy(claimed = s.claimed.updated(key, ScalaQueue.empty))
-                found = Some(e)
-              case Some(behind) =>
-                s = s.copy(claimed = s.claimed.updated(key, behind.enqueue(e)), parked = s.parked + 1)
-      (s, found)
-
-    /** Removes the oldest queued element (one copy of the state). */
-    private def pop: (State[F, A], Entry[A]) =
-      front match
-        case e :: more => (copy(front = more, size = size - 1), e)
-        case Nil =>
-          if pos < head.size then (copy(pos = pos + 1, size = size - 1), entryOf(headSeq + pos, head(pos)))
-          else
-            val (c, more) = rest.dequeue
-            val entry = entryOf(headSeq + pos, c(0))
-            (copy(head = c, pos = 1, headSeq = headSeq + pos, rest = more, size = size - 1), entry)
+            claimed.getOrElse(key, null) match
+              case null =>
+                claimed = claimed.updated(key, ScalaQueue.empty)
+                found = e
+              case behind: ScalaQueue[Entry[A]] @unchecked =>
+                claimed = claimed.updated(key, behind.enqueue(e))
+                parked += 1
+      if size == this.size then (this, null)
+      else
+        val s = copy(
+          front = front,
+          head = head,
+          pos = pos,
+          headSeq = headSeq,
+          rest = rest,
+          size = size,
+          parked = parked,
+          claimed = claimed
+        )
+        (s, found)
 
     private def entryOf(seq: Long, task: A): Entry[A] =
       keyOf match
@@ -473,10 +494,11 @@ private[weir] object TaskBuffer:
     private def handOnKey(key: Any): (State[F, A], Option[Entry[A]]) =
       if stopped then (this, None)
       else
-        claimed.get(key).flatMap(_.dequeueOption) match
-          case Some((e, behind)) =>
-            (copy(claimed = claimed.updated(key, behind), parked = parked - 1), Some(e))
-          case None => (copy(claimed = claimed - key), None)
+        claimed.getOrElse(key, null) match
+          case behind: ScalaQueue[Entry[A]] @unchecked if behind.nonEmpty =>
+            val (e, more) = behind.dequeue
+            (copy(claimed = claimed.updated(key, more), parked = parked - 1), Some(e))
+          case _ => (copy(claimed = claimed - key), None)
 
     /** [[finishKey]] when it wakes no producer; `null` when it would (the place it frees lets one go on). */
     def finishKeyQuietly(key: Any): (State[F, A], Option[Entry[A]]) | Null =
