@@ -33,7 +33,6 @@ private[weir] final class Engine[F[_], A, B] private (
     result: Deferred[F, Summary[A]],
     sourceErrors: Ref[F, List[Throwable]],
     producersDone: Deferred[F, Unit],
-    killWorkers: F[Unit],
     killProducers: F[Unit]
 )(using F: Async[F])
     extends Running[F, A]:
@@ -466,7 +465,7 @@ private[weir] final class Engine[F[_], A, B] private (
   private def shutdown(deadline: FiniteDuration): F[Unit] =
     buffer.stop *> pool.finishing(stop = true) *>
       (
-        F.timeoutTo(pool.awaitExit, deadline, killWorkers *> pool.killed),
+        F.timeoutTo(pool.awaitExit, deadline, pool.kill),
         F.timeoutTo(producersDone.get, deadline, killProducers)
       ).parTupled.void
 
@@ -556,7 +555,6 @@ private[weir] object Engine:
             result,
             sourceErrors,
             producersDone,
-            workers.close,
             producers.close
           )
           pool <- WorkerPool[F](settings.limit.initial, workers)(engine.work)

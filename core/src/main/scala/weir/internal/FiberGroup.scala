@@ -1,5 +1,7 @@
 package weir.internal
 
+import cats.Parallel
+import cats.effect.instances.spawn.parallelForGenSpawn
 import cats.effect.kernel.{Async, Fiber, Resource}
 import cats.syntax.all.*
 
@@ -19,6 +21,8 @@ import java.util.concurrent.ConcurrentHashMap
  */
 private[weir] final class FiberGroup[F[_]] private ()(using F: Async[F]):
   import FiberGroup.Member
+
+  private given Parallel[F] = parallelForGenSpawn[F, Throwable]
 
   private val members = ConcurrentHashMap.newKeySet[Member[F]]()
   @volatile private var closed = false
@@ -58,7 +62,7 @@ private[weir] final class FiberGroup[F[_]] private ()(using F: Async[F]):
       F.defer {
         closed = true
         val fibers = members.toArray(Array.empty[Member[F]]).toList.flatMap(m => Option(m.fiber))
-        fibers.traverse(f => F.start(f.cancel)).flatMap(_.traverse_(_.join))
+        fibers.parTraverse_(_.cancel)
       }
     }
 

@@ -85,12 +85,12 @@ private[weir] final class WorkerPool[F[_]] private (
   def awaitExit: F[Unit] = exited.get
 
   /**
-   * After `workers` was closed (every worker cancelled when a drain's deadline ran out): a worker cancelled before
-   * its fiber ever ran has no finalizer to count it out, so the pool counts none from now on, ignores later
-   * leaves, starts no worker, and is done.
+   * Cancels every worker (a drain's deadline ran out) and waits for them. A worker cancelled before its
+   * fiber ever ran has no finalizer to count it out, so the pool then counts none, ignores later leaves,
+   * starts no worker, and is done. Idempotent.
    */
-  def killed: F[Unit] =
-    state.update(_.copy(live = 0, open = false, killed = true)) *> exited.complete(()).void
+  def kill: F[Unit] =
+    workers.close *> state.update(_.copy(live = 0, open = false, killed = true)) *> exited.complete(()).void
 
   private def leave: F[Unit] =
     state.modify { s =>
