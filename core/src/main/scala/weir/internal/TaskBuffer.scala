@@ -336,12 +336,14 @@ private[weir] object TaskBuffer:
           s = next
           served = more ::: served
           progress = stored > 0 && accepted < chunk.size
-        // wake this producer once all it still holds fits, or half the buffer is free: one wake-up per
-        // chunk or per half buffer, not per freed place, and the buffer is refilled before it runs dry
+        // wake this producer once half the buffer is free, however little it still holds: one wake-up per
+        // half buffer, not per freed place (a source of one-element chunks, such as `Stream.range`, would
+        // otherwise wake its producer, and with it an idle compute thread, for every task taken), while
+        // the other half keeps the workers busy until it has refilled the buffer
         val waiting = space match
           case Some(d) if accepted < chunk.size =>
             s.copy(offerers =
-              s.offerers.enqueue((d, math.min(chunk.size - accepted, math.max(1, capacity / 2))))
+              s.offerers.enqueue((d, math.max(1, capacity / 2)))
             )
           case _ => s
         val unserved = math.max(0, s.size - size)

@@ -43,6 +43,30 @@ class TaskBufferSuite extends CatsEffectSuite:
     }
   }
 
+  test("a producer waiting with one element is woken once half the buffer is free, not at the first place") {
+    val run =
+      for
+        b <- TaskBuffer[IO, Int](4)
+        _ <- offer(b, Chunk(0, 1, 2, 3))
+        producer <- offer(b, Chunk(4)).start
+        _ <- IO.sleep(1.second)
+        first <- take(b)
+        _ <- IO.sleep(1.second)
+        sizeAfterOne <- b.size // the producer still waits: one free place is not half of four
+        second <- take(b)
+        _ <- producer.joinWithNever
+        sizeAfterTwo <- b.size // woken at two free places, it stored its element
+        rest <- take(b).replicateA(3)
+      yield (first, sizeAfterOne, second, sizeAfterTwo, rest.flatten)
+    TestControl.executeEmbed(run).map { (first, sizeAfterOne, second, sizeAfterTwo, rest) =>
+      assertEquals(first, Some(0L -> 0))
+      assertEquals(sizeAfterOne, 3)
+      assertEquals(second, Some(1L -> 1))
+      assertEquals(sizeAfterTwo, 3)
+      assertEquals(rest, List(2L -> 2, 3L -> 3, 4L -> 4))
+    }
+  }
+
   test("a waiting taker receives the next offer directly") {
     for
       b <- TaskBuffer[IO, Int](4)
