@@ -106,6 +106,10 @@ object ChildRun:
               Double.NaN,
               Double.NaN,
               Double.NaN,
+              Double.NaN,
+              Double.NaN,
+              Double.NaN,
+              Double.NaN,
               seen
             )
       yield result

@@ -18,6 +18,10 @@ final case class Sample(tMs: Long, inFlight: Long, completed: Long)
  * @param peakHeapMiB      the client JVM's peak heap used (garbage included)
  * @param peakAfterGcMiB   the client JVM's largest heap left after a collection (reachable memory)
  * @param heapCapMiB       the client JVM's maximum heap
+ * @param fillMs           from the first request to the first moment `concurrency` were in flight (NaN: never)
+ * @param overheadMeanMs   successful requests' latency minus their delay, mean (also p50, p99): what client,
+ *                         server and network added to each request; a slot runs about `n / concurrency`
+ *                         requests in a row, so the makespan grows by about that many times the mean
  */
 final case class RequestResult(
     approach: String,
@@ -42,6 +46,10 @@ final case class RequestResult(
     p50Ms: Double,
     p99Ms: Double,
     maxMs: Double,
+    fillMs: Double,
+    overheadMeanMs: Double,
+    overheadP50Ms: Double,
+    overheadP99Ms: Double,
     samples: Vector[Sample]
 ):
   def completed: Long = succeeded + failed
@@ -77,6 +85,12 @@ final case class RequestResult(
       "p99" -> RequestResult.number(p99Ms),
       "max" -> RequestResult.number(maxMs)
     ),
+    "fill_ms" -> RequestResult.number(fillMs),
+    "overhead_ms" -> Json.obj(
+      "mean" -> RequestResult.number(overheadMeanMs),
+      "p50" -> RequestResult.number(overheadP50Ms),
+      "p99" -> RequestResult.number(overheadP99Ms)
+    ),
     "samples" -> Json.obj(
       "t_ms" -> samples.map(_.tMs).asJson,
       "in_flight" -> samples.map(_.inFlight).asJson,
@@ -95,6 +109,7 @@ object RequestResult:
   given Decoder[RequestResult] = (c: HCursor) =>
     val lat = c.downField("latency_ms")
     val smp = c.downField("samples")
+    val over = c.downField("overhead_ms")
     for
       approach <- c.get[String]("approach")
       status <- c.get[String]("status")
@@ -118,6 +133,10 @@ object RequestResult:
       p50 <- lat.get[Option[Double]]("p50")
       p99 <- lat.get[Option[Double]]("p99")
       max <- lat.get[Option[Double]]("max")
+      fill <- double(c, "fill_ms")
+      overMean <- over.get[Option[Double]]("mean")
+      overP50 <- over.get[Option[Double]]("p50")
+      overP99 <- over.get[Option[Double]]("p99")
       ts <- smp.get[Vector[Long]]("t_ms")
       inFlight <- smp.get[Vector[Long]]("in_flight")
       completed <- smp.get[Vector[Long]]("completed")
@@ -144,5 +163,9 @@ object RequestResult:
       p50.getOrElse(Double.NaN),
       p99.getOrElse(Double.NaN),
       max.getOrElse(Double.NaN),
+      fill,
+      overMean.getOrElse(Double.NaN),
+      overP50.getOrElse(Double.NaN),
+      overP99.getOrElse(Double.NaN),
       ts.lazyZip(inFlight).lazyZip(completed).map(Sample.apply)
     )

@@ -45,85 +45,102 @@ object RequestRunner:
       server: ServerHandle,
       async: RequestClient
   ): IO[RequestResult] =
-    val recorder = new Recorder
     val sampleEvery = math.max(100L, setup.ideal.makespanMs / 500).millis
-    val clients =
+    def clients(recorder: Recorder) =
       for jdk <- RequestClient.jdk(server.baseUrl, setup.timeLimit)
       yield RequestContext(
         setup.n,
         setup.concurrency,
-        id => recorder.call(async.get(id)),
-        id => IO.blocking(recorder.callBlocking(jdk.getBlocking(id))),
-        id => IO(recorder.callBlocking(jdk.getBlocking(id)))
+        id => recorder.call(id, async.get(id)),
+        id => IO.blocking(recorder.callBlocking(id, jdk.getBlocking(id))),
+        id => IO(recorder.callBlocking(id, jdk.getBlocking(id)))
       )
-    clients.use { ctx =>
-      for
-        _ <- server.resetPeak
-        before <- server.stats
-        measured <- JvmWatch.resource.use { watch =>
-          val samples = Vector.newBuilder[Sample]
-          IO.monotonic.flatMap { t0 =>
-            def sample: IO[Sample] = IO.monotonic.map(t =>
-              Sample((t - t0).toMillis, recorder.inFlight, recorder.completed)
-            )
-            val sampler = bar(setup).use { b =>
-              (IO.sleep(sampleEvery) *> sample.flatTap(s => IO(show(b, s, setup)) *> setup.onSample(s))
-                .flatMap(s => IO(samples += s))).foreverM
-            }
-            val program = placed(approach, ctx).timeout(setup.timeLimit).attempt
-            for
-              outcome <- sampler.background.surround(program)
-              t1 <- IO.monotonic
-              last <- sample
-              _ <- setup.onSample(last)
-            yield (
-              outcome,
-              (t1 - t0).toNanos / 1e6,
-              samples.result() :+ last,
-              watch.peakHeapMiB,
-              watch.peakAfterGcMiB,
-              watch.peakThreads,
-              watch.cpuMs
-            )
-          }
-        }
-        after <- server.stats
-      yield
-        val (outcome, elapsedMs, samples, heap, afterGc, threads, cpu) = measured
-        val (status, detail) = outcome match
-          case Right(_) => ("ok", recorder.error.map(e => s"first error: $e"))
-          case Left(_: TimeoutException) =>
-            val stopped = s"stopped at the ${setup.timeLimit.toSeconds} s time limit"
-            ("timed out", Some(recorder.error.fold(stopped)(e => s"$stopped; first error: $e")))
-          case Left(e) => ("failed", Some(e.toString))
-        val h = recorder.histogram
-        def ms(micros: Long) = if h.getTotalCount == 0 then Double.NaN else micros / 1000.0
-        RequestResult(
-          approach.name,
-          status,
-          detail,
-          setup.n,
-          setup.concurrency,
-          recorder.succeeded,
-          recorder.failed,
-          elapsedMs,
-          setup.ideal.makespanMs.toDouble,
-          setup.ideal.littleBoundPerSecond,
-          recorder.peakInFlight,
-          after.peakInFlight,
-          after.served - before.served,
-          heap,
-          afterGc,
-          JvmWatch.heapCapMiB,
-          threads,
-          cpu,
-          after.cpuMs - before.cpuMs,
-          ms(h.getValueAtPercentile(50)),
-          ms(h.getValueAtPercentile(99)),
-          ms(h.getMaxValue),
-          samples
-        )
+    (server.resetPeak *> server.stats).flatMap { before =>
+      // the server's own seed and maximum delay: each request's delay, hence its overhead, is known
+      val recorder =
+        new Recorder(setup.concurrency, id => DelayServer.delayMs(before.seed, id, before.maxDelayMs))
+      clients(recorder).use(ctx => measure(approach, setup, server, recorder, ctx, before, sampleEvery))
     }
+
+  private def measure(
+      approach: RequestApproach,
+      setup: Setup,
+      server: ServerHandle,
+      recorder: Recorder,
+      ctx: RequestContext,
+      before: DelayServer.Stats,
+      sampleEvery: FiniteDuration
+  ): IO[RequestResult] =
+    for
+      measured <- JvmWatch.resource.use { watch =>
+        val samples = Vector.newBuilder[Sample]
+        IO.monotonic.flatMap { t0 =>
+          def sample: IO[Sample] = IO.monotonic.map(t =>
+            Sample((t - t0).toMillis, recorder.inFlight, recorder.completed)
+          )
+          val sampler = bar(setup).use { b =>
+            (IO.sleep(sampleEvery) *> sample.flatTap(s => IO(show(b, s, setup)) *> setup.onSample(s))
+              .flatMap(s => IO(samples += s))).foreverM
+          }
+          val program = placed(approach, ctx).timeout(setup.timeLimit).attempt
+          for
+            outcome <- sampler.background.surround(program)
+            t1 <- IO.monotonic
+            last <- sample
+            _ <- setup.onSample(last)
+          yield (
+            outcome,
+            (t1 - t0).toNanos / 1e6,
+            samples.result() :+ last,
+            watch.peakHeapMiB,
+            watch.peakAfterGcMiB,
+            watch.peakThreads,
+            watch.cpuMs
+          )
+        }
+      }
+      after <- server.stats
+    yield
+      val (outcome, elapsedMs, samples, heap, afterGc, threads, cpu) = measured
+      val (status, detail) = outcome match
+        case Right(_) => ("ok", recorder.error.map(e => s"first error: $e"))
+        case Left(_: TimeoutException) =>
+          val stopped = s"stopped at the ${setup.timeLimit.toSeconds} s time limit"
+          ("timed out", Some(recorder.error.fold(stopped)(e => s"$stopped; first error: $e")))
+        case Left(e) => ("failed", Some(e.toString))
+      val h = recorder.histogram
+      def ms(micros: Long) = if h.getTotalCount == 0 then Double.NaN else micros / 1000.0
+      val o = recorder.overheadHistogram
+      def overheadMs(micros: Double) = if o.getTotalCount == 0 then Double.NaN else micros / 1000.0
+      RequestResult(
+        approach.name,
+        status,
+        detail,
+        setup.n,
+        setup.concurrency,
+        recorder.succeeded,
+        recorder.failed,
+        elapsedMs,
+        setup.ideal.makespanMs.toDouble,
+        setup.ideal.littleBoundPerSecond,
+        recorder.peakInFlight,
+        after.peakInFlight,
+        after.served - before.served,
+        heap,
+        afterGc,
+        JvmWatch.heapCapMiB,
+        threads,
+        cpu,
+        after.cpuMs - before.cpuMs,
+        ms(h.getValueAtPercentile(50)),
+        ms(h.getValueAtPercentile(99)),
+        ms(h.getMaxValue),
+        recorder.fillMs,
+        overheadMs(o.getMean),
+        overheadMs(o.getValueAtPercentile(50).toDouble),
+        overheadMs(o.getValueAtPercentile(99).toDouble),
+        samples
+      )
 
   private def placed(approach: RequestApproach, ctx: RequestContext): IO[Unit] =
     approach.placement match

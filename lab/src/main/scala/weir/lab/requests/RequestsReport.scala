@@ -61,6 +61,8 @@ object RequestsReport:
       "p50 ms",
       "p99 ms",
       "max ms",
+      "fill s",
+      "overhead ms mean/p99",
       "heap MiB (after GC)",
       "threads",
       "CPU s c/s"
@@ -79,13 +81,15 @@ object RequestsReport:
         f"${r.p50Ms}%.1f",
         f"${r.p99Ms}%.1f",
         f"${r.maxMs}%.1f",
+        if r.fillMs.isNaN then "—" else f"${r.fillMs / 1000}%.3f",
+        if r.overheadMeanMs.isNaN then "—" else f"${r.overheadMeanMs}%.2f/${r.overheadP99Ms}%.1f",
         s"${r.peakHeapMiB} (${r.peakAfterGcMiB}) of ${r.heapCapMiB}",
         r.peakThreads.toString,
         f"${r.cpuMs / 1000.0}%.1f/${r.serverCpuMs / 1000.0}%.1f"
       )
     }
     val notes = results.flatMap(r => r.detail.map(d => s"  ${r.approach}: $d"))
-    Table.grid(header +: rows, rightAligned = (2 to 14).toSet) + notes.map(_ + "\n").mkString
+    Table.grid(header +: rows, rightAligned = (2 to 16).toSet) + notes.map(_ + "\n").mkString
 
   def json(env: Environment, results: Vector[RequestResult]): Json =
     Json.obj("environment" -> env.toJson, "results" -> results.map(_.toJson).asJson)

@@ -38,6 +38,7 @@ class RequestsRunSuite extends CatsEffectSuite:
       assert(r.clientPeakInFlight <= concurrency, clue)
       assert(r.serverPeakInFlight > 0, clue)
       assert(r.ratio >= 1.0, clue) // nothing beats the ideal
+      assert(r.overheadMeanMs >= 0.0 && r.overheadP99Ms >= r.overheadP50Ms, clue)
       assertEquals(r.samples.last.completed, n, clue)
     }
 
@@ -47,6 +48,9 @@ class RequestsRunSuite extends CatsEffectSuite:
     Requests.run(settings(n, c, "weir", "weir-adaptive", "recursive")).map { results =>
       assertEquals(results.map(_.approach), Vector("weir", "weir-adaptive", "recursive"))
       checkAll(results, n, c)
+      val weir = results.head
+      // weir keeps the limit full: it reaches it once, early in the run
+      assert(weir.fillMs >= 0.0 && weir.fillMs < weir.makespanMs, weir.toString.take(600))
     }
   }
 
@@ -62,6 +66,7 @@ class RequestsRunSuite extends CatsEffectSuite:
     Requests.run(settings(40, 100, "parallel")).map { results =>
       checkAll(results, 40, 100)
       assert(results.head.serverPeakInFlight <= Runtime.getRuntime.availableProcessors, results.head)
+      assert(results.head.fillMs.isNaN, results.head) // never 100 in flight
     }
   }
 
