@@ -100,7 +100,8 @@ class KeyOrderSuite extends CatsEffectSuite:
 
   test("one hot key filling the buffer: each task it finishes makes room, and the waiting producer goes on") {
     // buffer 4, all tasks of one key, one task per chunk: three wait behind the running one and the producer
-    // waits for room; finishing a task hands on the next and must wake the producer
+    // waits for room; finishing tasks hands on the next ones and, once half the buffer is free, must wake
+    // the producer
     val tasks = List.tabulate(12)(i => "hot" -> i)
     val run =
       for

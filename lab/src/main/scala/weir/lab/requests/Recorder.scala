@@ -51,7 +51,8 @@ final class Recorder(concurrency: Int, delayMs: Long => Long):
     if firstStart.get == Recorder.NotYet then firstStart.compareAndSet(Recorder.NotYet, t0): Unit
     val now = inFlightNow.incrementAndGet()
     val _ = peak.accumulateAndGet(now, (a, b) => math.max(a, b))
-    // the first time the client has as many requests in flight as it may (`parallel` never does)
+    // the first time the client has as many requests in flight as it may (`parallel` never does); two
+    // requests reaching it at nearly the same instant may both write: either time is the fill
     if now == concurrency && filledAfterNanos == Recorder.NotYet then filledAfterNanos = t0 - firstStart.get
     t0
 

@@ -2,6 +2,7 @@ package weir.lab.requests
 
 import cats.effect.{IO, Resource}
 import cats.effect.unsafe.{IORuntime, Scheduler}
+import org.HdrHistogram.Histogram
 import me.tongfei.progressbar.{ProgressBar, ProgressBarBuilder, ProgressBarStyle}
 
 import java.util.concurrent.{Executors, ThreadFactory, TimeoutException}
@@ -109,9 +110,10 @@ object RequestRunner:
           ("timed out", Some(recorder.error.fold(stopped)(e => s"$stopped; first error: $e")))
         case Left(e) => ("failed", Some(e.toString))
       val h = recorder.histogram
-      def ms(micros: Long) = if h.getTotalCount == 0 then Double.NaN else micros / 1000.0
       val o = recorder.overheadHistogram
-      def overheadMs(micros: Double) = if o.getTotalCount == 0 then Double.NaN else micros / 1000.0
+      // a histogram's figure in ms; NaN when it holds nothing (no request ended, or none succeeded)
+      def ms(of: Histogram, micros: Histogram => Double) =
+        if of.getTotalCount == 0 then Double.NaN else micros(of) / 1000.0
       RequestResult(
         approach.name,
         status,
@@ -132,13 +134,13 @@ object RequestRunner:
         threads,
         cpu,
         after.cpuMs - before.cpuMs,
-        ms(h.getValueAtPercentile(50)),
-        ms(h.getValueAtPercentile(99)),
-        ms(h.getMaxValue),
+        ms(h, _.getValueAtPercentile(50).toDouble),
+        ms(h, _.getValueAtPercentile(99).toDouble),
+        ms(h, _.getMaxValue.toDouble),
         recorder.fillMs,
-        overheadMs(o.getMean),
-        overheadMs(o.getValueAtPercentile(50).toDouble),
-        overheadMs(o.getValueAtPercentile(99).toDouble),
+        ms(o, _.getMean),
+        ms(o, _.getValueAtPercentile(50).toDouble),
+        ms(o, _.getValueAtPercentile(99).toDouble),
         samples
       )
 
