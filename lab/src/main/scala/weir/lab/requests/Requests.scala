@@ -35,7 +35,8 @@ object Requests extends Experiment:
       chart: Option[Path] = None,
       progress: Boolean = true,
       childResult: Option[Path] = None,
-      warmup: Long = 0L
+      warmup: Long = 0L,
+      warmupRuns: Int = 3
   ):
     /** The time limit given, or three times the ideal plus 30 s. */
     def limitFor(idealMs: Long): FiniteDuration = timeLimit.getOrElse((3 * idealMs + 30_000).millis)
@@ -104,7 +105,14 @@ object Requests extends Experiment:
         .validate(n => if n >= 0 then success else failure(s"--warmup must be >= 0, was: $n"))
         .action((n, s) => s.copy(warmup = n))
         .text(
-          "first run each in-process approach, unmeasured, on N requests (JIT and connections warm; default 0)"
+          "first run each in-process approach, unmeasured, on N requests, --warmup-runs times (default 0: no warm-up)"
+        ),
+      opt[Int]("warmup-runs").valueName("R")
+        .validate(positive("--warmup-runs"))
+        .action((r, s) => s.copy(warmupRuns = r))
+        .text(
+          "how many warm-up runs of --warmup requests (default 3: each ramp-up from idle to the limit warms the " +
+            "code only a ramp-up runs; ADR 0016)"
         ),
       opt[Unit]("no-progress").action((_, s) => s.copy(progress = false)).text("no progress bar"),
       opt[String]("child-result").valueName("FILE").hidden()
@@ -169,7 +177,9 @@ object Requests extends Experiment:
           ideal.littleBoundPerSecond,
           Runtime.getRuntime.availableProcessors,
           System.getProperty("java.version"),
-          ManagementFactory.getOperatingSystemMXBean.getSystemLoadAverage
+          ManagementFactory.getOperatingSystemMXBean.getSystemLoadAverage,
+          s.warmup,
+          s.warmupRuns
         )
         _ <- IO.println(env.describe)
         setup =
@@ -189,12 +199,16 @@ object Requests extends Experiment:
                   stats.maxDelayMs
                 )
               )
-              // one asynchronous client for both runs: the measured run starts with the JIT warm and
-              // the connections the warm-up run opened still open
+              // one asynchronous client for every run: the measured run starts with the JIT warm and
+              // the connections the warm-up runs opened still open. Several warm-up runs, not one longer
+              // one: the code only a ramp-up from idle to the limit runs (thousands of requests started at
+              // once) is still being compiled after a single ramp-up (ADR 0016)
               RequestRunner.asyncClient(setup, server).use { async =>
                 IO.whenA(s.warmup > 0)(
-                  IO.println(f"${a.name}: warm-up run of ${s.warmup}%,d requests (not measured)") *>
-                    RequestRunner.run(a, warm, server, async).void
+                  IO.println(
+                    f"${a.name}: warm-up, ${s.warmupRuns} run(s) of ${s.warmup}%,d requests (not measured)"
+                  ) *>
+                    RequestRunner.run(a, warm, server, async).replicateA_(s.warmupRuns)
                 ) *> RequestRunner.run(a, setup, server, async)
               }
           one.flatTap(r => IO.println(RequestsReport.table(Vector(r))))

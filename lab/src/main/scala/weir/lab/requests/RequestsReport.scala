@@ -25,12 +25,18 @@ object RequestsReport:
       littlePerSecond: Double,
       cores: Int,
       jdk: String,
-      loadAverage: Double
+      loadAverage: Double,
+      warmup: Long,
+      warmupRuns: Int
   ):
     def describe: String =
       f"$n%,d requests, concurrency $concurrency%,d, delays uniform on [0, $maxDelayMs) ms (seed $seed, mean " +
-        f"$meanDelayMs%.1f ms); client $client, server $server; ideal makespan ${idealMs / 1000.0}%.3f s, " +
-        f"Little's bound ${littlePerSecond}%,.0f req/s; $cores cores, JDK $jdk, load average at start $loadAverage%.2f"
+        f"$meanDelayMs%.1f ms); client $client, server $server; $warmupText; ideal makespan " +
+        f"${idealMs / 1000.0}%.3f s, Little's bound ${littlePerSecond}%,.0f req/s; $cores cores, JDK $jdk, " +
+        f"load average at start $loadAverage%.2f"
+
+    private def warmupText: String =
+      if warmup == 0 then "no warm-up" else f"warm-up $warmupRuns × $warmup%,d requests"
 
     def toJson: Json = Json.obj(
       "n" -> n.asJson,
@@ -44,7 +50,9 @@ object RequestsReport:
       "little_bound_per_s" -> littlePerSecond.asJson,
       "cores" -> cores.asJson,
       "jdk" -> jdk.asJson,
-      "load_average" -> loadAverage.asJson
+      "load_average" -> loadAverage.asJson,
+      "warmup_requests" -> warmup.asJson,
+      "warmup_runs" -> (if warmup == 0 then 0 else warmupRuns).asJson
     )
 
   def table(results: Vector[RequestResult]): String =

@@ -15,6 +15,7 @@ class RequestsCliSuite extends FunSuite:
       Vector("parallel", "up-front", "recursive", "weir", "weir-adaptive")
     )
     assertEquals((s.client, s.server), (ClientKind.Jetty, ServerPlacement.Child))
+    assertEquals((s.warmup, s.warmupRuns), (0L, 3))
   }
 
   test("options are parsed") {
@@ -39,8 +40,13 @@ class RequestsCliSuite extends FunSuite:
       "64",
       "--url",
       "http://127.0.0.1:8000/",
+      "--warmup",
+      "700",
+      "--warmup-runs",
+      "2",
       "--no-progress"
     )).get
+    assertEquals((s.warmup, s.warmupRuns), (700L, 2))
     assertEquals((s.n, s.concurrency, s.maxDelayMs, s.seed), (2000L, 300, 50L, 9L))
     assertEquals(s.approaches.map(_.name), Vector("weir", "recursive"))
     assertEquals(
@@ -63,6 +69,7 @@ class RequestsCliSuite extends FunSuite:
     refused("--concurrency", "0")("--concurrency must be > 0, was: 0")
     refused("--max-delay", "-1")("--max-delay must be > 0 ms, was: -1")
     refused("--warmup", "-1")("--warmup must be >= 0, was: -1")
+    refused("--warmup-runs", "0")("--warmup-runs must be > 0, was: 0")
     refused("--time-limit", "0")("--time-limit must be > 0 s, was: 0")
     refused("--up-front-heap", "8")("--up-front-heap must be >= 16 MiB, was: 8")
     refused("--client", "curl")("--client must be ember, jdk, jetty, was: curl")

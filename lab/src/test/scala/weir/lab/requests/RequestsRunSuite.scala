@@ -1,9 +1,13 @@
 package weir.lab.requests
 
 import cats.effect.unsafe.IORuntime
+import cats.effect.{IO, Resource}
+import cats.syntax.all.*
+import io.circe.parser.parse
 import munit.CatsEffectSuite
 import weir.WeirRuntime
 
+import java.nio.file.Files
 import scala.concurrent.duration.*
 
 /**
@@ -60,6 +64,30 @@ class RequestsRunSuite extends CatsEffectSuite:
 
   test("weir with Ember's client: its pool does not cap the concurrency below the limit") {
     Requests.run(settings(500, 100, "weir").copy(client = ClientKind.Ember)).map(checkAll(_, 500, 100))
+  }
+
+  test("warm-up: --warmup-runs runs of --warmup requests, unmeasured, before the measured run") {
+    val config = DelayServer.Config(maxDelayMs = 40, seed = 11)
+    val json = IO(Files.createTempFile("weir-requests", ".json"))
+    (DelayServer.resource(config), Resource.make(json)(f => IO(Files.deleteIfExists(f)).void)).tupled.use {
+      (server, file) =>
+        val s = settings(400, 100, "weir").copy(
+          url = Some(server.baseUrl),
+          warmup = 150,
+          warmupRuns = 3,
+          json = Some(file)
+        )
+        for
+          results <- Requests.run(s)
+          stats <- server.stats
+          written <- IO(Files.readString(file))
+        yield
+          checkAll(results, 400, 100) // the measured run's counts only
+          assertEquals(stats.served, 3 * 150L + 400L)
+          val env = parse(written).toOption.get.hcursor.downField("environment")
+          assertEquals(env.get[Long]("warmup_requests"), Right(150L))
+          assertEquals(env.get[Int]("warmup_runs"), Right(3))
+    }
   }
 
   test("parallel: in flight never exceeds the cores") {
