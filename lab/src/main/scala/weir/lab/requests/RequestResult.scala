@@ -53,6 +53,12 @@ final case class RequestResult(
     samples: Vector[Sample]
 ):
   def completed: Long = succeeded + failed
+
+  /** One line: status, makespan, successes and failures, peaks in flight, and the first error if any. */
+  def brief: String =
+    f"$status, ${makespanMs / 1000}%.3f s, $succeeded%,d ok, $failed%,d failed, in flight " +
+      f"$clientPeakInFlight%d client / $serverPeakInFlight%d server" + detail.fold("")(d => s" ($d)")
+
   def ratio: Double = if status == "ok" && idealMs > 0 then makespanMs / idealMs else Double.NaN
   def perSecond: Double = if makespanMs > 0 then completed * 1000.0 / makespanMs else Double.NaN
   def littleShare: Double = perSecond / littlePerSecond

@@ -205,10 +205,11 @@ object Requests extends Experiment:
               // once) is still being compiled after a single ramp-up (ADR 0016)
               RequestRunner.asyncClient(setup, server).use { async =>
                 IO.whenA(s.warmup > 0)(
-                  IO.println(
-                    f"${a.name}: warm-up, ${s.warmupRuns} run(s) of ${s.warmup}%,d requests (not measured)"
-                  ) *>
-                    RequestRunner.run(a, warm, server, async).replicateA_(s.warmupRuns)
+                  (1 to s.warmupRuns).toList.traverse_ { k =>
+                    RequestRunner.run(a, warm, server, async).flatMap(r =>
+                      IO.println(s"${a.name}: warm-up run $k of ${s.warmupRuns} (not measured): ${r.brief}")
+                    )
+                  }
                 ) *> RequestRunner.run(a, setup, server, async)
               }
           one.flatTap(r => IO.println(RequestsReport.table(Vector(r))))
