@@ -56,7 +56,13 @@ object RequestRunner:
         id => IO.blocking(recorder.callBlocking(id, jdk.getBlocking(id))),
         id => IO(recorder.callBlocking(id, jdk.getBlocking(id)))
       )
-    (server.resetPeak *> server.stats).flatMap { before =>
+    // the previous run's abandoned requests (if any) end within the server's longest delay
+    val quiet = server.stats.flatMap(s => server.quiesce(s.maxDelayMs.millis + 5.seconds)).flatMap(left =>
+      IO.whenA(left > 0)(
+        IO.println(s"${approach.name}: the server still had $left requests in flight from an earlier run")
+      )
+    )
+    (quiet *> server.resetPeak *> server.stats).flatMap { before =>
       // the server's own seed and maximum delay: each request's delay, hence its overhead, is known
       val recorder =
         new Recorder(setup.concurrency, id => DelayServer.delayMs(before.seed, id, before.maxDelayMs))

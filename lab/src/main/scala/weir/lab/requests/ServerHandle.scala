@@ -2,6 +2,8 @@ package weir.lab.requests
 
 import cats.effect.{Deferred, IO, Resource}
 
+import scala.concurrent.duration.*
+
 /**
  * The delay server a run talks to, wherever it runs: its base URL, and its counters read over HTTP
  * (`GET /stats`), so an embedded server, one in a child JVM and one started by hand look the same.
@@ -14,6 +16,9 @@ final class ServerHandle private (val baseUrl: String, http: RequestClient.Jdk):
 
   /** The server's peak in flight starts again from its current in flight. */
   def resetPeak: IO[Unit] = http.text("/stats/reset-peak", post = true).void
+
+  /** [[ServerHandle.quiesce]] on this server's `/stats`. */
+  def quiesce(within: FiniteDuration): IO[Long] = ServerHandle.quiesce(stats.map(_.inFlight), within)
 
 /** Where the embedded server runs (ADR 0009). */
 enum ServerPlacement(val label: String):
@@ -29,14 +34,32 @@ object ServerPlacement:
 
 object ServerHandle:
 
+  /**
+   * Waits until `inFlight` reads 0, reading it every `every` for at most `within`; the last count read (0
+   * if the server emptied in time). Between two runs the server may still be sleeping on requests the
+   * client gave up on (a failed or timed-out request's connection is closed, but the server only notices
+   * when it answers); starting the next run before they end would count them in its peak in flight.
+   */
+  def quiesce(inFlight: IO[Long], within: FiniteDuration, every: FiniteDuration = 50.millis): IO[Long] =
+    require(every > Duration.Zero, s"poll interval must be > 0, was: $every")
+    IO.monotonic.flatMap { start =>
+      def loop: IO[Long] =
+        inFlight.flatMap { n =>
+          if n == 0 then IO.pure(0L)
+          else
+            IO.monotonic.flatMap(now => if now - start >= within then IO.pure(n) else IO.sleep(every) *> loop)
+        }
+      loop
+    }
+
   /** A timeout as `weir lab serve` takes it: whole seconds, 0 for none. */
-  private def seconds(d: scala.concurrent.duration.Duration): String =
+  private def seconds(d: Duration): String =
     if d.isFinite then math.max(1L, d.toSeconds).toString else "0"
 
   /** A server already running at `url` (e.g. `http://127.0.0.1:8000`). */
   def at(url: String): Resource[IO, ServerHandle] =
     val base = url.stripSuffix("/")
-    RequestClient.jdk(base, scala.concurrent.duration.Duration(30, "s")).map(new ServerHandle(base, _))
+    RequestClient.jdk(base, 30.seconds).map(new ServerHandle(base, _))
 
   /** Starts a server with `config` (its port ignored: a free one is picked) and connects to it. */
   def embedded(config: DelayServer.Config, placement: ServerPlacement): Resource[IO, ServerHandle] =
@@ -78,7 +101,7 @@ object ServerHandle:
               case Left(Left(e)) => IO.raiseError(e)
               case Right(code) =>
                 IO.raiseError(new IllegalStateException(s"the server's JVM exited with $code"))
-            }.timeout(scala.concurrent.duration.Duration(60, "s"))
+            }.timeout(60.seconds)
           )
           handle <- at(found)
         yield handle
