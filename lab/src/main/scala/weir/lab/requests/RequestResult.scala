@@ -54,10 +54,14 @@ final case class RequestResult(
 ):
   def completed: Long = succeeded + failed
 
-  /** One line: status, makespan, successes and failures, peaks in flight, and the first error if any. */
+  /**
+   * One line: status, makespan, successes and failures, peaks in flight, and the first error if any (its
+   * first 200 characters: an HTTP client's exception can describe its whole connection).
+   */
   def brief: String =
     f"$status, ${makespanMs / 1000}%.3f s, $succeeded%,d ok, $failed%,d failed, in flight " +
-      f"$clientPeakInFlight%d client / $serverPeakInFlight%d server" + detail.fold("")(d => s" ($d)")
+      f"$clientPeakInFlight%d client / $serverPeakInFlight%d server" +
+      detail.fold("")(d => s" (${if d.length > 200 then d.take(200) + "…" else d})")
 
   def ratio: Double = if status == "ok" && idealMs > 0 then makespanMs / idealMs else Double.NaN
   def perSecond: Double = if makespanMs > 0 then completed * 1000.0 / makespanMs else Double.NaN

@@ -87,6 +87,11 @@ class RequestsRunSuite extends CatsEffectSuite:
           val env = parse(written).toOption.get.hcursor.downField("environment")
           assertEquals(env.get[Long]("warmup_requests"), Right(150L))
           assertEquals(env.get[Int]("warmup_runs"), Right(3))
+          // the one-line summary each warm-up run prints; a long first error is cut at 200 characters
+          val r = results.head
+          assert(r.brief.startsWith("ok, ") && r.brief.contains("400 ok, 0 failed, in flight"), r.brief)
+          val long = r.copy(detail = Some("e" * 500)).brief
+          assert(long.endsWith(" (" + "e" * 200 + "…)"), long)
     }
   }
 
