@@ -1,12 +1,14 @@
 package weir.lab.requests
 
 import cats.effect.{IO, Resource}
+import cats.effect.std.Semaphore
 import org.eclipse.jetty.client.{BufferingResponseListener, Connection, Destination, HttpClient, Result}
 import org.eclipse.jetty.util.Promise
 import org.eclipse.jetty.util.thread.{Invocable, QueuedThreadPool}
 
 import java.nio.charset.StandardCharsets
 import java.util.concurrent.{CancellationException, ConcurrentLinkedDeque, TimeUnit}
+import java.util.concurrent.atomic.{AtomicBoolean, AtomicInteger}
 import scala.concurrent.duration.FiniteDuration
 
 /**
@@ -14,7 +16,8 @@ import scala.concurrent.duration.FiniteDuration
  *
  * Jetty's own pool finds an idle connection by scanning its entries from the first: with 5000
  * connections nearly all busy, that scan was a third of the client's CPU. Here the idle connections are a
- * lock-free stack instead: a request pops one (or opens a new one when none is idle), sends on it with
+ * lock-free stack instead: a request pops one (or opens a new one when none is idle, with at most
+ * `maxConnecting` connects in progress at once), sends on it with
  * Jetty's public `Connection.send`, and pushes it back once its answer has arrived, before the waiting
  * fiber resumes — so a client that keeps at most `concurrency` requests in flight opens at most
  * `concurrency` connections, each kept alive and reused. A connection that failed or was closed by the
@@ -27,41 +30,63 @@ final class JettyRequestClient private (
     private val client: HttpClient,
     destination: Destination,
     base: String,
-    timeout: FiniteDuration
+    timeout: FiniteDuration,
+    opening: Semaphore[IO]
 ) extends RequestClient:
   private val idle = new ConcurrentLinkedDeque[Connection]
+  private val connecting = new JettyRequestClient.Gauge
   private val (host, port) =
     val uri = java.net.URI.create(base)
     (uri.getHost, uri.getPort)
 
   def get(id: Long): IO[Long] =
-    IO.async[(Int, String)] { cb =>
+    IO(pollOpen()).flatMap {
+      case Some(connection) => send(connection, id)
+      case None => opening.permit.surround(IO(connecting.enter()) *> open.guarantee(IO(connecting.leave())))
+          .flatMap(send(_, id))
+    }.flatMap((status, body) => IO(RequestClient.checked(id, status, body)))
+
+  private def send(connection: Connection, id: Long): IO[(Int, String)] =
+    IO.async { cb =>
       IO {
         // scheme, host and port given apart: no URI to parse per request
         val request =
           client.newRequest(host, port).path(s"/$id").timeout(timeout.toMillis, TimeUnit.MILLISECONDS)
-        def send(connection: Connection): Unit =
-          connection.send(
-            request,
-            new BufferingResponseListener(1024) {
-              override def onComplete(result: Result): Unit =
-                // back on the stack before the fiber resumes: its next request finds it
-                if result.isSucceeded && !connection.isClosed then idle.push(connection)
-                else connection.close()
-                if result.isFailed then cb(Left(result.getFailure))
-                else cb(Right((result.getResponse.getStatus, getContentAsString(StandardCharsets.UTF_8))))
-            }
-          )
-        pollOpen() match
-          case Some(connection) => send(connection)
-          case None =>
-            destination.newConnection(new Promise[Connection] {
-              override def succeeded(connection: Connection): Unit = send(connection)
-              override def failed(error: Throwable): Unit = cb(Left(error))
-            })
+        connection.send(
+          request,
+          new BufferingResponseListener(1024) {
+            override def onComplete(result: Result): Unit =
+              // back on the stack before the fiber resumes: its next request finds it
+              if result.isSucceeded && !connection.isClosed then idle.push(connection)
+              else connection.close()
+              if result.isFailed then cb(Left(result.getFailure))
+              else cb(Right((result.getResponse.getStatus, getContentAsString(StandardCharsets.UTF_8))))
+          }
+        )
         Some(IO(request.abort(new CancellationException(s"request $id cancelled"))).void)
       }
-    }.flatMap((status, body) => IO(RequestClient.checked(id, status, body)))
+    }
+
+  /**
+   * A new connection. A connect cannot be called off: if the fiber waiting for it is cancelled, the
+   * connection, once open, goes on the idle stack for the next request.
+   */
+  private val open: IO[Connection] =
+    IO.async { cb =>
+      IO {
+        val waiting = new AtomicBoolean(true)
+        destination.newConnection(new Promise[Connection] {
+          override def succeeded(connection: Connection): Unit =
+            if waiting.getAndSet(false) then cb(Right(connection)) else idle.push(connection)
+          override def failed(error: Throwable): Unit =
+            if waiting.getAndSet(false) then cb(Left(error))
+        })
+        Some(IO(waiting.set(false)))
+      }
+    }
+
+  /** The most connects this client had in progress at once. */
+  def peakConnecting: Int = connecting.peak
 
   /** An idle connection still open, if any (closed ones are dropped on the way). */
   @annotation.tailrec
@@ -79,9 +104,48 @@ final class JettyRequestClient private (
 
 object JettyRequestClient:
 
-  /** A client for the server at `base` (`http://HOST:PORT`); released, its connections are closed. */
-  def resource(base: String, concurrency: Int, timeout: FiniteDuration): Resource[IO, RequestClient] =
+  /**
+   * Connects in progress at most, by default. Thousands of connects at once (a cold start at 19,000 in
+   * flight) overflowed the server's 4096-deep accept queue: the kernel drops the handshakes it cannot
+   * queue, and a connect dropped five times in a row outlasts the 30 s connect timeout (a sixth of the
+   * first warm-up run's requests failed so). A connect whose handshake is dropped stays in progress until
+   * its retry, so this also slows new connects down while the server's queue is full.
+   */
+  val DefaultMaxConnecting = 512
+
+  /** A count and its peak. */
+  private final class Gauge:
+    private val now = new AtomicInteger
+    private val top = new AtomicInteger
+    def enter(): Unit =
+      val n = now.incrementAndGet()
+      val _ = top.accumulateAndGet(n, math.max)
+    def leave(): Unit =
+      val _ = now.decrementAndGet()
+    def peak: Int = top.get
+
+  /**
+   * A client for the server at `base` (`http://HOST:PORT`), with at most `maxConnecting` connects in
+   * progress at once; released, its connections are closed.
+   */
+  def resource(
+      base: String,
+      concurrency: Int,
+      timeout: FiniteDuration,
+      maxConnecting: Int = DefaultMaxConnecting
+  ): Resource[IO, JettyRequestClient] =
     require(concurrency > 0, s"concurrency must be > 0, was: $concurrency")
+    require(maxConnecting > 0, s"connects in progress at most must be > 0, was: $maxConnecting")
+    Resource.eval(Semaphore[IO](maxConnecting.toLong)).flatMap(opening =>
+      resourceWith(base, concurrency, timeout, opening)
+    )
+
+  private def resourceWith(
+      base: String,
+      concurrency: Int,
+      timeout: FiniteDuration,
+      opening: Semaphore[IO]
+  ): Resource[IO, JettyRequestClient] =
     Resource.make(IO.blocking {
       val threads = new QueuedThreadPool(8, 2)
       threads.setName("weir-jetty-client")
@@ -97,7 +161,13 @@ object JettyRequestClient:
       // itself, without a hand-off to another Jetty thread per answer (ADR 0013)
       client.getHttpClientTransport.setInvocationType(Invocable.InvocationType.NON_BLOCKING)
       client.start()
-      new JettyRequestClient(client, client.resolveDestination(client.newRequest(base)), base, timeout)
+      new JettyRequestClient(
+        client,
+        client.resolveDestination(client.newRequest(base)),
+        base,
+        timeout,
+        opening
+      )
     })(c =>
       IO.blocking {
         c.closeAll()
