@@ -39,19 +39,34 @@ final class JettyRequestClient private (
     val uri = java.net.URI.create(base)
     (uri.getHost, uri.getPort)
 
+  /**
+   * Cancellation: a connection taken from the stack or just opened is never lost — if the fiber is
+   * cancelled before its request starts, the connection goes back on the stack; once the request has
+   * started, cancelling aborts it and Jetty's completion closes the connection.
+   */
   def get(id: Long): IO[Long] =
-    IO(pollOpen()).flatMap {
-      case Some(connection) => send(connection, id)
-      case None => opening.permit.surround(IO(connecting.enter()) *> open.guarantee(IO(connecting.leave())))
-          .flatMap(send(_, id))
+    IO.uncancelable { poll =>
+      IO(pollOpen()).flatMap {
+        case Some(connection) => IO.pure(connection)
+        case None =>
+          poll(opening.permit.surround(IO(connecting.enter()).bracket(_ => open)(_ =>
+            IO(connecting.leave())
+          )))
+      }.flatMap(connection =>
+        IO(new AtomicBoolean(false)).flatMap(started =>
+          poll(send(connection, id, started)).onCancel(IO(if !started.get then idle.push(connection)))
+        )
+      )
     }.flatMap((status, body) => IO(RequestClient.checked(id, status, body)))
 
-  private def send(connection: Connection, id: Long): IO[(Int, String)] =
+  /** Sends request `id` on `connection` (setting `started` as it does) and waits for its answer. */
+  private def send(connection: Connection, id: Long, started: AtomicBoolean): IO[(Int, String)] =
     IO.async { cb =>
       IO {
         // scheme, host and port given apart: no URI to parse per request
         val request =
           client.newRequest(host, port).path(s"/$id").timeout(timeout.toMillis, TimeUnit.MILLISECONDS)
+        started.set(true)
         connection.send(
           request,
           new BufferingResponseListener(1024) {

@@ -57,10 +57,12 @@ object RequestRunner:
         id => IO(recorder.callBlocking(id, jdk.getBlocking(id)))
       )
     // the previous run's abandoned requests (if any) end within the server's longest delay
-    val quiet = server.stats.flatMap(s => server.quiesce(s.maxDelayMs.millis + 5.seconds)).flatMap(left =>
-      IO.whenA(left > 0)(
-        IO.println(s"${approach.name}: the server still had $left requests in flight from an earlier run")
-      )
+    val quiet = server.stats.flatMap(s =>
+      IO.whenA(s.inFlight > 0)(server.quiesce(s.maxDelayMs.millis + 5.seconds).flatMap(left =>
+        IO.whenA(left > 0)(
+          IO.println(s"${approach.name}: the server still had $left requests in flight from an earlier run")
+        )
+      ))
     )
     (quiet *> server.resetPeak *> server.stats).flatMap { before =>
       // the server's own seed and maximum delay: each request's delay, hence its overhead, is known
