@@ -103,14 +103,15 @@ object ChildRun:
               -1,
               -1L,
               after.cpuMs - before.cpuMs,
-              Double.NaN,
-              Double.NaN,
-              Double.NaN,
-              Double.NaN,
-              Double.NaN,
-              Double.NaN,
-              Double.NaN,
-              seen
+              // the child wrote no result: no latency, fill or overhead figures
+              p50Ms = Double.NaN,
+              p99Ms = Double.NaN,
+              maxMs = Double.NaN,
+              fillMs = Double.NaN,
+              overheadMeanMs = Double.NaN,
+              overheadP50Ms = Double.NaN,
+              overheadP99Ms = Double.NaN,
+              samples = seen
             )
       yield result
     }

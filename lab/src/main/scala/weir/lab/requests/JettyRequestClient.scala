@@ -8,7 +8,7 @@ import org.eclipse.jetty.util.thread.{Invocable, QueuedThreadPool}
 
 import java.nio.charset.StandardCharsets
 import java.util.concurrent.{CancellationException, ConcurrentLinkedDeque, TimeUnit}
-import java.util.concurrent.atomic.{AtomicBoolean, AtomicInteger}
+import java.util.concurrent.atomic.AtomicInteger
 import scala.concurrent.duration.FiniteDuration
 
 /**
@@ -16,9 +16,9 @@ import scala.concurrent.duration.FiniteDuration
  *
  * Jetty's own pool finds an idle connection by scanning its entries from the first: with 5000
  * connections nearly all busy, that scan was a third of the client's CPU. Here the idle connections are a
- * lock-free stack instead: a request pops one (or opens a new one when none is idle, with at most
- * `maxConnecting` connects in progress at once), sends on it with
- * Jetty's public `Connection.send`, and pushes it back once its answer has arrived, before the waiting
+ * lock-free stack instead: a request pops one (or, when none is idle, opens one onto the stack, with at
+ * most `maxConnecting` connects in progress at once, and tries again), sends on it with Jetty's public
+ * `Connection.send`, and pushes it back once its answer has arrived, before the waiting
  * fiber resumes — so a client that keeps at most `concurrency` requests in flight opens at most
  * `concurrency` connections, each kept alive and reused. A connection that failed or was closed by the
  * server is dropped.
@@ -40,64 +40,60 @@ final class JettyRequestClient private (
     (uri.getHost, uri.getPort)
 
   /**
-   * Cancellation: a connection taken from the stack or just opened is never lost — if the fiber is
-   * cancelled before its request starts, the connection goes back on the stack; once the request has
-   * started, cancelling aborts it and Jetty's completion closes the connection.
+   * Sends on an idle connection; when none is idle, opens one (waiting for a connect slot), puts it on
+   * the stack and tries again. Cancellation: the connection is taken and its request started in one
+   * step that cannot be interrupted, so cancelling either finds no request (nothing was taken) or aborts
+   * it (Jetty's completion then closes the connection); a connect cannot be called off, and its
+   * connection goes on the stack whether or not anyone still waits for it.
    */
   def get(id: Long): IO[Long] =
-    IO.uncancelable { poll =>
-      IO(pollOpen()).flatMap {
-        case Some(connection) => IO.pure(connection)
-        case None =>
-          poll(opening.permit.surround(IO(connecting.enter()).bracket(_ => open)(_ =>
-            IO(connecting.leave())
-          )))
-      }.flatMap(connection =>
-        IO(new AtomicBoolean(false)).flatMap(started =>
-          poll(send(connection, id, started)).onCancel(IO(if !started.get then idle.push(connection)))
-        )
-      )
-    }.flatMap((status, body) => IO(RequestClient.checked(id, status, body)))
+    sendOnIdle(id).flatMap {
+      case Some((status, body)) => IO(RequestClient.checked(id, status, body))
+      case None =>
+        opening.permit.surround(IO(connecting.enter()).bracket(_ => open)(_ => IO(connecting.leave()))) *>
+          get(id)
+    }
 
-  /** Sends request `id` on `connection` (setting `started` as it does) and waits for its answer. */
-  private def send(connection: Connection, id: Long, started: AtomicBoolean): IO[(Int, String)] =
+  /** Request `id` on a connection taken from the stack, and its status and body; `None` if none was idle. */
+  private def sendOnIdle(id: Long): IO[Option[(Int, String)]] =
     IO.async { cb =>
       IO {
-        // scheme, host and port given apart: no URI to parse per request
-        val request =
-          client.newRequest(host, port).path(s"/$id").timeout(timeout.toMillis, TimeUnit.MILLISECONDS)
-        started.set(true)
-        connection.send(
-          request,
-          new BufferingResponseListener(1024) {
-            override def onComplete(result: Result): Unit =
-              // back on the stack before the fiber resumes: its next request finds it
-              if result.isSucceeded && !connection.isClosed then idle.push(connection)
-              else connection.close()
-              if result.isFailed then cb(Left(result.getFailure))
-              else cb(Right((result.getResponse.getStatus, getContentAsString(StandardCharsets.UTF_8))))
-          }
-        )
-        Some(IO(request.abort(new CancellationException(s"request $id cancelled"))).void)
+        pollOpen() match
+          case None =>
+            cb(Right(None))
+            None
+          case Some(connection) =>
+            // scheme, host and port given apart: no URI to parse per request
+            val request =
+              client.newRequest(host, port).path(s"/$id").timeout(timeout.toMillis, TimeUnit.MILLISECONDS)
+            connection.send(
+              request,
+              new BufferingResponseListener(1024) {
+                override def onComplete(result: Result): Unit =
+                  // back on the stack before the fiber resumes: its next request finds it
+                  if result.isSucceeded && !connection.isClosed then idle.push(connection)
+                  else connection.close()
+                  if result.isFailed then cb(Left(result.getFailure))
+                  else
+                    cb(Right(Some((
+                      result.getResponse.getStatus,
+                      getContentAsString(StandardCharsets.UTF_8)
+                    ))))
+              }
+            )
+            Some(IO(request.abort(new CancellationException(s"request $id cancelled"))).void)
       }
     }
 
-  /**
-   * A new connection. A connect cannot be called off: if the fiber waiting for it is cancelled, the
-   * connection, once open, goes on the idle stack for the next request.
-   */
-  private val open: IO[Connection] =
-    IO.async { cb =>
-      IO {
-        val waiting = new AtomicBoolean(true)
-        destination.newConnection(new Promise[Connection] {
-          override def succeeded(connection: Connection): Unit =
-            if waiting.getAndSet(false) then cb(Right(connection)) else idle.push(connection)
-          override def failed(error: Throwable): Unit =
-            if waiting.getAndSet(false) then cb(Left(error))
-        })
-        Some(IO(waiting.set(false)))
-      }
+  /** Opens a connection and puts it on the idle stack. */
+  private val open: IO[Unit] =
+    IO.async_ { cb =>
+      destination.newConnection(new Promise[Connection] {
+        override def succeeded(connection: Connection): Unit =
+          idle.push(connection)
+          cb(Right(()))
+        override def failed(error: Throwable): Unit = cb(Left(error))
+      })
     }
 
   /** The most connects this client had in progress at once. */

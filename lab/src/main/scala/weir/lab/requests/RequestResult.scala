@@ -1,6 +1,6 @@
 package weir.lab.requests
 
-import io.circe.{Decoder, HCursor, Json}
+import io.circe.{ACursor, Decoder, HCursor, Json}
 import io.circe.syntax.*
 
 /** Requests in flight and completed at `tMs` ms after the start of a run. */
@@ -112,7 +112,7 @@ object RequestResult:
   private def number(d: Double): Json =
     if d.isNaN || d.isInfinite then Json.Null else Json.fromDoubleOrNull(d)
 
-  private def double(c: HCursor, field: String): Decoder.Result[Double] =
+  private def double(c: ACursor, field: String): Decoder.Result[Double] =
     c.get[Option[Double]](field).map(_.getOrElse(Double.NaN))
 
   /** Reads back what [[RequestResult.toJson]] wrote (the child JVM's result file). */
@@ -144,9 +144,9 @@ object RequestResult:
       p99 <- lat.get[Option[Double]]("p99")
       max <- lat.get[Option[Double]]("max")
       fill <- double(c, "fill_ms")
-      overMean <- over.get[Option[Double]]("mean")
-      overP50 <- over.get[Option[Double]]("p50")
-      overP99 <- over.get[Option[Double]]("p99")
+      overMean <- double(over, "mean")
+      overP50 <- double(over, "p50")
+      overP99 <- double(over, "p99")
       ts <- smp.get[Vector[Long]]("t_ms")
       inFlight <- smp.get[Vector[Long]]("in_flight")
       completed <- smp.get[Vector[Long]]("completed")
@@ -174,8 +174,8 @@ object RequestResult:
       p99.getOrElse(Double.NaN),
       max.getOrElse(Double.NaN),
       fill,
-      overMean.getOrElse(Double.NaN),
-      overP50.getOrElse(Double.NaN),
-      overP99.getOrElse(Double.NaN),
+      overMean,
+      overP50,
+      overP99,
       ts.lazyZip(inFlight).lazyZip(completed).map(Sample.apply)
     )

@@ -56,15 +56,18 @@ object RequestRunner:
         id => IO.blocking(recorder.callBlocking(id, jdk.getBlocking(id))),
         id => IO(recorder.callBlocking(id, jdk.getBlocking(id)))
       )
-    // the previous run's abandoned requests (if any) end within the server's longest delay
-    val quiet = server.stats.flatMap(s =>
-      IO.whenA(s.inFlight > 0)(server.quiesce(s.maxDelayMs.millis + 5.seconds).flatMap(left =>
-        IO.whenA(left > 0)(
-          IO.println(s"${approach.name}: the server still had $left requests in flight from an earlier run")
+    // the server's counters, its peak restarted once nothing of an earlier run is in flight there: a
+    // request the client gave up on keeps the server busy until its delay ends
+    val started = server.resetPeak.flatMap(s =>
+      if s.inFlight == 0 then IO.pure(s)
+      else
+        server.quiesce(s.maxDelayMs.millis + 5.seconds).flatMap(left =>
+          IO.whenA(left > 0)(
+            IO.println(s"${approach.name}: the server still had $left requests in flight from an earlier run")
+          ) *> server.resetPeak
         )
-      ))
     )
-    (quiet *> server.resetPeak *> server.stats).flatMap { before =>
+    started.flatMap { before =>
       // the server's own seed and maximum delay: each request's delay, hence its overhead, is known
       val recorder =
         new Recorder(setup.concurrency, id => DelayServer.delayMs(before.seed, id, before.maxDelayMs))

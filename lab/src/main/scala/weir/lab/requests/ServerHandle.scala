@@ -9,13 +9,15 @@ import scala.concurrent.duration.*
  * (`GET /stats`), so an embedded server, one in a child JVM and one started by hand look the same.
  */
 final class ServerHandle private (val baseUrl: String, http: RequestClient.Jdk):
-  def stats: IO[DelayServer.Stats] =
-    http.text("/stats").flatMap(t =>
-      IO.fromEither(DelayServer.Stats.fromJson(t).left.map(e => new IllegalStateException(s"bad /stats: $e")))
-    )
+  def stats: IO[DelayServer.Stats] = http.text("/stats").flatMap(parsed)
 
-  /** The server's peak in flight starts again from its current in flight. */
-  def resetPeak: IO[Unit] = http.text("/stats/reset-peak", post = true).void
+  /** The server's peak in flight starts again from its current in flight; its counters just after. */
+  def resetPeak: IO[DelayServer.Stats] = http.text("/stats/reset-peak", post = true).flatMap(parsed)
+
+  private def parsed(json: String): IO[DelayServer.Stats] =
+    IO.fromEither(DelayServer.Stats.fromJson(json).left.map(e =>
+      new IllegalStateException(s"bad /stats: $e")
+    ))
 
   /** [[ServerHandle.quiesce]] on this server's `/stats`. */
   def quiesce(within: FiniteDuration): IO[Long] = ServerHandle.quiesce(stats.map(_.inFlight), within)

@@ -26,6 +26,33 @@ class JettyRequestClientSuite extends CatsEffectSuite:
     }
   }
 
+  test("a cancelled request is aborted, its connection is not reused, and the client goes on") {
+    val config = DelayServer.Config(maxDelayMs = 2000, seed = 5)
+    // an id the server answers only after at least 500 ms: cancelled after 100 ms, it is still waiting
+    val slow = (0L until 1000L).find(DelayServer.delayMs(config.seed, _, config.maxDelayMs) >= 500).get
+    val fast = (0L until 1000L).filter(DelayServer.delayMs(
+      config.seed,
+      _,
+      config.maxDelayMs
+    ) < 50).take(20).toList
+    DelayServer.resource(config).use { s =>
+      JettyRequestClient.resource(s.baseUrl, 20, 30.seconds, maxConnecting = 4).use { client =>
+        for
+          cancelled <- client.get(slow).timeout(100.millis).attempt
+          answers <- fast.parTraverse(client.get)
+          left <- ServerHandle.quiesce(s.stats.map(_.inFlight), 10.seconds)
+          stats <- s.stats
+        yield
+          assert(cancelled.left.exists(_.isInstanceOf[java.util.concurrent.TimeoutException]), cancelled)
+          // had the aborted connection been reused while the slow answer was still due, a later request
+          // would have read that answer as its own (`checked` compares the id in the body)
+          assertEquals(answers, fast)
+          assertEquals(left, 0L)
+          assertEquals(stats.served, fast.size + 1L) // the slow one too, once its delay ended
+      }
+    }
+  }
+
   test("a cap on connects in progress below 1 is refused with the value") {
     val error =
       intercept[IllegalArgumentException](JettyRequestClient.resource("http://127.0.0.1:1", 10, 1.second, 0))
