@@ -32,6 +32,14 @@ final case class Retry private (
     val nanos = base.toNanos.toDouble * math.pow(factor, (failed - 1).toDouble)
     if nanos >= maxDelay.toNanos.toDouble then maxDelay else nanos.toLong.nanos
 
+  /** The wait after the `failed`-th failed attempt, spread by [[jitter]] with `random`. */
+  def backoff(failed: Int, random: java.util.random.RandomGenerator): FiniteDuration =
+    val delay = delayAfter(failed)
+    jitter match
+      case Retry.Jitter.None => delay
+      case Retry.Jitter.Full => random.nextLong(delay.toNanos + 1).nanos
+      case Retry.Jitter.Equal => (delay.toNanos / 2 + random.nextLong(delay.toNanos / 2 + 1)).nanos
+
   override def toString: String =
     if maxAttempts == 1 then "Retry.none"
     else s"Retry.exponential($base, maxAttempts=$maxAttempts, factor=$factor, maxDelay=$maxDelay, $jitter)"

@@ -385,12 +385,7 @@ private[weir] final class Engine[F[_], A, B] private (
       case None => attempt
 
   private def backoff(failed: Int): F[FiniteDuration] =
-    val delay = retry.delayAfter(failed)
-    retry.jitter match
-      case Retry.Jitter.None => F.pure(delay)
-      case Retry.Jitter.Full => F.delay(ThreadLocalRandom.current().nextLong(delay.toNanos + 1).nanos)
-      case Retry.Jitter.Equal =>
-        F.delay((delay.toNanos / 2 + ThreadLocalRandom.current().nextLong(delay.toNanos / 2 + 1)).nanos)
+    F.delay(retry.backoff(failed, ThreadLocalRandom.current()))
 
   private val tracked = window.isDefined || emit.isDefined
 

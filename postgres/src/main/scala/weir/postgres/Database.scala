@@ -1,0 +1,143 @@
+package weir.postgres
+
+import cats.effect.kernel.{Async, Resource}
+import cats.syntax.all.*
+import com.zaxxer.hikari.HikariConfig
+import doobie.*
+import doobie.hikari.HikariTransactor
+import doobie.implicits.*
+
+import java.net.URI
+import java.sql.{Connection, DriverManager}
+import java.util.Properties
+import scala.concurrent.duration.*
+
+/**
+ * Where weir's tasks live: a PostgreSQL database and the [[Schema]] in it.
+ *
+ * `url` is either a JDBC URL (`jdbc:postgresql://host:5432/db?user=u&password=p`) or a libpq-style one
+ * (`postgresql://u:p@host:5432/db`, as River and psql take). `poolSize` connections serve claims,
+ * acknowledgements and enqueues; each worker process also holds one connection of its own for LISTEN
+ * and one for heartbeats, so that a busy pool never delays a heartbeat into a false rescue.
+ */
+final case class DatabaseConfig(
+    url: String,
+    schema: Schema = Schema.default,
+    poolSize: Int = 8,
+    connectTimeout: FiniteDuration = 5.seconds
+):
+  require(poolSize > 0, s"poolSize must be > 0, was: $poolSize")
+  require(connectTimeout > Duration.Zero, s"connectTimeout must be > 0, was: $connectTimeout")
+
+  private[postgres] lazy val jdbc: (String, Properties) = DatabaseConfig.toJdbc(url)
+
+  /** The URL without its password, for error messages. */
+  def redactedUrl: String = url.replaceAll("(?i)(password=)[^&]*", "$1***").replaceAll("(//[^:/@]+:)[^@]*@", "$1***@")
+
+object DatabaseConfig:
+
+  /** `WEIR_DATABASE_URL` from the environment, if set. */
+  def fromEnv: Option[DatabaseConfig] = sys.env.get("WEIR_DATABASE_URL").filter(_.nonEmpty).map(DatabaseConfig(_))
+
+  private[postgres] def toJdbc(url: String): (String, Properties) =
+    val props = new Properties()
+    if url.startsWith("jdbc:postgresql:") then (url, props)
+    else if url.startsWith("postgresql://") || url.startsWith("postgres://") then
+      val uri =
+        try new URI(url)
+        catch case e: java.net.URISyntaxException => throw new IllegalArgumentException(s"malformed database URL: ${e.getMessage}")
+      require(uri.getHost != null, s"database URL has no host: '${redact(url)}'")
+      Option(uri.getUserInfo).foreach { info =>
+        val (user, password) = info.span(_ != ':')
+        props.setProperty("user", java.net.URLDecoder.decode(user, "UTF-8")): Unit
+        if password.nonEmpty then props.setProperty("password", java.net.URLDecoder.decode(password.drop(1), "UTF-8")): Unit
+      }
+      val port = if uri.getPort < 0 then 5432 else uri.getPort
+      val query = Option(uri.getRawQuery).fold("")("?" + _)
+      (s"jdbc:postgresql://${uri.getHost}:$port${Option(uri.getRawPath).getOrElse("")}$query", props)
+    else
+      throw new IllegalArgumentException(
+        s"database URL must start with jdbc:postgresql:, postgresql:// or postgres://, was: '${redact(url)}'"
+      )
+
+  private def redact(url: String) = DatabaseConfig(url).redactedUrl
+
+/**
+ * An open connection pool to weir's schema, checked: [[Database.connect]] fails with
+ * [[DatabaseUnreachable]] when the server cannot be reached and with [[SchemaError]] when the schema is
+ * missing or at another version.
+ */
+final class Database[F[_]] private (val config: DatabaseConfig, val transactor: Transactor[F])(using F: Async[F]):
+
+  /** The schema's name. */
+  def schema: Schema = config.schema
+
+  /**
+   * A connection of its own, outside the pool (LISTEN, heartbeats): opened on the blocking pool, closed on
+   * release. Fails with [[DatabaseUnreachable]].
+   */
+  private[postgres] def dedicated: Resource[F, Connection] =
+    Resource.make(F.blocking(Database.open(config)))(c => F.blocking(c.close()))
+
+  /**
+   * A small pool of its own for a worker's heartbeats and rescues, so that a pool busy with claims and
+   * handlers never delays a heartbeat into a false rescue.
+   */
+  private[postgres] def maintenance: Resource[F, Transactor[F]] =
+    Database.pool(config.copy(poolSize = 2)).map(_.transactor)
+
+object Database:
+
+  /**
+   * Opens a pool to `config`'s database and checks its schema (without changing it: see [[migrate]]).
+   *
+   * Errors: [[DatabaseUnreachable]] (naming the URL, password hidden) if no connection can be made within
+   * the connect timeout; [[SchemaError]] if the schema is missing or not at this library's version.
+   */
+  def connect[F[_]: Async](config: DatabaseConfig): Resource[F, Database[F]] =
+    pool(config).evalTap(db => Migrations.check(config.schema).transact(db.transactor))
+
+  /**
+   * Applies weir's migrations to `config`'s schema (creating it if needed) and returns the versions applied.
+   * Idempotent, and safe when several processes run it at once.
+   */
+  def migrate[F[_]: Async](config: DatabaseConfig): F[Vector[Int]] =
+    pool(config).use(db => Migrations.migrate(config.schema).transact(db.transactor))
+
+  /** [[migrate]], then [[connect]]. */
+  def migrateAndConnect[F[_]: Async](config: DatabaseConfig): Resource[F, Database[F]] =
+    Resource.eval(migrate(config)) *> connect(config)
+
+  private[postgres] def pool[F[_]](config: DatabaseConfig)(using F: Async[F]): Resource[F, Database[F]] =
+    val (url, props) = config.jdbc
+    val hikari = new HikariConfig()
+    hikari.setJdbcUrl(url)
+    props.setProperty("ApplicationName", "weir")
+    hikari.setDataSourceProperties(props)
+    hikari.setMaximumPoolSize(config.poolSize)
+    hikari.setConnectionTimeout(config.connectTimeout.toMillis.max(250L))
+    hikari.setPoolName(s"weir-${config.schema.name}")
+    HikariTransactor
+      .fromHikariConfig[F](hikari)
+      .adaptError { case e => unreachable(config, e) }
+      .evalTap(xa => sql"SELECT 1".query[Int].unique.transact(xa).adaptError { case e => unreachable(config, e) })
+      .map(xa => new Database(config, xa))
+
+  private[postgres] def open(config: DatabaseConfig): Connection =
+    val (url, props) = config.jdbc
+    val withTimeout = new Properties()
+    withTimeout.putAll(props)
+    withTimeout.setProperty("connectTimeout", config.connectTimeout.toSeconds.max(1L).toString)
+    withTimeout.setProperty("tcpKeepAlive", "true")
+    withTimeout.setProperty("ApplicationName", "weir")
+    try DriverManager.getConnection(url, withTimeout)
+    catch case e: java.sql.SQLException => throw unreachable(config, e)
+
+  private def unreachable(config: DatabaseConfig, e: Throwable): Throwable = e match
+    case already: DatabaseUnreachable => already
+    case e: SchemaError => e
+    case e => DatabaseUnreachable(config.redactedUrl, e)
+
+/** No connection could be made to the database at `url` (its password hidden). */
+final class DatabaseUnreachable(val url: String, cause: Throwable)
+    extends RuntimeException(s"cannot reach the database at $url: ${cause.getMessage}", cause)

@@ -1,0 +1,110 @@
+package weir.postgres
+
+import cats.effect.kernel.{Async, Resource}
+import cats.effect.std.Queue
+import cats.syntax.all.*
+import doobie.implicits.*
+import weir.{Disposition, Outcome, Pipeline, Running, Source}
+import weir.postgres.internal.*
+
+import java.util.concurrent.ThreadLocalRandom
+
+/**
+ * A worker process serving one queue: its claims feed an ordinary weir [[Pipeline]], so every control of
+ * the engine (fixed or adaptive limit, rate limit, in-memory retries and task timeout, failure policy,
+ * progress, summary, drain) works unchanged, and each task's outcome is written back to the database.
+ *
+ * {{{
+ * DurableWorker.start[IO, Email, Unit](db, WorkerConfig(queue = "emails")) { source =>
+ *   Pipeline(source).process(job => send(job.payload)).withLimit(Limit.fixed(50))
+ * }.use(worker => IO.never)
+ * }}}
+ *
+ * What becomes of a claimed task, by its [[Outcome]] in the pipeline:
+ *   - succeeded: completed (kept in `finished` or deleted, see [[WorkerConfig.keepCompleted]]);
+ *   - failed: available again after the configured backoff, with its error recorded, or dead once it has
+ *     used its `maxAttempts` (or at once when `backoff.retryOn` rejects the error); a task interrupted
+ *     because the worker stopped is retried at once;
+ *   - not started (drained, cancelled, failed fast): handed back at once, its attempt not counted.
+ *
+ * Release: the pipeline is drained (running tasks get [[WorkerConfig.shutdownGrace]]), every result is
+ * written, every claim still held is handed back, and the worker's row is removed. A worker that dies
+ * without a release (SIGKILL, a lost machine) stops heartbeating, and any other worker rescues its
+ * running tasks once its heartbeat is older than [[WorkerConfig.deadAfter]].
+ */
+trait DurableWorker[F[_], A]:
+
+  /** This process's id in the workers table (the lease owner of its claims). */
+  def id: Long
+
+  /** The pipeline, to drain it, change its limit or watch its metrics. */
+  def running: Running[F, Job[A]]
+
+  /** What this worker has claimed and written so far. */
+  def stats: F[WorkerStats]
+
+object DurableWorker:
+
+  /**
+   * Registers a worker in `db` and starts the pipeline `build` makes from the durable source. The source
+   * never ends unless [[WorkerConfig.stopWhenEmpty]] is set; stop the worker with `running.drain` or by
+   * releasing the resource.
+   *
+   * Errors: a failing database is ridden out (claims, acknowledgements and heartbeats are retried, and
+   * counted in [[WorkerStats]]); only registering at start fails the resource.
+   */
+  def start[F[_], A, B](db: Database[F], config: WorkerConfig)(
+      build: Source[F, Job[A]] => Pipeline[F, Job[A], B]
+  )(using F: Async[F], codec: PayloadCodec[A]): Resource[F, DurableWorker[F, A]] =
+    val sql = new Sql(db.schema)
+    val xa = db.transactor
+    for
+      maintenance <- db.maintenance
+      counters = new Counters
+      claims = new Claims
+      owner <- Resource.make(sql.register(config.name).transact(xa)) { owner =>
+        // Only claims that never started are still held here: every outcome was written before this runs.
+        (sql.releaseAll(owner).flatMap(n => sql.deregister(owner).as(n)))
+          .transact(xa)
+          .flatMap(n => F.delay(counters.released.addAndGet(n.toLong)).void)
+          .handleErrorWith(e => F.delay(counters.error(e)))
+      }
+      completer <- Completer.resource(
+        xa,
+        sql,
+        owner,
+        config.keepCompleted,
+        config.ackBatch,
+        claims,
+        counters,
+        config.shutdownGrace
+      )
+      _ <- Heartbeat.resource(maintenance, sql, owner, config.name, config.heartbeat, config.lease, claims, counters)
+      _ <- Rescuer.resource(maintenance, sql, config.heartbeat / 2, config.deadAfter, counters)
+      wake <- Resource.eval(Queue.dropping[F, Unit](1))
+      _ <-
+        if config.listen then
+          Notifier.resource(db.dedicated, db.schema.channel, config.queue, wake, config.pollInterval * 5, counters)
+        else Resource.unit[F]
+      claimer = new Claimer[F, A](xa, sql, owner, config, claims, completer, wake, counters, config.keepCompleted)
+      started <- build(Source(claimer.stream)).startWithOutcomes
+      (pipeline, outcomes) = started
+      _ <- Resource.make(F.start(outcomes.evalMap(o => completer.submit(finishOf(config, o))).compile.drain)) {
+        consumer => pipeline.drain(config.shutdownGrace) *> consumer.join.void
+      }
+    yield new DurableWorker[F, A]:
+      val id: Long = owner
+      val running: Running[F, Job[A]] = pipeline
+      def stats: F[WorkerStats] = F.delay(counters.stats)
+
+  private def finishOf[A, B](config: WorkerConfig, outcome: Outcome[Job[A], B]): Finish = outcome match
+    case Outcome.Succeeded(job, _, _) => Finish.Complete(job.id, job.attempt)
+    case Outcome.NotStarted(job, _) => Finish.Release(job.id, job.attempt)
+    case Outcome.Failed(job, _, Disposition.Interrupted, _) =>
+      Finish.Fail(job.id, job.attempt, "interrupted: the worker stopped while the task ran", 0L)
+    case Outcome.Failed(job, error, _, _) =>
+      val delay =
+        if config.backoff.retryable(error) then
+          config.backoff.backoff(job.attempt, ThreadLocalRandom.current()).toMillis
+        else -1L
+      Finish.Fail(job.id, job.attempt, Errors.describe(error), delay)

@@ -1,0 +1,37 @@
+package weir.postgres
+
+/**
+ * The PostgreSQL schema that holds weir's tables and functions (default `weir`). Several schemas in one
+ * database are independent weir installations.
+ *
+ * The name is spliced into SQL text (a schema cannot be a bind parameter), so only plain lower-case
+ * identifiers are accepted: a letter or `_`, then letters, digits or `_`, at most 63 characters.
+ */
+final class Schema private (val name: String):
+
+  /** `name.relation`, for SQL text. */
+  private[postgres] def apply(relation: String): String = s"$name.$relation"
+
+  /** The channel the insert trigger notifies, named after the schema. */
+  private[postgres] def channel: String = s"$name.tasks"
+
+  override def equals(other: Any): Boolean = other match
+    case s: Schema => s.name == name
+    case _ => false
+  override def hashCode: Int = name.hashCode
+  override def toString: String = name
+
+object Schema:
+
+  /** `weir`. */
+  val default: Schema = new Schema("weir")
+
+  private val identifier = "[a-z_][a-z0-9_]{0,62}".r
+
+  /** Fails with `IllegalArgumentException` naming `name` unless it is a plain lower-case identifier. */
+  def apply(name: String): Schema =
+    require(
+      name != null && identifier.matches(name),
+      s"schema name must be a lower-case SQL identifier (a letter or _, then letters, digits or _, at most 63), was: '$name'"
+    )
+    new Schema(name)

@@ -1,0 +1,82 @@
+package weir.postgres
+
+import cats.effect.kernel.Async
+import cats.syntax.all.*
+import doobie.*
+import doobie.implicits.*
+import weir.postgres.internal.Sql
+
+/**
+ * Adds tasks to one queue. [[enqueue]] and [[enqueueMany]] run in a transaction of their own;
+ * [[enqueueIn]] and [[enqueueManyIn]] are `ConnectionIO` steps to run inside the caller's own transaction
+ * (the outbox case: the task exists if and only if the caller's writes commit).
+ *
+ * Every insert notifies the queue's workers (one notification per queue and statement, delivered at
+ * commit); workers that miss it find the task at their next poll.
+ *
+ * Concurrent callers are allowed. Unique keys hold under concurrent enqueuers: two enqueues of the same
+ * key insert one task, and the other learns its id ([[Enqueued.Duplicate]]).
+ */
+final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using F: Async[F], codec: PayloadCodec[A]):
+
+  private val sql = new Sql(db.schema)
+
+  /** Enqueues one task in its own transaction. */
+  def enqueue(task: NewTask[A]): F[Enqueued] = enqueueIn(task).transact(db.transactor)
+
+  /**
+   * Enqueues a batch in one transaction, a statement per [[TaskQueue.statementSize]] tasks; the results
+   * are in the order of `tasks`.
+   */
+  def enqueueMany(tasks: Seq[NewTask[A]]): F[Vector[Enqueued]] = enqueueManyIn(tasks).transact(db.transactor)
+
+  /** Enqueues one task as part of the caller's transaction. */
+  def enqueueIn(task: NewTask[A]): ConnectionIO[Enqueued] =
+    sql.enqueueOne(name, encode(task)).map((id, inserted) => if inserted then Enqueued.Inserted(id) else Enqueued.Duplicate(id))
+
+  /** Enqueues a batch as part of the caller's transaction; results in the order of `tasks`. */
+  def enqueueManyIn(tasks: Seq[NewTask[A]]): ConnectionIO[Vector[Enqueued]] =
+    val encoded = tasks.iterator.map(encode).toVector
+    encoded.grouped(TaskQueue.statementSize).toVector.flatTraverse(settle(_)).map(_.toVector)
+
+  // A row that comes back with neither an id nor its key's holder met a holder this statement's snapshot
+  // cannot see (committed meanwhile, or an earlier row of the same batch): a new statement, with a new
+  // snapshot, settles it. Each round settles at least the first such row of every key.
+  private def settle(batch: Vector[Sql.EncodedTask], round: Int = 1): ConnectionIO[Vector[Enqueued]] =
+    sql.enqueueMany(name, batch).flatMap { rows =>
+      val results = new Array[Enqueued | Null](batch.size)
+      rows.foreach((n, id, inserted) =>
+        results(n - 1) = if inserted then Enqueued.Inserted(id) else Enqueued.Duplicate(id)
+      )
+      val open = batch.indices.filter(i => results(i) == null).toVector
+      if open.isEmpty then FC.pure(results.toVector.map(_.nn))
+      else if round >= 20 then
+        FC.raiseError(new IllegalStateException(s"enqueue of ${open.size} task(s) did not settle after $round rounds"))
+      else
+        settle(open.map(batch), round + 1).map { again =>
+          open.zip(again).foreach((i, r) => results(i) = r)
+          results.toVector.map(_.nn)
+        }
+    }
+
+  private def encode(task: NewTask[A]): Sql.EncodedTask =
+    Sql.EncodedTask(
+      payload = codec.encode(task.payload),
+      priority = task.priority,
+      delayMillis = task.delay.toMillis,
+      maxAttempts = task.maxAttempts,
+      orderingKey = task.orderingKey,
+      uniqueKey = task.uniqueKey
+    )
+
+  override def toString: String = s"TaskQueue(${db.schema}.$name)"
+
+object TaskQueue:
+
+  /** Tasks per insert statement in a batch. */
+  val statementSize: Int = 5000
+
+  /** The queue `name` (not empty) of `db`. */
+  def apply[F[_]: Async, A: PayloadCodec](db: Database[F], name: String): TaskQueue[F, A] =
+    require(name != null && name.nonEmpty, s"queue name must not be empty, was: '$name'")
+    new TaskQueue(db, name)

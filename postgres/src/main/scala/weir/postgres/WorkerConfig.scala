@@ -1,0 +1,66 @@
+package weir.postgres
+
+import weir.Retry
+
+import scala.concurrent.duration.*
+
+/**
+ * How a worker process serves one queue. Built by name, with defaults:
+ * `WorkerConfig(queue = "emails", claimBatch = 50)`.
+ *
+ *   - `claimBatch`: tasks claimed per statement, at most; a worker claims again as soon as the pipeline's
+ *     buffer takes a batch, so claimed tasks wait in memory for at most a buffer's worth of work.
+ *   - `pollInterval`: how often an idle worker looks for tasks without being notified (tasks whose run-at
+ *     arrives, retries, rescues, and every task when notifications are off or lost).
+ *   - `listen`: wake up on LISTEN/NOTIFY (off behind a transaction-mode PgBouncer, which drops them).
+ *   - `heartbeat`: how often the worker marks itself alive and extends its running tasks' leases.
+ *   - `deadAfter`: a worker whose heartbeat is older than this is dead, and its running tasks are rescued
+ *     (any worker rescues; the check runs every `heartbeat / 2`).
+ *   - `lease`: a claimed task's own lease, extended while its worker holds it; a task whose lease expired
+ *     is rescued even if its worker still heartbeats.
+ *   - `backoff`: the wait before a failed task's next attempt, from its base, factor, maximum and jitter,
+ *     and which errors are retried at all (`retryOn`); the number of attempts is each task's own
+ *     `maxAttempts`, not the `Retry`'s.
+ *   - `keepCompleted`: move completed tasks to the `finished` table (until pruned) rather than delete them.
+ *   - `ackBatch`: acknowledgements written per statement, at most.
+ *   - `shutdownGrace`: on release, how long running tasks may go on before they are interrupted (and
+ *     handed back for another attempt).
+ *   - `stopWhenEmpty`: end the run once the queue has no unfinished task anywhere (batch jobs, tests);
+ *     otherwise the worker serves the queue until it is drained or released.
+ *   - `name`: shown in the workers table.
+ */
+final case class WorkerConfig(
+    queue: String,
+    claimBatch: Int = 100,
+    pollInterval: FiniteDuration = 1.second,
+    listen: Boolean = true,
+    heartbeat: FiniteDuration = 1.second,
+    deadAfter: FiniteDuration = 3.seconds,
+    lease: FiniteDuration = 1.minute,
+    backoff: Retry = WorkerConfig.defaultBackoff,
+    keepCompleted: Boolean = true,
+    ackBatch: Int = 1000,
+    shutdownGrace: FiniteDuration = 10.seconds,
+    stopWhenEmpty: Boolean = false,
+    name: String = WorkerConfig.defaultName
+):
+  require(queue != null && queue.nonEmpty, s"queue name must not be empty, was: '$queue'")
+  require(claimBatch > 0, s"claimBatch must be > 0, was: $claimBatch")
+  require(pollInterval > Duration.Zero, s"pollInterval must be > 0, was: $pollInterval")
+  require(heartbeat > Duration.Zero, s"heartbeat must be > 0, was: $heartbeat")
+  require(deadAfter > heartbeat, s"deadAfter must be longer than the heartbeat ($heartbeat), was: $deadAfter")
+  require(lease > heartbeat * 2, s"lease must be longer than two heartbeats (${heartbeat * 2}), was: $lease")
+  require(ackBatch > 0, s"ackBatch must be > 0, was: $ackBatch")
+  require(shutdownGrace >= Duration.Zero, s"shutdownGrace must be >= 0, was: $shutdownGrace")
+
+object WorkerConfig:
+
+  /** 1 s, doubling, at most 1 h, full jitter; every non-fatal error is retried. */
+  val defaultBackoff: Retry = Retry.exponential(base = 1.second, maxAttempts = Int.MaxValue, maxDelay = 1.hour)
+
+  /** `host:pid`. */
+  def defaultName: String =
+    val host =
+      try java.net.InetAddress.getLocalHost.getHostName
+      catch case _: Exception => "unknown-host"
+    s"$host:${ProcessHandle.current().pid()}"

@@ -1,0 +1,98 @@
+package weir.postgres.internal
+
+import cats.effect.kernel.Async
+import cats.effect.std.Queue
+import cats.syntax.all.*
+import doobie.*
+import doobie.implicits.*
+import fs2.{Chunk, Stream}
+import weir.postgres.{Job, PayloadCodec, WorkerConfig}
+
+import scala.concurrent.duration.*
+
+/**
+ * Claims a queue's tasks in batches and emits them, decoded, as one producer of the worker's pipeline.
+ *
+ * After a full batch it claims again at once (the pipeline's buffer holds it back when the workers are
+ * busy); after a short one it waits for a wake-up (a notification, see [[Notifier]]) or the poll interval.
+ * A claim is uncancelable: once the database has given tasks to this worker they are recorded in
+ * [[Claims]] before anything else happens, so a drain can hand them back.
+ *
+ * A payload that does not decode is sent to dead with its decode error through the completer and never
+ * emitted. Database errors are counted and retried with backoff (up to the poll interval): the stream
+ * itself never fails. With `stopWhenEmpty` it ends at the first empty claim after which the queue has no
+ * unfinished task left.
+ */
+private[postgres] final class Claimer[F[_], A](
+    transactor: Transactor[F],
+    sql: Sql,
+    owner: Long,
+    config: WorkerConfig,
+    claims: Claims,
+    completer: Completer[F],
+    wake: Queue[F, Unit],
+    counters: Counters,
+    keepCompleted: Boolean
+)(using F: Async[F], codec: PayloadCodec[A]):
+
+  private val leaseMillis = config.lease.toMillis
+
+  def stream: Stream[F, Job[A]] = loop(Duration.Zero)
+
+  private def loop(errorWait: FiniteDuration): Stream[F, Job[A]] =
+    Stream.eval(claimOnce).flatMap {
+      case Right((jobs, got)) =>
+        val next =
+          if got >= config.claimBatch then loop(Duration.Zero)
+          else if got > 0 then Stream.exec(idle) ++ loop(Duration.Zero)
+          else if config.stopWhenEmpty then
+            Stream.eval(sql.unfinished(config.queue).transact(transactor).attempt).flatMap {
+              case Right(0L) => Stream.empty
+              case _ => Stream.exec(idle) ++ loop(Duration.Zero)
+            }
+          else Stream.exec(idle) ++ loop(Duration.Zero)
+        Stream.chunk(jobs) ++ next
+      case Left(e) =>
+        val wait = if errorWait == Duration.Zero then 50.millis else (errorWait * 2).min(config.pollInterval)
+        Stream.exec(F.delay(counters.error(e)) *> F.sleep(wait)) ++ loop(wait)
+    }
+
+  /** Waits for a notification or the poll interval, whichever comes first. */
+  private def idle: F[Unit] = F.timeoutTo(wake.take, config.pollInterval, F.unit)
+
+  /** One claim: the decoded jobs and how many rows the database gave (decoding failures included). */
+  private def claimOnce: F[Either[Throwable, (Chunk[Job[A]], Int)]] =
+    F.uncancelable { _ =>
+      sql.claim(config.queue, owner, config.claimBatch, leaseMillis).transact(transactor).attempt.flatMap {
+        case Left(e) => F.pure(Left(e))
+        case Right(rows) =>
+          F.delay {
+            rows.foreach(r => claims.add(r.id, r.attempt))
+            counters.claimed.addAndGet(rows.size.toLong)
+            val jobs = Vector.newBuilder[Job[A]]
+            val undecodable = Vector.newBuilder[Finish]
+            rows.foreach { r =>
+              codec.decode(r.payload) match
+                case Right(payload) =>
+                  jobs += new Job(
+                    r.id,
+                    config.queue,
+                    payload,
+                    r.attempt,
+                    r.maxAttempts,
+                    r.priority,
+                    r.orderingKey,
+                    r.createdAt.toInstant,
+                    owner,
+                    sql,
+                    keepCompleted
+                  )
+                case Left(e) =>
+                  undecodable += Finish.Fail(r.id, r.attempt, s"payload does not decode: ${Errors.describe(e)}", -1L)
+            }
+            (jobs.result(), undecodable.result(), rows.size)
+          }.flatMap { (jobs, undecodable, got) =>
+            undecodable.traverse_(completer.submit).as(Right((Chunk.from(jobs), got)))
+          }
+      }
+    }

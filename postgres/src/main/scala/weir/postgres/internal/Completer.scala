@@ -1,0 +1,109 @@
+package weir.postgres.internal
+
+import cats.effect.kernel.{Async, Resource}
+import cats.effect.std.Queue
+import cats.syntax.all.*
+import doobie.*
+import doobie.implicits.*
+
+import scala.concurrent.duration.*
+
+/** How a claim ends, as the completer writes it. */
+private[postgres] enum Finish:
+  /** The handler succeeded. */
+  case Complete(id: Long, attempt: Int)
+
+  /** The attempt failed: retry after `delayMillis`, or dead at once when it is negative. */
+  case Fail(id: Long, attempt: Int, error: String, delayMillis: Long)
+
+  /** The task never started: hand it back uncounted. */
+  case Release(id: Long, attempt: Int)
+
+  def id: Long
+
+/**
+ * Writes finished claims to the database in batches: whatever accumulated while the previous batch was
+ * being written goes in the next one (at most `batchSize`), so a lone completion is written at once and a
+ * busy worker writes hundreds per transaction.
+ *
+ * A batch whose transaction fails is written again, with backoff, until it commits: a result is never
+ * dropped while the worker runs. Every statement is guarded by the claim, so writing a batch twice (a
+ * commit whose answer was lost) changes nothing the second time.
+ *
+ * Release of the resource writes everything submitted before it, waiting at most `stopWithin` for an
+ * unreachable database; claims still unwritten then keep their lease and are rescued like a dead worker's.
+ */
+private[postgres] final class Completer[F[_]] private (queue: Queue[F, Option[Finish]]):
+
+  /** Queues a finish; waits while `4 × batchSize` are queued. Cancelable while it waits. */
+  def submit(finish: Finish): F[Unit] = queue.offer(Some(finish))
+
+private[postgres] object Completer:
+
+  def resource[F[_]](
+      transactor: Transactor[F],
+      sql: Sql,
+      owner: Long,
+      keepCompleted: Boolean,
+      batchSize: Int,
+      claims: Claims,
+      counters: Counters,
+      stopWithin: FiniteDuration
+  )(using F: Async[F]): Resource[F, Completer[F]] =
+
+    def write(batch: List[Finish]): F[Unit] =
+      val completes = batch.collect { case c: Finish.Complete => c }
+      val fails = batch.collect { case f: Finish.Fail => f }
+      val releases = batch.collect { case r: Finish.Release => r }
+      val tx =
+        for
+          completed <-
+            if completes.isEmpty then FC.pure(0)
+            else sql.complete(owner, completes.map(_.id).toArray, completes.map(_.attempt).toArray, keepCompleted)
+          failed <-
+            if fails.isEmpty then FC.pure((0, 0))
+            else
+              sql.fail(
+                owner,
+                fails.map(_.id).toArray,
+                fails.map(_.attempt).toArray,
+                fails.map(_.error).toArray,
+                fails.map(_.delayMillis).toArray
+              )
+          released <-
+            if releases.isEmpty then FC.pure(0)
+            else sql.release(owner, releases.map(_.id).toArray, releases.map(_.attempt).toArray)
+        yield (completed, failed, released)
+      tx.transact(transactor).flatMap { case (completed, (retried, dead), released) =>
+        F.delay {
+          counters.completed.addAndGet(completed.toLong)
+          counters.retried.addAndGet(retried.toLong)
+          counters.dead.addAndGet(dead.toLong)
+          counters.released.addAndGet(released.toLong)
+          batch.foreach(f => claims.remove(f.id))
+        }
+      }
+
+    def writeUntilCommitted(batch: List[Finish], wait: FiniteDuration): F[Unit] =
+      write(batch).handleErrorWith { e =>
+        F.delay(counters.error(e)) *> F.sleep(wait) *> writeUntilCommitted(batch, (wait * 2).min(5.seconds))
+      }
+
+    def loop(queue: Queue[F, Option[Finish]]): F[Unit] =
+      queue.take.flatMap {
+        case None => F.unit
+        case Some(first) =>
+          queue.tryTakeN(Some(batchSize - 1)).flatMap { more =>
+            val (items, rest) = more.span(_.isDefined)
+            writeUntilCommitted(first :: items.flatten, 50.millis) *>
+              (if rest.isEmpty then loop(queue) else F.unit)
+          }
+      }
+
+    for
+      queue <- Resource.eval(Queue.bounded[F, Option[Finish]](batchSize * 4))
+      _ <- Resource.make(F.start(loop(queue))) { fiber =>
+        // the stop marker queues behind every finish submitted before release
+        queue.offer(None) *> F.timeoutTo(fiber.join.void, stopWithin, fiber.cancel)
+      }
+    yield new Completer(queue)

@@ -1,0 +1,26 @@
+package weir.postgres.internal
+
+import weir.postgres.WorkerStats
+
+import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
+
+/** A worker's counters, bumped by its parts from any thread; read as a [[WorkerStats]]. */
+private[postgres] final class Counters:
+  val claimed, completed, retried, dead, released, rescued, databaseErrors = new AtomicLong
+  private val last = new AtomicReference[Option[Throwable]](None)
+
+  def error(e: Throwable): Unit =
+    databaseErrors.incrementAndGet()
+    last.set(Some(e))
+
+  def stats: WorkerStats =
+    WorkerStats(
+      claimed = claimed.get,
+      completed = completed.get,
+      retried = retried.get,
+      dead = dead.get,
+      released = released.get,
+      rescued = rescued.get,
+      databaseErrors = databaseErrors.get,
+      lastError = last.get
+    )

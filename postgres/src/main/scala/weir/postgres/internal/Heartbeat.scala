@@ -1,0 +1,34 @@
+package weir.postgres.internal
+
+import cats.effect.kernel.{Async, Resource}
+import cats.syntax.all.*
+import doobie.*
+import doobie.implicits.*
+
+import scala.concurrent.duration.*
+
+/**
+ * Keeps a worker alive in the database: every `every` it writes its heartbeat (registering again if a
+ * rescuer had removed it) and extends the leases of the claims it holds that end within half a lease.
+ * Runs on the worker's maintenance pool, so a pool busy with claims and handlers never delays it.
+ * Errors are counted and the next beat tries again.
+ */
+private[postgres] object Heartbeat:
+
+  def resource[F[_]](
+      transactor: Transactor[F],
+      sql: Sql,
+      owner: Long,
+      name: String,
+      every: FiniteDuration,
+      lease: FiniteDuration,
+      claims: Claims,
+      counters: Counters
+  )(using F: Async[F]): Resource[F, Unit] =
+    val beat =
+      F.delay(claims.ids).flatMap { ids =>
+        (sql.heartbeat(owner, name) *>
+          (if ids.isEmpty then FC.pure(0) else sql.extendLeases(owner, ids, lease.toMillis))).transact(transactor)
+      }
+    val loop = (F.sleep(every) *> beat.void.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[Unit]
+    F.background(loop).void

@@ -1,0 +1,36 @@
+package weir.postgres.internal
+
+import cats.effect.kernel.{Async, Resource}
+import cats.syntax.all.*
+import doobie.*
+import doobie.implicits.*
+
+import scala.concurrent.duration.*
+
+/**
+ * Frees the tasks of dead workers: every `every`, running tasks whose owner has not heartbeaten within
+ * `deadAfter` (or whose own lease expired) go back to available at once, or to dead if they have used
+ * their attempts, with the reason in their errors. Every worker runs one: there is no leader to lose, the
+ * statement skips rows another rescuer holds, and the guarded finishes make a late result of a rescued
+ * claim change nothing. Worker rows silent for twenty times `deadAfter` are removed.
+ */
+private[postgres] object Rescuer:
+
+  /** Rows per rescue statement; a full one is followed at once by another. */
+  val batch: Int = 1000
+
+  def resource[F[_]](
+      transactor: Transactor[F],
+      sql: Sql,
+      every: FiniteDuration,
+      deadAfter: FiniteDuration,
+      counters: Counters
+  )(using F: Async[F]): Resource[F, Unit] =
+    def rescueAll: F[Unit] =
+      sql.rescue(deadAfter.toMillis, batch).transact(transactor).flatMap { (rescued, dead) =>
+        F.delay(counters.rescued.addAndGet(rescued.toLong + dead.toLong)) *>
+          (if rescued + dead >= batch then rescueAll else F.unit)
+      }
+    val round = rescueAll *> sql.forgetWorkers(deadAfter.toMillis * 20).transact(transactor).void
+    val loop = (F.sleep(every) *> round.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[Unit]
+    F.background(loop).void

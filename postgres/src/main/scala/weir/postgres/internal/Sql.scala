@@ -1,0 +1,243 @@
+package weir.postgres.internal
+
+import doobie.*
+import doobie.implicits.*
+import doobie.postgres.implicits.*
+import weir.postgres.Schema
+
+import java.time.OffsetDateTime
+
+/**
+ * Every statement weir-postgres runs, for one schema. Each is a single round trip; batches travel as
+ * arrays and are opened with `unnest`. Finalisations (complete, fail, release) are guarded by the claim
+ * they finish — the task's id, its attempt number and its lease owner, while it is running — so a late
+ * finisher cannot overwrite a rescue and a rescue cannot overwrite a completion: whichever commits first
+ * wins, the other changes no row.
+ */
+private[postgres] final class Sql(schema: Schema):
+  import Sql.*
+
+  private val tasks = schema("tasks")
+  private val finished = schema("finished")
+  private val workers = schema("workers")
+
+  private def const(s: String): Fragment = Fragment.const0(s)
+
+  // ---- enqueue
+
+  /** One task through the schema's SQL function: `(id, inserted)`. */
+  def enqueueOne(queue: String, t: EncodedTask): ConnectionIO[(Long, Boolean)] =
+    (const(s"SELECT task_id, inserted FROM ${schema("enqueue")}(") ++
+      fr0"$queue, ${t.payload}::jsonb, ${t.priority}, now() + ${t.delayMillis} * interval '1 millisecond', " ++
+      fr0"${t.maxAttempts}, ${t.orderingKey}, ${t.uniqueKey})").query[(Long, Boolean)].unique
+
+  /**
+   * A batch in one statement. Ids are drawn in input order before the insert, so each input row is
+   * matched to its id; rows whose unique key is held return the holder's id when this statement's
+   * snapshot shows it, or nothing (the caller enqueues them again: the holder committed after the
+   * snapshot, or is another row of this batch).
+   */
+  def enqueueMany(queue: String, batch: Vector[EncodedTask]): ConnectionIO[Vector[(Int, Long, Boolean)]] =
+    val payloads = batch.map(_.payload).toArray
+    val priorities = batch.map(_.priority).toArray
+    val delays = batch.map(_.delayMillis).toArray
+    val maxAttempts = batch.map(_.maxAttempts).toArray
+    val orderingKeys = batch.map(_.orderingKey).toArray
+    val uniqueKeys = batch.map(_.uniqueKey).toArray
+    (const(s"""WITH input AS (
+      SELECT i.*, nextval(pg_get_serial_sequence('$tasks', 'id')) AS id
+      FROM unnest(""") ++
+      fr0"$payloads::text[], $priorities::int[], $delays::bigint[], $maxAttempts::int[], $orderingKeys::text[], $uniqueKeys::text[]" ++
+      const(s""") WITH ORDINALITY AS i(payload, priority, delay_ms, max_attempts, ordering_key, unique_key, n)
+      ORDER BY i.n
+    ), ins AS (
+      INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key)
+      SELECT id, """) ++ fr0"$queue" ++ const(s""", payload::jsonb, priority::smallint,
+             now() + delay_ms * interval '1 millisecond', max_attempts, ordering_key, unique_key
+      FROM input ORDER BY n
+      ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+      RETURNING t.id
+    )
+    SELECT input.n::int, coalesce(ins.id, held.id), ins.id IS NOT NULL
+    FROM input
+    LEFT JOIN ins ON ins.id = input.id
+    LEFT JOIN $tasks AS held ON ins.id IS NULL AND held.queue = """) ++ fr0"$queue" ++ const(
+      s""" AND held.unique_key = input.unique_key
+    WHERE ins.id IS NOT NULL OR held.id IS NOT NULL""")).query[(Int, Long, Boolean)].to[Vector]
+
+  // ---- claim
+
+  /**
+   * Claims up to `limit` available tasks of `queue` for `owner`, by priority, then run-at, then id. A task
+   * with an ordering key is claimed only while it is its key's head (no task of its key with a smaller id
+   * is left, and none is running); the unique index on running keys makes the database refuse the rare
+   * claim that races another one for the same key (the caller claims again).
+   */
+  def claim(queue: String, owner: Long, limit: Int, leaseMillis: Long): ConnectionIO[Vector[Claimed]] =
+    (const(s"""WITH picked AS (
+      SELECT t.id FROM $tasks AS t
+      WHERE t.queue = """) ++ fr0"$queue" ++ const(s""" AND t.state = 'available' AND t.run_at <= now()
+        AND (t.ordering_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM $tasks AS h
+          WHERE h.queue = t.queue AND h.ordering_key = t.ordering_key
+            AND (h.id < t.id OR h.state = 'running')))
+      ORDER BY t.priority, t.run_at, t.id
+      LIMIT """) ++ fr0"$limit" ++ const(s"""
+      FOR UPDATE SKIP LOCKED
+    )
+    UPDATE $tasks AS t
+    SET state = 'running', attempt = t.attempt + 1, lease_owner = """) ++ fr0"$owner" ++
+      const(", lease_expires_at = now() + ") ++ fr0"$leaseMillis" ++ const(s""" * interval '1 millisecond'
+    FROM picked WHERE t.id = picked.id
+    RETURNING t.id, t.attempt, t.max_attempts, t.priority, t.ordering_key, t.payload::text, t.created_at, t.run_at""")).query[Claimed].to[Vector].map(_.sortBy(c => (c.priority, c.runAt.toInstant, c.id)))
+
+  // ---- finish
+
+  /** Completes the claims `(ids(i), attempts(i))` of `owner`; keeps them in `finished` when `keep`. */
+  def complete(owner: Long, ids: Array[Long], attempts: Array[Int], keep: Boolean): ConnectionIO[Int] =
+    val deleted = const(s"DELETE FROM $tasks AS t USING unnest(") ++ fr0"$ids::bigint[], $attempts::int[]" ++
+      const(") AS d(id, attempt) WHERE t.id = d.id AND t.attempt = d.attempt AND t.state = 'running' AND t.lease_owner = ") ++
+      fr0"$owner"
+    if keep then
+      (const("WITH done AS (") ++ deleted ++ const(s""" RETURNING t.*)
+      , moved AS (INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
+        SELECT id, queue, payload, priority, 'completed', attempt, max_attempts, ordering_key, unique_key, errors, created_at FROM done
+        RETURNING 1)
+      SELECT count(*)::int FROM moved""")).query[Int].unique
+    else deleted.update.run
+
+  /**
+   * Finishes failed claims of `owner`: a claim whose `delays(i)` is negative, or whose task has used its
+   * attempts, moves to `finished` as dead; the others become available again after `delays(i)` ms. Each
+   * task's error is appended to its errors with its attempt number. Returns `(retried, dead)`.
+   */
+  def fail(owner: Long, ids: Array[Long], attempts: Array[Int], errors: Array[String], delays: Array[Long])
+      : ConnectionIO[(Int, Int)] =
+    (const("WITH f AS (SELECT * FROM unnest(") ++ fr0"$ids::bigint[], $attempts::int[], $errors::text[], $delays::bigint[]" ++
+      const(s""") AS f(id, attempt, error, delay_ms))
+    , dead AS (
+      DELETE FROM $tasks AS t USING f
+      WHERE t.id = f.id AND t.attempt = f.attempt AND t.state = 'running' AND t.lease_owner = """) ++ fr0"$owner" ++
+      const(s""" AND (f.delay_ms < 0 OR t.attempt >= t.max_attempts)
+      RETURNING t.*, f.error)
+    , moved AS (
+      INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
+      SELECT id, queue, payload, priority, 'dead', attempt, max_attempts, ordering_key, unique_key,
+             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', now(), 'error', error)), created_at
+      FROM dead RETURNING 1)
+    , retried AS (
+      UPDATE $tasks AS t
+      SET state = 'available', run_at = now() + f.delay_ms * interval '1 millisecond',
+          lease_owner = NULL, lease_expires_at = NULL,
+          errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', now(), 'error', f.error))
+      FROM f
+      WHERE t.id = f.id AND t.attempt = f.attempt AND t.state = 'running' AND t.lease_owner = """) ++ fr0"$owner" ++
+      const(""" AND f.delay_ms >= 0 AND t.attempt < t.max_attempts
+      RETURNING 1)
+    SELECT (SELECT count(*) FROM retried)::int, (SELECT count(*) FROM moved)::int""")).query[(Int, Int)].unique
+
+  /**
+   * Hands back claims of `owner` that never started: available again at once, in their old place, and their
+   * attempt not counted.
+   */
+  def release(owner: Long, ids: Array[Long], attempts: Array[Int]): ConnectionIO[Int] =
+    (const(s"""UPDATE $tasks AS t
+    SET state = 'available', attempt = t.attempt - 1, lease_owner = NULL, lease_expires_at = NULL
+    FROM unnest(""") ++ fr0"$ids::bigint[], $attempts::int[]" ++ const(""") AS r(id, attempt)
+    WHERE t.id = r.id AND t.attempt = r.attempt AND t.state = 'running' AND t.lease_owner = """) ++ fr0"$owner").update.run
+
+  /** Hands back every claim `owner` still holds, as never started (a worker's last step). */
+  def releaseAll(owner: Long): ConnectionIO[Int] =
+    (const(s"""UPDATE $tasks SET state = 'available', attempt = attempt - 1, lease_owner = NULL, lease_expires_at = NULL
+    WHERE state = 'running' AND lease_owner = """) ++ fr0"$owner").update.run
+
+  // ---- workers and leases
+
+  /** Registers a worker process; returns its id. */
+  def register(name: String): ConnectionIO[Long] =
+    (const(s"INSERT INTO $workers (name) VALUES (") ++ fr0"$name) RETURNING id").query[Long].unique
+
+  /** Marks `owner` alive now (registering it again under the same id if a rescuer removed it). */
+  def heartbeat(owner: Long, name: String): ConnectionIO[Int] =
+    (const(s"INSERT INTO $workers (id, name) VALUES (") ++ fr0"$owner, $name" ++
+      const(") ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()")).update.run
+
+  /** Removes a worker's row (on a clean stop). */
+  def deregister(owner: Long): ConnectionIO[Int] =
+    (const(s"DELETE FROM $workers WHERE id = ") ++ fr0"$owner").update.run
+
+  /** Extends to `now + leaseMillis` the leases of `ids` held by `owner` that end within half a lease. */
+  def extendLeases(owner: Long, ids: Array[Long], leaseMillis: Long): ConnectionIO[Int] =
+    (const(s"UPDATE $tasks SET lease_expires_at = now() + ") ++ fr0"$leaseMillis" ++
+      const(" * interval '1 millisecond' WHERE id = ANY(") ++ fr0"$ids" ++ const(") AND state = 'running' AND lease_owner = ") ++
+      fr0"$owner" ++ const(" AND lease_expires_at < now() + ") ++ fr0"${leaseMillis / 2}" ++
+      const(" * interval '1 millisecond'")).update.run
+
+  /**
+   * Rescues up to `limit` running tasks whose owner has not heartbeaten for `deadAfterMillis` (or has no
+   * row) or whose own lease has expired: each goes back to available at once with the reason appended to
+   * its errors, or to dead if it has used its attempts. Rows another rescuer holds are skipped. Returns
+   * `(rescued, dead)`.
+   */
+  def rescue(deadAfterMillis: Long, limit: Int): ConnectionIO[(Int, Int)] =
+    (const(s"""WITH lost AS (
+      SELECT t.id, CASE WHEN w.id IS NULL
+               THEN 'worker ' || t.lease_owner || ' stopped heartbeating'
+               ELSE 'lease expired' END AS reason
+      FROM $tasks AS t
+      LEFT JOIN $workers AS w ON w.id = t.lease_owner AND w.heartbeat_at >= now() - """) ++ fr0"$deadAfterMillis" ++
+      const(s""" * interval '1 millisecond'
+      WHERE t.state = 'running' AND (w.id IS NULL OR t.lease_expires_at < now())
+      LIMIT """) ++ fr0"$limit" ++ const(s"""
+      FOR UPDATE OF t SKIP LOCKED
+    ), dead AS (
+      DELETE FROM $tasks AS t USING lost WHERE t.id = lost.id AND t.attempt >= t.max_attempts
+      RETURNING t.*, lost.reason
+    ), moved AS (
+      INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
+      SELECT id, queue, payload, priority, 'dead', attempt, max_attempts, ordering_key, unique_key,
+             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', now(), 'error', reason)), created_at
+      FROM dead RETURNING 1
+    ), rescued AS (
+      UPDATE $tasks AS t
+      SET state = 'available', run_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+          errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', now(), 'error', lost.reason))
+      FROM lost WHERE t.id = lost.id AND t.attempt < t.max_attempts
+      RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM rescued)::int, (SELECT count(*) FROM moved)::int""")).query[(Int, Int)].unique
+
+  /** Removes worker rows whose heartbeat is older than `olderThanMillis`. */
+  def forgetWorkers(olderThanMillis: Long): ConnectionIO[Int] =
+    (const(s"DELETE FROM $workers WHERE heartbeat_at < now() - ") ++ fr0"$olderThanMillis" ++
+      const(" * interval '1 millisecond'")).update.run
+
+  // ---- queries
+
+  /** Tasks of `queue` not finished (available or running anywhere). */
+  def unfinished(queue: String): ConnectionIO[Long] =
+    (const(s"SELECT count(*) FROM $tasks WHERE queue = ") ++ fr0"$queue").query[Long].unique
+
+object Sql:
+
+  /** A task ready for the database: payload as JSON text, run-at as a delay from the server's now. */
+  final case class EncodedTask(
+      payload: String,
+      priority: Int,
+      delayMillis: Long,
+      maxAttempts: Int,
+      orderingKey: Option[String],
+      uniqueKey: Option[String]
+  )
+
+  /** A claimed row, its payload not yet decoded. */
+  final case class Claimed(
+      id: Long,
+      attempt: Int,
+      maxAttempts: Int,
+      priority: Int,
+      orderingKey: Option[String],
+      payload: String,
+      createdAt: OffsetDateTime,
+      runAt: OffsetDateTime
+  )

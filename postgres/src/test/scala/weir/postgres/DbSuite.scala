@@ -1,0 +1,26 @@
+package weir.postgres
+
+import cats.effect.{IO, Resource}
+import munit.CatsEffectSuite
+
+import scala.concurrent.duration.*
+
+/** A suite against the test server: every test must leave no advisory lock and no weir connection behind. */
+abstract class DbSuite extends CatsEffectSuite:
+
+  override def munitIOTimeout: Duration = 90.seconds
+
+  /** A migrated schema of its own, and a check after the test that nothing was left on the server. */
+  def withDb(name: String)(body: Database[IO] => IO[Unit])(using munit.Location): Unit =
+    test(name)(TestDatabase.migrated.use(body) *> noLeftovers)
+
+  def noLeftovers: IO[Unit] =
+    // a closed pool's sessions may take a moment to leave pg_stat_activity
+    def loop(tries: Int): IO[Unit] = TestDatabase.leftovers.flatMap { (locks, connections) =>
+      if (locks, connections) == (0L, 0L) then IO.unit
+      else if tries == 0 then IO(fail(s"left behind: $locks advisory lock(s), $connections weir connection(s)"))
+      else IO.sleep(100.millis) *> loop(tries - 1)
+    }
+    loop(50)
+
+  def resource[A](r: Resource[IO, A]): Resource[IO, A] = r

@@ -1,0 +1,84 @@
+package weir.postgres
+
+import scala.concurrent.duration.*
+
+import cats.effect.IO
+import cats.syntax.all.*
+import doobie.*
+import doobie.implicits.*
+
+class MigrationsSuite extends DbSuite:
+
+  test("migrate creates the schema once; a second run applies nothing") {
+    val config = TestDatabase.config(TestDatabase.freshSchema())
+    for
+      first <- Database.migrate[IO](config)
+      second <- Database.migrate[IO](config)
+      _ <- Database.connect[IO](config).use_
+      _ <- noLeftovers
+    yield
+      assertEquals(first, Migrations.all.map(_.version))
+      assertEquals(second, Vector.empty)
+  }
+
+  test("four processes' worth of migrate at once apply each migration exactly once") {
+    val config = TestDatabase.config(TestDatabase.freshSchema())
+    for
+      results <- List.fill(4)(Database.migrate[IO](config)).parSequence
+      versions <- Fragment
+        .const(s"SELECT count(*) FROM ${config.schema("migrations")}")
+        .query[Long]
+        .unique
+        .transact(TestDatabase.admin)
+      _ <- noLeftovers
+    yield
+      assertEquals(results.flatten.sorted, Migrations.all.map(_.version).toList)
+      assertEquals(versions, Migrations.all.size.toLong)
+  }
+
+  test("connect to a schema that was never migrated fails naming the schema") {
+    val schema = TestDatabase.freshSchema()
+    Database.connect[IO](TestDatabase.config(schema)).use_.attempt.flatMap { r =>
+      r match
+        case Left(e: SchemaError) => assert(e.getMessage.contains(s"'$schema'") && e.getMessage.contains("migrate"))
+        case other => fail(s"expected a SchemaError, got $other")
+      noLeftovers
+    }
+  }
+
+  test("connect to a schema at a newer version fails naming both versions") {
+    val config = TestDatabase.config(TestDatabase.freshSchema())
+    for
+      _ <- Database.migrate[IO](config)
+      _ <- Fragment
+        .const(s"INSERT INTO ${config.schema("migrations")} (version, name) VALUES (${Migrations.latest + 1}, 'future')")
+        .update
+        .run
+        .transact(TestDatabase.admin)
+      r <- Database.connect[IO](config).use_.attempt
+      _ <- noLeftovers
+    yield r match
+      case Left(e: SchemaError) =>
+        assert(e.getMessage.contains(s"version ${Migrations.latest + 1}"), e.getMessage)
+        assert(e.getMessage.contains(s"(${Migrations.latest})"), e.getMessage)
+      case other => fail(s"expected a SchemaError, got $other")
+  }
+
+  test("an unreachable server fails with DatabaseUnreachable naming the URL without its password") {
+    val config = DatabaseConfig("postgresql://weir:secret@127.0.0.1:1/nowhere", connectTimeout = 1.second)
+    Database.connect[IO](config).use_.attempt.map {
+      case Left(e: DatabaseUnreachable) =>
+        assert(e.getMessage.contains("127.0.0.1:1/nowhere"), e.getMessage)
+        assert(!e.getMessage.contains("secret"), e.getMessage)
+      case other => fail(s"expected DatabaseUnreachable, got $other")
+    }
+  }
+
+  test("a malformed URL or schema name fails at once naming the value") {
+    val url = intercept[IllegalArgumentException](DatabaseConfig("mysql://localhost/x").jdbc)
+    assert(url.getMessage.contains("mysql://localhost/x"), url.getMessage)
+    val schema = intercept[IllegalArgumentException](Schema("Weir; DROP TABLE x"))
+    assert(schema.getMessage.contains("'Weir; DROP TABLE x'"), schema.getMessage)
+    val pool = intercept[IllegalArgumentException](DatabaseConfig("postgresql://h/db", poolSize = 0))
+    assert(pool.getMessage.contains("was: 0"), pool.getMessage)
+  }

@@ -1,0 +1,56 @@
+package weir.postgres
+
+import cats.effect.{IO, Resource}
+import doobie.*
+import doobie.implicits.*
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres
+
+import java.util.concurrent.atomic.AtomicInteger
+
+/**
+ * The PostgreSQL server the suites run against: the one `WEIR_TEST_DATABASE_URL` names (CI's run against
+ * Debian's server), or else an embedded server (real binaries from a Maven artifact) started once per test
+ * JVM and stopped when it exits. Each test gets a schema of its own, so suites never see each other's rows.
+ */
+object TestDatabase:
+
+  private lazy val embedded: EmbeddedPostgres =
+    val pg = EmbeddedPostgres.builder().start()
+    sys.addShutdownHook(pg.close()): Unit
+    pg
+
+  /** The server's URL. */
+  lazy val url: String =
+    sys.env.get("WEIR_TEST_DATABASE_URL").filter(_.nonEmpty).getOrElse(embedded.getJdbcUrl("postgres", "postgres"))
+
+  /** Which server the suites use, for the test log. */
+  def describe: String = if sys.env.get("WEIR_TEST_DATABASE_URL").exists(_.nonEmpty) then "external" else "embedded"
+
+  private val schemas = new AtomicInteger
+
+  /** A fresh, unmigrated schema name. */
+  def freshSchema(): Schema = Schema(s"t${ProcessHandle.current().pid()}_${schemas.incrementAndGet()}")
+
+  def config(schema: Schema): DatabaseConfig = DatabaseConfig(url, schema = schema, poolSize = 4)
+
+  /** A migrated schema of its own and a pool to it. */
+  def migrated: Resource[IO, Database[IO]] =
+    val c = config(freshSchema())
+    Database.migrateAndConnect[IO](c)
+
+  /** A plain transactor outside weir's pools, for checks and planted rows. */
+  lazy val admin: Transactor[IO] =
+    val (jdbc, props) = DatabaseConfig.toJdbc(url)
+    Transactor.fromDriverManager[IO]("org.postgresql.Driver", jdbc, props, None)
+
+  /**
+   * What weir left on the server: advisory locks held, and connections with weir's application name other
+   * than the checking one.
+   */
+  def leftovers: IO[(Long, Long)] =
+    sql"""SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'),
+                 (SELECT count(*) FROM pg_stat_activity WHERE application_name = 'weir' AND pid <> pg_backend_pid())"""
+      .query[(Long, Long)]
+      .unique
+      .transact(admin)
+
