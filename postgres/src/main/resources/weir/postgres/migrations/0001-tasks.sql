@@ -91,6 +91,7 @@ CREATE FUNCTION weir_schema.enqueue(
   OUT task_id  bigint,
   OUT inserted boolean
 ) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 BEGIN
   LOOP
     INSERT INTO weir_schema.tasks AS t (queue, payload, priority, run_at, max_attempts, ordering_key, unique_key)

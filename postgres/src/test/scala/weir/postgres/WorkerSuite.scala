@@ -1,0 +1,128 @@
+package weir.postgres
+
+import cats.effect.{IO, Ref}
+import cats.effect.std.CountDownLatch
+import cats.syntax.all.*
+import weir.{Limit, Pipeline, Retry}
+
+import scala.concurrent.duration.*
+
+class WorkerSuite extends DbSuite:
+
+  /** Quick timings for tests: the logic is the same at any scale. */
+  def config(queue: String = "q"): WorkerConfig =
+    WorkerConfig(
+      queue = queue,
+      claimBatch = 20,
+      pollInterval = 50.millis,
+      heartbeat = 200.millis,
+      deadAfter = 1.second,
+      lease = 5.seconds,
+      backoff = Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
+      stopWhenEmpty = true
+    )
+
+  withDb("every task ends exactly once, completed or dead, across two workers with failures and retries") { db =>
+    val queue = TaskQueue[IO, Int](db, "q")
+    val n = 400
+    // payload % 7 == 0 always fails (dead after 3 attempts); payload % 5 == 0 fails its first attempt only
+    def handler(runs: Ref[IO, Map[Int, Int]], succeeded: Ref[IO, Map[Int, Int]])(job: Job[Int]): IO[Unit] =
+      runs.update(m => m.updated(job.payload, m.getOrElse(job.payload, 0) + 1)) *> {
+        if job.payload % 7 == 0 then IO.raiseError(new RuntimeException(s"boom ${job.payload}"))
+        else if job.payload % 5 == 0 && job.attempt == 1 then IO.raiseError(new RuntimeException("first"))
+        else succeeded.update(m => m.updated(job.payload, m.getOrElse(job.payload, 0) + 1))
+      }
+    for
+      _ <- queue.enqueueMany((1 to n).map(i => NewTask(i, maxAttempts = 3)))
+      runs <- Ref[IO].of(Map.empty[Int, Int])
+      succeeded <- Ref[IO].of(Map.empty[Int, Int])
+      worker = DurableWorker.start[IO, Int, Unit](db, config()) { source =>
+        Pipeline(source).process(handler(runs, succeeded)).withLimit(Limit.fixed(8)).withBuffer(16)
+      }
+      _ <- (worker.use(_.running.join), worker.use(_.running.join)).parTupled
+      done <- Rows.finished(db)
+      left <- Rows.count(db, "tasks")
+      ok <- succeeded.get
+      ran <- runs.get
+    yield
+      assertEquals(left, 0L)
+      assertEquals(done.size, n)
+      val dead = done.filter(_._2 == "dead").map(_._1.toInt).sorted
+      assertEquals(dead, (1 to n).filter(_ % 7 == 0).toVector)
+      assert(done.filter(_._2 == "dead").forall((_, _, attempt, errors) => attempt == 3 && errors.contains("boom")))
+      assertEquals(ok.keySet, (1 to n).filterNot(_ % 7 == 0).toSet)
+      assert(ok.values.forall(_ == 1), "a task succeeded more than once")
+      (1 to n).foreach { i =>
+        val expected = if i % 7 == 0 then 3 else if i % 5 == 0 then 2 else 1
+        assertEquals(ran(i), expected, s"runs of task $i")
+      }
+  }
+
+  withDb("per-key order holds across three workers, and a failing head holds its key until its retry") { db =>
+    val queue = TaskQueue[IO, (String, Int)](db, "keys")
+    val keys = Vector("a", "b", "c", "d")
+    val perKey = 40
+    val tasks = (0 until perKey).flatMap(i => keys.map(k => NewTask((k, i), orderingKey = Some(k))))
+    for
+      _ <- queue.enqueueMany(tasks)
+      seen <- Ref[IO].of(Map.empty[String, Vector[Int]])
+      inFlight <- Ref[IO].of(Map.empty[String, Int])
+      worst <- Ref[IO].of(0)
+      handler = (job: Job[(String, Int)]) =>
+        val (key, i) = job.payload
+        inFlight.modify(m => (m.updated(key, m.getOrElse(key, 0) + 1), m.getOrElse(key, 0) + 1)).flatMap(now =>
+          worst.update(_.max(now))
+        ) *> IO.sleep((i % 3).millis) *> {
+          if i % 10 == 3 && job.attempt == 1 then
+            inFlight.update(m => m.updated(key, m(key) - 1)) *> IO.raiseError(new RuntimeException("head fails once"))
+          else seen.update(m => m.updated(key, m.getOrElse(key, Vector.empty) :+ i)) *> inFlight.update(m => m.updated(key, m(key) - 1))
+        }
+      worker = DurableWorker.start[IO, (String, Int), Unit](db, config("keys")) { source =>
+        Pipeline(source).process(handler).withLimit(Limit.fixed(4))
+      }
+      _ <- List.fill(3)(worker.use(_.running.join)).parSequence
+      order <- seen.get
+      most <- worst.get
+      done <- Rows.count(db, "finished", "state = 'completed'")
+    yield
+      assertEquals(done, tasks.size.toLong)
+      assertEquals(most, 1, "two tasks of one key ran at once")
+      keys.foreach(k => assertEquals(order(k), (0 until perKey).toVector, s"order of key $k"))
+  }
+
+  withDb("drain hands back claimed tasks at once without counting their attempt") { db =>
+    val queue = TaskQueue[IO, Int](db, "drain")
+    for
+      _ <- queue.enqueueMany((1 to 60).map(NewTask(_)))
+      started <- CountDownLatch[IO](1)
+      gate <- CountDownLatch[IO](1)
+      summary <- DurableWorker
+        .start[IO, Int, Unit](db, config("drain").copy(claimBatch = 30, stopWhenEmpty = false)) { source =>
+          Pipeline(source).process(_ => started.release *> gate.await).withLimit(Limit.fixed(1)).withBuffer(10)
+        }
+        .use { worker =>
+          started.await *> (worker.running.drain(10.seconds), IO.sleep(100.millis) *> gate.release).parTupled.map(_._1)
+        }
+      rows <- Rows.tasks(db)
+      completed <- Rows.count(db, "finished", "state = 'completed'")
+    yield
+      assertEquals(summary.succeeded, 1L)
+      assert(summary.notStarted >= 1L, summary.toString)
+      assertEquals(completed, 1L)
+      assertEquals(rows.size, 59)
+      assert(rows.forall((_, state, attempt, owner, _) => state == "available" && attempt == 0 && owner.isEmpty), rows.toString)
+  }
+
+  withDb("a payload that does not decode goes straight to dead with its error; the others run") { db =>
+    val queue = TaskQueue[IO, Int](db, "decode")
+    for
+      _ <- queue.enqueueMany((1 to 10).map(NewTask(_)))
+      _ <- Rows.enqueueSql(s"""${db.schema("enqueue")}('decode', '"not a number"'::jsonb)""")
+      _ <- DurableWorker.start[IO, Int, Unit](db, config("decode"))(Pipeline(_).process(_ => IO.unit)).use(_.running.join)
+      done <- Rows.finished(db)
+    yield
+      assertEquals(done.count(_._2 == "completed"), 10)
+      val dead = done.filter(_._2 == "dead")
+      assertEquals(dead.map(_._1), Vector("\"not a number\""))
+      assert(dead.head._4.contains("payload does not decode"), dead.head._4)
+  }
