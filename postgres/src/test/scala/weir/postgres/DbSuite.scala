@@ -1,6 +1,6 @@
 package weir.postgres
 
-import cats.effect.{IO, Resource}
+import cats.effect.IO
 import munit.CatsEffectSuite
 
 import scala.concurrent.duration.*
@@ -12,7 +12,7 @@ abstract class DbSuite extends CatsEffectSuite:
 
   /** A migrated schema of its own, and a check after the test that nothing was left on the server. */
   def withDb(name: String)(body: Database[IO] => IO[Unit])(using munit.Location): Unit =
-    test(name)(TestDatabase.migrated.use(body) *> noLeftovers)
+    test(name)(TestDatabase.migrated.use(db => body(db).guarantee(TestDatabase.drop(db.schema))) *> noLeftovers)
 
   def noLeftovers: IO[Unit] =
     // a closed pool's sessions may take a moment to leave pg_stat_activity
@@ -22,5 +22,3 @@ abstract class DbSuite extends CatsEffectSuite:
       else IO.sleep(100.millis) *> loop(tries - 1)
     }
     loop(50)
-
-  def resource[A](r: Resource[IO, A]): Resource[IO, A] = r

@@ -54,3 +54,6 @@ object TestDatabase:
       .unique
       .transact(admin)
 
+  /** Drops a test's schema with everything in it. */
+  def drop(schema: Schema): IO[Unit] =
+    Fragment.const(s"DROP SCHEMA IF EXISTS ${schema.name} CASCADE").update.run.transact(admin).void
