@@ -1,0 +1,46 @@
+package weir.postgres
+
+import cats.effect.{ExitCode, IO, IOApp}
+import doobie.*
+import doobie.implicits.*
+import weir.{Limit, Pipeline, Retry}
+
+import scala.concurrent.duration.*
+
+/**
+ * A worker process for [[KillSuite]]: serves `queue` until it is empty, recording every execution (task,
+ * attempt, worker) in `<schema>.executions` as the handler starts, before a short sleep.
+ *
+ * args: url schema queue limit
+ */
+object KillableWorker extends IOApp:
+
+  def run(args: List[String]): IO[ExitCode] =
+    val List(url, schemaName, queue, limit) = args: @unchecked
+    val schema = Schema(schemaName)
+    val config = WorkerConfig(
+      queue = queue,
+      claimBatch = 20,
+      pollInterval = 100.millis,
+      heartbeat = 250.millis,
+      deadAfter = 1.second,
+      lease = 10.seconds,
+      backoff = Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
+      stopWhenEmpty = true
+    )
+    Database.connect[IO](DatabaseConfig(url, schema = schema, poolSize = 4)).use { db =>
+      val record = (worker: Long, job: Job[Int]) =>
+        (Fragment.const(s"INSERT INTO ${schema("executions")} (task_id, attempt, worker, ordering_key) VALUES (") ++
+          fr0"${job.id}, ${job.attempt}, $worker, ${job.orderingKey})").update.run.transact(db.transactor)
+      DurableWorker
+        .start[IO, Int, Unit](db, config) { source =>
+          Pipeline(source).process(job => IO.defer(record(currentWorker, job)) *> IO.sleep((job.payload % 20).millis))
+            .withLimit(Limit.fixed(limit.toInt))
+        }
+        .use { worker =>
+          IO { currentWorker = worker.id } *> IO.println(s"worker ${worker.id}") *> worker.running.join.void
+        }
+        .as(ExitCode.Success)
+    }
+
+  @volatile private var currentWorker: Long = -1L
