@@ -126,3 +126,25 @@ class WorkerSuite extends DbSuite:
       assertEquals(dead.map(_._1), Vector("\"not a number\""))
       assert(dead.head._4.contains("payload does not decode"), dead.head._4)
   }
+
+  withDb("completing inside the handler's transaction: its writes and the completion commit together or not at all") { db =>
+    import doobie.*
+    import doobie.implicits.*
+    val queue = TaskQueue[IO, Int](db, "tx")
+    val table = db.schema("shipments_for_test")
+    // payload % 3 == 0: the first attempt fails after completing, in the same transaction, so both roll back
+    def handler(job: Job[Int]): IO[Unit] =
+      (Fragment.const(s"INSERT INTO $table VALUES (${job.payload}, ${job.attempt})").update.run *>
+        job.completeIn.flatMap(held => FC.raiseError[Unit](new IllegalStateException("lost the claim")).unlessA(held)) *>
+        FC.raiseError[Unit](new RuntimeException("after completing")).whenA(job.payload % 3 == 0 && job.attempt == 1))
+        .transact(db.transactor)
+    for
+      _ <- Fragment.const(s"CREATE TABLE $table (payload int PRIMARY KEY, attempt int)").update.run.transact(db.transactor)
+      _ <- queue.enqueueMany((1 to 30).map(NewTask(_)))
+      _ <- DurableWorker.start[IO, Int, Unit](db, config("tx"))(Pipeline(_).process(handler).withLimit(Limit.fixed(4))).use(_.running.join)
+      written <- Fragment.const(s"SELECT payload, attempt FROM $table ORDER BY payload").query[(Int, Int)].to[Vector].transact(TestDatabase.admin)
+      done <- Rows.finished(db)
+    yield
+      assertEquals(written, (1 to 30).toVector.map(p => (p, if p % 3 == 0 then 2 else 1)))
+      assertEquals(done.map(d => (d._1.toInt, d._2, d._3)).sortBy(_._1), (1 to 30).toVector.map(p => (p, "completed", if p % 3 == 0 then 2 else 1)))
+  }
