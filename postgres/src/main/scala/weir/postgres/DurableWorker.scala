@@ -1,6 +1,6 @@
 package weir.postgres
 
-import cats.effect.kernel.{Async, Resource}
+import cats.effect.kernel.{Async, Deferred, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
 import doobie.implicits.*
@@ -37,8 +37,18 @@ trait DurableWorker[F[_], A]:
   /** This process's id in the workers table (the lease owner of its claims). */
   def id: Long
 
-  /** The pipeline, to drain it, change its limit or watch its metrics. */
+  /**
+   * The pipeline, to change its limit or watch its metrics. Stop it with [[drain]] rather than
+   * `running.drain`, which would wait for the claimer's idle wait (up to the poll interval) to end.
+   */
   def running: Running[F, Job[A]]
+
+  /**
+   * Stops claiming at once, then drains the pipeline: claimed tasks that have not started are handed back
+   * (written when the resource is released), running ones get `deadline` to finish. Returns the summary.
+   * Concurrent calls get the same summary; cancelling the call stops the wait, not the drain.
+   */
+  def drain(deadline: scala.concurrent.duration.FiniteDuration): F[weir.Summary[Job[A]]]
 
   /** What this worker has claimed and written so far. */
   def stats: F[WorkerStats]
@@ -82,19 +92,22 @@ object DurableWorker:
       _ <- Heartbeat.resource(maintenance, sql, owner, config.name, config.heartbeat, config.lease, claims, counters)
       _ <- Rescuer.resource(maintenance, sql, config.heartbeat / 2, config.deadAfter, counters)
       wake <- Resource.eval(Queue.dropping[F, Unit](1))
+      stop <- Resource.eval(Deferred[F, Unit])
       _ <-
         if config.listen then
-          Notifier.resource(db.dedicated, db.schema.channel, config.queue, wake, config.pollInterval * 5, counters)
+          Notifier.resource(db.dedicated, db.schema.channel, config.queue, wake, Notifier.checkEvery, counters)
         else Resource.unit[F]
-      claimer = new Claimer[F, A](xa, sql, owner, config, claims, completer, wake, counters, config.keepCompleted)
+      claimer = new Claimer[F, A](xa, sql, owner, config, claims, completer, wake, stop, counters, config.keepCompleted)
       started <- build(Source(claimer.stream)).startWithOutcomes
       (pipeline, outcomes) = started
       _ <- Resource.make(F.start(outcomes.evalMap(o => completer.submit(finishOf(config, o))).compile.drain)) {
-        consumer => pipeline.drain(config.shutdownGrace) *> consumer.join.void
+        consumer => stop.complete(()) *> pipeline.drain(config.shutdownGrace) *> consumer.join.void
       }
     yield new DurableWorker[F, A]:
       val id: Long = owner
       val running: Running[F, Job[A]] = pipeline
+      def drain(deadline: scala.concurrent.duration.FiniteDuration): F[weir.Summary[Job[A]]] =
+        stop.complete(()) *> pipeline.drain(deadline)
       def stats: F[WorkerStats] = F.delay(counters.stats)
 
   private def finishOf[A, B](config: WorkerConfig, outcome: Outcome[Job[A], B]): Finish = outcome match

@@ -31,3 +31,6 @@ object Rows:
   /** `SELECT * FROM <call>` of the schema's enqueue function: `(task_id, inserted)`. */
   def enqueueSql(call: String): IO[(Long, Boolean)] =
     Fragment.const(s"SELECT * FROM $call").query[(Long, Boolean)].unique.transact(TestDatabase.admin)
+
+  /** Runs a SELECT for its effect (for example `pg_terminate_backend`); returns the rows it gave. */
+  def select(sql: String): IO[Int] = Fragment.const(sql).query[Boolean].to[List].map(_.size).transact(TestDatabase.admin)

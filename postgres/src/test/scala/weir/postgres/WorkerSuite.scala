@@ -101,7 +101,7 @@ class WorkerSuite extends DbSuite:
           Pipeline(source).process(_ => started.release *> gate.await).withLimit(Limit.fixed(1)).withBuffer(10)
         }
         .use { worker =>
-          started.await *> (worker.running.drain(10.seconds), IO.sleep(100.millis) *> gate.release).parTupled.map(_._1)
+          started.await *> (worker.drain(10.seconds), IO.sleep(100.millis) *> gate.release).parTupled.map(_._1)
         }
       rows <- Rows.tasks(db)
       completed <- Rows.count(db, "finished", "state = 'completed'")

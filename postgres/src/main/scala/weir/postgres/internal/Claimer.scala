@@ -1,6 +1,6 @@
 package weir.postgres.internal
 
-import cats.effect.kernel.Async
+import cats.effect.kernel.{Async, Deferred}
 import cats.effect.std.Queue
 import cats.syntax.all.*
 import doobie.*
@@ -20,8 +20,8 @@ import scala.concurrent.duration.*
  *
  * A payload that does not decode is sent to dead with its decode error through the completer and never
  * emitted. Database errors are counted and retried with backoff (up to the poll interval): the stream
- * itself never fails. With `stopWhenEmpty` it ends at the first empty claim after which the queue has no
- * unfinished task left.
+ * itself never fails. It ends when `stop` is completed (at once, even while it waits), or, with
+ * `stopWhenEmpty`, at the first empty claim after which the queue has no unfinished task left.
  */
 private[postgres] final class Claimer[F[_], A](
     transactor: Transactor[F],
@@ -31,6 +31,7 @@ private[postgres] final class Claimer[F[_], A](
     claims: Claims,
     completer: Completer[F],
     wake: Queue[F, Unit],
+    stop: Deferred[F, Unit],
     counters: Counters,
     keepCompleted: Boolean
 )(using F: Async[F], codec: PayloadCodec[A]):
@@ -40,6 +41,12 @@ private[postgres] final class Claimer[F[_], A](
   def stream: Stream[F, Job[A]] = loop(Duration.Zero)
 
   private def loop(errorWait: FiniteDuration): Stream[F, Job[A]] =
+    Stream.eval(stop.tryGet).flatMap {
+      case Some(_) => Stream.empty
+      case None => claimAndGoOn(errorWait)
+    }
+
+  private def claimAndGoOn(errorWait: FiniteDuration): Stream[F, Job[A]] =
     Stream.eval(claimOnce).flatMap {
       case Right((jobs, got)) =>
         val next =
@@ -54,11 +61,11 @@ private[postgres] final class Claimer[F[_], A](
         Stream.chunk(jobs) ++ next
       case Left(e) =>
         val wait = if errorWait == Duration.Zero then 50.millis else (errorWait * 2).min(config.pollInterval)
-        Stream.exec(F.delay(counters.error(e)) *> F.sleep(wait)) ++ loop(wait)
+        Stream.exec(F.delay(counters.error(e)) *> F.race(stop.get, F.sleep(wait)).void) ++ loop(wait)
     }
 
-  /** Waits for a notification or the poll interval, whichever comes first. */
-  private def idle: F[Unit] = F.timeoutTo(wake.take, config.pollInterval, F.unit)
+  /** Waits for a notification, the poll interval or a stop, whichever comes first. */
+  private def idle: F[Unit] = F.race(stop.get, F.timeoutTo(wake.take, config.pollInterval, F.unit)).void
 
   /** One claim: the decoded jobs and how many rows the database gave (decoding failures included). */
   private def claimOnce: F[Either[Throwable, (Chunk[Job[A]], Int)]] =

@@ -17,6 +17,9 @@ import scala.concurrent.duration.*
  */
 private[postgres] object Notifier:
 
+  /** How often the LISTEN connection is checked with a query. */
+  val checkEvery: FiniteDuration = 5.seconds
+
   /** How long one wait for notifications blocks its thread (and so how long a release may wait for it). */
   val waitSlice: FiniteDuration = 250.millis
 
@@ -32,16 +35,16 @@ private[postgres] object Notifier:
 
     def listen(connection: Connection): F[Unit] =
       val pg = connection.unwrap(classOf[PGConnection])
-      val slices = (checkEvery / waitSlice).toLong.max(1L)
+      val slices = (checkEvery / waitSlice).toLong.max(1L).min(Int.MaxValue.toLong)
       def check: F[Unit] = F.blocking {
         val st = connection.createStatement()
         try st.execute("SELECT 1"): Unit
         finally st.close()
       }
-      def slice: F[Boolean] =
-        F.blocking(Option(pg.getNotifications(waitSlice.toMillis.toInt)).fold(false)(_.exists(_.getParameter == queue)))
-      def round: F[Unit] =
-        (1L to slices).toList.traverse(_ => slice).flatMap(woken => poke.whenA(woken.exists(identity))) *> check
+      def slice: F[Unit] =
+        F.blocking(Option(pg.getNotifications(waitSlice.toMillis.toInt)).exists(_.exists(_.getParameter == queue)))
+          .flatMap(woken => poke.whenA(woken))
+      def round: F[Unit] = slice.replicateA_(slices.toInt) *> check
       F.blocking {
         val st = connection.createStatement()
         try st.execute("LISTEN \"" + channel + "\""): Unit
