@@ -32,12 +32,14 @@ final case class DatabaseConfig(
   private[postgres] lazy val jdbc: (String, Properties) = DatabaseConfig.toJdbc(url)
 
   /** The URL without its password, for error messages. */
-  def redactedUrl: String = url.replaceAll("(?i)(password=)[^&]*", "$1***").replaceAll("(//[^:/@]+:)[^@]*@", "$1***@")
+  def redactedUrl: String =
+    url.replaceAll("(?i)(password=)[^&]*", "$1***").replaceAll("(//[^:/@]+:)[^@]*@", "$1***@")
 
 object DatabaseConfig:
 
   /** `WEIR_DATABASE_URL` from the environment, if set. */
-  def fromEnv: Option[DatabaseConfig] = sys.env.get("WEIR_DATABASE_URL").filter(_.nonEmpty).map(DatabaseConfig(_))
+  def fromEnv: Option[DatabaseConfig] =
+    sys.env.get("WEIR_DATABASE_URL").filter(_.nonEmpty).map(DatabaseConfig(_))
 
   private[postgres] def toJdbc(url: String): (String, Properties) =
     val props = new Properties()
@@ -45,12 +47,15 @@ object DatabaseConfig:
     else if url.startsWith("postgresql://") || url.startsWith("postgres://") then
       val uri =
         try new URI(url)
-        catch case e: java.net.URISyntaxException => throw new IllegalArgumentException(s"malformed database URL: ${e.getMessage}")
+        catch
+          case e: java.net.URISyntaxException =>
+            throw new IllegalArgumentException(s"malformed database URL: ${e.getMessage}")
       require(uri.getHost != null, s"database URL has no host: '${redact(url)}'")
       Option(uri.getUserInfo).foreach { info =>
         val (user, password) = info.span(_ != ':')
         props.setProperty("user", java.net.URLDecoder.decode(user, "UTF-8")): Unit
-        if password.nonEmpty then props.setProperty("password", java.net.URLDecoder.decode(password.drop(1), "UTF-8")): Unit
+        if password.nonEmpty then
+          props.setProperty("password", java.net.URLDecoder.decode(password.drop(1), "UTF-8")): Unit
       }
       val port = if uri.getPort < 0 then 5432 else uri.getPort
       val query = Option(uri.getRawQuery).fold("")("?" + _)
@@ -67,7 +72,9 @@ object DatabaseConfig:
  * [[DatabaseUnreachable]] when the server cannot be reached and with [[SchemaError]] when the schema is
  * missing or at another version.
  */
-final class Database[F[_]] private (val config: DatabaseConfig, val transactor: Transactor[F])(using F: Async[F]):
+final class Database[F[_]] private (val config: DatabaseConfig, val transactor: Transactor[F])(using
+    F: Async[F]
+):
 
   /** The schema's name. */
   def schema: Schema = config.schema
@@ -120,7 +127,9 @@ object Database:
     HikariTransactor
       .fromHikariConfig[F](hikari)
       .adaptError { case e => unreachable(config, e) }
-      .evalTap(xa => sql"SELECT 1".query[Int].unique.transact(xa).adaptError { case e => unreachable(config, e) })
+      .evalTap(xa =>
+        sql"SELECT 1".query[Int].unique.transact(xa).adaptError { case e => unreachable(config, e) }
+      )
       .map(xa => new Database(config, xa))
 
   private[postgres] def open(config: DatabaseConfig): Connection =

@@ -89,20 +89,48 @@ object DurableWorker:
         counters,
         config.shutdownGrace
       )
-      _ <- Heartbeat.resource(maintenance, sql, owner, config.name, config.heartbeat, config.lease, claims, counters)
+      _ <- Heartbeat.resource(
+        maintenance,
+        sql,
+        owner,
+        config.name,
+        config.heartbeat,
+        config.lease,
+        claims,
+        counters
+      )
       _ <- Rescuer.resource(maintenance, sql, config.heartbeat / 2, config.deadAfter, counters)
       wake <- Resource.eval(Queue.dropping[F, Unit](1))
       stop <- Resource.eval(Deferred[F, Unit])
       _ <-
         if config.listen then
-          Notifier.resource(db.dedicated, db.schema.channel, config.queue, wake, Notifier.checkEvery, counters)
+          Notifier.resource(
+            db.dedicated,
+            db.schema.channel,
+            config.queue,
+            wake,
+            Notifier.checkEvery,
+            counters
+          )
         else Resource.unit[F]
-      claimer = new Claimer[F, A](xa, sql, owner, config, claims, completer, wake, stop, counters, config.keepCompleted)
+      claimer = new Claimer[F, A](
+        xa,
+        sql,
+        owner,
+        config,
+        claims,
+        completer,
+        wake,
+        stop,
+        counters,
+        config.keepCompleted
+      )
       started <- build(Source(claimer.stream)).startWithOutcomes
       (pipeline, outcomes) = started
-      _ <- Resource.make(F.start(outcomes.evalMap(o => completer.submit(finishOf(config, o))).compile.drain)) {
-        consumer => stop.complete(()) *> pipeline.drain(config.shutdownGrace) *> consumer.join.void
-      }
+      _ <-
+        Resource.make(F.start(outcomes.evalMap(o => completer.submit(finishOf(config, o))).compile.drain)) {
+          consumer => stop.complete(()) *> pipeline.drain(config.shutdownGrace) *> consumer.join.void
+        }
     yield new DurableWorker[F, A]:
       val id: Long = owner
       val running: Running[F, Job[A]] = pipeline

@@ -68,7 +68,9 @@ object Migrations:
       _ <-
         if !exists then
           FC.raiseError[Unit](
-            SchemaError(s"schema '${schema.name}' has no weir tables: run migrate first (library or `./weir durable migrate`)")
+            SchemaError(
+              s"schema '${schema.name}' has no weir tables: run migrate first (library or `./weir durable migrate`)"
+            )
           )
         else
           Fragment.const(s"SELECT version FROM ${schema("migrations")}").query[Int].to[Set].flatMap { done =>
@@ -78,7 +80,9 @@ object Migrations:
               else
                 FC.raiseError[Unit](
                   SchemaError(
-                    s"schema '${schema.name}' is at version ${if done.isEmpty then 0 else done.max}, this weir needs $latest: run migrate"
+                    s"schema '${schema.name}' is at version ${
+                        if done.isEmpty then 0 else done.max
+                      }, this weir needs $latest: run migrate"
                   )
                 )
             }

@@ -21,7 +21,10 @@ final case class NewTask[+A](
     orderingKey: Option[String] = None,
     uniqueKey: Option[String] = None
 ):
-  require(priority >= Short.MinValue && priority <= Short.MaxValue, s"priority must fit in a smallint, was: $priority")
+  require(
+    priority >= Short.MinValue && priority <= Short.MaxValue,
+    s"priority must fit in a smallint, was: $priority"
+  )
   require(delay >= Duration.Zero, s"delay must be >= 0, was: $delay")
   require(maxAttempts >= 1, s"maxAttempts must be >= 1, was: $maxAttempts")
   require(orderingKey.forall(_.nonEmpty), "orderingKey must not be empty, was: \"\"")

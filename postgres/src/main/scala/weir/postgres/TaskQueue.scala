@@ -17,7 +17,10 @@ import weir.postgres.internal.Sql
  * Concurrent callers are allowed. Unique keys hold under concurrent enqueuers: two enqueues of the same
  * key insert one task, and the other learns its id ([[Enqueued.Duplicate]]).
  */
-final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using F: Async[F], codec: PayloadCodec[A]):
+final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
+    F: Async[F],
+    codec: PayloadCodec[A]
+):
 
   private val sql = new Sql(db.schema)
 
@@ -32,7 +35,9 @@ final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
 
   /** Enqueues one task as part of the caller's transaction. */
   def enqueueIn(task: NewTask[A]): ConnectionIO[Enqueued] =
-    sql.enqueueOne(name, encode(task)).map((id, inserted) => if inserted then Enqueued.Inserted(id) else Enqueued.Duplicate(id))
+    sql.enqueueOne(name, encode(task)).map((id, inserted) =>
+      if inserted then Enqueued.Inserted(id) else Enqueued.Duplicate(id)
+    )
 
   /** Enqueues a batch as part of the caller's transaction; results in the order of `tasks`. */
   def enqueueManyIn(tasks: Seq[NewTask[A]]): ConnectionIO[Vector[Enqueued]] =
@@ -51,7 +56,9 @@ final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
       val open = batch.indices.filter(i => results(i) == null).toVector
       if open.isEmpty then FC.pure(results.toVector.map(_.nn))
       else if round >= 20 then
-        FC.raiseError(new IllegalStateException(s"enqueue of ${open.size} task(s) did not settle after $round rounds"))
+        FC.raiseError(
+          new IllegalStateException(s"enqueue of ${open.size} task(s) did not settle after $round rounds")
+        )
       else
         settle(open.map(batch), round + 1).map { again =>
           open.zip(again).foreach((i, r) => results(i) = r)

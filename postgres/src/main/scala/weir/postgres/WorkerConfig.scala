@@ -56,7 +56,8 @@ final case class WorkerConfig(
 object WorkerConfig:
 
   /** 1 s, doubling, at most 1 h, full jitter; every non-fatal error is retried. */
-  val defaultBackoff: Retry = Retry.exponential(base = 1.second, maxAttempts = Int.MaxValue, maxDelay = 1.hour)
+  val defaultBackoff: Retry =
+    Retry.exponential(base = 1.second, maxAttempts = Int.MaxValue, maxDelay = 1.hour)
 
   /** `host:pid`. */
   def defaultName: String =

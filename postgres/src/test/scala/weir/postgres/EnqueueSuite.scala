@@ -23,41 +23,53 @@ class EnqueueSuite extends DbSuite:
       assertEquals(rows, 12000L)
   }
 
-  withDb("a duplicate unique key inserts nothing and names the task that holds it, in a batch and alone") { db =>
-    val queue = TaskQueue[IO, Int](db, "unique")
-    for
-      first <- queue.enqueue(NewTask(1, uniqueKey = Some("k1")))
-      again <- queue.enqueue(NewTask(2, uniqueKey = Some("k1")))
-      batch <- queue.enqueueMany(
-        Vector(NewTask(3, uniqueKey = Some("k2")), NewTask(4, uniqueKey = Some("k1")), NewTask(5, uniqueKey = Some("k2")), NewTask(6))
-      )
-      rows <- Rows.count(db, "tasks")
-    yield
-      assert(first.isInstanceOf[Enqueued.Inserted], first.toString)
-      assertEquals(again, Enqueued.Duplicate(first.taskId))
-      batch match
-        case Vector(Enqueued.Inserted(k2), Enqueued.Duplicate(k1), Enqueued.Duplicate(k2b), Enqueued.Inserted(_)) =>
-          assertEquals(k1, first.taskId)
-          assertEquals(k2b, k2)
-        case other => fail(s"unexpected batch results: $other")
-      assertEquals(rows, 3L)
+  withDb("a duplicate unique key inserts nothing and names the task that holds it, in a batch and alone") {
+    db =>
+      val queue = TaskQueue[IO, Int](db, "unique")
+      for
+        first <- queue.enqueue(NewTask(1, uniqueKey = Some("k1")))
+        again <- queue.enqueue(NewTask(2, uniqueKey = Some("k1")))
+        batch <- queue.enqueueMany(
+          Vector(
+            NewTask(3, uniqueKey = Some("k2")),
+            NewTask(4, uniqueKey = Some("k1")),
+            NewTask(5, uniqueKey = Some("k2")),
+            NewTask(6)
+          )
+        )
+        rows <- Rows.count(db, "tasks")
+      yield
+        assert(first.isInstanceOf[Enqueued.Inserted], first.toString)
+        assertEquals(again, Enqueued.Duplicate(first.taskId))
+        batch match
+          case Vector(
+                Enqueued.Inserted(k2),
+                Enqueued.Duplicate(k1),
+                Enqueued.Duplicate(k2b),
+                Enqueued.Inserted(_)
+              ) =>
+            assertEquals(k1, first.taskId)
+            assertEquals(k2b, k2)
+          case other => fail(s"unexpected batch results: $other")
+        assertEquals(rows, 3L)
   }
 
-  withDb("concurrent enqueuers of the same unique keys insert each key once and all agree on its holder") { db =>
-    val queue = TaskQueue[IO, Int](db, "race")
-    val keys = (1 to 50).map(k => s"key-$k")
-    val enqueuer = (e: Int) =>
-      keys.toVector.traverse(k => queue.enqueue(NewTask(e, uniqueKey = Some(k)))).map(keys.zip(_).toMap)
-    for
-      all <- (1 to 6).toList.parTraverse(enqueuer)
-      rows <- Rows.count(db, "tasks")
-    yield
-      assertEquals(rows, keys.size.toLong)
-      keys.foreach { k =>
-        val results = all.map(_(k))
-        assertEquals(results.count(_.isInstanceOf[Enqueued.Inserted]), 1, s"inserts of $k")
-        assertEquals(results.map(_.taskId).distinct.size, 1, s"holders of $k")
-      }
+  withDb("concurrent enqueuers of the same unique keys insert each key once and all agree on its holder") {
+    db =>
+      val queue = TaskQueue[IO, Int](db, "race")
+      val keys = (1 to 50).map(k => s"key-$k")
+      val enqueuer = (e: Int) =>
+        keys.toVector.traverse(k => queue.enqueue(NewTask(e, uniqueKey = Some(k)))).map(keys.zip(_).toMap)
+      for
+        all <- (1 to 6).toList.parTraverse(enqueuer)
+        rows <- Rows.count(db, "tasks")
+      yield
+        assertEquals(rows, keys.size.toLong)
+        keys.foreach { k =>
+          val results = all.map(_(k))
+          assertEquals(results.count(_.isInstanceOf[Enqueued.Inserted]), 1, s"inserts of $k")
+          assertEquals(results.map(_.taskId).distinct.size, 1, s"holders of $k")
+        }
   }
 
   withDb("an enqueue inside the caller's transaction exists if and only if the transaction commits") { db =>
@@ -68,7 +80,8 @@ class EnqueueSuite extends DbSuite:
     for
       _ <- create.transact(db.transactor)
       _ <- (order(1) *> queue.enqueueIn(NewTask("ship 1"))).transact(db.transactor)
-      rolledBack <- (order(2) *> queue.enqueueIn(NewTask("ship 2")) *> FC.raiseError[Unit](new RuntimeException("abort")))
+      rolledBack <-
+      (order(2) *> queue.enqueueIn(NewTask("ship 2")) *> FC.raiseError[Unit](new RuntimeException("abort")))
         .transact(db.transactor)
         .attempt
       orders <- Fragment.const(s"SELECT count(*) FROM $table").query[Long].unique.transact(TestDatabase.admin)
@@ -83,7 +96,9 @@ class EnqueueSuite extends DbSuite:
     val f = db.schema("enqueue")
     for
       a <- Rows.enqueueSql(s"""$f('mail', '{"to": "a@b.c"}')""")
-      b <- Rows.enqueueSql(s"""$f('mail', '{"to": "d@e.f"}', priority => 1, run_at => now() + interval '1 hour', unique_key => 'u')""")
+      b <- Rows.enqueueSql(
+        s"""$f('mail', '{"to": "d@e.f"}', priority => 1, run_at => now() + interval '1 hour', unique_key => 'u')"""
+      )
       c <- Rows.enqueueSql(s"""$f('mail', '{"to": "g@h.i"}', unique_key => 'u')""")
       delayed <- Rows.count(db, "tasks", "run_at > now() + interval '59 minutes' AND priority = 1")
     yield

@@ -18,8 +18,18 @@ class KillSuite extends DbSuite:
   /** A worker JVM; the resource kills it (SIGKILL) if it is still running on release. */
   private def child(db: Database[IO], queue: String, limit: Int): Resource[IO, (Process, Long)] =
     val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
-    val command = List(java, "--sun-misc-unsafe-memory-access=allow", "-Xmx256m", "-cp", System.getProperty("java.class.path"),
-      "weir.postgres.KillableWorker", TestDatabase.url, db.schema.name, queue, limit.toString)
+    val command = List(
+      java,
+      "--sun-misc-unsafe-memory-access=allow",
+      "-Xmx256m",
+      "-cp",
+      System.getProperty("java.class.path"),
+      "weir.postgres.KillableWorker",
+      TestDatabase.url,
+      db.schema.name,
+      queue,
+      limit.toString
+    )
     Resource
       .make(IO.blocking(new ProcessBuilder(command*).redirectErrorStream(true).start()))(p =>
         IO.blocking(p.destroyForcibly().waitFor()).void
@@ -29,14 +39,17 @@ class KillSuite extends DbSuite:
         IO.blocking {
           val reader = new BufferedReader(new InputStreamReader(p.getInputStream))
           val lines = Iterator.continually(reader.readLine()).takeWhile(_ != null)
-          val first = lines.find(_.startsWith("worker ")).getOrElse(sys.error("worker exited before starting"))
+          val first =
+            lines.find(_.startsWith("worker ")).getOrElse(sys.error("worker exited before starting"))
           (p, first.stripPrefix("worker ").trim.toLong)
         }
       }
 
   private def executions(db: Database[IO]): IO[Long] = Rows.count(db, "executions")
 
-  withDb("SIGKILL of a worker JVM mid-run: every task completes once, only its in-flight tasks run twice, keys keep order") { db =>
+  withDb(
+    "SIGKILL of a worker JVM mid-run: every task completes once, only its in-flight tasks run twice, keys keep order"
+  ) { db =>
     val n = 2000
     val queue = TaskQueue[IO, Int](db, "kill")
     // every fourth task carries one of 10 ordering keys
@@ -46,15 +59,16 @@ class KillSuite extends DbSuite:
         s"CREATE TABLE ${db.schema("executions")} (seq bigserial PRIMARY KEY, task_id bigint, attempt int, worker bigint, ordering_key text)"
       )
       ids <- queue.enqueueMany(tasks).map(_.map(_.taskId))
-      killed <- (child(db, "kill", 8), child(db, "kill", 8)).parTupled.use { case ((victim, victimId), (survivor, _)) =>
-        for
-          _ <- (IO.sleep(50.millis) *> executions(db)).iterateUntil(_ >= n / 4)
-          _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
-          _ <- child(db, "kill", 8).use { (replacement, _) =>
-            IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS)) *>
-              IO.interruptible(survivor.waitFor(30, TimeUnit.SECONDS))
-          }
-        yield victimId
+      killed <- (child(db, "kill", 8), child(db, "kill", 8)).parTupled.use {
+        case ((victim, victimId), (survivor, _)) =>
+          for
+            _ <- (IO.sleep(50.millis) *> executions(db)).iterateUntil(_ >= n / 4)
+            _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
+            _ <- child(db, "kill", 8).use { (replacement, _) =>
+              IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS)) *>
+                IO.interruptible(survivor.waitFor(30, TimeUnit.SECONDS))
+            }
+          yield victimId
       }
       done <- Rows.count(db, "finished", "state = 'completed'")
       left <- Rows.count(db, "tasks")
@@ -84,13 +98,21 @@ class KillSuite extends DbSuite:
       // with the acknowledgement not yet written): the attempt that completed it is a later one
       twice.foreach { (id, rs) =>
         val killedAttempts = rs.filter(_._2 == killed).map(_._4)
-        assert(killedAttempts.forall(_ < completedAttempt(id)), s"task $id: completed at ${completedAttempt(id)}, runs $rs")
+        assert(
+          killedAttempts.forall(_ < completedAttempt(id)),
+          s"task $id: completed at ${completedAttempt(id)}, runs $rs"
+        )
       }
-      assert(runs.exists(_._2 == killed), "the killed worker ran nothing: the kill came too early to test anything")
+      assert(
+        runs.exists(_._2 == killed),
+        "the killed worker ran nothing: the kill came too early to test anything"
+      )
       assert(rescued > 0L, "no task was rescued from the killed worker")
       // per key: runs in order, a re-run only right after the run it repeats
       runs.filter(_._3.isDefined).groupBy(_._3).foreach { (key, rs) =>
-        val collapsed = rs.map(_._1).foldLeft(Vector.empty[Long])((acc, id) => if acc.lastOption.contains(id) then acc else acc :+ id)
+        val collapsed = rs.map(_._1).foldLeft(Vector.empty[Long])((acc, id) =>
+          if acc.lastOption.contains(id) then acc else acc :+ id
+        )
         assertEquals(collapsed, collapsed.sorted, s"order of key $key")
         assertEquals(collapsed.distinct, collapsed, s"key $key ran a task again after a later one")
       }

@@ -30,11 +30,15 @@ object KillableWorker extends IOApp:
     )
     Database.connect[IO](DatabaseConfig(url, schema = schema, poolSize = 4)).use { db =>
       val record = (worker: Long, job: Job[Int]) =>
-        (Fragment.const(s"INSERT INTO ${schema("executions")} (task_id, attempt, worker, ordering_key) VALUES (") ++
+        (Fragment.const(
+          s"INSERT INTO ${schema("executions")} (task_id, attempt, worker, ordering_key) VALUES ("
+        ) ++
           fr0"${job.id}, ${job.attempt}, $worker, ${job.orderingKey})").update.run.transact(db.transactor)
       DurableWorker
         .start[IO, Int, Unit](db, config) { source =>
-          Pipeline(source).process(job => IO.defer(record(currentWorker, job)) *> IO.sleep((job.payload % 20).millis))
+          Pipeline(source).process(job =>
+            IO.defer(record(currentWorker, job)) *> IO.sleep((job.payload % 20).millis)
+          )
             .withLimit(Limit.fixed(limit.toInt))
         }
         .use { worker =>

@@ -40,7 +40,8 @@ class MigrationsSuite extends DbSuite:
     val schema = TestDatabase.freshSchema()
     Database.connect[IO](TestDatabase.config(schema)).use_.attempt.flatMap { r =>
       r match
-        case Left(e: SchemaError) => assert(e.getMessage.contains(s"'$schema'") && e.getMessage.contains("migrate"))
+        case Left(e: SchemaError) =>
+          assert(e.getMessage.contains(s"'$schema'") && e.getMessage.contains("migrate"))
         case other => fail(s"expected a SchemaError, got $other")
       noLeftovers
     }
@@ -51,7 +52,9 @@ class MigrationsSuite extends DbSuite:
     for
       _ <- Database.migrate[IO](config)
       _ <- Fragment
-        .const(s"INSERT INTO ${config.schema("migrations")} (version, name) VALUES (${Migrations.latest + 1}, 'future')")
+        .const(
+          s"INSERT INTO ${config.schema("migrations")} (version, name) VALUES (${Migrations.latest + 1}, 'future')"
+        )
         .update
         .run
         .transact(TestDatabase.admin)

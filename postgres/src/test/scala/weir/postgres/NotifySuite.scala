@@ -14,7 +14,8 @@ class NotifySuite extends DbSuite:
   private def idleWorker(db: Database[IO], config: WorkerConfig, ran: Deferred[IO, Long]) =
     DurableWorker.start[IO, Int, Unit](db, config)(Pipeline(_).process(job => ran.complete(job.id).void))
 
-  private val hourPoll = WorkerConfig(queue = "n", pollInterval = 1.hour, heartbeat = 200.millis, deadAfter = 1.second)
+  private val hourPoll =
+    WorkerConfig(queue = "n", pollInterval = 1.hour, heartbeat = 200.millis, deadAfter = 1.second)
 
   withDb("an enqueue wakes an idle worker through NOTIFY") { db =>
     for
@@ -30,7 +31,9 @@ class NotifySuite extends DbSuite:
       ran <- Deferred[IO, Long]
       stats <- idleWorker(db, hourPoll, ran).use { w =>
         IO.sleep(500.millis) *>
-          Rows.select("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND application_name = 'weir'") *>
+          Rows.select(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND application_name = 'weir'"
+          ) *>
           (IO.sleep(50.millis) *> w.stats).iterateUntil(_.databaseErrors > 0) *>
           IO.sleep(500.millis) *>
           TaskQueue[IO, Int](db, "n").enqueue(NewTask(1)) *> ran.get.timeout(20.seconds) *> w.stats
@@ -39,7 +42,13 @@ class NotifySuite extends DbSuite:
   }
 
   withDb("with notifications off, the poll finds new tasks") { db =>
-    val polling = WorkerConfig(queue = "n", listen = false, pollInterval = 100.millis, heartbeat = 200.millis, deadAfter = 1.second)
+    val polling = WorkerConfig(
+      queue = "n",
+      listen = false,
+      pollInterval = 100.millis,
+      heartbeat = 200.millis,
+      deadAfter = 1.second
+    )
     for
       ran <- Deferred[IO, Long]
       _ <- idleWorker(db, polling, ran).use { _ =>

@@ -13,7 +13,9 @@ class RescueSuite extends DbSuite:
 
   private def run[A](db: Database[IO], io: ConnectionIO[A]): IO[A] = io.transact(db.transactor)
 
-  withDb("only tasks of workers whose heartbeat is older than deadAfter, or whose lease expired, are rescued") { db =>
+  withDb(
+    "only tasks of workers whose heartbeat is older than deadAfter, or whose lease expired, are rescued"
+  ) { db =>
     val sql = new Sql(db.schema)
     val queue = TaskQueue[IO, Int](db, "r")
     val w = db.schema("workers")
@@ -31,7 +33,9 @@ class RescueSuite extends DbSuite:
       _ <- Rows.exec(s"UPDATE $w SET heartbeat_at = now() - interval '9 seconds' WHERE id = $alive")
       _ <- Rows.exec(s"UPDATE $w SET heartbeat_at = now() - interval '11 seconds' WHERE id = $late")
       _ <- Rows.exec(s"DELETE FROM $w WHERE id = $gone")
-      _ <- Rows.exec(s"UPDATE ${db.schema("tasks")} SET lease_expires_at = now() - interval '1 second' WHERE lease_owner = $expired")
+      _ <- Rows.exec(
+        s"UPDATE ${db.schema("tasks")} SET lease_expires_at = now() - interval '1 second' WHERE lease_owner = $expired"
+      )
       rescued <- run(db, sql.rescue(10000, 1000))
       rows <- Rows.tasks(db)
     yield
@@ -46,38 +50,39 @@ class RescueSuite extends DbSuite:
       assert(freed.exists(_._5.contains("lease expired")), freed.toString)
   }
 
-  withDb("a late finish after a rescue changes nothing, and a rescue after a completion finds nothing") { db =>
-    val sql = new Sql(db.schema)
-    val queue = TaskQueue[IO, Int](db, "g")
-    val w = db.schema("workers")
-    for
-      _ <- queue.enqueueMany(Vector(NewTask(1), NewTask(2)))
-      owner <- run(db, sql.register("w"))
-      claimed <- run(db, sql.claim("g", owner, 2, 60000))
-      first = claimed.head
-      second = claimed(1)
-      // the second completes first, then the worker is declared dead
-      completed <- run(db, sql.complete(owner, Array(second.id), Array(second.attempt), keep = true))
-      _ <- Rows.exec(s"UPDATE $w SET heartbeat_at = now() - interval '1 hour' WHERE id = $owner")
-      rescued <- run(db, sql.rescue(10000, 1000))
-      // the late finisher of the first: complete, fail and release must all be refused
-      lateComplete <- run(db, sql.complete(owner, Array(first.id), Array(first.attempt), keep = true))
-      lateFail <- run(db, sql.fail(owner, Array(first.id), Array(first.attempt), Array("late"), Array(0L)))
-      lateRelease <- run(db, sql.release(owner, Array(first.id), Array(first.attempt)))
-      // another worker claims the rescued task: attempt 2; the first claim's attempt-1 finish is refused
-      other <- run(db, sql.register("other"))
-      again <- run(db, sql.claim("g", other, 2, 60000))
-      stale <- run(db, sql.complete(owner, Array(first.id), Array(first.attempt), keep = true))
-      fresh <- run(db, sql.complete(other, Array(first.id), Array(again.head.attempt), keep = true))
-      done <- Rows.finished(db)
-    yield
-      assertEquals(completed, 1)
-      assertEquals(rescued, (1, 0))
-      assertEquals((lateComplete, lateFail, lateRelease), (0, (0, 0), 0))
-      assertEquals(again.map(_.id), Vector(first.id))
-      assertEquals(again.head.attempt, 2)
-      assertEquals((stale, fresh), (0, 1))
-      assertEquals(done.map(d => (d._2, d._3)), Vector(("completed", 2), ("completed", 1)))
+  withDb("a late finish after a rescue changes nothing, and a rescue after a completion finds nothing") {
+    db =>
+      val sql = new Sql(db.schema)
+      val queue = TaskQueue[IO, Int](db, "g")
+      val w = db.schema("workers")
+      for
+        _ <- queue.enqueueMany(Vector(NewTask(1), NewTask(2)))
+        owner <- run(db, sql.register("w"))
+        claimed <- run(db, sql.claim("g", owner, 2, 60000))
+        first = claimed.head
+        second = claimed(1)
+        // the second completes first, then the worker is declared dead
+        completed <- run(db, sql.complete(owner, Array(second.id), Array(second.attempt), keep = true))
+        _ <- Rows.exec(s"UPDATE $w SET heartbeat_at = now() - interval '1 hour' WHERE id = $owner")
+        rescued <- run(db, sql.rescue(10000, 1000))
+        // the late finisher of the first: complete, fail and release must all be refused
+        lateComplete <- run(db, sql.complete(owner, Array(first.id), Array(first.attempt), keep = true))
+        lateFail <- run(db, sql.fail(owner, Array(first.id), Array(first.attempt), Array("late"), Array(0L)))
+        lateRelease <- run(db, sql.release(owner, Array(first.id), Array(first.attempt)))
+        // another worker claims the rescued task: attempt 2; the first claim's attempt-1 finish is refused
+        other <- run(db, sql.register("other"))
+        again <- run(db, sql.claim("g", other, 2, 60000))
+        stale <- run(db, sql.complete(owner, Array(first.id), Array(first.attempt), keep = true))
+        fresh <- run(db, sql.complete(other, Array(first.id), Array(again.head.attempt), keep = true))
+        done <- Rows.finished(db)
+      yield
+        assertEquals(completed, 1)
+        assertEquals(rescued, (1, 0))
+        assertEquals((lateComplete, lateFail, lateRelease), (0, (0, 0), 0))
+        assertEquals(again.map(_.id), Vector(first.id))
+        assertEquals(again.head.attempt, 2)
+        assertEquals((stale, fresh), (0, 1))
+        assertEquals(done.map(d => (d._2, d._3)), Vector(("completed", 2), ("completed", 1)))
   }
 
   withDb("a task whose attempts are used up is moved to dead by the rescue, with the reason") { db =>
@@ -96,28 +101,32 @@ class RescueSuite extends DbSuite:
       assert(done.head._4.contains("stopped heartbeating"), done.head._4)
   }
 
-  withDb("a running worker rescues the tasks of a worker that stopped heartbeating and completes them") { db =>
-    val sql = new Sql(db.schema)
-    val queue = TaskQueue[IO, Int](db, "live")
-    for
-      _ <- queue.enqueueMany((1 to 5).map(NewTask(_)))
-      dead <- run(db, sql.register("dead"))
-      _ <- run(db, sql.claim("live", dead, 5, 600000))
-      _ <- Rows.exec(s"UPDATE ${db.schema("workers")} SET heartbeat_at = now() - interval '1 hour' WHERE id = $dead")
-      config = WorkerConfig(
-        queue = "live",
-        pollInterval = 50.millis,
-        heartbeat = 200.millis,
-        deadAfter = 1.second,
-        lease = 5.seconds,
-        backoff = Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
-        stopWhenEmpty = true
-      )
-      stats <- DurableWorker
-        .start[IO, Int, Unit](db, config)(Pipeline(_).process(_ => IO.unit))
-        .use(w => w.running.join *> w.stats)
-      done <- Rows.finished(db)
-    yield
-      assertEquals(stats.rescued, 5L)
-      assertEquals(done.map(d => (d._2, d._3)), Vector.fill(5)(("completed", 2)))
+  withDb("a running worker rescues the tasks of a worker that stopped heartbeating and completes them") {
+    db =>
+      val sql = new Sql(db.schema)
+      val queue = TaskQueue[IO, Int](db, "live")
+      for
+        _ <- queue.enqueueMany((1 to 5).map(NewTask(_)))
+        dead <- run(db, sql.register("dead"))
+        _ <- run(db, sql.claim("live", dead, 5, 600000))
+        _ <- Rows.exec(
+          s"UPDATE ${db.schema("workers")} SET heartbeat_at = now() - interval '1 hour' WHERE id = $dead"
+        )
+        config = WorkerConfig(
+          queue = "live",
+          pollInterval = 50.millis,
+          heartbeat = 200.millis,
+          deadAfter = 1.second,
+          lease = 5.seconds,
+          backoff =
+            Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
+          stopWhenEmpty = true
+        )
+        stats <- DurableWorker
+          .start[IO, Int, Unit](db, config)(Pipeline(_).process(_ => IO.unit))
+          .use(w => w.running.join *> w.stats)
+        done <- Rows.finished(db)
+      yield
+        assertEquals(stats.rescued, 5L)
+        assertEquals(done.map(d => (d._2, d._3)), Vector.fill(5)(("completed", 2)))
   }

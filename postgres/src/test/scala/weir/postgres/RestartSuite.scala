@@ -20,12 +20,18 @@ class RestartSuite extends DbSuite:
 
   /** A server of this test's own on `port`, keeping its data in `dir` across a stop and a start. */
   private def server(port: Int, dir: Path): IO[EmbeddedPostgres] =
-    IO.blocking(EmbeddedPostgres.builder().setPort(port).setDataDirectory(dir).setCleanDataDirectory(false).start())
+    IO.blocking(
+      EmbeddedPostgres.builder().setPort(port).setDataDirectory(dir).setCleanDataDirectory(false).start()
+    )
 
   test("a database restart mid-run loses nothing: every task completes, workers reconnect") {
     val n = 3000
     val port = freePort()
-    val config = DatabaseConfig(s"postgresql://postgres:postgres@127.0.0.1:$port/postgres", poolSize = 4, connectTimeout = 2.seconds)
+    val config = DatabaseConfig(
+      s"postgresql://postgres:postgres@127.0.0.1:$port/postgres",
+      poolSize = 4,
+      connectTimeout = 2.seconds
+    )
     val workerConfig = WorkerConfig(
       queue = "restart",
       claimBatch = 20,
@@ -40,18 +46,27 @@ class RestartSuite extends DbSuite:
       IO.blocking(org.apache.commons.io.FileUtils.deleteDirectory(d.toFile))
     )
     dir.use { dataDir =>
-      Resource.make(server(port, dataDir).flatMap(Ref[IO].of))(ref => ref.get.flatMap(pg => IO.blocking(pg.close()))).use { current =>
+      Resource.make(server(port, dataDir).flatMap(Ref[IO].of))(ref =>
+        ref.get.flatMap(pg => IO.blocking(pg.close()))
+      ).use { current =>
         for
           _ <- Database.migrate[IO](config)
           succeeded <- Ref[IO].of(Map.empty[Int, Int])
           stats <- Database.connect[IO](config).use { db =>
             val worker = DurableWorker.start[IO, Int, Unit](db, workerConfig) { source =>
               Pipeline(source)
-                .process(job => IO.sleep(1.milli) *> succeeded.update(m => m.updated(job.payload, m.getOrElse(job.payload, 0) + 1)))
+                .process(job =>
+                  IO.sleep(1.milli) *>
+                    succeeded.update(m => m.updated(job.payload, m.getOrElse(job.payload, 0) + 1))
+                )
                 .withLimit(Limit.fixed(8))
             }
             TaskQueue[IO, Int](db, "restart").enqueueMany((1 to n).map(NewTask(_))) *>
-              (worker.use(w => w.running.join *> w.stats), worker.use(w => w.running.join *> w.stats), restartMidRun(current, port, dataDir, succeeded, n / 3))
+              (
+                worker.use(w => w.running.join *> w.stats),
+                worker.use(w => w.running.join *> w.stats),
+                restartMidRun(current, port, dataDir, succeeded, n / 3)
+              )
                 .parMapN((a, b, _) => (a, b))
           }
           ok <- succeeded.get
@@ -64,14 +79,21 @@ class RestartSuite extends DbSuite:
     }
   }
 
-  private def restartMidRun(current: Ref[IO, EmbeddedPostgres], port: Int, dir: Path, succeeded: Ref[IO, Map[Int, Int]], after: Int)
-      : IO[Unit] =
-    (IO.sleep(20.millis) *> succeeded.get.map(_.size)).iterateUntil(_ >= after) *>
-      current.get.flatMap(pg => IO.blocking(pg.close())) *>
-      IO.sleep(2.seconds) *>
-      server(port, dir).flatMap(current.set)
+  private def restartMidRun(
+      current: Ref[IO, EmbeddedPostgres],
+      port: Int,
+      dir: Path,
+      succeeded: Ref[IO, Map[Int, Int]],
+      after: Int
+  )
+      : IO[Unit] = (IO.sleep(20.millis) *> succeeded.get.map(_.size)).iterateUntil(_ >= after) *>
+    current.get.flatMap(pg => IO.blocking(pg.close())) *>
+    IO.sleep(2.seconds) *>
+    server(port, dir).flatMap(current.set)
 
   private def countDone(db: Database[IO]): IO[Long] =
     import doobie.*
     import doobie.implicits.*
-    Fragment.const(s"SELECT count(*) FROM ${db.schema("finished")} WHERE state = 'completed'").query[Long].unique.transact(db.transactor)
+    Fragment.const(
+      s"SELECT count(*) FROM ${db.schema("finished")} WHERE state = 'completed'"
+    ).query[Long].unique.transact(db.transactor)

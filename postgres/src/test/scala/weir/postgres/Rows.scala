@@ -8,12 +8,16 @@ import doobie.implicits.*
 object Rows:
 
   def count(db: Database[IO], table: String, where: String = "true"): IO[Long] =
-    Fragment.const(s"SELECT count(*) FROM ${db.schema(table)} WHERE $where").query[Long].unique.transact(TestDatabase.admin)
+    Fragment.const(
+      s"SELECT count(*) FROM ${db.schema(table)} WHERE $where"
+    ).query[Long].unique.transact(TestDatabase.admin)
 
   /** `(payload as text, state, attempt, errors as text)` of every finished task. */
   def finished(db: Database[IO]): IO[Vector[(String, String, Int, String)]] =
     Fragment
-      .const(s"SELECT payload::text, state::text, attempt, errors::text FROM ${db.schema("finished")} ORDER BY id")
+      .const(
+        s"SELECT payload::text, state::text, attempt, errors::text FROM ${db.schema("finished")} ORDER BY id"
+      )
       .query[(String, String, Int, String)]
       .to[Vector]
       .transact(TestDatabase.admin)
@@ -21,7 +25,9 @@ object Rows:
   /** `(id, state, attempt, lease_owner, errors as text)` of every unfinished task. */
   def tasks(db: Database[IO]): IO[Vector[(Long, String, Int, Option[Long], String)]] =
     Fragment
-      .const(s"SELECT id, state::text, attempt, lease_owner, errors::text FROM ${db.schema("tasks")} ORDER BY id")
+      .const(
+        s"SELECT id, state::text, attempt, lease_owner, errors::text FROM ${db.schema("tasks")} ORDER BY id"
+      )
       .query[(Long, String, Int, Option[Long], String)]
       .to[Vector]
       .transact(TestDatabase.admin)
@@ -33,4 +39,5 @@ object Rows:
     Fragment.const(s"SELECT * FROM $call").query[(Long, Boolean)].unique.transact(TestDatabase.admin)
 
   /** Runs a SELECT for its effect (for example `pg_terminate_backend`); returns the rows it gave. */
-  def select(sql: String): IO[Int] = Fragment.const(sql).query[Boolean].to[List].map(_.size).transact(TestDatabase.admin)
+  def select(sql: String): IO[Int] =
+    Fragment.const(sql).query[Boolean].to[List].map(_.size).transact(TestDatabase.admin)

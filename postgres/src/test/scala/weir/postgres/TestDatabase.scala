@@ -21,10 +21,14 @@ object TestDatabase:
 
   /** The server's URL. */
   lazy val url: String =
-    sys.env.get("WEIR_TEST_DATABASE_URL").filter(_.nonEmpty).getOrElse(embedded.getJdbcUrl("postgres", "postgres"))
+    sys.env.get("WEIR_TEST_DATABASE_URL").filter(_.nonEmpty).getOrElse(embedded.getJdbcUrl(
+      "postgres",
+      "postgres"
+    ))
 
   /** Which server the suites use, for the test log. */
-  def describe: String = if sys.env.get("WEIR_TEST_DATABASE_URL").exists(_.nonEmpty) then "external" else "embedded"
+  def describe: String =
+    if sys.env.get("WEIR_TEST_DATABASE_URL").exists(_.nonEmpty) then "external" else "embedded"
 
   private val schemas = new AtomicInteger
 

@@ -22,40 +22,43 @@ class WorkerSuite extends DbSuite:
       stopWhenEmpty = true
     )
 
-  withDb("every task ends exactly once, completed or dead, across two workers with failures and retries") { db =>
-    val queue = TaskQueue[IO, Int](db, "q")
-    val n = 400
-    // payload % 7 == 0 always fails (dead after 3 attempts); payload % 5 == 0 fails its first attempt only
-    def handler(runs: Ref[IO, Map[Int, Int]], succeeded: Ref[IO, Map[Int, Int]])(job: Job[Int]): IO[Unit] =
-      runs.update(m => m.updated(job.payload, m.getOrElse(job.payload, 0) + 1)) *> {
-        if job.payload % 7 == 0 then IO.raiseError(new RuntimeException(s"boom ${job.payload}"))
-        else if job.payload % 5 == 0 && job.attempt == 1 then IO.raiseError(new RuntimeException("first"))
-        else succeeded.update(m => m.updated(job.payload, m.getOrElse(job.payload, 0) + 1))
-      }
-    for
-      _ <- queue.enqueueMany((1 to n).map(i => NewTask(i, maxAttempts = 3)))
-      runs <- Ref[IO].of(Map.empty[Int, Int])
-      succeeded <- Ref[IO].of(Map.empty[Int, Int])
-      worker = DurableWorker.start[IO, Int, Unit](db, config()) { source =>
-        Pipeline(source).process(handler(runs, succeeded)).withLimit(Limit.fixed(8)).withBuffer(16)
-      }
-      _ <- (worker.use(_.running.join), worker.use(_.running.join)).parTupled
-      done <- Rows.finished(db)
-      left <- Rows.count(db, "tasks")
-      ok <- succeeded.get
-      ran <- runs.get
-    yield
-      assertEquals(left, 0L)
-      assertEquals(done.size, n)
-      val dead = done.filter(_._2 == "dead").map(_._1.toInt).sorted
-      assertEquals(dead, (1 to n).filter(_ % 7 == 0).toVector)
-      assert(done.filter(_._2 == "dead").forall((_, _, attempt, errors) => attempt == 3 && errors.contains("boom")))
-      assertEquals(ok.keySet, (1 to n).filterNot(_ % 7 == 0).toSet)
-      assert(ok.values.forall(_ == 1), "a task succeeded more than once")
-      (1 to n).foreach { i =>
-        val expected = if i % 7 == 0 then 3 else if i % 5 == 0 then 2 else 1
-        assertEquals(ran(i), expected, s"runs of task $i")
-      }
+  withDb("every task ends exactly once, completed or dead, across two workers with failures and retries") {
+    db =>
+      val queue = TaskQueue[IO, Int](db, "q")
+      val n = 400
+      // payload % 7 == 0 always fails (dead after 3 attempts); payload % 5 == 0 fails its first attempt only
+      def handler(runs: Ref[IO, Map[Int, Int]], succeeded: Ref[IO, Map[Int, Int]])(job: Job[Int]): IO[Unit] =
+        runs.update(m => m.updated(job.payload, m.getOrElse(job.payload, 0) + 1)) *> {
+          if job.payload % 7 == 0 then IO.raiseError(new RuntimeException(s"boom ${job.payload}"))
+          else if job.payload % 5 == 0 && job.attempt == 1 then IO.raiseError(new RuntimeException("first"))
+          else succeeded.update(m => m.updated(job.payload, m.getOrElse(job.payload, 0) + 1))
+        }
+      for
+        _ <- queue.enqueueMany((1 to n).map(i => NewTask(i, maxAttempts = 3)))
+        runs <- Ref[IO].of(Map.empty[Int, Int])
+        succeeded <- Ref[IO].of(Map.empty[Int, Int])
+        worker = DurableWorker.start[IO, Int, Unit](db, config()) { source =>
+          Pipeline(source).process(handler(runs, succeeded)).withLimit(Limit.fixed(8)).withBuffer(16)
+        }
+        _ <- (worker.use(_.running.join), worker.use(_.running.join)).parTupled
+        done <- Rows.finished(db)
+        left <- Rows.count(db, "tasks")
+        ok <- succeeded.get
+        ran <- runs.get
+      yield
+        assertEquals(left, 0L)
+        assertEquals(done.size, n)
+        val dead = done.filter(_._2 == "dead").map(_._1.toInt).sorted
+        assertEquals(dead, (1 to n).filter(_ % 7 == 0).toVector)
+        assert(done.filter(_._2 == "dead").forall((_, _, attempt, errors) =>
+          attempt == 3 && errors.contains("boom")
+        ))
+        assertEquals(ok.keySet, (1 to n).filterNot(_ % 7 == 0).toSet)
+        assert(ok.values.forall(_ == 1), "a task succeeded more than once")
+        (1 to n).foreach { i =>
+          val expected = if i % 7 == 0 then 3 else if i % 5 == 0 then 2 else 1
+          assertEquals(ran(i), expected, s"runs of task $i")
+        }
   }
 
   withDb("per-key order holds across three workers, and a failing head holds its key until its retry") { db =>
@@ -70,12 +73,16 @@ class WorkerSuite extends DbSuite:
       worst <- Ref[IO].of(0)
       handler = (job: Job[(String, Int)]) =>
         val (key, i) = job.payload
-        inFlight.modify(m => (m.updated(key, m.getOrElse(key, 0) + 1), m.getOrElse(key, 0) + 1)).flatMap(now =>
-          worst.update(_.max(now))
+        inFlight.modify(m => (m.updated(key, m.getOrElse(key, 0) + 1), m.getOrElse(key, 0) + 1)).flatMap(
+          now =>
+            worst.update(_.max(now))
         ) *> IO.sleep((i % 3).millis) *> {
           if i % 10 == 3 && job.attempt == 1 then
-            inFlight.update(m => m.updated(key, m(key) - 1)) *> IO.raiseError(new RuntimeException("head fails once"))
-          else seen.update(m => m.updated(key, m.getOrElse(key, Vector.empty) :+ i)) *> inFlight.update(m => m.updated(key, m(key) - 1))
+            inFlight.update(m => m.updated(key, m(key) - 1)) *>
+              IO.raiseError(new RuntimeException("head fails once"))
+          else
+            seen.update(m => m.updated(key, m.getOrElse(key, Vector.empty) :+ i)) *>
+              inFlight.update(m => m.updated(key, m(key) - 1))
         }
       worker = DurableWorker.start[IO, (String, Int), Unit](db, config("keys")) { source =>
         Pipeline(source).process(handler).withLimit(Limit.fixed(4))
@@ -98,10 +105,14 @@ class WorkerSuite extends DbSuite:
       gate <- CountDownLatch[IO](1)
       summary <- DurableWorker
         .start[IO, Int, Unit](db, config("drain").copy(claimBatch = 30, stopWhenEmpty = false)) { source =>
-          Pipeline(source).process(_ => started.release *> gate.await).withLimit(Limit.fixed(1)).withBuffer(10)
+          Pipeline(
+            source
+          ).process(_ => started.release *> gate.await).withLimit(Limit.fixed(1)).withBuffer(10)
         }
         .use { worker =>
-          started.await *> (worker.drain(10.seconds), IO.sleep(100.millis) *> gate.release).parTupled.map(_._1)
+          started.await *> (worker.drain(10.seconds), IO.sleep(100.millis) *> gate.release).parTupled.map(
+            _._1
+          )
         }
       rows <- Rows.tasks(db)
       completed <- Rows.count(db, "finished", "state = 'completed'")
@@ -110,7 +121,10 @@ class WorkerSuite extends DbSuite:
       assert(summary.notStarted >= 1L, summary.toString)
       assertEquals(completed, 1L)
       assertEquals(rows.size, 59)
-      assert(rows.forall((_, state, attempt, owner, _) => state == "available" && attempt == 0 && owner.isEmpty), rows.toString)
+      assert(
+        rows.forall((_, state, attempt, owner, _) => state == "available" && attempt == 0 && owner.isEmpty),
+        rows.toString
+      )
   }
 
   withDb("a payload that does not decode goes straight to dead with its error; the others run") { db =>
@@ -118,7 +132,10 @@ class WorkerSuite extends DbSuite:
     for
       _ <- queue.enqueueMany((1 to 10).map(NewTask(_)))
       _ <- Rows.enqueueSql(s"""${db.schema("enqueue")}('decode', '"not a number"'::jsonb)""")
-      _ <- DurableWorker.start[IO, Int, Unit](db, config("decode"))(Pipeline(_).process(_ => IO.unit)).use(_.running.join)
+      _ <- DurableWorker.start[IO, Int, Unit](
+        db,
+        config("decode")
+      )(Pipeline(_).process(_ => IO.unit)).use(_.running.join)
       done <- Rows.finished(db)
     yield
       assertEquals(done.count(_._2 == "completed"), 10)
@@ -127,7 +144,9 @@ class WorkerSuite extends DbSuite:
       assert(dead.head._4.contains("payload does not decode"), dead.head._4)
   }
 
-  withDb("completing inside the handler's transaction: its writes and the completion commit together or not at all") { db =>
+  withDb(
+    "completing inside the handler's transaction: its writes and the completion commit together or not at all"
+  ) { db =>
     import doobie.*
     import doobie.implicits.*
     val queue = TaskQueue[IO, Int](db, "tx")
@@ -135,16 +154,30 @@ class WorkerSuite extends DbSuite:
     // payload % 3 == 0: the first attempt fails after completing, in the same transaction, so both roll back
     def handler(job: Job[Int]): IO[Unit] =
       (Fragment.const(s"INSERT INTO $table VALUES (${job.payload}, ${job.attempt})").update.run *>
-        job.completeIn.flatMap(held => FC.raiseError[Unit](new IllegalStateException("lost the claim")).unlessA(held)) *>
-        FC.raiseError[Unit](new RuntimeException("after completing")).whenA(job.payload % 3 == 0 && job.attempt == 1))
+        job.completeIn.flatMap(held =>
+          FC.raiseError[Unit](new IllegalStateException("lost the claim")).unlessA(held)
+        ) *>
+        FC.raiseError[Unit](new RuntimeException("after completing")).whenA(job.payload % 3 == 0 &&
+          job.attempt == 1))
         .transact(db.transactor)
     for
-      _ <- Fragment.const(s"CREATE TABLE $table (payload int PRIMARY KEY, attempt int)").update.run.transact(db.transactor)
+      _ <- Fragment.const(
+        s"CREATE TABLE $table (payload int PRIMARY KEY, attempt int)"
+      ).update.run.transact(db.transactor)
       _ <- queue.enqueueMany((1 to 30).map(NewTask(_)))
-      _ <- DurableWorker.start[IO, Int, Unit](db, config("tx"))(Pipeline(_).process(handler).withLimit(Limit.fixed(4))).use(_.running.join)
-      written <- Fragment.const(s"SELECT payload, attempt FROM $table ORDER BY payload").query[(Int, Int)].to[Vector].transact(TestDatabase.admin)
+      _ <- DurableWorker.start[IO, Int, Unit](
+        db,
+        config("tx")
+      )(Pipeline(_).process(handler).withLimit(Limit.fixed(4))).use(_.running.join)
+      written <- Fragment.const(s"SELECT payload, attempt FROM $table ORDER BY payload").query[(
+          Int,
+          Int
+      )].to[Vector].transact(TestDatabase.admin)
       done <- Rows.finished(db)
     yield
       assertEquals(written, (1 to 30).toVector.map(p => (p, if p % 3 == 0 then 2 else 1)))
-      assertEquals(done.map(d => (d._1.toInt, d._2, d._3)).sortBy(_._1), (1 to 30).toVector.map(p => (p, "completed", if p % 3 == 0 then 2 else 1)))
+      assertEquals(
+        done.map(d => (d._1.toInt, d._2, d._3)).sortBy(_._1),
+        (1 to 30).toVector.map(p => (p, "completed", if p % 3 == 0 then 2 else 1))
+      )
   }

@@ -95,7 +95,8 @@ private[postgres] final class Claimer[F[_], A](
                     keepCompleted
                   )
                 case Left(e) =>
-                  undecodable += Finish.Fail(r.id, r.attempt, s"payload does not decode: ${Errors.describe(e)}", -1L)
+                  undecodable +=
+                    Finish.Fail(r.id, r.attempt, s"payload does not decode: ${Errors.describe(e)}", -1L)
             }
             (jobs.result(), undecodable.result(), rows.size)
           }.flatMap { (jobs, undecodable, got) =>

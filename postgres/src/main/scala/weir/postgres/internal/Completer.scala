@@ -59,7 +59,13 @@ private[postgres] object Completer:
         for
           completed <-
             if completes.isEmpty then FC.pure(0)
-            else sql.complete(owner, completes.map(_.id).toArray, completes.map(_.attempt).toArray, keepCompleted)
+            else
+              sql.complete(
+                owner,
+                completes.map(_.id).toArray,
+                completes.map(_.attempt).toArray,
+                keepCompleted
+              )
           failed <-
             if fails.isEmpty then FC.pure((0, 0))
             else

@@ -28,7 +28,9 @@ private[postgres] object Heartbeat:
     val beat =
       F.delay(claims.ids).flatMap { ids =>
         (sql.heartbeat(owner, name) *>
-          (if ids.isEmpty then FC.pure(0) else sql.extendLeases(owner, ids, lease.toMillis))).transact(transactor)
+          (if ids.isEmpty then FC.pure(0) else sql.extendLeases(owner, ids, lease.toMillis))).transact(
+          transactor
+        )
       }
     val loop = (F.sleep(every) *> beat.void.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[Unit]
     F.background(loop).void

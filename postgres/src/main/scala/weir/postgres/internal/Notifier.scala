@@ -42,7 +42,8 @@ private[postgres] object Notifier:
         finally st.close()
       }
       def slice: F[Unit] =
-        F.blocking(Option(pg.getNotifications(waitSlice.toMillis.toInt)).exists(_.exists(_.getParameter == queue)))
+        F.blocking(Option(pg.getNotifications(waitSlice.toMillis.toInt)).exists(_.exists(_.getParameter ==
+          queue)))
           .flatMap(woken => poke.whenA(woken))
       def round: F[Unit] = slice.replicateA_(slices.toInt) *> check
       F.blocking {

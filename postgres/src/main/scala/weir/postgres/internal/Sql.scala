@@ -62,8 +62,9 @@ private[postgres] final class Sql(schema: Schema):
     FROM input
     LEFT JOIN ins ON ins.id = input.id
     LEFT JOIN $tasks AS held ON ins.id IS NULL AND held.queue = """) ++ fr0"$queue" ++ const(
-      s""" AND held.unique_key = input.unique_key
-    WHERE ins.id IS NOT NULL OR held.id IS NOT NULL""")).query[(Int, Long, Boolean)].to[Vector]
+        s""" AND held.unique_key = input.unique_key
+    WHERE ins.id IS NOT NULL OR held.id IS NOT NULL"""
+      )).query[(Int, Long, Boolean)].to[Vector]
 
   // ---- claim
 
@@ -87,16 +88,20 @@ private[postgres] final class Sql(schema: Schema):
     )
     UPDATE $tasks AS t
     SET state = 'running', attempt = t.attempt + 1, lease_owner = """) ++ fr0"$owner" ++
-      const(", lease_expires_at = now() + ") ++ fr0"$leaseMillis" ++ const(s""" * interval '1 millisecond'
+      const(", lease_expires_at = now() + ") ++ fr0"$leaseMillis" ++ const(
+        s""" * interval '1 millisecond'
     FROM picked WHERE t.id = picked.id
-    RETURNING t.id, t.attempt, t.max_attempts, t.priority, t.ordering_key, t.payload::text, t.created_at, t.run_at""")).query[Claimed].to[Vector].map(_.sortBy(c => (c.priority, c.runAt.toInstant, c.id)))
+    RETURNING t.id, t.attempt, t.max_attempts, t.priority, t.ordering_key, t.payload::text, t.created_at, t.run_at"""
+      )).query[Claimed].to[Vector].map(_.sortBy(c => (c.priority, c.runAt.toInstant, c.id)))
 
   // ---- finish
 
   /** Completes the claims `(ids(i), attempts(i))` of `owner`; keeps them in `finished` when `keep`. */
   def complete(owner: Long, ids: Array[Long], attempts: Array[Int], keep: Boolean): ConnectionIO[Int] =
     val deleted = const(s"DELETE FROM $tasks AS t USING unnest(") ++ fr0"$ids::bigint[], $attempts::int[]" ++
-      const(") AS d(id, attempt) WHERE t.id = d.id AND t.attempt = d.attempt AND t.state = 'running' AND t.lease_owner = ") ++
+      const(
+        ") AS d(id, attempt) WHERE t.id = d.id AND t.attempt = d.attempt AND t.state = 'running' AND t.lease_owner = "
+      ) ++
       fr0"$owner"
     if keep then
       (const("WITH done AS (") ++ deleted ++ const(s""" RETURNING t.*)
@@ -113,11 +118,13 @@ private[postgres] final class Sql(schema: Schema):
    */
   def fail(owner: Long, ids: Array[Long], attempts: Array[Int], errors: Array[String], delays: Array[Long])
       : ConnectionIO[(Int, Int)] =
-    (const("WITH f AS (SELECT * FROM unnest(") ++ fr0"$ids::bigint[], $attempts::int[], $errors::text[], $delays::bigint[]" ++
+    (const("WITH f AS (SELECT * FROM unnest(") ++
+      fr0"$ids::bigint[], $attempts::int[], $errors::text[], $delays::bigint[]" ++
       const(s""") AS f(id, attempt, error, delay_ms))
     , dead AS (
       DELETE FROM $tasks AS t USING f
-      WHERE t.id = f.id AND t.attempt = f.attempt AND t.state = 'running' AND t.lease_owner = """) ++ fr0"$owner" ++
+      WHERE t.id = f.id AND t.attempt = f.attempt AND t.state = 'running' AND t.lease_owner = """) ++
+      fr0"$owner" ++
       const(s""" AND (f.delay_ms < 0 OR t.attempt >= t.max_attempts)
       RETURNING t.*, f.error)
     , moved AS (
@@ -131,10 +138,14 @@ private[postgres] final class Sql(schema: Schema):
           lease_owner = NULL, lease_expires_at = NULL,
           errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', now(), 'error', f.error))
       FROM f
-      WHERE t.id = f.id AND t.attempt = f.attempt AND t.state = 'running' AND t.lease_owner = """) ++ fr0"$owner" ++
+      WHERE t.id = f.id AND t.attempt = f.attempt AND t.state = 'running' AND t.lease_owner = """) ++
+      fr0"$owner" ++
       const(""" AND f.delay_ms >= 0 AND t.attempt < t.max_attempts
       RETURNING 1)
-    SELECT (SELECT count(*) FROM retried)::int, (SELECT count(*) FROM moved)::int""")).query[(Int, Int)].unique
+    SELECT (SELECT count(*) FROM retried)::int, (SELECT count(*) FROM moved)::int""")).query[(
+        Int,
+        Int
+    )].unique
 
   /**
    * Hands back claims of `owner` that never started: available again at once, in their old place, and their
@@ -144,7 +155,8 @@ private[postgres] final class Sql(schema: Schema):
     (const(s"""UPDATE $tasks AS t
     SET state = 'available', attempt = t.attempt - 1, lease_owner = NULL, lease_expires_at = NULL
     FROM unnest(""") ++ fr0"$ids::bigint[], $attempts::int[]" ++ const(""") AS r(id, attempt)
-    WHERE t.id = r.id AND t.attempt = r.attempt AND t.state = 'running' AND t.lease_owner = """) ++ fr0"$owner").update.run
+    WHERE t.id = r.id AND t.attempt = r.attempt AND t.state = 'running' AND t.lease_owner = """) ++
+      fr0"$owner").update.run
 
   /** Hands back every claim `owner` still holds, as never started (a worker's last step). */
   def releaseAll(owner: Long): ConnectionIO[Int] =
@@ -169,7 +181,8 @@ private[postgres] final class Sql(schema: Schema):
   /** Extends to `now + leaseMillis` the leases of `ids` held by `owner` that end within half a lease. */
   def extendLeases(owner: Long, ids: Array[Long], leaseMillis: Long): ConnectionIO[Int] =
     (const(s"UPDATE $tasks SET lease_expires_at = now() + ") ++ fr0"$leaseMillis" ++
-      const(" * interval '1 millisecond' WHERE id = ANY(") ++ fr0"$ids" ++ const(") AND state = 'running' AND lease_owner = ") ++
+      const(" * interval '1 millisecond' WHERE id = ANY(") ++ fr0"$ids" ++
+      const(") AND state = 'running' AND lease_owner = ") ++
       fr0"$owner" ++ const(" AND lease_expires_at < now() + ") ++ fr0"${leaseMillis / 2}" ++
       const(" * interval '1 millisecond'")).update.run
 
@@ -185,7 +198,8 @@ private[postgres] final class Sql(schema: Schema):
                THEN 'worker ' || t.lease_owner || ' stopped heartbeating'
                ELSE 'lease expired' END AS reason
       FROM $tasks AS t
-      LEFT JOIN $workers AS w ON w.id = t.lease_owner AND w.heartbeat_at >= now() - """) ++ fr0"$deadAfterMillis" ++
+      LEFT JOIN $workers AS w ON w.id = t.lease_owner AND w.heartbeat_at >= now() - """) ++
+      fr0"$deadAfterMillis" ++
       const(s""" * interval '1 millisecond'
       WHERE t.state = 'running' AND (w.id IS NULL OR t.lease_expires_at < now())
       LIMIT """) ++ fr0"$limit" ++ const(s"""
@@ -205,7 +219,10 @@ private[postgres] final class Sql(schema: Schema):
       FROM lost WHERE t.id = lost.id AND t.attempt < t.max_attempts
       RETURNING 1
     )
-    SELECT (SELECT count(*) FROM rescued)::int, (SELECT count(*) FROM moved)::int""")).query[(Int, Int)].unique
+    SELECT (SELECT count(*) FROM rescued)::int, (SELECT count(*) FROM moved)::int""")).query[(
+        Int,
+        Int
+    )].unique
 
   /** Removes worker rows whose heartbeat is older than `olderThanMillis`. */
   def forgetWorkers(olderThanMillis: Long): ConnectionIO[Int] =
