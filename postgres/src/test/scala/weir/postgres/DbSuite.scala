@@ -12,13 +12,15 @@ abstract class DbSuite extends CatsEffectSuite:
 
   /** A migrated schema of its own, and a check after the test that nothing was left on the server. */
   def withDb(name: String)(body: Database[IO] => IO[Unit])(using munit.Location): Unit =
-    test(name)(TestDatabase.migrated.use(db => body(db).guarantee(TestDatabase.drop(db.schema))) *> noLeftovers)
+    test(name)(TestDatabase.migrated.use(db => body(db).guarantee(TestDatabase.drop(db.schema))) *>
+      noLeftovers)
 
   def noLeftovers: IO[Unit] =
     // a closed pool's sessions may take a moment to leave pg_stat_activity
     def loop(tries: Int): IO[Unit] = TestDatabase.leftovers.flatMap { (locks, connections) =>
-      if (locks, connections) == (0L, 0L) then IO.unit
-      else if tries == 0 then IO(fail(s"left behind: $locks advisory lock(s), $connections weir connection(s)"))
+      if locks == 0L && connections == 0L then IO.unit
+      else if tries == 0 then
+        IO(fail(s"left behind: $locks advisory lock(s), $connections weir connection(s)"))
       else IO.sleep(100.millis) *> loop(tries - 1)
     }
     loop(50)
