@@ -82,7 +82,6 @@ object DurableWorker:
       completer <- Completer.resource(
         xa,
         sql,
-        owner,
         config.keepCompleted,
         config.ackBatch,
         claims,
@@ -139,13 +138,13 @@ object DurableWorker:
       def stats: F[WorkerStats] = F.delay(counters.stats)
 
   private def finishOf[A, B](config: WorkerConfig, outcome: Outcome[Job[A], B]): Finish = outcome match
-    case Outcome.Succeeded(job, _, _) => Finish.Complete(job.id, job.attempt)
-    case Outcome.NotStarted(job, _) => Finish.Release(job.id, job.attempt)
+    case Outcome.Succeeded(job, _, _) => Finish.Complete(job.token)
+    case Outcome.NotStarted(job, _) => Finish.Release(job.token)
     case Outcome.Failed(job, _, Disposition.Interrupted, _) =>
-      Finish.Fail(job.id, job.attempt, "interrupted: the worker stopped while the task ran", 0L)
+      Finish.Fail(job.token, "interrupted: the worker stopped while the task ran", 0L)
     case Outcome.Failed(job, error, _, _) =>
       val delay =
         if config.backoff.retryable(error) then
           config.backoff.backoff(job.attempt, ThreadLocalRandom.current()).toMillis
         else -1L
-      Finish.Fail(job.id, job.attempt, Errors.describe(error), delay)
+      Finish.Fail(job.token, Errors.describe(error), delay)

@@ -20,7 +20,7 @@ final class Job[+A] private[postgres] (
     val priority: Int,
     val orderingKey: Option[String],
     val createdAt: Instant,
-    private[postgres] val owner: Long,
+    private[postgres] val token: Long,
     sql: Sql,
     keepCompleted: Boolean
 ):
@@ -34,6 +34,6 @@ final class Job[+A] private[postgres] (
    * The pipeline's later acknowledgement of the same task changes nothing.
    */
   def completeIn: ConnectionIO[Boolean] =
-    sql.complete(owner, Array(id), Array(attempt), keepCompleted).map(_ == 1)
+    sql.complete(Array(token), keepCompleted).map(_ == 1)
 
   override def toString: String = s"Job($queue#$id, attempt $attempt/$maxAttempts, $payload)"

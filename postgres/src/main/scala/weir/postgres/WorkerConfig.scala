@@ -21,7 +21,8 @@ import scala.concurrent.duration.*
  *   - `backoff`: the wait before a failed task's next attempt, from its base, factor, maximum and jitter,
  *     and which errors are retried at all (`retryOn`); the number of attempts is each task's own
  *     `maxAttempts`, not the `Retry`'s.
- *   - `keepCompleted`: move completed tasks to the `finished` table (until pruned) rather than delete them.
+ *   - `keepCompleted`: move completed tasks to the `finished` table (until pruned) rather than delete them
+ *     (dead tasks are always kept).
  *   - `ackBatch`: acknowledgements written per statement, at most.
  *   - `shutdownGrace`: on release, how long running tasks may go on before they are interrupted (and
  *     handed back for another attempt).
@@ -31,14 +32,14 @@ import scala.concurrent.duration.*
  */
 final case class WorkerConfig(
     queue: String,
-    claimBatch: Int = 100,
+    claimBatch: Int = 500,
     pollInterval: FiniteDuration = 1.second,
     listen: Boolean = true,
     heartbeat: FiniteDuration = 1.second,
     deadAfter: FiniteDuration = 3.seconds,
     lease: FiniteDuration = 1.minute,
     backoff: Retry = WorkerConfig.defaultBackoff,
-    keepCompleted: Boolean = true,
+    keepCompleted: Boolean = false,
     ackBatch: Int = 1000,
     shutdownGrace: FiniteDuration = 10.seconds,
     stopWhenEmpty: Boolean = false,

@@ -26,6 +26,7 @@ object KillableWorker extends IOApp:
       deadAfter = 1.second,
       lease = 10.seconds,
       backoff = Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
+      keepCompleted = true,
       stopWhenEmpty = true
     )
     Database.connect[IO](DatabaseConfig(url, schema = schema, poolSize = 4)).use { db =>

@@ -40,6 +40,7 @@ class RestartSuite extends DbSuite:
       deadAfter = 30.seconds, // longer than the outage: the point is reconnecting, not rescuing
       lease = 1.minute,
       backoff = Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
+      keepCompleted = true,
       stopWhenEmpty = true
     )
     val dir = Resource.make(IO.blocking(Files.createTempDirectory("weir-restart")))(d =>

@@ -19,6 +19,7 @@ class WorkerSuite extends DbSuite:
       deadAfter = 1.second,
       lease = 5.seconds,
       backoff = Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
+      keepCompleted = true,
       stopWhenEmpty = true
     )
 
@@ -180,4 +181,21 @@ class WorkerSuite extends DbSuite:
         done.map(d => (d._1.toInt, d._2, d._3)).sortBy(_._1),
         (1 to 30).toVector.map(p => (p, "completed", if p % 3 == 0 then 2 else 1))
       )
+  }
+
+  withDb("by default completed tasks are deleted, not kept; dead ones are kept") { db =>
+    val queue = TaskQueue[IO, Int](db, "gone")
+    for
+      _ <- queue.enqueueMany((1 to 50).map(i => NewTask(i, maxAttempts = 1)))
+      stats <- DurableWorker
+        .start[IO, Int, Unit](db, config("gone").copy(keepCompleted = false)) { source =>
+          Pipeline(source).process(job => IO.raiseError(new RuntimeException("no")).whenA(job.payload == 7))
+        }
+        .use(w => w.running.join *> w.stats)
+      left <- Rows.count(db, "tasks")
+      done <- Rows.finished(db)
+    yield
+      assertEquals(left, 0L)
+      assertEquals(done.map(d => (d._1, d._2)), Vector(("7", "dead")))
+      assertEquals((stats.completed, stats.dead), (49L, 1L))
   }

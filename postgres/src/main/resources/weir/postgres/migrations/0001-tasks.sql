@@ -19,14 +19,19 @@ CREATE TABLE weir_schema.tasks (
   unique_key       text,
   lease_owner      bigint,
   lease_expires_at timestamptz,
+  lease_token      bigint,
   errors           jsonb NOT NULL DEFAULT '[]',
   created_at       timestamptz NOT NULL DEFAULT now(),
   CONSTRAINT tasks_queue_not_empty CHECK (queue <> ''),
   CONSTRAINT tasks_max_attempts_positive CHECK (max_attempts > 0),
   CONSTRAINT tasks_attempt_in_range CHECK (attempt >= 0 AND attempt <= max_attempts),
   CONSTRAINT tasks_running_has_lease CHECK (
-    (state = 'running') = (lease_owner IS NOT NULL AND lease_expires_at IS NOT NULL))
+    (state = 'running') = (lease_owner IS NOT NULL AND lease_expires_at IS NOT NULL AND lease_token IS NOT NULL))
 );
+
+-- Each claim draws a token of its own; every finish names the claim's token, so a claim that was rescued,
+-- released or finished can never be finished again.
+CREATE SEQUENCE weir_schema.claim_tokens AS bigint;
 
 -- The claim: the first available tasks of a queue by priority, then run-at, then id.
 CREATE INDEX tasks_claim ON weir_schema.tasks (queue, priority, run_at, id) WHERE state = 'available';
@@ -37,6 +42,8 @@ CREATE UNIQUE INDEX tasks_one_running_per_key ON weir_schema.tasks (queue, order
   WHERE state = 'running' AND ordering_key IS NOT NULL;
 -- Unique keys hold among tasks that have not finished.
 CREATE UNIQUE INDEX tasks_unique_key ON weir_schema.tasks (queue, unique_key) WHERE unique_key IS NOT NULL;
+-- Finishes and lease extensions find their claims by token.
+CREATE UNIQUE INDEX tasks_lease_token ON weir_schema.tasks (lease_token) WHERE lease_token IS NOT NULL;
 -- Rescue: running tasks by owner.
 CREATE INDEX tasks_running_owner ON weir_schema.tasks (lease_owner) WHERE state = 'running';
 

@@ -74,7 +74,7 @@ private[postgres] final class Claimer[F[_], A](
         case Left(e) => F.pure(Left(e))
         case Right(rows) =>
           F.delay {
-            rows.foreach(r => claims.add(r.id, r.attempt))
+            rows.foreach(r => claims.add(r.token))
             counters.claimed.addAndGet(rows.size.toLong)
             val jobs = Vector.newBuilder[Job[A]]
             val undecodable = Vector.newBuilder[Finish]
@@ -90,13 +90,13 @@ private[postgres] final class Claimer[F[_], A](
                     r.priority,
                     r.orderingKey,
                     r.createdAt.toInstant,
-                    owner,
+                    r.token,
                     sql,
                     keepCompleted
                   )
                 case Left(e) =>
                   undecodable +=
-                    Finish.Fail(r.id, r.attempt, s"payload does not decode: ${Errors.describe(e)}", -1L)
+                    Finish.Fail(r.token, s"payload does not decode: ${Errors.describe(e)}", -1L)
             }
             (jobs.result(), undecodable.result(), rows.size)
           }.flatMap { (jobs, undecodable, got) =>

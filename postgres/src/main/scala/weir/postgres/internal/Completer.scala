@@ -11,15 +11,16 @@ import scala.concurrent.duration.*
 /** How a claim ends, as the completer writes it. */
 private[postgres] enum Finish:
   /** The handler succeeded. */
-  case Complete(id: Long, attempt: Int)
+  case Complete(token: Long)
 
   /** The attempt failed: retry after `delayMillis`, or dead at once when it is negative. */
-  case Fail(id: Long, attempt: Int, error: String, delayMillis: Long)
+  case Fail(token: Long, error: String, delayMillis: Long)
 
   /** The task never started: hand it back uncounted. */
-  case Release(id: Long, attempt: Int)
+  case Release(token: Long)
 
-  def id: Long
+  /** The claim this finishes. */
+  def token: Long
 
 /**
  * Writes finished claims to the database in batches: whatever accumulated while the previous batch was
@@ -43,7 +44,6 @@ private[postgres] object Completer:
   def resource[F[_]](
       transactor: Transactor[F],
       sql: Sql,
-      owner: Long,
       keepCompleted: Boolean,
       batchSize: Int,
       claims: Claims,
@@ -60,25 +60,18 @@ private[postgres] object Completer:
           completed <-
             if completes.isEmpty then FC.pure(0)
             else
-              sql.complete(
-                owner,
-                completes.map(_.id).toArray,
-                completes.map(_.attempt).toArray,
-                keepCompleted
-              )
+              sql.complete(completes.map(_.token).toArray, keepCompleted)
           failed <-
             if fails.isEmpty then FC.pure((0, 0))
             else
               sql.fail(
-                owner,
-                fails.map(_.id).toArray,
-                fails.map(_.attempt).toArray,
+                fails.map(_.token).toArray,
                 fails.map(_.error).toArray,
                 fails.map(_.delayMillis).toArray
               )
           released <-
             if releases.isEmpty then FC.pure(0)
-            else sql.release(owner, releases.map(_.id).toArray, releases.map(_.attempt).toArray)
+            else sql.release(releases.map(_.token).toArray)
         yield (completed, failed, released)
       tx.transact(transactor).flatMap { case (completed, (retried, dead), released) =>
         F.delay {
@@ -86,7 +79,7 @@ private[postgres] object Completer:
           counters.retried.addAndGet(retried.toLong)
           counters.dead.addAndGet(dead.toLong)
           counters.released.addAndGet(released.toLong)
-          batch.foreach(f => claims.remove(f.id))
+          batch.foreach(f => claims.remove(f.token))
         }
       }
 

@@ -26,9 +26,9 @@ private[postgres] object Heartbeat:
       counters: Counters
   )(using F: Async[F]): Resource[F, Unit] =
     val beat =
-      F.delay(claims.ids).flatMap { ids =>
+      F.delay(claims.tokens).flatMap { tokens =>
         (sql.heartbeat(owner, name) *>
-          (if ids.isEmpty then FC.pure(0) else sql.extendLeases(owner, ids, lease.toMillis))).transact(
+          (if tokens.isEmpty then FC.pure(0) else sql.extendLeases(tokens, lease.toMillis))).transact(
           transactor
         )
       }

@@ -9,10 +9,13 @@ import java.time.OffsetDateTime
 
 /**
  * Every statement weir-postgres runs, for one schema. Each is a single round trip; batches travel as
- * arrays and are opened with `unnest`. Finalisations (complete, fail, release) are guarded by the claim
- * they finish — the task's id, its attempt number and its lease owner, while it is running — so a late
- * finisher cannot overwrite a rescue and a rescue cannot overwrite a completion: whichever commits first
- * wins, the other changes no row.
+ * arrays. Finalisations (complete, fail, release) name the claim they finish by its token, drawn afresh
+ * for every claim and cleared by every finish and rescue, so a late finisher cannot overwrite a rescue and
+ * a rescue cannot overwrite a completion: whichever commits first wins, the other changes no row.
+ *
+ * Batches of claims are matched with `= ANY(array)` on the token's unique index rather than by joining an
+ * `unnest`: the join's plan depends on statistics that a young or fast-changing table does not have yet,
+ * and a nested loop that re-reads the array for every running row turns a batch quadratic.
  */
 private[postgres] final class Sql(schema: Schema):
   import Sql.*
@@ -45,7 +48,7 @@ private[postgres] final class Sql(schema: Schema):
     val orderingKeys = batch.map(_.orderingKey).toArray
     val uniqueKeys = batch.map(_.uniqueKey).toArray
     (const(s"""WITH input AS (
-      SELECT i.*, nextval(pg_get_serial_sequence('$tasks', 'id')) AS id
+      SELECT i.*, nextval('${tasks}_id_seq') AS id
       FROM unnest(""") ++
       fr0"$payloads::text[], $priorities::int[], $delays::bigint[], $maxAttempts::int[], $orderingKeys::text[], $uniqueKeys::text[]" ++
       const(s""") WITH ORDINALITY AS i(payload, priority, delay_ms, max_attempts, ordering_key, unique_key, n)
@@ -87,22 +90,21 @@ private[postgres] final class Sql(schema: Schema):
       FOR UPDATE SKIP LOCKED
     )
     UPDATE $tasks AS t
-    SET state = 'running', attempt = t.attempt + 1, lease_owner = """) ++ fr0"$owner" ++
+    SET state = 'running', attempt = t.attempt + 1, lease_token = nextval('${schema("claim_tokens")}'),
+        lease_owner = """) ++ fr0"$owner" ++
       const(", lease_expires_at = now() + ") ++ fr0"$leaseMillis" ++ const(
         s""" * interval '1 millisecond'
     FROM picked WHERE t.id = picked.id
-    RETURNING t.id, t.attempt, t.max_attempts, t.priority, t.ordering_key, t.payload::text, t.created_at, t.run_at"""
+    RETURNING t.id, t.lease_token, t.attempt, t.max_attempts, t.priority, t.ordering_key, t.payload::text, t.created_at, t.run_at"""
       )).query[Claimed].to[Vector].map(_.sortBy(c => (c.priority, c.runAt.toInstant, c.id)))
 
   // ---- finish
 
-  /** Completes the claims `(ids(i), attempts(i))` of `owner`; keeps them in `finished` when `keep`. */
-  def complete(owner: Long, ids: Array[Long], attempts: Array[Int], keep: Boolean): ConnectionIO[Int] =
-    val deleted = const(s"DELETE FROM $tasks AS t USING unnest(") ++ fr0"$ids::bigint[], $attempts::int[]" ++
-      const(
-        ") AS d(id, attempt) WHERE t.id = d.id AND t.attempt = d.attempt AND t.state = 'running' AND t.lease_owner = "
-      ) ++
-      fr0"$owner"
+  /** Completes the claims `tokens`; keeps their tasks in `finished` when `keep`. Returns how many. */
+  def complete(tokens: Array[Long], keep: Boolean): ConnectionIO[Int] =
+    val deleted =
+      const(s"DELETE FROM $tasks AS t WHERE t.lease_token = ANY(") ++ fr0"$tokens" ++
+        const(") AND t.state = 'running'")
     if keep then
       (const("WITH done AS (") ++ deleted ++ const(s""" RETURNING t.*)
       , moved AS (INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
@@ -112,21 +114,22 @@ private[postgres] final class Sql(schema: Schema):
     else deleted.update.run
 
   /**
-   * Finishes failed claims of `owner`: a claim whose `delays(i)` is negative, or whose task has used its
+   * Finishes the failed claims `tokens`: a claim whose `delays(i)` is negative, or whose task has used its
    * attempts, moves to `finished` as dead; the others become available again after `delays(i)` ms. Each
    * task's error is appended to its errors with its attempt number. Returns `(retried, dead)`.
    */
-  def fail(owner: Long, ids: Array[Long], attempts: Array[Int], errors: Array[String], delays: Array[Long])
-      : ConnectionIO[(Int, Int)] =
+  def fail(tokens: Array[Long], errors: Array[String], delays: Array[Long]): ConnectionIO[(Int, Int)] =
     (const("WITH f AS (SELECT * FROM unnest(") ++
-      fr0"$ids::bigint[], $attempts::int[], $errors::text[], $delays::bigint[]" ++
-      const(s""") AS f(id, attempt, error, delay_ms))
+      fr0"$tokens::bigint[], $errors::text[], $delays::bigint[]" ++
+      const(s""") AS f(token, error, delay_ms))
+    , claimed AS (
+      SELECT t.id, f.error, f.delay_ms, (f.delay_ms < 0 OR t.attempt >= t.max_attempts) AS dead
+      FROM $tasks AS t JOIN f ON f.token = t.lease_token
+      WHERE t.lease_token = ANY(""") ++ fr0"$tokens" ++ const(s""") AND t.state = 'running'
+      FOR UPDATE OF t)
     , dead AS (
-      DELETE FROM $tasks AS t USING f
-      WHERE t.id = f.id AND t.attempt = f.attempt AND t.state = 'running' AND t.lease_owner = """) ++
-      fr0"$owner" ++
-      const(s""" AND (f.delay_ms < 0 OR t.attempt >= t.max_attempts)
-      RETURNING t.*, f.error)
+      DELETE FROM $tasks AS t USING claimed AS c WHERE t.id = c.id AND c.dead
+      RETURNING t.*, c.error)
     , moved AS (
       INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
       SELECT id, queue, payload, priority, 'dead', attempt, max_attempts, ordering_key, unique_key,
@@ -134,13 +137,11 @@ private[postgres] final class Sql(schema: Schema):
       FROM dead RETURNING 1)
     , retried AS (
       UPDATE $tasks AS t
-      SET state = 'available', run_at = now() + f.delay_ms * interval '1 millisecond',
-          lease_owner = NULL, lease_expires_at = NULL,
-          errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', now(), 'error', f.error))
-      FROM f
-      WHERE t.id = f.id AND t.attempt = f.attempt AND t.state = 'running' AND t.lease_owner = """) ++
-      fr0"$owner" ++
-      const(""" AND f.delay_ms >= 0 AND t.attempt < t.max_attempts
+      SET state = 'available', run_at = now() + c.delay_ms * interval '1 millisecond',
+          lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
+          errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', now(), 'error', c.error))
+      FROM claimed AS c
+      WHERE t.id = c.id AND NOT c.dead
       RETURNING 1)
     SELECT (SELECT count(*) FROM retried)::int, (SELECT count(*) FROM moved)::int""")).query[(
         Int,
@@ -148,19 +149,18 @@ private[postgres] final class Sql(schema: Schema):
     )].unique
 
   /**
-   * Hands back claims of `owner` that never started: available again at once, in their old place, and their
-   * attempt not counted.
+   * Hands back the claims `tokens`, which never started: available again at once, in their old place, and
+   * their attempt not counted.
    */
-  def release(owner: Long, ids: Array[Long], attempts: Array[Int]): ConnectionIO[Int] =
-    (const(s"""UPDATE $tasks AS t
-    SET state = 'available', attempt = t.attempt - 1, lease_owner = NULL, lease_expires_at = NULL
-    FROM unnest(""") ++ fr0"$ids::bigint[], $attempts::int[]" ++ const(""") AS r(id, attempt)
-    WHERE t.id = r.id AND t.attempt = r.attempt AND t.state = 'running' AND t.lease_owner = """) ++
-      fr0"$owner").update.run
+  def release(tokens: Array[Long]): ConnectionIO[Int] =
+    (const(s"""UPDATE $tasks
+    SET state = 'available', attempt = attempt - 1, lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL
+    WHERE lease_token = ANY(""") ++ fr0"$tokens" ++ const(") AND state = 'running'")).update.run
 
   /** Hands back every claim `owner` still holds, as never started (a worker's last step). */
   def releaseAll(owner: Long): ConnectionIO[Int] =
-    (const(s"""UPDATE $tasks SET state = 'available', attempt = attempt - 1, lease_owner = NULL, lease_expires_at = NULL
+    (const(s"""UPDATE $tasks
+    SET state = 'available', attempt = attempt - 1, lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL
     WHERE state = 'running' AND lease_owner = """) ++ fr0"$owner").update.run
 
   // ---- workers and leases
@@ -178,12 +178,11 @@ private[postgres] final class Sql(schema: Schema):
   def deregister(owner: Long): ConnectionIO[Int] =
     (const(s"DELETE FROM $workers WHERE id = ") ++ fr0"$owner").update.run
 
-  /** Extends to `now + leaseMillis` the leases of `ids` held by `owner` that end within half a lease. */
-  def extendLeases(owner: Long, ids: Array[Long], leaseMillis: Long): ConnectionIO[Int] =
+  /** Extends to `now + leaseMillis` the leases of the claims `tokens` that end within half a lease. */
+  def extendLeases(tokens: Array[Long], leaseMillis: Long): ConnectionIO[Int] =
     (const(s"UPDATE $tasks SET lease_expires_at = now() + ") ++ fr0"$leaseMillis" ++
-      const(" * interval '1 millisecond' WHERE id = ANY(") ++ fr0"$ids" ++
-      const(") AND state = 'running' AND lease_owner = ") ++
-      fr0"$owner" ++ const(" AND lease_expires_at < now() + ") ++ fr0"${leaseMillis / 2}" ++
+      const(" * interval '1 millisecond' WHERE lease_token = ANY(") ++ fr0"$tokens" ++
+      const(") AND state = 'running' AND lease_expires_at < now() + ") ++ fr0"${leaseMillis / 2}" ++
       const(" * interval '1 millisecond'")).update.run
 
   /**
@@ -214,7 +213,7 @@ private[postgres] final class Sql(schema: Schema):
       FROM dead RETURNING 1
     ), rescued AS (
       UPDATE $tasks AS t
-      SET state = 'available', run_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+      SET state = 'available', run_at = now(), lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
           errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', now(), 'error', lost.reason))
       FROM lost WHERE t.id = lost.id AND t.attempt < t.max_attempts
       RETURNING 1
@@ -250,6 +249,7 @@ object Sql:
   /** A claimed row, its payload not yet decoded. */
   final case class Claimed(
       id: Long,
+      token: Long,
       attempt: Int,
       maxAttempts: Int,
       priority: Int,
