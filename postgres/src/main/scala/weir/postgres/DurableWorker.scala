@@ -99,6 +99,9 @@ object DurableWorker:
         counters
       )
       _ <- Rescuer.resource(maintenance, sql, config.heartbeat / 2, config.deadAfter, counters)
+      _ <- config.retention.fold(Resource.unit[F])(r =>
+        Pruner.resource(maintenance, new AdminSql(db.schema), r, Pruner.every, counters)
+      )
       wake <- Resource.eval(Queue.dropping[F, Unit](1))
       stop <- Resource.eval(Deferred[F, Unit])
       _ <-

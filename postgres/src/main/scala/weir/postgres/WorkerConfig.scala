@@ -23,6 +23,7 @@ import scala.concurrent.duration.*
  *     `maxAttempts`, not the `Retry`'s.
  *   - `keepCompleted`: move completed tasks to the `finished` table (until pruned) rather than delete them
  *     (dead tasks are always kept).
+ *   - `retention`: how long finished tasks are kept before this worker prunes them (`None`: never).
  *   - `ackBatch`: acknowledgements written per statement, at most.
  *   - `shutdownGrace`: on release, how long running tasks may go on before they are interrupted (and
  *     handed back for another attempt).
@@ -40,6 +41,7 @@ final case class WorkerConfig(
     lease: FiniteDuration = 1.minute,
     backoff: Retry = WorkerConfig.defaultBackoff,
     keepCompleted: Boolean = false,
+    retention: Option[Retention] = Some(Retention()),
     ackBatch: Int = 1000,
     shutdownGrace: FiniteDuration = 10.seconds,
     stopWhenEmpty: Boolean = false,

@@ -1,0 +1,87 @@
+package weir.postgres
+
+import cats.effect.kernel.Async
+import cats.syntax.all.*
+import doobie.*
+import doobie.implicits.*
+import weir.postgres.internal.AdminSql
+
+import scala.concurrent.duration.*
+
+/**
+ * Operations on a schema's tasks: counts per queue and state, cancelling a task that has not started,
+ * retrying or discarding a dead one, and pruning finished tasks. Every call is one short transaction (a
+ * prune is one per batch), so none holds locks for long.
+ */
+final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
+
+  private val sql = new AdminSql(db.schema)
+
+  /** Counts per queue and state, queues in name order. */
+  def stats: F[Vector[QueueStats]] = sql.stats.transact(db.transactor)
+
+  /**
+   * Cancels a task that is not running: it moves to `finished` as cancelled. A running task is left alone
+   * (its worker owns it): the result says so.
+   */
+  def cancel(id: Long): F[Cancel] =
+    sql.cancel(id).transact(db.transactor).flatMap {
+      case true => F.pure(Cancel.Cancelled)
+      case false =>
+        sql.isRunning(id).transact(db.transactor).map(running =>
+          if running then Cancel.Running else Cancel.NotFound
+        )
+    }
+
+  /**
+   * Puts a dead or cancelled task back to run now, with a fresh set of attempts (its errors are kept).
+   * False if no dead or cancelled task has this id, or if its unique key is held by an unfinished task.
+   */
+  def retry(id: Long): F[Boolean] = sql.retry(id).transact(db.transactor)
+
+  /** Deletes a dead or cancelled task for good. False if there is none with this id. */
+  def discard(id: Long): F[Boolean] = sql.discard(id).transact(db.transactor)
+
+  /**
+   * Deletes finished tasks in `states` that finished more than `olderThan` ago, `batch` rows per
+   * transaction (skipping rows another prune holds), and returns how many were deleted.
+   */
+  def prune(
+      olderThan: FiniteDuration,
+      states: Set[FinishedState] = FinishedState.values.toSet,
+      batch: Int = 1000
+  )
+      : F[Long] =
+    require(olderThan >= Duration.Zero, s"olderThan must be >= 0, was: $olderThan")
+    require(batch > 0, s"batch must be > 0, was: $batch")
+    require(states.nonEmpty, "states must not be empty")
+    val names = states.toArray.map(_.name)
+    def loop(total: Long): F[Long] =
+      sql.prune(olderThan.toMillis, names, batch).transact(db.transactor).flatMap { n =>
+        if n < batch then F.pure(total + n) else loop(total + n)
+      }
+    loop(0L)
+
+object TaskAdmin:
+  def apply[F[_]: Async](db: Database[F]): TaskAdmin[F] = new TaskAdmin(db)
+
+/** One queue's tasks by state: ready to run now, scheduled later, running, and finished ones still kept. */
+final case class QueueStats(
+    queue: String,
+    available: Long,
+    scheduled: Long,
+    running: Long,
+    completed: Long,
+    dead: Long,
+    cancelled: Long
+)
+
+/** What [[TaskAdmin.cancel]] did. */
+enum Cancel:
+  case Cancelled, Running, NotFound
+
+/** The states of a finished task. */
+enum FinishedState(val name: String):
+  case Completed extends FinishedState("completed")
+  case Dead extends FinishedState("dead")
+  case Cancelled extends FinishedState("cancelled")

@@ -1,0 +1,39 @@
+package weir.postgres.internal
+
+import cats.effect.kernel.{Async, Resource}
+import cats.syntax.all.*
+import doobie.*
+import doobie.implicits.*
+import weir.postgres.Retention
+
+import scala.concurrent.duration.*
+
+/**
+ * Deletes finished tasks past their retention, every `every`, a batch per transaction so a large prune
+ * never holds many locks for long; rows another worker's pruner holds are skipped. Errors are counted and
+ * the next round tries again.
+ */
+private[postgres] object Pruner:
+
+  val batch: Int = 1000
+
+  /** How often a worker prunes. */
+  val every: FiniteDuration = 1.minute
+
+  def resource[F[_]](
+      transactor: Transactor[F],
+      sql: AdminSql,
+      retention: Retention,
+      every: FiniteDuration,
+      counters: Counters
+  )(
+      using F: Async[F]
+  ): Resource[F, Unit] =
+    def prune(state: String, olderThan: FiniteDuration): F[Unit] =
+      sql.prune(olderThan.toMillis, Array(state), batch).transact(transactor).flatMap(n =>
+        prune(state, olderThan).whenA(n >= batch)
+      )
+    val round = retention.byState.traverse_((state, olderThan) => prune(state.name, olderThan))
+    F.background(
+      (F.sleep(every) *> round.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[Unit]
+    ).void
