@@ -59,6 +59,10 @@ private[postgres] final class Claimer[F[_], A](
             }
           else Stream.exec(idle) ++ loop(Duration.Zero)
         Stream.chunk(jobs) ++ next
+      case Left(e: java.sql.SQLException) if e.getSQLState == Claimer.uniqueViolation =>
+        // another worker's claim raced this one for the same ordering key and the database refused the
+        // second running task of that key: nothing was claimed, claim again
+        loop(errorWait)
       case Left(e) =>
         val wait = if errorWait == Duration.Zero then 50.millis else (errorWait * 2).min(config.pollInterval)
         Stream.exec(F.delay(counters.error(e)) *> F.race(stop.get, F.sleep(wait)).void) ++ loop(wait)
@@ -104,3 +108,7 @@ private[postgres] final class Claimer[F[_], A](
           }
       }
     }
+
+private[postgres] object Claimer:
+  /** SQLSTATE of a unique violation: here, a second running task of one ordering key. */
+  val uniqueViolation: String = "23505"
