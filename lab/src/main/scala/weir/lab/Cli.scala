@@ -59,7 +59,8 @@ object Cli:
           limitOpt,
           opt[Unit]("progress").action((_, o) => o.copy(progress = true)).text("show a progress bar")
         ),
-      note("  lab <experiment> [options]   the other experiments; `weir lab --help` lists them\n"),
+      note("  lab <experiment> [options]   the other experiments; `weir lab --help` lists them"),
+      note("  durable <migrate|stats>      weir-postgres's schema; `weir durable --help`\n"),
       cmd("compare")
         .action((_, o) => o.copy(command = Some("compare")))
         .text("seed 000's experiment: every task-processing approach and weir, against the ideal schedule")

@@ -11,6 +11,7 @@ object Main extends WeirApp:
   def run(args: List[String]): IO[ExitCode] =
     args match
       case "lab" :: rest => Experiments.run(rest)
+      case "durable" :: rest => DurableCli.run(rest)
       case _ => command(args)
 
   private def command(args: List[String]): IO[ExitCode] =
