@@ -199,3 +199,39 @@ class WorkerSuite extends DbSuite:
       assertEquals(done.map(d => (d._1, d._2)), Vector(("7", "dead")))
       assertEquals((stats.completed, stats.dead), (49L, 1L))
   }
+
+  withDb("a head waiting out its backoff holds only its own key; a dead head releases its key") { db =>
+    val queue = TaskQueue[IO, String](db, "heads")
+    // key a: its head fails once and waits 300 ms; key b: its head fails its only attempt and goes dead
+    val tasks = Vector("a1", "a2", "b1", "b2", "c1", "c2").map(p =>
+      NewTask(p, maxAttempts = if p == "b1" then 1 else 2, orderingKey = Some(p.take(1)))
+    )
+    for
+      _ <- queue.enqueueMany(tasks)
+      done <- Ref[IO].of(Vector.empty[String])
+      handler = (job: Job[String]) =>
+        if job.payload == "b1" || (job.payload == "a1" && job.attempt == 1) then
+          IO.raiseError(new RuntimeException("no"))
+        else done.update(_ :+ job.payload)
+      slowRetry = config("heads").copy(backoff =
+        Retry.exponential(
+          base = 300.millis,
+          maxAttempts = Int.MaxValue,
+          maxDelay = 300.millis,
+          jitter = Retry.Jitter.None
+        )
+      )
+      _ <-
+        DurableWorker.start[IO, String, Unit](db, slowRetry)(Pipeline(_).process(handler)).use(_.running.join)
+      order <- done.get
+      finished <- Rows.finished(db)
+    yield
+      assertEquals(finished.filter(_._2 == "dead").map(_._1), Vector("\"b1\""))
+      assertEquals(order.filter(_.startsWith("a")), Vector("a1", "a2"))
+      assertEquals(order.filter(_.startsWith("b")), Vector("b2"))
+      // c's tasks and b2 did not wait for a1's backoff
+      assert(
+        order.indexOf("c2") < order.indexOf("a1") && order.indexOf("b2") < order.indexOf("a1"),
+        order.toString
+      )
+  }
