@@ -48,6 +48,10 @@ final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
   // cannot see (committed meanwhile, or an earlier row of the same batch): a new statement, with a new
   // snapshot, settles it. Each round settles at least the first such row of every key.
   private def settle(batch: Vector[Sql.EncodedTask], round: Int = 1): ConnectionIO[Vector[Enqueued]] =
+    if batch.forall(_.uniqueKey.isEmpty) then sql.enqueuePlain(name, batch).map(_.map(Enqueued.Inserted(_)))
+    else settleUnique(batch, round)
+
+  private def settleUnique(batch: Vector[Sql.EncodedTask], round: Int): ConnectionIO[Vector[Enqueued]] =
     sql.enqueueMany(name, batch).flatMap { rows =>
       val results = new Array[Enqueued | Null](batch.size)
       rows.foreach((n, id, inserted) =>

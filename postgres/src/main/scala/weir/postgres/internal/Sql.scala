@@ -35,6 +35,27 @@ private[postgres] final class Sql(schema: Schema):
       fr0"${t.maxAttempts}, ${t.orderingKey}, ${t.uniqueKey})").query[(Long, Boolean)].unique
 
   /**
+   * A batch without unique keys in one statement: the rows are inserted in input order, each drawing its id
+   * from the identity sequence as it is inserted, so the returned ids, sorted, are the inputs' ids in order.
+   */
+  def enqueuePlain(queue: String, batch: Vector[EncodedTask]): ConnectionIO[Vector[Long]] =
+    val payloads = batch.map(_.payload).toArray
+    val priorities = batch.map(_.priority).toArray
+    val delays = batch.map(_.delayMillis).toArray
+    val maxAttempts = batch.map(_.maxAttempts).toArray
+    val orderingKeys = batch.map(_.orderingKey).toArray
+    (const(s"INSERT INTO $tasks (queue, payload, priority, run_at, max_attempts, ordering_key) SELECT ") ++
+      fr0"$queue" ++
+      const(""", payload::jsonb, priority::smallint, now() + delay_ms * interval '1 millisecond',
+             max_attempts, ordering_key
+      FROM unnest(""") ++
+      fr0"$payloads::text[], $priorities::int[], $delays::bigint[], $maxAttempts::int[], $orderingKeys::text[]" ++
+      const(") AS i(payload, priority, delay_ms, max_attempts, ordering_key) RETURNING id"))
+      .query[Long]
+      .to[Vector]
+      .map(_.sorted)
+
+  /**
    * A batch in one statement. Ids are drawn in input order before the insert, so each input row is
    * matched to its id; rows whose unique key is held return the holder's id when this statement's
    * snapshot shows it, or nothing (the caller enqueues them again: the holder committed after the
