@@ -11,7 +11,8 @@ object Experiments:
     weir.lab.requests.Requests,
     weir.lab.blocking.Blocking,
     weir.lab.trampoline.Trampoline,
-    weir.lab.adaptive.AdaptiveLab
+    weir.lab.adaptive.AdaptiveLab,
+    weir.lab.durable.DurableLab
   )
 
   def usage: String =

@@ -41,7 +41,8 @@ object DatabaseConfig:
   def fromEnv: Option[DatabaseConfig] =
     sys.env.get("WEIR_DATABASE_URL").filter(_.nonEmpty).map(DatabaseConfig(_))
 
-  private[postgres] def toJdbc(url: String): (String, Properties) =
+  /** The JDBC URL and connection properties (user, password) for `url`, in either accepted form. */
+  def toJdbc(url: String): (String, Properties) =
     val props = new Properties()
     if url.startsWith("jdbc:postgresql:") then (url, props)
     else if url.startsWith("postgresql://") || url.startsWith("postgres://") then

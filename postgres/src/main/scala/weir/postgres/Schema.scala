@@ -9,8 +9,8 @@ package weir.postgres
  */
 final class Schema private (val name: String):
 
-  /** `name.relation`, for SQL text. */
-  private[postgres] def apply(relation: String): String = s"$name.$relation"
+  /** `name.relation`: a table or function of this schema, for SQL text (`schema("tasks")`). */
+  def apply(relation: String): String = s"$name.$relation"
 
   /** The channel the insert trigger notifies, named after the schema. */
   private[postgres] def channel: String = s"$name.tasks"

@@ -1,0 +1,38 @@
+package weir.lab.durable
+
+import cats.effect.{IO, Resource}
+import doobie.*
+import doobie.implicits.*
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres
+import weir.postgres.{DatabaseConfig, Schema}
+
+/**
+ * The server a lab run uses: the one `--url` (or `WEIR_DATABASE_URL`) names, or an embedded PostgreSQL
+ * started for the run. Each run works in a schema of its own, dropped at the end.
+ */
+final case class LabDatabase(url: String, embedded: Boolean, schema: Schema):
+  def config(poolSize: Int = 8): DatabaseConfig = DatabaseConfig(url, schema = schema, poolSize = poolSize)
+
+  /** A plain transactor for the lab's own reads. */
+  lazy val admin: Transactor[IO] =
+    val (jdbc, props) = DatabaseConfig.toJdbc(url)
+    Transactor.fromDriverManager[IO]("org.postgresql.Driver", jdbc, props, None)
+
+object LabDatabase:
+
+  def resource(url: Option[String]): Resource[IO, LabDatabase] =
+    val schema = Schema(s"lab_durable_${ProcessHandle.current().pid()}")
+    val server = url match
+      case Some(u) => Resource.pure[IO, (String, Boolean)]((u, false))
+      case None =>
+        Resource
+          .make(IO.blocking(EmbeddedPostgres.builder().start()))(pg => IO.blocking(pg.close()))
+          .map(pg => (pg.getJdbcUrl("postgres", "postgres"), true))
+    server.flatMap { (u, embedded) =>
+      val db = LabDatabase(u, embedded, schema)
+      Resource.make(IO.pure(db))(d =>
+        Fragment.const(
+          s"DROP SCHEMA IF EXISTS ${schema.name} CASCADE"
+        ).update.run.transact(d.admin).void.voidError
+      )
+    }

@@ -1,0 +1,60 @@
+package weir.lab.durable
+
+import cats.effect.{ExitCode, IO}
+import doobie.*
+import doobie.implicits.*
+import weir.{Limit, Pipeline, Retry, WeirApp}
+import weir.postgres.*
+
+import scala.concurrent.duration.*
+
+/**
+ * One worker process of `./weir lab durable`, started by the lab as a child JVM. It prints `worker <id>`
+ * once registered, then serves the queue: with `record`, each task's handler first writes one execution
+ * row (task, attempt, worker, key, the database's clock) so that the lab can count duplicates and check
+ * key order; with `noop` the handler does nothing (the throughput run). It ends when the queue is empty
+ * (`record`) or when it is told to stop (SIGTERM: the worker drains and hands back what it holds).
+ *
+ * args: url schema queue limit record|noop heartbeatMillis deadAfterMillis
+ */
+object LabWorker extends WeirApp:
+
+  def run(args: List[String]): IO[ExitCode] =
+    args match
+      case List(url, schemaName, queue, limit, mode, heartbeat, deadAfter) =>
+        val schema = Schema(schemaName)
+        val record = mode == "record"
+        val config = WorkerConfig(
+          queue = queue,
+          heartbeat = heartbeat.toLong.millis,
+          deadAfter = deadAfter.toLong.millis,
+          pollInterval = 200.millis,
+          backoff =
+            Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
+          keepCompleted = record,
+          stopWhenEmpty = record
+        )
+        Database.connect[IO](DatabaseConfig(url, schema = schema, poolSize = 4)).use { db =>
+          val executions = schema("executions")
+          def handle(owner: Long)(job: Job[Int]): IO[Unit] =
+            if !record then IO.unit
+            else
+              (Fragment.const(s"INSERT INTO $executions (task_id, attempt, worker, ordering_key) VALUES (") ++
+                fr0"${job.id}, ${job.attempt}, $owner, ${job.orderingKey})").update.run.transact(
+                db.transactor
+              ).void
+          IO.deferred[Long].flatMap { owner =>
+            DurableWorker
+              .start[IO, Int, Unit](db, config) { source =>
+                Pipeline(
+                  source
+                ).process(job => owner.get.flatMap(handle(_)(job))).withLimit(Limit.fixed(limit.toInt))
+              }
+              .use(w => owner.complete(w.id) *> IO.println(s"worker ${w.id}") *> w.running.join.void)
+          }
+        }.as(ExitCode.Success)
+      case _ =>
+        IO.consoleForIO.errorln(
+          s"usage: LabWorker url schema queue limit record|noop heartbeatMs deadAfterMs, was: $args"
+        )
+          .as(ExitCode(2))

@@ -1,0 +1,264 @@
+package weir.lab.durable
+
+import cats.effect.{IO, Ref, Resource}
+import cats.syntax.all.*
+import doobie.*
+import doobie.implicits.*
+import weir.Pipeline
+import weir.postgres.*
+
+import java.util.concurrent.ThreadLocalRandom
+import scala.concurrent.duration.*
+
+/** The measurements of `./weir lab durable`, each on its own queue of the run's schema. */
+object Phases:
+
+  private def seconds(from: Long, to: Long): Double = (to - from) / 1e9
+
+  /** Enqueues `n` tasks (every 4th with one of `keys` ordering keys) in batches of 10,000; tasks per second. */
+  def enqueue(db: Database[IO], queue: String, n: Int, keys: Int): IO[Double] =
+    val q = TaskQueue[IO, Int](db, queue)
+    for
+      t0 <- IO.monotonic
+      _ <- (1 to n).grouped(10000).toList.traverse_(g =>
+        q.enqueueMany(g.map(i => NewTask(i, orderingKey = key(i, keys))))
+      )
+      t1 <- IO.monotonic
+    yield n / (t1 - t0).toUnit(SECONDS)
+
+  def key(i: Int, keys: Int): Option[String] = Option.when(keys > 0 && i % 4 == 0)(s"k${i % keys}")
+
+  /**
+   * No-op tasks worked per second by `workers` idle worker processes once `n` tasks appear at once (one
+   * enqueue transaction): from its commit until the queue is empty.
+   */
+  def throughput(
+      lab: LabDatabase,
+      db: Database[IO],
+      queue: String,
+      n: Int,
+      workers: Int,
+      limit: Int
+  ): IO[Double] =
+    val args = List(lab.url, lab.schema.name, queue, limit.toString, "noop", "1000", "3000")
+    val empty =
+      (Fragment.const(s"SELECT NOT EXISTS (SELECT 1 FROM ${lab.schema("tasks")} WHERE queue = ") ++
+        fr0"$queue)").query[Boolean].unique.transact(lab.admin)
+    List.fill(workers)(Children.start(args)).parSequence.use { children =>
+      for
+        _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to n).map(NewTask(_)))
+        t0 <- IO.monotonic
+        _ <- (IO.sleep(50.millis) *> empty).iterateUntil(identity)
+        t1 <- IO.monotonic
+        _ <- children.traverse_(c => IO.blocking(c.process.destroy())) // SIGTERM: each drains and deregisters
+        _ <- children.traverse_(c => IO.interruptible(c.process.waitFor()).void)
+      yield n / seconds(t0.toNanos, t1.toNanos)
+    }
+
+  /** Enqueue-to-start latencies (ms) of `n` tasks enqueued one at a time, 20 ms apart, to an idle worker. */
+  def idleLatency(
+      db: Database[IO],
+      queue: String,
+      n: Int,
+      listen: Boolean,
+      poll: FiniteDuration
+  ): IO[Vector[Double]] =
+    val config = WorkerConfig(queue = queue, listen = listen, pollInterval = poll)
+    for
+      started <- Ref[IO].of(Map.empty[Int, Long])
+      worker = DurableWorker.start[IO, Int, Unit](db, config) { source =>
+        Pipeline(source).process(job =>
+          IO.monotonic.flatMap(t => started.update(_.updated(job.payload, t.toNanos)))
+        )
+      }
+      latencies <- worker.use { w =>
+        (1 to n).toVector.traverse { i =>
+          for
+            t0 <- IO.monotonic
+            _ <- TaskQueue[IO, Int](db, queue).enqueue(NewTask(i))
+            t1 <- (IO.sleep(200.micros) *> started.get.map(_.get(i))).iterateUntil(_.isDefined).map(_.get)
+            _ <- IO.sleep(20.millis)
+          yield (t1 - t0.toNanos) / 1e6
+        } <* w.drain(5.seconds)
+      }
+    yield latencies
+
+  final case class Kill(workerId: Long, atMillis: Double)
+
+  final case class KillRun(
+      tasks: Int,
+      workSeconds: Double,
+      lost: Long,
+      executions: Long,
+      duplicates: Long,
+      unexplainedDuplicates: Long,
+      keyViolations: Long,
+      kills: Vector[Kill],
+      rescueMillis: Vector[Double],
+      backlogP50Ms: Double,
+      backlogP99Ms: Double
+  ):
+    def tasksPerSecond: Double = tasks / workSeconds
+
+  /**
+   * `n` tasks (every 4th keyed) worked by `workers` processes that record each execution; with `killEvery`,
+   * a random worker is SIGKILLed at random moments around every `killEvery` (while tasks remain) and a new
+   * one started. Counts lost tasks, duplicate executions and whether each had an earlier run on a killed
+   * worker, per-key order violations, the time from each kill to the first re-run of a task the killed
+   * worker had run, and enqueue-to-start latency under backlog.
+   */
+  def killRun(
+      lab: LabDatabase,
+      db: Database[IO],
+      queue: String,
+      n: Int,
+      workers: Int,
+      limit: Int,
+      keys: Int,
+      killEvery: Option[FiniteDuration],
+      heartbeat: FiniteDuration,
+      deadAfter: FiniteDuration
+  ): IO[KillRun] =
+    val s = lab.schema
+    val args = List(
+      lab.url,
+      s.name,
+      queue,
+      limit.toString,
+      "record",
+      heartbeat.toMillis.toString,
+      deadAfter.toMillis.toString
+    )
+    val clock =
+      Fragment.const("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8").query[Double].unique
+    val remaining = (Fragment.const(s"SELECT count(*) FROM ${s("tasks")} WHERE queue = ") ++ fr0"$queue")
+      .query[Long].unique.transact(lab.admin)
+    for
+      _ <- Fragment
+        .const(s"""CREATE TABLE IF NOT EXISTS ${s(
+            "executions"
+          )} (seq bigserial PRIMARY KEY, task_id bigint, attempt int,
+                    worker bigint, ordering_key text, started_at timestamptz DEFAULT clock_timestamp())""")
+        .update.run.transact(lab.admin)
+      _ <-
+        TaskQueue[IO, Int](db, queue).enqueueMany((1 to n).map(i => NewTask(i, orderingKey = key(i, keys))))
+      kills <- Ref[IO].of(Vector.empty[Kill])
+      live <- Ref[IO].of(Vector.empty[(Children.Child, IO[Unit])])
+      spawn = Children.start(args).allocated.flatMap(c => live.update(_ :+ c))
+      _ <- spawn.replicateA_(workers)
+      killer = killEvery.fold(IO.unit) { every =>
+        def loop: IO[Unit] =
+          IO(ThreadLocalRandom.current().nextLong(every.toMillis / 2, every.toMillis * 3 / 2 + 1)).flatMap(
+            ms =>
+              IO.sleep(ms.millis)
+          ) *> remaining.flatMap { left =>
+            if left == 0 then IO.unit
+            else
+              live.get.flatMap { cs =>
+                val alive = cs.filter(_._1.process.isAlive)
+                if alive.isEmpty then loop
+                else
+                  val (victim, release) = alive(ThreadLocalRandom.current().nextInt(alive.size))
+                  IO.blocking(victim.process.destroyForcibly().waitFor()) *>
+                    clock.transact(lab.admin).flatMap(at => kills.update(_ :+ Kill(victim.workerId, at))) *>
+                    release *> live.update(_.filterNot(_._1 eq victim)) *> spawn *> loop
+              }
+          }
+        loop
+      }
+      _ <- Resource.make(IO.unit)(_ => live.get.flatMap(_.traverse_(_._2))).use { _ =>
+        killer.start.flatMap { k =>
+          (IO.sleep(200.millis) *> remaining).iterateUntil(_ == 0) *> k.join *>
+            live.get.flatMap(_.traverse_(c => IO.interruptible(c._1.process.waitFor()).void))
+        }
+      }
+      killed <- kills.get
+      result <- analyse(lab, n, killed).transact(lab.admin)
+    yield result
+
+  private def analyse(lab: LabDatabase, n: Int, kills: Vector[Kill]): ConnectionIO[KillRun] =
+    val s = lab.schema
+    val killedIds = kills.map(_.workerId).toSet
+    for
+      finished <- Fragment.const(s"SELECT count(*) FROM ${s("finished")}").query[Long].unique
+      runs <- Fragment
+        .const(
+          s"SELECT task_id, worker, ordering_key, (extract(epoch FROM started_at) * 1000)::float8 FROM ${s("executions")} ORDER BY seq"
+        )
+        .query[(Long, Long, Option[String], Double)]
+        .to[Vector]
+      span <- Fragment
+        .const(
+          s"""SELECT extract(epoch FROM (SELECT max(finished_at) FROM ${s(
+              "finished"
+            )}) - (SELECT min(started_at) FROM ${s("executions")}))::float8"""
+        )
+        .query[Double].unique
+      backlog <- Fragment
+        .const(s"""SELECT coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), 0), coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms), 0)
+                   FROM (SELECT extract(epoch FROM min(e.started_at) - f.created_at) * 1000 AS ms
+                         FROM ${s("executions")} e JOIN ${s(
+            "finished"
+          )} f ON f.id = e.task_id GROUP BY f.id, f.created_at) AS x""")
+        .query[(Double, Double)].unique
+    yield
+      val byTask = runs.groupBy(_._1)
+      val twice = byTask.filter(_._2.size > 1)
+      val unexplained = twice.count((_, rs) => !rs.init.forall(r => killedIds(r._2)))
+      val violations = runs.filter(_._3.isDefined).groupBy(_._3).values.count { rs =>
+        val collapsed = rs.map(_._1).foldLeft(Vector.empty[Long])((acc, id) =>
+          if acc.lastOption.contains(id) then acc else acc :+ id
+        )
+        collapsed != collapsed.sorted || collapsed.distinct != collapsed
+      }
+      val rescues = kills.flatMap { k =>
+        val theirs = runs.filter(_._2 == k.workerId).map(_._1).toSet
+        runs.filter(r => r._2 != k.workerId && theirs(r._1) && r._4 > k.atMillis).map(_._4 -
+          k.atMillis).minOption
+      }
+      KillRun(
+        tasks = n,
+        workSeconds = span,
+        lost = n.toLong - finished,
+        executions = runs.size.toLong,
+        duplicates = twice.size.toLong,
+        unexplainedDuplicates = unexplained.toLong,
+        keyViolations = violations.toLong,
+        kills = kills,
+        rescueMillis = rescues,
+        backlogP50Ms = backlog._1,
+        backlogP99Ms = backlog._2
+      )
+
+  /** River's own benchmark against a scratch database on the same server: jobs per second, or why not. */
+  def river(lab: LabDatabase, script: String, n: Int): IO[Either[String, Double]] =
+    val database = s"weir_lab_river_${ProcessHandle.current().pid()}"
+    val (jdbc, props) = DatabaseConfig.toJdbc(lab.url)
+    val hostPort = jdbc.stripPrefix("jdbc:postgresql://").takeWhile(_ != '/')
+    val user = Option(props.getProperty("user")).getOrElse("postgres")
+    val password = Option(props.getProperty("password")).fold("")(":" + _)
+    val url = s"postgres://$user$password@$hostPort/$database"
+    // CREATE/DROP DATABASE cannot run inside a transaction: autocommit through a plain connection
+    def outside(sql: String): IO[Unit] = IO.blocking {
+      val c = java.sql.DriverManager.getConnection(jdbc, props)
+      try c.createStatement().execute(sql): Unit
+      finally c.close()
+    }
+    if !java.nio.file.Files.isRegularFile(java.nio.file.Paths.get(script)) then
+      IO.pure(Left(s"no River script at $script"))
+    else
+      Resource.make(outside(s"CREATE DATABASE $database"))(_ =>
+        outside(s"DROP DATABASE IF EXISTS $database")
+      ).use { _ =>
+        IO.blocking {
+          val p = new ProcessBuilder("bash", script, url, n.toString).redirectErrorStream(true).start()
+          val out = new String(p.getInputStream.readAllBytes())
+          (p.waitFor(), out)
+        }.map { (code, out) =>
+          val rate =
+            """overall job/sec \[\s*([0-9.]+)\s*\]""".r.findFirstMatchIn(out).map(_.group(1).toDouble)
+          rate.toRight(
+            s"River's benchmark exited $code: ${out.linesIterator.toList.takeRight(3).mkString(" / ")}"
+          )
+        }
+      }
