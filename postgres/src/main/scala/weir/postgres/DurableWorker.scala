@@ -67,15 +67,16 @@ object DurableWorker:
       build: Source[F, Job[A]] => Pipeline[F, Job[A], B]
   )(using F: Async[F], codec: PayloadCodec[A]): Resource[F, DurableWorker[F, A]] =
     val sql = new Sql(db.schema)
-    val xa = db.transactor
     for
-      maintenance <- db.maintenance
+      // claims and results on one pool, heartbeats, rescues and prunes on another: a busy claim path never
+      // delays a heartbeat into a false rescue
+      xa <- db.workerPool(size = 2)
+      maintenance <- db.workerPool(size = 2)
       counters = new Counters
       claims = new Claims
-      owner <- Resource.make(sql.register(config.name).transact(xa)) { owner =>
+      owner <- Resource.make(xa(sql.register(config.name))) { owner =>
         // Only claims that never started are still held here: every outcome was written before this runs.
-        (sql.releaseAll(owner).flatMap(n => sql.deregister(owner).as(n)))
-          .transact(xa)
+        xa(sql.releaseAll(owner).flatMap(n => sql.deregister(owner).as(n)))
           .flatMap(n => F.delay(counters.released.addAndGet(n.toLong)).void)
           .handleErrorWith(e => F.delay(counters.error(e)))
       }

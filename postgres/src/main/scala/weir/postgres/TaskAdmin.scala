@@ -25,7 +25,7 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
    * (its worker owns it): the result says so.
    */
   def cancel(id: Long): F[Cancel] =
-    sql.cancel(id).transact(db.transactor).flatMap {
+    db.run(sql.cancel(id)).flatMap {
       case true => F.pure(Cancel.Cancelled)
       case false =>
         sql.isRunning(id).transact(db.transactor).map(running =>
@@ -37,10 +37,10 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
    * Puts a dead or cancelled task back to run now, with a fresh set of attempts (its errors are kept).
    * False if no dead or cancelled task has this id, or if its unique key is held by an unfinished task.
    */
-  def retry(id: Long): F[Boolean] = sql.retry(id).transact(db.transactor)
+  def retry(id: Long): F[Boolean] = db.run(sql.retry(id))
 
   /** Deletes a dead or cancelled task for good. False if there is none with this id. */
-  def discard(id: Long): F[Boolean] = sql.discard(id).transact(db.transactor)
+  def discard(id: Long): F[Boolean] = db.run(sql.discard(id))
 
   /**
    * Deletes finished tasks in `states` that finished more than `olderThan` ago, `batch` rows per
@@ -57,7 +57,7 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
     require(states.nonEmpty, "states must not be empty")
     val names = states.toArray.map(_.name)
     def loop(total: Long): F[Long] =
-      sql.prune(olderThan.toMillis, names, batch).transact(db.transactor).flatMap { n =>
+      db.run(sql.prune(olderThan.toMillis, names, batch)).flatMap { n =>
         if n < batch then F.pure(total + n) else loop(total + n)
       }
     loop(0L)

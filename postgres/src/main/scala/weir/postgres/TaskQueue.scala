@@ -1,6 +1,5 @@
 package weir.postgres
 
-import cats.effect.kernel.Async
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
@@ -17,21 +16,18 @@ import weir.postgres.internal.Sql
  * Concurrent callers are allowed. Unique keys hold under concurrent enqueuers: two enqueues of the same
  * key insert one task, and the other learns its id ([[Enqueued.Duplicate]]).
  */
-final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
-    F: Async[F],
-    codec: PayloadCodec[A]
-):
+final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using codec: PayloadCodec[A]):
 
   private val sql = new Sql(db.schema)
 
   /** Enqueues one task in its own transaction. */
-  def enqueue(task: NewTask[A]): F[Enqueued] = enqueueIn(task).transact(db.transactor)
+  def enqueue(task: NewTask[A]): F[Enqueued] = db.run(enqueueIn(task))
 
   /**
    * Enqueues a batch in one transaction, a statement per [[TaskQueue.statementSize]] tasks; the results
    * are in the order of `tasks`.
    */
-  def enqueueMany(tasks: Seq[NewTask[A]]): F[Vector[Enqueued]] = enqueueManyIn(tasks).transact(db.transactor)
+  def enqueueMany(tasks: Seq[NewTask[A]]): F[Vector[Enqueued]] = db.run(enqueueManyIn(tasks))
 
   /** Enqueues one task as part of the caller's transaction. */
   def enqueueIn(task: NewTask[A]): ConnectionIO[Enqueued] =
@@ -88,6 +84,6 @@ object TaskQueue:
   val statementSize: Int = 5000
 
   /** The queue `name` (not empty) of `db`. */
-  def apply[F[_]: Async, A: PayloadCodec](db: Database[F], name: String): TaskQueue[F, A] =
+  def apply[F[_], A: PayloadCodec](db: Database[F], name: String): TaskQueue[F, A] =
     require(name != null && name.nonEmpty, s"queue name must not be empty, was: '$name'")
     new TaskQueue(db, name)

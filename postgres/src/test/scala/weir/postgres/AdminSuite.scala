@@ -109,7 +109,7 @@ class AdminSuite extends DbSuite:
             FROM generate_series(1, 3000) AS g"""
         )
         _ <- Pruner
-          .resource(db.transactor, new AdminSql(db.schema), retention, 100.millis, new Counters)
+          .resource(db.run, new AdminSql(db.schema), retention, 100.millis, new Counters)
           .use(_ => (IO.sleep(100.millis) *> Rows.count(db, "finished")).iterateUntil(_ <= 503L))
         kept <- Fragment
           .const(

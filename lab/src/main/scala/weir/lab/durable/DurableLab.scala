@@ -28,6 +28,7 @@ object DurableLab extends Experiment:
       url: Option[String] = sys.env.get("WEIR_DATABASE_URL").filter(_.nonEmpty),
       tasks: Int = 200000,
       workers: Int = 2,
+      throughputWorkers: Int = 1,
       limit: Int = 64,
       keys: Int = 100,
       killEvery: Option[FiniteDuration] = None,
@@ -42,6 +43,7 @@ object DurableLab extends Experiment:
     def n: Int = if quick then tasks.min(20000) else tasks
     def kills: Option[FiniteDuration] = killEvery.orElse(Option.when(quick)(2.seconds))
     def samples: Int = if quick then latencySamples.min(50) else latencySamples
+    def warmup: Int = if quick then 300 else 2000
 
   private val builder = OParser.builder[Settings]
   val parser: OParser[Unit, Settings] =
@@ -66,6 +68,9 @@ object DurableLab extends Experiment:
         .text("tasks per phase (default 200000; 20000 with --quick)"),
       opt[Int]("workers").valueName("W").validate(positive("--workers")).action((n, s) => s.copy(workers = n))
         .text("worker processes (default 2)"),
+      opt[Int]("throughput-workers").valueName("W").validate(positive("--throughput-workers"))
+        .action((n, s) => s.copy(throughputWorkers = n))
+        .text("worker processes of the throughput run (default 1, as River's benchmark)"),
       opt[Int]("limit").valueName("L").validate(positive("--limit")).action((n, s) => s.copy(limit = n))
         .text("each worker's concurrency limit (default 64)"),
       opt[Int]("keys").valueName("K")
@@ -107,8 +112,8 @@ object DurableLab extends Experiment:
       enqueuePerSecond: Double,
       workedPerSecond: Double,
       riverPerSecond: Either[String, Double],
-      idleNotify: Vector[Double],
-      idlePoll: Vector[Double],
+      idleNotify: Vector[Phases.Latency],
+      idlePoll: Vector[Phases.Latency],
       killRun: Phases.KillRun
   ):
     def failures: List[String] =
@@ -148,14 +153,7 @@ object DurableLab extends Experiment:
             enq <- Phases.enqueue(db, "enqueue", s.n, s.keys).flatTap(r =>
               IO.println(f"  enqueue: $r%.0f tasks/s")
             )
-            _ <- weir.lab.durable.Phases.idleLatency(
-              db,
-              "warm",
-              20,
-              listen = true,
-              poll = 1.second
-            ) // warm the JIT
-            worked <- Phases.throughput(lab, db, "work", s.n, s.workers, s.limit)
+            worked <- Phases.throughput(lab, db, "work", s.n, s.throughputWorkers, s.limit)
               .flatTap(r => IO.println(f"  worked: $r%.0f tasks/s"))
             river <-
               if s.river then
@@ -163,8 +161,10 @@ object DurableLab extends Experiment:
                   IO.println(s"  River: ${r.fold(identity, d => f"$d%.0f jobs/s")}")
                 )
               else IO.pure(Left("not run (--river)"))
-            notify <- Phases.idleLatency(db, "idle-notify", s.samples, listen = true, poll = 1.second)
-            poll <- Phases.idleLatency(db, "idle-poll", s.samples, listen = false, poll = 100.millis)
+            notify <-
+              Phases.idleLatency(db, "idle-notify", s.samples, s.warmup, listen = true, poll = 1.second)
+            poll <-
+              Phases.idleLatency(db, "idle-poll", s.samples, s.warmup, listen = false, poll = 100.millis)
             kill <- Phases.killRun(
               lab,
               db,
@@ -190,24 +190,21 @@ object DurableLab extends Experiment:
       val sorted = xs.sorted
       sorted(((p * sorted.size).ceil.toInt - 1).max(0).min(sorted.size - 1))
 
+  private def latency(xs: Vector[Double]): String = f"${pct(xs, 0.5)}%.2f / ${pct(xs, 0.99)}%.2f ms"
+
   def table(s: Settings, r: Results): String =
     val k = r.killRun
     val rows = Vector(
       Vector("enqueue (batches of 10,000)", f"${r.enqueuePerSecond}%.0f tasks/s"),
-      Vector(s"no-op tasks worked (${s.workers} processes)", f"${r.workedPerSecond}%.0f tasks/s"),
+      Vector(s"no-op tasks worked (${s.throughputWorkers} process(es))", f"${r.workedPerSecond}%.0f tasks/s"),
       Vector("River's benchmark, same server", r.riverPerSecond.fold(identity, d => f"$d%.0f jobs/s")),
       Vector(
         "weir / River",
         r.riverPerSecond.fold(_ => "—", d => f"${r.workedPerSecond / d}%.2f×")
       ),
-      Vector(
-        "idle enqueue→start, NOTIFY: p50 / p99",
-        f"${pct(r.idleNotify, 0.5)}%.2f / ${pct(r.idleNotify, 0.99)}%.2f ms"
-      ),
-      Vector(
-        "idle enqueue→start, poll 100 ms: p50 / p99",
-        f"${pct(r.idlePoll, 0.5)}%.2f / ${pct(r.idlePoll, 0.99)}%.2f ms"
-      ),
+      Vector("idle, NOTIFY: enqueue call→start p50 / p99", latency(r.idleNotify.map(_.fromCall))),
+      Vector("idle, NOTIFY: enqueue commit→start p50 / p99", latency(r.idleNotify.map(_.fromCommit))),
+      Vector("idle, poll 100 ms: enqueue commit→start p50 / p99", latency(r.idlePoll.map(_.fromCommit))),
       Vector(s"kill run: tasks worked (recording each)", f"${k.tasksPerSecond}%.0f tasks/s"),
       Vector(
         "kill run: enqueue→start under backlog p50 / p99",
@@ -230,6 +227,9 @@ object DurableLab extends Experiment:
     )
     "\n" + Table.grid(Vector("measure", "value") +: rows, rightAligned = Set(1))
 
+  private def percentiles(xs: Vector[Double]): Json =
+    Json.obj("p50" -> number(pct(xs, 0.5)), "p99" -> number(pct(xs, 0.99)))
+
   def json(s: Settings, r: Results): Json =
     val k = r.killRun
     Json.obj(
@@ -238,6 +238,7 @@ object DurableLab extends Experiment:
       "settings" -> Json.obj(
         "tasks" -> s.n.asJson,
         "workers" -> s.workers.asJson,
+        "throughput_workers" -> s.throughputWorkers.asJson,
         "limit" -> s.limit.asJson,
         "keys" -> s.keys.asJson,
         "kill_every_ms" -> s.kills.map(_.toMillis).asJson,
@@ -250,10 +251,9 @@ object DurableLab extends Experiment:
         "worked_per_s" -> number(r.workedPerSecond),
         "river_per_s" -> r.riverPerSecond.toOption.fold(Json.Null)(number),
         "river_status" -> r.riverPerSecond.fold(identity, _ => "ok").asJson,
-        "idle_notify_ms" ->
-          Json.obj("p50" -> number(pct(r.idleNotify, 0.5)), "p99" -> number(pct(r.idleNotify, 0.99))),
-        "idle_poll_ms" ->
-          Json.obj("p50" -> number(pct(r.idlePoll, 0.5)), "p99" -> number(pct(r.idlePoll, 0.99))),
+        "idle_notify_from_call_ms" -> percentiles(r.idleNotify.map(_.fromCall)),
+        "idle_notify_from_commit_ms" -> percentiles(r.idleNotify.map(_.fromCommit)),
+        "idle_poll_from_commit_ms" -> percentiles(r.idlePoll.map(_.fromCommit)),
         "kill_run" -> Json.obj(
           "worked_per_s" -> number(k.tasksPerSecond),
           "backlog_start_ms" -> Json.obj("p50" -> number(k.backlogP50Ms), "p99" -> number(k.backlogP99Ms)),

@@ -30,7 +30,8 @@ object Phases:
 
   /**
    * No-op tasks worked per second by `workers` idle worker processes once `n` tasks appear at once (one
-   * enqueue transaction): from its commit until the queue is empty.
+   * enqueue transaction): from its commit until the queue is empty. A first round of `n / 5` tasks, not
+   * measured, lets the workers' JIT compile the claim path (River's benchmark is a compiled Go binary).
    */
   def throughput(
       lab: LabDatabase,
@@ -44,25 +45,29 @@ object Phases:
     val empty =
       (Fragment.const(s"SELECT NOT EXISTS (SELECT 1 FROM ${lab.schema("tasks")} WHERE queue = ") ++
         fr0"$queue)").query[Boolean].unique.transact(lab.admin)
-    List.fill(workers)(Children.start(args)).parSequence.use { children =>
+    def round(tasks: Int): IO[Double] =
       for
-        _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to n).map(NewTask(_)))
+        _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to tasks).map(NewTask(_)))
         t0 <- IO.monotonic
         _ <- (IO.sleep(50.millis) *> empty).iterateUntil(identity)
         t1 <- IO.monotonic
-        _ <- children.traverse_(c => IO.blocking(c.process.destroy())) // SIGTERM: each drains and deregisters
-        _ <- children.traverse_(c => IO.interruptible(c.process.waitFor()).void)
-      yield n / seconds(t0.toNanos, t1.toNanos)
+      yield tasks / seconds(t0.toNanos, t1.toNanos)
+    List.fill(workers)(Children.start(args)).parSequence.use { children =>
+      round((n / 5).max(1)) *> round(n) <*
+        children.traverse_(c => IO.blocking(c.process.destroy())) <* // SIGTERM: each drains and deregisters
+        children.traverse_(c => IO.interruptible(c.process.waitFor()).void)
     }
 
-  /** Enqueue-to-start latencies (ms) of `n` tasks enqueued one at a time, 20 ms apart, to an idle worker. */
-  def idleLatency(
-      db: Database[IO],
-      queue: String,
-      n: Int,
-      listen: Boolean,
-      poll: FiniteDuration
-  ): IO[Vector[Double]] =
+  /** One idle-latency sample: from the enqueue call, and from its commit (the call's return), to the start. */
+  final case class Latency(fromCall: Double, fromCommit: Double)
+
+  /**
+   * Enqueue-to-start latencies (ms) of `n` tasks enqueued one at a time, 20 ms apart, to an idle worker in
+   * this JVM, after `warmup` unmeasured ones 1 ms apart (so that the claim path runs compiled code, as it
+   * does in a long-running worker).
+   */
+  def idleLatency(db: Database[IO], queue: String, n: Int, warmup: Int, listen: Boolean, poll: FiniteDuration)
+      : IO[Vector[Latency]] =
     val config = WorkerConfig(queue = queue, listen = listen, pollInterval = poll)
     for
       started <- Ref[IO].of(Map.empty[Int, Long])
@@ -72,14 +77,15 @@ object Phases:
         )
       }
       latencies <- worker.use { w =>
-        (1 to n).toVector.traverse { i =>
+        (1 to warmup + n).toVector.traverse { i =>
           for
             t0 <- IO.monotonic
             _ <- TaskQueue[IO, Int](db, queue).enqueue(NewTask(i))
+            committed <- IO.monotonic
             t1 <- (IO.sleep(200.micros) *> started.get.map(_.get(i))).iterateUntil(_.isDefined).map(_.get)
-            _ <- IO.sleep(20.millis)
-          yield (t1 - t0.toNanos) / 1e6
-        } <* w.drain(5.seconds)
+            _ <- IO.sleep(if i > warmup then 20.millis else 1.milli)
+          yield Latency((t1 - t0.toNanos) / 1e6, (t1 - committed.toNanos) / 1e6)
+        }.map(_.drop(warmup)) <* w.drain(5.seconds)
       }
     yield latencies
 

@@ -3,8 +3,6 @@ package weir.postgres.internal
 import cats.effect.kernel.{Async, Deferred}
 import cats.effect.std.Queue
 import cats.syntax.all.*
-import doobie.*
-import doobie.implicits.*
 import fs2.{Chunk, Stream}
 import weir.postgres.{Job, PayloadCodec, WorkerConfig}
 
@@ -24,7 +22,7 @@ import scala.concurrent.duration.*
  * `stopWhenEmpty`, at the first empty claim after which the queue has no unfinished task left.
  */
 private[postgres] final class Claimer[F[_], A](
-    transactor: Transactor[F],
+    run: Run[F],
     sql: Sql,
     owner: Long,
     config: WorkerConfig,
@@ -53,7 +51,7 @@ private[postgres] final class Claimer[F[_], A](
           if got >= config.claimBatch then loop(Duration.Zero)
           else if got > 0 then Stream.exec(idle) ++ loop(Duration.Zero)
           else if config.stopWhenEmpty then
-            Stream.eval(sql.unfinished(config.queue).transact(transactor).attempt).flatMap {
+            Stream.eval(run(sql.unfinished(config.queue)).attempt).flatMap {
               case Right(0L) => Stream.empty
               case _ => Stream.exec(idle) ++ loop(Duration.Zero)
             }
@@ -74,7 +72,7 @@ private[postgres] final class Claimer[F[_], A](
   /** One claim: the decoded jobs and how many rows the database gave (decoding failures included). */
   private def claimOnce: F[Either[Throwable, (Chunk[Job[A]], Int)]] =
     F.uncancelable { _ =>
-      sql.claim(config.queue, owner, config.claimBatch, leaseMillis).transact(transactor).attempt.flatMap {
+      run(sql.claim(config.queue, owner, config.claimBatch, leaseMillis)).attempt.flatMap {
         case Left(e) => F.pure(Left(e))
         case Right(rows) =>
           F.delay {

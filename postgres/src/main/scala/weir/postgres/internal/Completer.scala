@@ -4,7 +4,6 @@ import cats.effect.kernel.{Async, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
 import doobie.*
-import doobie.implicits.*
 
 import scala.concurrent.duration.*
 
@@ -42,7 +41,7 @@ private[postgres] final class Completer[F[_]] private (queue: Queue[F, Option[Fi
 private[postgres] object Completer:
 
   def resource[F[_]](
-      transactor: Transactor[F],
+      run: Run[F],
       sql: Sql,
       keepCompleted: Boolean,
       batchSize: Int,
@@ -73,7 +72,7 @@ private[postgres] object Completer:
             if releases.isEmpty then FC.pure(0)
             else sql.release(releases.map(_.token).toArray)
         yield (completed, failed, released)
-      tx.transact(transactor).flatMap { case (completed, (retried, dead), released) =>
+      run(tx).flatMap { case (completed, (retried, dead), released) =>
         F.delay {
           counters.completed.addAndGet(completed.toLong)
           counters.retried.addAndGet(retried.toLong)

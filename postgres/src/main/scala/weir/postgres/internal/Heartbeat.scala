@@ -16,7 +16,7 @@ import scala.concurrent.duration.*
 private[postgres] object Heartbeat:
 
   def resource[F[_]](
-      transactor: Transactor[F],
+      run: Run[F],
       sql: Sql,
       owner: Long,
       name: String,
@@ -27,10 +27,8 @@ private[postgres] object Heartbeat:
   )(using F: Async[F]): Resource[F, Unit] =
     val beat =
       F.delay(claims.tokens).flatMap { tokens =>
-        (sql.heartbeat(owner, name) *>
-          (if tokens.isEmpty then FC.pure(0) else sql.extendLeases(tokens, lease.toMillis))).transact(
-          transactor
-        )
+        run(sql.heartbeat(owner, name) *>
+          (if tokens.isEmpty then FC.pure(0) else sql.extendLeases(tokens, lease.toMillis)))
       }
     val loop = (F.sleep(every) *> beat.void.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[Unit]
     F.background(loop).void

@@ -2,8 +2,6 @@ package weir.postgres.internal
 
 import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
-import doobie.*
-import doobie.implicits.*
 import weir.postgres.Retention
 
 import scala.concurrent.duration.*
@@ -21,7 +19,7 @@ private[postgres] object Pruner:
   val every: FiniteDuration = 1.minute
 
   def resource[F[_]](
-      transactor: Transactor[F],
+      run: Run[F],
       sql: AdminSql,
       retention: Retention,
       every: FiniteDuration,
@@ -30,7 +28,7 @@ private[postgres] object Pruner:
       using F: Async[F]
   ): Resource[F, Unit] =
     def prune(state: String, olderThan: FiniteDuration): F[Unit] =
-      sql.prune(olderThan.toMillis, Array(state), batch).transact(transactor).flatMap(n =>
+      run(sql.prune(olderThan.toMillis, Array(state), batch)).flatMap(n =>
         prune(state, olderThan).whenA(n >= batch)
       )
     val round = retention.byState.traverse_((state, olderThan) => prune(state.name, olderThan))

@@ -2,8 +2,6 @@ package weir.postgres.internal
 
 import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
-import doobie.*
-import doobie.implicits.*
 
 import scala.concurrent.duration.*
 
@@ -20,17 +18,17 @@ private[postgres] object Rescuer:
   val batch: Int = 1000
 
   def resource[F[_]](
-      transactor: Transactor[F],
+      run: Run[F],
       sql: Sql,
       every: FiniteDuration,
       deadAfter: FiniteDuration,
       counters: Counters
   )(using F: Async[F]): Resource[F, Unit] =
     def rescueAll: F[Unit] =
-      sql.rescue(deadAfter.toMillis, batch).transact(transactor).flatMap { (rescued, dead) =>
+      run(sql.rescue(deadAfter.toMillis, batch)).flatMap { (rescued, dead) =>
         F.delay(counters.rescued.addAndGet(rescued.toLong + dead.toLong)) *>
           (if rescued + dead >= batch then rescueAll else F.unit)
       }
-    val round = rescueAll *> sql.forgetWorkers(deadAfter.toMillis * 20).transact(transactor).void
+    val round = rescueAll *> run(sql.forgetWorkers(deadAfter.toMillis * 20)).void
     val loop = (F.sleep(every) *> round.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[Unit]
     F.background(loop).void

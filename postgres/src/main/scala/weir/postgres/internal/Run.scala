@@ -1,0 +1,54 @@
+package weir.postgres.internal
+
+import cats.data.Kleisli
+import cats.effect.kernel.{Async, Resource}
+import doobie.*
+import doobie.free.KleisliInterpreter
+import doobie.implicits.*
+import doobie.util.log.LogHandler
+
+import java.util.concurrent.{Executors, ThreadFactory}
+import java.util.concurrent.atomic.AtomicInteger
+import scala.concurrent.ExecutionContext
+
+/**
+ * Runs weir's own transactions: each one, from taking a pooled connection to its commit, on a thread of a
+ * small JDBC pool of weir's own, with one hand-off there and one back. doobie's standard interpreter hands
+ * every JDBC call (prepare, bind, execute, read, commit…) to Cats Effect's blocking pool and back; for the
+ * short statements of a worker those hand-offs, not the database, were most of each transaction's time.
+ * Inside `apply` the calls block the JDBC thread they run on, which is what that pool is for.
+ *
+ * Users' own `ConnectionIO`s keep going through [[weir.postgres.Database.transactor]], doobie's standard
+ * transactor on the same connection pool.
+ */
+private[postgres] final class Run[F[_]] private (transactor: Transactor[F], ec: ExecutionContext)(using
+    F: Async[F]
+):
+
+  def apply[A](program: ConnectionIO[A]): F[A] = F.evalOn(program.transact(transactor), ec)
+
+private[postgres] object Run:
+
+  /** A `Run` over `transactor`'s connections, with a JDBC thread pool that is shut down on release. */
+  def resource[F[_]](transactor: Transactor[F], name: String)(using F: Async[F]): Resource[F, Run[F]] =
+    Resource
+      .make(F.delay(Executors.newCachedThreadPool(threads(name))))(pool => F.delay(pool.shutdown()))
+      .map { pool =>
+        val direct = new Direct[F]
+        new Run(
+          transactor.copy(interpret0 = direct.ConnectionInterpreter),
+          ExecutionContext.fromExecutor(pool)
+        )
+      }
+
+  /** Interprets each JDBC call in place, on the calling thread (a JDBC thread, see [[Run.apply]]). */
+  private final class Direct[M[_]](using M: Async[M])
+      extends KleisliInterpreter[M](LogHandler.noop[M])(using WeakAsync.doobieWeakAsyncForAsync[M]):
+    override def primitive[J, A](f: J => A): Kleisli[M, J, A] = Kleisli(j => M.delay(f(j)))
+
+  private def threads(name: String): ThreadFactory =
+    val count = new AtomicInteger
+    runnable =>
+      val t = new Thread(runnable, s"weir-jdbc-$name-${count.incrementAndGet()}")
+      t.setDaemon(true)
+      t
