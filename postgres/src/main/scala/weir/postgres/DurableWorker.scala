@@ -80,14 +80,17 @@ object DurableWorker:
           .flatMap(n => F.delay(counters.released.addAndGet(n.toLong)).void)
           .handleErrorWith(e => F.delay(counters.error(e)))
       }
+      wake <- Resource.eval(Queue.dropping[F, Unit](1))
       completer <- Completer.resource(
         xa,
         sql,
+        config.queue,
         config.keepCompleted,
         config.ackBatch,
         claims,
         counters,
-        config.shutdownGrace
+        config.shutdownGrace,
+        wake.tryOffer(()).void
       )
       _ <- Heartbeat.resource(
         maintenance,
@@ -99,11 +102,10 @@ object DurableWorker:
         claims,
         counters
       )
-      _ <- Rescuer.resource(maintenance, sql, config.heartbeat / 2, config.deadAfter, counters)
+      _ <- Rescuer.resource(maintenance, sql, config.heartbeat / 4, config.deadAfter, counters)
       _ <- config.retention.fold(Resource.unit[F])(r =>
         Pruner.resource(maintenance, new AdminSql(db.schema), r, Pruner.every, counters)
       )
-      wake <- Resource.eval(Queue.dropping[F, Unit](1))
       stop <- Resource.eval(Deferred[F, Unit])
       _ <-
         if config.listen then

@@ -15,7 +15,7 @@ import scala.concurrent.duration.*
  *   - `listen`: wake up on LISTEN/NOTIFY (off behind a transaction-mode PgBouncer, which drops them).
  *   - `heartbeat`: how often the worker marks itself alive and extends its running tasks' leases.
  *   - `deadAfter`: a worker whose heartbeat is older than this is dead, and its running tasks are rescued
- *     (any worker rescues; the check runs every `heartbeat / 2`).
+ *     (any worker rescues; the check runs every `heartbeat / 4`).
  *   - `lease`: a claimed task's own lease, extended while its worker holds it; a task whose lease expired
  *     is rescued even if its worker still heartbeats.
  *   - `backoff`: the wait before a failed task's next attempt, from its base, factor, maximum and jitter,

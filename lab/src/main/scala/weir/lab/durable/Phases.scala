@@ -207,6 +207,16 @@ object Phases:
             "finished"
           )} f ON f.id = e.task_id GROUP BY f.id, f.created_at) AS x""")
         .query[(Double, Double)].unique
+      // when each killed worker's tasks were rescued: the first rescue error naming it (the rescuer writes
+      // the reason, with the database's clock, into the task's errors)
+      rescuedAt <- Fragment
+        .const(s"""SELECT substring(e->>'error' FROM 'worker ([0-9]+) stopped')::bigint,
+                          min(extract(epoch FROM (e->>'at')::timestamptz) * 1000)::float8
+                   FROM ${s("finished")} f, jsonb_array_elements(f.errors) AS e
+                   WHERE e->>'error' LIKE 'worker % stopped heartbeating' GROUP BY 1""")
+        .query[(Long, Double)]
+        .to[Vector]
+        .map(_.toMap)
     yield
       val byTask = runs.groupBy(_._1)
       val twice = byTask.filter(_._2.size > 1)
@@ -217,11 +227,7 @@ object Phases:
         )
         collapsed != collapsed.sorted || collapsed.distinct != collapsed
       }
-      val rescues = kills.flatMap { k =>
-        val theirs = runs.filter(_._2 == k.workerId).map(_._1).toSet
-        runs.filter(r => r._2 != k.workerId && theirs(r._1) && r._4 > k.atMillis).map(_._4 -
-          k.atMillis).minOption
-      }
+      val rescues = kills.flatMap(k => rescuedAt.get(k.workerId).map(_ - k.atMillis))
       KillRun(
         tasks = n,
         workSeconds = span,

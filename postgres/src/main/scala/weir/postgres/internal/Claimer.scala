@@ -76,7 +76,7 @@ private[postgres] final class Claimer[F[_], A](
         case Left(e) => F.pure(Left(e))
         case Right(rows) =>
           F.delay {
-            rows.foreach(r => claims.add(r.token))
+            rows.foreach(r => claims.add(r.token, r.orderingKey.isDefined))
             counters.claimed.addAndGet(rows.size.toLong)
             val jobs = Vector.newBuilder[Job[A]]
             val undecodable = Vector.newBuilder[Finish]

@@ -43,17 +43,20 @@ private[postgres] object Completer:
   def resource[F[_]](
       run: Run[F],
       sql: Sql,
+      queue: String,
       keepCompleted: Boolean,
       batchSize: Int,
       claims: Claims,
       counters: Counters,
-      stopWithin: FiniteDuration
+      stopWithin: FiniteDuration,
+      wake: F[Unit]
   )(using F: Async[F]): Resource[F, Completer[F]] =
 
     def write(batch: List[Finish]): F[Unit] =
       val completes = batch.collect { case c: Finish.Complete => c }
       val fails = batch.collect { case f: Finish.Fail => f }
       val releases = batch.collect { case r: Finish.Release => r }
+      val keyed = batch.exists(f => claims.isKeyed(f.token))
       val tx =
         for
           completed <-
@@ -71,6 +74,9 @@ private[postgres] object Completer:
           released <-
             if releases.isEmpty then FC.pure(0)
             else sql.release(releases.map(_.token).toArray)
+          // a finished task with an ordering key may have made its key's next task claimable: wake this
+          // queue's claimers, here and in other processes, rather than leave the key to the next poll
+          _ <- if keyed then sql.wakeQueue(queue) else FC.unit
         yield (completed, failed, released)
       run(tx).flatMap { case (completed, (retried, dead), released) =>
         F.delay {
@@ -79,7 +85,7 @@ private[postgres] object Completer:
           counters.dead.addAndGet(dead.toLong)
           counters.released.addAndGet(released.toLong)
           batch.foreach(f => claims.remove(f.token))
-        }
+        } *> wake.whenA(keyed)
       }
 
     def writeUntilCommitted(batch: List[Finish], wait: FiniteDuration): F[Unit] =

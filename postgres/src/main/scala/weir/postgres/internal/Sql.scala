@@ -2,6 +2,7 @@ package weir.postgres.internal
 
 import doobie.*
 import doobie.implicits.*
+import cats.syntax.functor.*
 import doobie.postgres.implicits.*
 import weir.postgres.Schema
 
@@ -208,9 +209,9 @@ private[postgres] final class Sql(schema: Schema):
 
   /**
    * Rescues up to `limit` running tasks whose owner has not heartbeaten for `deadAfterMillis` (or has no
-   * row) or whose own lease has expired: each goes back to available at once with the reason appended to
-   * its errors, or to dead if it has used its attempts. Rows another rescuer holds are skipped. Returns
-   * `(rescued, dead)`.
+   * row) or whose own lease has expired: each goes back to available at once, keeping its run-at (so its
+   * place in line: a rescued task is not sent behind a backlog), with the reason appended to its errors, or
+   * to dead if it has used its attempts. Rows another rescuer holds are skipped. Returns `(rescued, dead)`.
    */
   def rescue(deadAfterMillis: Long, limit: Int): ConnectionIO[(Int, Int)] =
     (const(s"""WITH lost AS (
@@ -234,7 +235,7 @@ private[postgres] final class Sql(schema: Schema):
       FROM dead RETURNING 1
     ), rescued AS (
       UPDATE $tasks AS t
-      SET state = 'available', run_at = now(), lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
+      SET state = 'available', lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
           errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', now(), 'error', lost.reason))
       FROM lost WHERE t.id = lost.id AND t.attempt < t.max_attempts
       RETURNING 1
@@ -248,6 +249,13 @@ private[postgres] final class Sql(schema: Schema):
   def forgetWorkers(olderThanMillis: Long): ConnectionIO[Int] =
     (const(s"DELETE FROM $workers WHERE heartbeat_at < now() - ") ++ fr0"$olderThanMillis" ++
       const(" * interval '1 millisecond'")).update.run
+
+  /** Wakes the workers of `queue` at commit, as an insert does. */
+  def wakeQueue(queue: String): ConnectionIO[Unit] =
+    (const(s"SELECT count(*)::int FROM (SELECT pg_notify('${schema.channel}', ") ++ fr0"$queue)) AS n")
+      .query[Int]
+      .unique
+      .void
 
   // ---- queries
 
