@@ -1,8 +1,8 @@
 package weir.lab.durable
 
-import cats.effect.{ExitCode, IO}
-import doobie.*
-import doobie.implicits.*
+import cats.effect.{ExitCode, IO, Resource}
+import cats.syntax.all.*
+import com.zaxxer.hikari.{HikariConfig, HikariDataSource}
 import weir.{Limit, Pipeline, Retry, WeirApp}
 import weir.postgres.*
 
@@ -38,24 +38,42 @@ object LabWorker extends WeirApp:
         // worker JVM loses none of them; only a crash of the server could)
         val recording = url + (if url.contains("?") then "&" else "?") +
           "options=-c%20synchronous_commit%3Doff"
-        Database.connect[IO](DatabaseConfig(recording, schema = schema, poolSize = 16)).use { db =>
-          val executions = schema("executions")
-          def handle(owner: Long)(job: Job[Int]): IO[Unit] =
-            if !record then IO.unit
-            else
-              (Fragment.const(s"INSERT INTO $executions (task_id, attempt, worker, ordering_key) VALUES (") ++
-                fr0"${job.id}, ${job.attempt}, $owner, ${job.orderingKey})").update.run.transact(
-                db.transactor
-              ).void
-          IO.deferred[Long].flatMap { owner =>
-            DurableWorker
-              .start[IO, Int, Unit](db, config) { source =>
-                Pipeline(
-                  source
-                ).process(job => owner.get.flatMap(handle(_)(job))).withLimit(Limit.fixed(limit.toInt))
-              }
-              .use(w => owner.complete(w.id) *> IO.println(s"worker ${w.id}") *> w.running.join.void)
-          }
+        val recorder = Resource.make(IO.blocking {
+          val (jdbc, props) = DatabaseConfig.toJdbc(recording)
+          val hikari = new HikariConfig()
+          hikari.setJdbcUrl(jdbc)
+          hikari.setDataSourceProperties(props)
+          hikari.setMaximumPoolSize(16)
+          new HikariDataSource(hikari)
+        })(ds => IO.blocking(ds.close()))
+        (Database.connect[IO](DatabaseConfig(url, schema = schema, poolSize = 4)), recorder).tupled.use {
+          (db, ds) =>
+            val insert =
+              s"INSERT INTO ${schema("executions")} (task_id, attempt, worker, ordering_key) VALUES (?, ?, ?, ?)"
+            // one blocking call per record, on a plain pooled connection in autocommit
+            def handle(owner: Long)(job: Job[Int]): IO[Unit] =
+              if !record then IO.unit
+              else
+                IO.blocking {
+                  val c = ds.getConnection
+                  try
+                    val ps = c.prepareStatement(insert)
+                    ps.setLong(1, job.id)
+                    ps.setInt(2, job.attempt)
+                    ps.setLong(3, owner)
+                    ps.setString(4, job.orderingKey.orNull)
+                    ps.executeUpdate(): Unit
+                  finally c.close()
+                }
+            IO.deferred[Long].flatMap { owner =>
+              DurableWorker
+                .start[IO, Int, Unit](db, config) { source =>
+                  Pipeline(
+                    source
+                  ).process(job => owner.get.flatMap(handle(_)(job))).withLimit(Limit.fixed(limit.toInt))
+                }
+                .use(w => owner.complete(w.id) *> IO.println(s"worker ${w.id}") *> w.running.join.void)
+            }
         }.as(ExitCode.Success)
       case _ =>
         IO.consoleForIO.errorln(
