@@ -46,18 +46,15 @@ object DurableCli:
     )
 
   def run(args: List[String]): IO[ExitCode] =
-    ExperimentIo.parse(parser, args, Options()) match
-      case ExperimentIo.Parsed.Help(usage) => IO.println(usage).as(ExitCode.Success)
-      case ExperimentIo.Parsed.Bad(error) =>
-        IO.consoleForIO.errorln(s"Error: $error\n${OParser.usage(parser)}").as(ExitCode(2))
-      case ExperimentIo.Parsed.Ok(o) =>
-        o.url.orElse(sys.env.get("WEIR_DATABASE_URL").filter(_.nonEmpty)) match
-          case None =>
-            IO.consoleForIO.errorln("Error: no database: give --url or set WEIR_DATABASE_URL").as(ExitCode(2))
-          case Some(url) =>
-            execute(o.command, DatabaseConfig(url, schema = Schema(o.schema))).handleErrorWith(e =>
-              IO.consoleForIO.errorln(s"Error: ${e.getMessage}").as(ExitCode(1))
-            )
+    ExperimentIo.runWithCode(parser, args, Options()) { o =>
+      o.url.orElse(sys.env.get("WEIR_DATABASE_URL").filter(_.nonEmpty)) match
+        case None =>
+          IO.consoleForIO.errorln("Error: no database: give --url or set WEIR_DATABASE_URL").as(ExitCode(2))
+        case Some(url) =>
+          execute(o.command, DatabaseConfig(url, schema = Schema(o.schema))).handleErrorWith(e =>
+            IO.consoleForIO.errorln(s"Error: ${e.getMessage}").as(ExitCode(1))
+          )
+    }
 
   private def execute(command: String, config: DatabaseConfig): IO[ExitCode] =
     command match

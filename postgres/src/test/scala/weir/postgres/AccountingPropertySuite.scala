@@ -4,7 +4,7 @@ import cats.effect.{IO, Ref}
 import cats.syntax.all.*
 import org.scalacheck.Gen
 import org.scalacheck.rng.Seed
-import weir.{Limit, Pipeline, Retry}
+import weir.{Limit, Pipeline}
 
 import scala.concurrent.duration.*
 
@@ -53,18 +53,14 @@ class AccountingPropertySuite extends DbSuite:
     withDb(s"scenario $i: every task ends exactly once, limits and keys hold ($shape)") { db =>
       val queue = TaskQueue[IO, Int](db, "prop")
       val key = (n: Int) => sc.keys.map(k => s"k${n % k}")
-      def config(stopWhenEmpty: Boolean) = WorkerConfig(
-        queue = "prop",
-        claimBatch = sc.claimBatch,
-        pollInterval = 50.millis,
-        heartbeat = 200.millis,
-        deadAfter = 2.seconds,
-        lease = 10.seconds,
-        backoff =
-          Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
-        keepCompleted = true,
-        stopWhenEmpty = stopWhenEmpty
-      )
+      def config(stopWhenEmpty: Boolean) = TestWorkers
+        .config("prop")
+        .copy(
+          claimBatch = sc.claimBatch,
+          deadAfter = 2.seconds,
+          lease = 10.seconds,
+          stopWhenEmpty = stopWhenEmpty
+        )
       for
         _ <- queue.enqueueMany((1 to sc.tasks).map(n => NewTask(n, maxAttempts = 2, orderingKey = key(n))))
         succeeded <- Ref[IO].of(Map.empty[Int, Int])

@@ -3,7 +3,7 @@ package weir.postgres
 import cats.effect.{ExitCode, IO, IOApp}
 import doobie.*
 import doobie.implicits.*
-import weir.{Limit, Pipeline, Retry}
+import weir.{Limit, Pipeline}
 
 import scala.concurrent.duration.*
 
@@ -18,17 +18,8 @@ object KillableWorker extends IOApp:
   def run(args: List[String]): IO[ExitCode] =
     val List(url, schemaName, queue, limit) = args: @unchecked
     val schema = Schema(schemaName)
-    val config = WorkerConfig(
-      queue = queue,
-      claimBatch = 20,
-      pollInterval = 100.millis,
-      heartbeat = 250.millis,
-      deadAfter = 1.second,
-      lease = 10.seconds,
-      backoff = Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
-      keepCompleted = true,
-      stopWhenEmpty = true
-    )
+    val config =
+      TestWorkers.config(queue).copy(pollInterval = 100.millis, heartbeat = 250.millis, lease = 10.seconds)
     Database.connect[IO](DatabaseConfig(url, schema = schema, poolSize = 4)).use { db =>
       val record = (worker: Long, job: Job[Int]) =>
         (Fragment.const(

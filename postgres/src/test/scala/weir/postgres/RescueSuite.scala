@@ -3,10 +3,9 @@ package weir.postgres
 import cats.effect.IO
 import doobie.*
 import doobie.implicits.*
-import weir.{Pipeline, Retry}
+import weir.Pipeline
 import weir.postgres.internal.Sql
 
-import scala.concurrent.duration.*
 
 /** Rescue and the guards on every finish, with rows planted on either side of the deadlines. */
 class RescueSuite extends DbSuite:
@@ -112,17 +111,7 @@ class RescueSuite extends DbSuite:
         _ <- Rows.exec(
           s"UPDATE ${db.schema("workers")} SET heartbeat_at = now() - interval '1 hour' WHERE id = $dead"
         )
-        config = WorkerConfig(
-          queue = "live",
-          pollInterval = 50.millis,
-          heartbeat = 200.millis,
-          deadAfter = 1.second,
-          lease = 5.seconds,
-          backoff =
-            Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
-          keepCompleted = true,
-          stopWhenEmpty = true
-        )
+        config = TestWorkers.config("live")
         stats <- DurableWorker
           .start[IO, Int, Unit](db, config)(Pipeline(_).process(_ => IO.unit))
           .use(w => w.running.join *> w.stats)

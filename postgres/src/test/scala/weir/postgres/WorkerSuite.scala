@@ -9,19 +9,7 @@ import scala.concurrent.duration.*
 
 class WorkerSuite extends DbSuite:
 
-  /** Quick timings for tests: the logic is the same at any scale. */
-  def config(queue: String = "q"): WorkerConfig =
-    WorkerConfig(
-      queue = queue,
-      claimBatch = 20,
-      pollInterval = 50.millis,
-      heartbeat = 200.millis,
-      deadAfter = 1.second,
-      lease = 5.seconds,
-      backoff = Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
-      keepCompleted = true,
-      stopWhenEmpty = true
-    )
+  def config(queue: String = "q"): WorkerConfig = TestWorkers.config(queue)
 
   withDb("every task ends exactly once, completed or dead, across two workers with failures and retries") {
     db =>

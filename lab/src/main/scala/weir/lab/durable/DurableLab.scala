@@ -126,15 +126,12 @@ object DurableLab extends Experiment:
       ).flatten
 
   def run(args: List[String]): IO[ExitCode] =
-    ExperimentIo.parse(parser, args, Settings()) match
-      case ExperimentIo.Parsed.Help(usage) => IO.println(usage).as(ExitCode.Success)
-      case ExperimentIo.Parsed.Bad(error) =>
-        IO.consoleForIO.errorln(s"Error: $error\n${OParser.usage(parser)}").as(ExitCode(2))
-      case ExperimentIo.Parsed.Ok(s) =>
-        execute(s).flatMap { r =>
-          if r.failures.isEmpty then IO.pure(ExitCode.Success)
-          else IO.consoleForIO.errorln(s"FAILED: ${r.failures.mkString("; ")}").as(ExitCode(1))
-        }
+    ExperimentIo.runWithCode(parser, args, Settings()) { s =>
+      execute(s).flatMap { r =>
+        if r.failures.isEmpty then IO.pure(ExitCode.Success)
+        else IO.consoleForIO.errorln(s"FAILED: ${r.failures.mkString("; ")}").as(ExitCode(1))
+      }
+    }
 
   def execute(s: Settings): IO[Results] =
     LabDatabase.resource(s.url).use { lab =>

@@ -48,8 +48,16 @@ object ExperimentIo:
    * `Error: ...` and the usage on standard error (exit 2).
    */
   def runWith[C](parser: OParser[?, C], args: Seq[String], init: C)(body: C => IO[Unit]): IO[ExitCode] =
+    runWithCode(parser, args, init)(c => body(c).as(ExitCode.Success))
+
+  /** As [[runWith]], but the body decides the exit code (a run that found a failure, a command that failed). */
+  def runWithCode[C](
+      parser: OParser[?, C],
+      args: Seq[String],
+      init: C
+  )(body: C => IO[ExitCode]): IO[ExitCode] =
     parse(parser, args, init) match
-      case Parsed.Ok(c) => body(c).as(ExitCode.Success)
+      case Parsed.Ok(c) => body(c)
       case Parsed.Help(usage) => IO.println(usage).as(ExitCode.Success)
       case Parsed.Bad(error) =>
         IO.consoleForIO.errorln(s"Error: $error\n${OParser.usage(parser)}").as(ExitCode(2))
