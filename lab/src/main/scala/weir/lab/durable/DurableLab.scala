@@ -161,12 +161,14 @@ object DurableLab extends Experiment:
                   IO.println(s"  River: ${r.fold(identity, d => f"$d%.0f jobs/s")}")
                 )
               else IO.pure(Left("not run (--river)"))
-            notify <-
+            notify <- timed("idle latency, NOTIFY")(
               Phases.idleLatency(db, "idle-notify", s.samples, s.warmup, listen = true, poll = 1.second)
-            poll <-
+            )
+            poll <- timed("idle latency, polling")(
               // this JVM's claim path is compiled by now: a few tasks warm the new worker's connections
               Phases.idleLatency(db, "idle-poll", s.samples, warmup = 10, listen = false, poll = 100.millis)
-            kill <- Phases.killRun(
+            )
+            kill <- timed("kill run")(Phases.killRun(
               lab,
               db,
               "kill",
@@ -177,13 +179,16 @@ object DurableLab extends Experiment:
               s.kills,
               s.heartbeat,
               s.deadAfter
-            )
+            ))
           yield Results(enq, worked, river, notify, poll, kill)
         }
         _ <- IO.println(table(s, results))
         _ <- s.json.traverse_(p => ExperimentIo.writeJson(p, json(s, results)))
       yield results
     }
+
+  private def timed[A](phase: String)(io: IO[A]): IO[A] =
+    io.timed.flatMap((t, a) => IO.println(f"  $phase: ${t.toMillis / 1e3}%.1f s").as(a))
 
   private def pct(xs: Vector[Double], p: Double): Double =
     if xs.isEmpty then Double.NaN

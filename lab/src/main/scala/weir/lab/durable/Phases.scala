@@ -27,7 +27,8 @@ object Phases:
       t1 <- IO.monotonic
     yield n / (t1 - t0).toUnit(SECONDS)
 
-  def key(i: Int, keys: Int): Option[String] = Option.when(keys > 0 && i % 4 == 0)(s"k${i % keys}")
+  /** Task `i`'s ordering key: every 4th task gets one, the `keys` keys in turn (so each is used alike). */
+  def key(i: Int, keys: Int): Option[String] = Option.when(keys > 0 && i % 4 == 0)(s"k${(i / 4) % keys}")
 
   /**
    * No-op tasks worked per second by `workers` idle worker processes once `n` tasks appear at once (one
@@ -169,20 +170,22 @@ object Phases:
                 if alive.isEmpty then loop
                 else
                   val (victim, release) = alive(ThreadLocalRandom.current().nextInt(alive.size))
-                  // the kill's time is read before the signal, so a rescue is never timed short
-                  clock.transact(lab.admin).flatMap(at =>
-                    IO.blocking(victim.process.destroyForcibly().waitFor()) *>
-                      kills.update(_ :+ Kill(victim.workerId, at))
-                  ) *> release *> live.update(_.filterNot(_._1 eq victim)) *> spawn *> loop
+                  // the kill's time is read before the signal, so a rescue is never timed short; a kill and
+                  // its replacement are not interrupted, so that every started child is in `live`
+                  IO.uncancelable(_ =>
+                    clock.transact(lab.admin).flatMap(at =>
+                      IO.blocking(victim.process.destroyForcibly().waitFor()) *>
+                        kills.update(_ :+ Kill(victim.workerId, at))
+                    ) *> release *> live.update(_.filterNot(_._1 eq victim)) *> spawn
+                  ) *> loop
               }
           }
         loop
       }
       _ <- Resource.make(IO.unit)(_ => live.get.flatMap(_.traverse_(_._2))).use { _ =>
-        killer.background.use { outcome =>
-          (IO.sleep(200.millis) *> remaining).iterateUntil(_ == 0) *> outcome.flatMap(_.embed(IO.unit)) *>
-            live.get.flatMap(_.traverse_(c => IO.interruptible(c._1.process.waitFor()).void))
-        }
+        // the killer is stopped as soon as the queue is empty, rather than after its next nap
+        killer.background.surround((IO.sleep(200.millis) *> remaining).iterateUntil(_ == 0)) *>
+          live.get.flatMap(_.traverse_(c => IO.interruptible(c._1.process.waitFor()).void))
       }
       killed <- kills.get
       result <- analyse(lab, queue, enqueued.map(_.taskId), killed).transact(lab.admin)
