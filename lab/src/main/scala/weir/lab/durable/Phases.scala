@@ -198,7 +198,8 @@ object Phases:
     for
       // lost: an enqueued task that did not end completed or dead (counted by id, so that neither another
       // queue's rows nor a duplicate row can make up for a missing one)
-      lost <- (Fragment.const(s"SELECT count(*) FROM unnest(") ++ fr0"${ids.toArray}::bigint[]" ++
+      lost <-
+      (Fragment.const(s"SELECT count(*) FROM unnest(") ++ fr0"${ids.toArray}::bigint[]" ++
         Fragment.const(s""") AS i(id) WHERE NOT EXISTS (SELECT 1 FROM ${s("finished")} AS f
                    WHERE f.id = i.id AND f.queue = """) ++ fr0"$queue" ++
         Fragment.const(" AND f.state IN ('completed', 'dead'))")).query[Long].unique
