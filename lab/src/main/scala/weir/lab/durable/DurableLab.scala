@@ -158,11 +158,14 @@ object DurableLab extends Experiment:
                   IO.println(s"  River: ${r.fold(identity, d => f"$d%.0f jobs/s")}")
                 )
               else IO.pure(Left("not run (--river)"))
-            notify <-
+            notify <- timed("idle latency, NOTIFY")(
               Phases.idleLatency(db, "idle-notify", s.samples, s.warmup, listen = true, poll = 1.second)
-            poll <-
-              Phases.idleLatency(db, "idle-poll", s.samples, s.warmup, listen = false, poll = 100.millis)
-            kill <- Phases.killRun(
+            )
+            poll <- timed("idle latency, polling")(
+              // this JVM's claim path is compiled by now: a few tasks warm the new worker's connections
+              Phases.idleLatency(db, "idle-poll", s.samples, warmup = 10, listen = false, poll = 100.millis)
+            )
+            kill <- timed("kill run")(Phases.killRun(
               lab,
               db,
               "kill",
@@ -173,13 +176,16 @@ object DurableLab extends Experiment:
               s.kills,
               s.heartbeat,
               s.deadAfter
-            )
+            ))
           yield Results(enq, worked, river, notify, poll, kill)
         }
         _ <- IO.println(table(s, results))
         _ <- s.json.traverse_(p => ExperimentIo.writeJson(p, json(s, results)))
       yield results
     }
+
+  private def timed[A](phase: String)(io: IO[A]): IO[A] =
+    io.timed.flatMap((t, a) => IO.println(f"  $phase: ${t.toMillis / 1e3}%.1f s").as(a))
 
   private def pct(xs: Vector[Double], p: Double): Double =
     if xs.isEmpty then Double.NaN
@@ -188,6 +194,9 @@ object DurableLab extends Experiment:
       sorted(((p * sorted.size).ceil.toInt - 1).max(0).min(sorted.size - 1))
 
   private def latency(xs: Vector[Double]): String = f"${pct(xs, 0.5)}%.2f / ${pct(xs, 0.99)}%.2f ms"
+
+  private def meanMax(ms: Vector[Double]): String =
+    if ms.isEmpty then "—" else f"${ms.sum / ms.size}%.0f / ${ms.max}%.0f ms"
 
   def table(s: Settings, r: Results): String =
     val k = r.killRun
@@ -209,10 +218,10 @@ object DurableLab extends Experiment:
       ),
       Vector("kill run: workers killed", k.kills.size.toString),
       Vector(
-        s"kill run: rescue after a kill, mean / max (heartbeat ${s.heartbeat.toMillis} ms, deadAfter ${s.deadAfter.toMillis} ms)",
-        if k.rescueMillis.isEmpty then "—"
-        else f"${k.rescueMillis.sum / k.rescueMillis.size}%.0f / ${k.rescueMillis.max}%.0f ms"
+        s"kill run: kill → tasks rescued, mean / max (heartbeat ${s.heartbeat.toMillis} ms, deadAfter ${s.deadAfter.toMillis} ms)",
+        meanMax(k.rescueMillis)
       ),
+      Vector("kill run: kill → first re-run of a task it held, mean / max", meanMax(k.rerunMillis)),
       Vector("kill run: lost tasks", k.lost.toString),
       Vector(
         "kill run: tasks run twice (all after a run on a killed worker?)",
@@ -256,6 +265,7 @@ object DurableLab extends Experiment:
           "backlog_start_ms" -> Json.obj("p50" -> number(k.backlogP50Ms), "p99" -> number(k.backlogP99Ms)),
           "kills" -> k.kills.size.asJson,
           "rescue_ms" -> k.rescueMillis.map(number).asJson,
+          "rerun_ms" -> k.rerunMillis.map(number).asJson,
           "lost" -> k.lost.asJson,
           "executions" -> k.executions.asJson,
           "duplicates" -> k.duplicates.asJson,

@@ -4,6 +4,7 @@ import cats.effect.{IO, Ref, Resource}
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
+import doobie.postgres.implicits.*
 import weir.Pipeline
 import weir.postgres.*
 
@@ -26,7 +27,8 @@ object Phases:
       t1 <- IO.monotonic
     yield n / (t1 - t0).toUnit(SECONDS)
 
-  def key(i: Int, keys: Int): Option[String] = Option.when(keys > 0 && i % 4 == 0)(s"k${i % keys}")
+  /** Task `i`'s ordering key: every 4th task gets one, the `keys` keys in turn (so each is used alike). */
+  def key(i: Int, keys: Int): Option[String] = Option.when(keys > 0 && i % 4 == 0)(s"k${(i / 4) % keys}")
 
   /**
    * No-op tasks worked per second by `workers` idle worker processes once `n` tasks appear at once (one
@@ -101,6 +103,7 @@ object Phases:
       keyViolations: Long,
       kills: Vector[Kill],
       rescueMillis: Vector[Double],
+      rerunMillis: Vector[Double],
       backlogP50Ms: Double,
       backlogP99Ms: Double
   ):
@@ -110,8 +113,8 @@ object Phases:
    * `n` tasks (every 4th keyed) worked by `workers` processes that record each execution; with `killEvery`,
    * a random worker is SIGKILLed at random moments around every `killEvery` (while tasks remain) and a new
    * one started. Counts lost tasks, duplicate executions and whether each had an earlier run on a killed
-   * worker, per-key order violations, the time from each kill to the first re-run of a task the killed
-   * worker had run, and enqueue-to-start latency under backlog.
+   * worker, per-key order violations, the time from each kill to its worker's tasks being rescued and to
+   * the first re-run of one of them, and enqueue-to-start latency under backlog.
    */
   def killRun(
       lab: LabDatabase,
@@ -146,12 +149,14 @@ object Phases:
           )} (seq bigserial PRIMARY KEY, task_id bigint, attempt int,
                     worker bigint, ordering_key text, started_at timestamptz DEFAULT clock_timestamp())""")
         .update.run.transact(lab.admin)
-      _ <-
+      enqueued <-
         TaskQueue[IO, Int](db, queue).enqueueMany((1 to n).map(i => NewTask(i, orderingKey = key(i, keys))))
       kills <- Ref[IO].of(Vector.empty[Kill])
       live <- Ref[IO].of(Vector.empty[(Children.Child, IO[Unit])])
       spawn = Children.start(args).allocated.flatMap(c => live.update(_ :+ c))
-      _ <- spawn.replicateA_(workers)
+      // the first workers start together: one started after another would find its elder already
+      // working through the backlog on both cores, and take seconds to come up
+      _ <- List.fill(workers)(spawn).parSequence_
       killer = killEvery.fold(IO.unit) { every =>
         def loop: IO[Unit] =
           IO(ThreadLocalRandom.current().nextLong(every.toMillis / 2, every.toMillis * 3 / 2 + 1)).flatMap(
@@ -165,28 +170,39 @@ object Phases:
                 if alive.isEmpty then loop
                 else
                   val (victim, release) = alive(ThreadLocalRandom.current().nextInt(alive.size))
-                  IO.blocking(victim.process.destroyForcibly().waitFor()) *>
-                    clock.transact(lab.admin).flatMap(at => kills.update(_ :+ Kill(victim.workerId, at))) *>
-                    release *> live.update(_.filterNot(_._1 eq victim)) *> spawn *> loop
+                  // the kill's time is read before the signal, so a rescue is never timed short; a kill and
+                  // its replacement are not interrupted, so that every started child is in `live`
+                  IO.uncancelable(_ =>
+                    clock.transact(lab.admin).flatMap(at =>
+                      IO.blocking(victim.process.destroyForcibly().waitFor()) *>
+                        kills.update(_ :+ Kill(victim.workerId, at))
+                    ) *> release *> live.update(_.filterNot(_._1 eq victim)) *> spawn
+                  ) *> loop
               }
           }
         loop
       }
       _ <- Resource.make(IO.unit)(_ => live.get.flatMap(_.traverse_(_._2))).use { _ =>
-        killer.start.flatMap { k =>
-          (IO.sleep(200.millis) *> remaining).iterateUntil(_ == 0) *> k.join *>
-            live.get.flatMap(_.traverse_(c => IO.interruptible(c._1.process.waitFor()).void))
-        }
+        // the killer is stopped as soon as the queue is empty, rather than after its next nap
+        killer.background.surround((IO.sleep(200.millis) *> remaining).iterateUntil(_ == 0)) *>
+          live.get.flatMap(_.traverse_(c => IO.interruptible(c._1.process.waitFor()).void))
       }
       killed <- kills.get
-      result <- analyse(lab, n, killed).transact(lab.admin)
+      result <- analyse(lab, queue, enqueued.map(_.taskId), killed).transact(lab.admin)
     yield result
 
-  private def analyse(lab: LabDatabase, n: Int, kills: Vector[Kill]): ConnectionIO[KillRun] =
+  private def analyse(lab: LabDatabase, queue: String, ids: Vector[Long], kills: Vector[Kill])
+      : ConnectionIO[KillRun] =
     val s = lab.schema
     val killedIds = kills.map(_.workerId).toSet
     for
-      finished <- Fragment.const(s"SELECT count(*) FROM ${s("finished")}").query[Long].unique
+      // lost: an enqueued task that did not end completed or dead (counted by id, so that neither another
+      // queue's rows nor a duplicate row can make up for a missing one)
+      lost <-
+      (Fragment.const(s"SELECT count(*) FROM unnest(") ++ fr0"${ids.toArray}::bigint[]" ++
+        Fragment.const(s""") AS i(id) WHERE NOT EXISTS (SELECT 1 FROM ${s("finished")} AS f
+                   WHERE f.id = i.id AND f.queue = """) ++ fr0"$queue" ++
+        Fragment.const(" AND f.state IN ('completed', 'dead'))")).query[Long].unique
       runs <- Fragment
         .const(
           s"SELECT task_id, worker, ordering_key, (extract(epoch FROM started_at) * 1000)::float8 FROM ${s("executions")} ORDER BY seq"
@@ -194,11 +210,8 @@ object Phases:
         .query[(Long, Long, Option[String], Double)]
         .to[Vector]
       span <- Fragment
-        .const(
-          s"""SELECT extract(epoch FROM (SELECT max(finished_at) FROM ${s(
-              "finished"
-            )}) - (SELECT min(started_at) FROM ${s("executions")}))::float8"""
-        )
+        .const(s"SELECT extract(epoch FROM (SELECT max(finished_at) FROM ${s("finished")} WHERE queue = ")
+        .++(fr0"$queue" ++ Fragment.const(s") - (SELECT min(started_at) FROM ${s("executions")}))::float8"))
         .query[Double].unique
       backlog <- Fragment
         .const(s"""SELECT coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), 0), coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms), 0)
@@ -228,16 +241,24 @@ object Phases:
         collapsed != collapsed.sorted || collapsed.distinct != collapsed
       }
       val rescues = kills.flatMap(k => rescuedAt.get(k.workerId).map(_ - k.atMillis))
+      // a kill's re-run: the first later execution, on another worker, of a task the killed worker had run
+      // (none when it was killed between tasks)
+      val reruns = kills.flatMap { k =>
+        val held = runs.collect { case (task, w, _, _) if w == k.workerId => task }.toSet
+        runs.collect { case (task, w, _, at) if w != k.workerId && held(task) && at >= k.atMillis => at }
+          .minOption.map(_ - k.atMillis)
+      }
       KillRun(
-        tasks = n,
+        tasks = ids.size,
         workSeconds = span,
-        lost = n.toLong - finished,
+        lost = lost,
         executions = runs.size.toLong,
         duplicates = twice.size.toLong,
         unexplainedDuplicates = unexplained.toLong,
         keyViolations = violations.toLong,
         kills = kills,
         rescueMillis = rescues,
+        rerunMillis = reruns,
         backlogP50Ms = backlog._1,
         backlogP99Ms = backlog._2
       )

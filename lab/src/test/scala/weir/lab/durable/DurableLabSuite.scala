@@ -1,35 +1,58 @@
 package weir.lab.durable
 
-import cats.effect.ExitCode
+import cats.effect.{ExitCode, IO}
+import io.circe.parser.parse
 import munit.CatsEffectSuite
 import weir.lab.report.ExperimentIo
 
+import java.nio.file.Files
 import scala.concurrent.duration.*
 
 class DurableLabSuite extends CatsEffectSuite:
 
   override def munitIOTimeout: Duration = 5.minutes
 
-  test("a small run on the embedded server: two worker JVMs, one SIGKILLed; nothing lost, keys in order") {
+  test(
+    "a small run on the embedded server: two worker JVMs, SIGKILLed mid-run; nothing lost, keys in order"
+  ) {
     val settings = DurableLab.Settings(
       url = None,
-      tasks = 1500,
+      tasks = 2000,
       workers = 2,
       limit = 16,
       keys = 10,
-      killEvery = Some(1.second),
+      killEvery = Some(400.millis),
       quick = true
     )
-    DurableLab.execute(settings).map { r =>
+    val run = IO.blocking(Files.createTempFile("durable-lab", ".json")).flatMap { file =>
+      DurableLab.execute(settings.copy(json = Some(file)))
+        .flatMap(r => IO.blocking(Files.readString(file)).map(text => (r, text)))
+        .guarantee(IO.blocking(Files.deleteIfExists(file)).void)
+    }
+    run.map { (r, text) =>
       val k = r.killRun
+      assert(k.kills.nonEmpty, k.toString)
       assertEquals(k.lost, 0L)
       assertEquals(k.keyViolations, 0L)
       assertEquals(k.unexplainedDuplicates, 0L)
-      assertEquals(k.tasks, 1500)
-      assert(k.executions >= 1500L, k.toString)
+      assertEquals(k.tasks, 2000)
+      assert(k.executions >= 2000L, k.toString)
       assert(r.workedPerSecond > 0 && r.enqueuePerSecond > 0, r.toString)
       assertEquals(r.idleNotify.size, 50)
       assert(r.failures.isEmpty, r.failures.toString)
+
+      val c = parse(text).fold(e => fail(s"not JSON: $e"), identity).hcursor
+      assertEquals(c.get[String]("experiment"), Right("durable"))
+      assertEquals(c.downField("settings").get[Int]("tasks"), Right(2000))
+      assertEquals(c.downField("settings").get[Int]("workers"), Right(2))
+      val records = c.downField("records")
+      val kill = records.downField("kill_run")
+      assertEquals(kill.get[Long]("lost"), Right(0L), text)
+      assertEquals(kill.get[Long]("key_violations"), Right(0L), text)
+      assertEquals(kill.get[Long]("unexplained_duplicates"), Right(0L), text)
+      assertEquals(kill.get[Int]("kills"), Right(k.kills.size), text)
+      assertEquals(kill.get[Vector[Double]]("rerun_ms").map(_.size), Right(k.rerunMillis.size), text)
+      assertEquals(records.get[String]("status"), Right("ok"), text)
     }
   }
 
