@@ -6,7 +6,6 @@ import doobie.implicits.*
 import weir.Pipeline
 import weir.postgres.internal.Sql
 
-
 /** Rescue and the guards on every finish, with rows planted on either side of the deadlines. */
 class RescueSuite extends DbSuite:
 
