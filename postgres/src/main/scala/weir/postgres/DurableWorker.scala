@@ -103,6 +103,7 @@ object DurableWorker:
         counters
       )
       _ <- Rescuer.resource(maintenance, sql, config.heartbeat / 4, config.deadAfter, counters)
+      _ <- HeadRepair.resource(maintenance, sql, config.pollInterval, counters)
       _ <- config.retention.fold(Resource.unit[F])(r =>
         Pruner.resource(maintenance, new AdminSql(db.schema), r, Pruner.every, counters)
       )

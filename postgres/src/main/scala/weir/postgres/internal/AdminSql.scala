@@ -11,6 +11,7 @@ private[postgres] final class AdminSql(schema: Schema):
 
   private val tasks = schema("tasks")
   private val finished = schema("finished")
+  private val sql = new Sql(schema)
   private def const(s: String): Fragment = Fragment.const0(s)
 
   def stats: ConnectionIO[Vector[QueueStats]] =
@@ -39,7 +40,7 @@ private[postgres] final class AdminSql(schema: Schema):
     , moved AS (
       INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
       SELECT id, queue, payload, priority, 'cancelled', attempt, max_attempts, ordering_key, unique_key, errors, created_at FROM c
-      RETURNING 1)
+      RETURNING 1)""") ++ sql.nextHeads("c") ++ const("""
     SELECT count(*) = 1 FROM moved""")).query[Boolean].unique
 
   def isRunning(id: Long): ConnectionIO[Boolean] =

@@ -45,13 +45,16 @@ private[postgres] final class Sql(schema: Schema):
     val delays = batch.map(_.delayMillis).toArray
     val maxAttempts = batch.map(_.maxAttempts).toArray
     val orderingKeys = batch.map(_.orderingKey).toArray
-    (const(s"INSERT INTO $tasks (queue, payload, priority, run_at, max_attempts, ordering_key) SELECT ") ++
+    val firsts = firstOfKey(batch)
+    (const(
+      s"INSERT INTO $tasks (queue, payload, priority, run_at, max_attempts, ordering_key, head) SELECT "
+    ) ++
       fr0"$queue" ++
       const(""", payload::jsonb, priority::smallint, now() + delay_ms * interval '1 millisecond',
-             max_attempts, ordering_key
+             max_attempts, ordering_key, """) ++ headAtInsert(queue) ++ const("""
       FROM unnest(""") ++
-      fr0"$payloads::text[], $priorities::int[], $delays::bigint[], $maxAttempts::int[], $orderingKeys::text[]" ++
-      const(") AS i(payload, priority, delay_ms, max_attempts, ordering_key) RETURNING id"))
+      fr0"$payloads::text[], $priorities::int[], $delays::bigint[], $maxAttempts::int[], $orderingKeys::text[], $firsts::int[]" ++
+      const(") AS i(payload, priority, delay_ms, max_attempts, ordering_key, first_of_key) RETURNING id"))
       .query[Long]
       .to[Vector]
       .map(_.sorted)
@@ -69,17 +72,19 @@ private[postgres] final class Sql(schema: Schema):
     val maxAttempts = batch.map(_.maxAttempts).toArray
     val orderingKeys = batch.map(_.orderingKey).toArray
     val uniqueKeys = batch.map(_.uniqueKey).toArray
+    val firsts = firstOfKey(batch)
     (const(s"""WITH input AS (
       SELECT i.*, nextval('${tasks}_id_seq') AS id
       FROM unnest(""") ++
-      fr0"$payloads::text[], $priorities::int[], $delays::bigint[], $maxAttempts::int[], $orderingKeys::text[], $uniqueKeys::text[]" ++
-      const(s""") WITH ORDINALITY AS i(payload, priority, delay_ms, max_attempts, ordering_key, unique_key, n)
+      fr0"$payloads::text[], $priorities::int[], $delays::bigint[], $maxAttempts::int[], $orderingKeys::text[], $uniqueKeys::text[], $firsts::int[]" ++
+      const(s""") WITH ORDINALITY AS i(payload, priority, delay_ms, max_attempts, ordering_key, unique_key, first_of_key, n)
       ORDER BY i.n
     ), ins AS (
-      INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key)
+      INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key, head)
       SELECT id, """) ++ fr0"$queue" ++ const(s""", payload::jsonb, priority::smallint,
-             now() + delay_ms * interval '1 millisecond', max_attempts, ordering_key, unique_key
-      FROM input ORDER BY n
+             now() + delay_ms * interval '1 millisecond', max_attempts, ordering_key, unique_key, """) ++
+      headAtInsert(queue) ++ const(s"""
+      FROM input AS i ORDER BY n
       ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
       RETURNING t.id
     )
@@ -97,16 +102,21 @@ private[postgres] final class Sql(schema: Schema):
    * Claims up to `limit` available tasks of `queue` for `owner`, by priority, then run-at, then id. A task
    * with an ordering key is claimed only while it is its key's head (no task of its key with a smaller id
    * is left, and none is running); the unique index on running keys makes the database refuse the rare
-   * claim that races another one for the same key (the caller claims again).
+   * claim that races another one for the same key (the caller claims again). The claim index holds only
+   * the tasks marked `head` (see [[nextHeads]]), so a key's waiting tasks cost the claim nothing.
    */
   def claim(queue: String, owner: Long, limit: Int, leaseMillis: Long): ConnectionIO[Vector[Claimed]] =
     (const(s"""WITH picked AS (
       SELECT t.id FROM $tasks AS t
       WHERE t.queue = """) ++ fr0"$queue" ++ const(s""" AND t.state = 'available' AND t.run_at <= now()
-        AND (t.ordering_key IS NULL OR NOT EXISTS (
-          SELECT 1 FROM $tasks AS h
-          WHERE h.queue = t.queue AND h.ordering_key = t.ordering_key
-            AND (h.id < t.id OR h.state = 'running')))
+        AND (t.ordering_key IS NULL OR t.head)
+        AND (t.ordering_key IS NULL OR (
+          NOT EXISTS (
+            SELECT 1 FROM $tasks AS e
+            WHERE e.queue = t.queue AND e.ordering_key = t.ordering_key AND e.id < t.id)
+          AND NOT EXISTS (
+            SELECT 1 FROM $tasks AS r
+            WHERE r.queue = t.queue AND r.ordering_key = t.ordering_key AND r.state = 'running')))
       ORDER BY t.priority, t.run_at, t.id
       LIMIT """) ++ fr0"$limit" ++ const(s"""
       FOR UPDATE SKIP LOCKED
@@ -132,8 +142,11 @@ private[postgres] final class Sql(schema: Schema):
       , moved AS (INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
         SELECT id, queue, payload, priority, 'completed', attempt, max_attempts, ordering_key, unique_key, errors, created_at FROM done
         RETURNING 1)
+      """) ++ nextHeads("done") ++ const("""
       SELECT count(*)::int FROM moved""")).query[Int].unique
-    else deleted.update.run
+    else
+      (const("WITH done AS (") ++ deleted ++ const(" RETURNING t.id, t.queue, t.ordering_key)") ++
+        nextHeads("done") ++ const(" SELECT count(*)::int FROM done")).query[Int].unique
 
   /**
    * Finishes the failed claims `tokens`: a claim whose `delays(i)` is negative, or whose task has used its
@@ -157,6 +170,7 @@ private[postgres] final class Sql(schema: Schema):
       SELECT id, queue, payload, priority, 'dead', attempt, max_attempts, ordering_key, unique_key,
              errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', now(), 'error', error)), created_at
       FROM dead RETURNING 1)
+    """) ++ nextHeads("dead") ++ const(s"""
     , retried AS (
       UPDATE $tasks AS t
       SET state = 'available', run_at = now() + c.delay_ms * interval '1 millisecond',
@@ -233,7 +247,8 @@ private[postgres] final class Sql(schema: Schema):
       SELECT id, queue, payload, priority, 'dead', attempt, max_attempts, ordering_key, unique_key,
              errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', now(), 'error', reason)), created_at
       FROM dead RETURNING 1
-    ), rescued AS (
+    )""") ++ nextHeads("dead") ++ const(s"""
+    , rescued AS (
       UPDATE $tasks AS t
       SET state = 'available', lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
           errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', now(), 'error', lost.reason))
@@ -256,6 +271,75 @@ private[postgres] final class Sql(schema: Schema):
       .query[Int]
       .unique
       .void
+
+  // ---- key heads
+
+  /**
+   * Which tasks of a batch may be their key's head (see [[headAtInsert]]): those with no earlier task of
+   * their ordering key in the batch. An earlier task with a unique key does not count, as it may be
+   * refused; marking the next one too only costs the claim a probe.
+   */
+  private def firstOfKey(batch: Vector[EncodedTask]): Array[Int] =
+    val sure = scala.collection.mutable.HashSet.empty[String]
+    batch.map { t =>
+      val first = t.orderingKey.forall { key =>
+        val first = !sure.contains(key)
+        if t.uniqueKey.isEmpty then sure += key
+        first
+      }
+      if first then 1 else 0 // doobie sends a Boolean array as bit[], which does not cast to boolean[]
+    }.toArray
+
+  /**
+   * The `head` of a row being inserted from an input `i` with columns `ordering_key` and `first_of_key` (1 or 0): a
+   * keyed task is its key's head unless an earlier task of its batch or of the table has the key. A task
+   * whose key's last task is being removed by a transaction this insert cannot see yet is left unmarked;
+   * [[repairHeads]] finds it.
+   */
+  private def headAtInsert(queue: String): Fragment =
+    const(s"""(i.ordering_key IS NULL OR (i.first_of_key = 1 AND NOT EXISTS (
+      SELECT 1 FROM $tasks AS e WHERE e.queue = """) ++ fr0"$queue" ++
+      const(" AND e.ordering_key = i.ordering_key)))")
+
+  /**
+   * A common table expression (to follow others in a `WITH`) that marks as head the next task of every
+   * ordering key whose task the expression `removed` (with columns `id`, `queue`, `ordering_key`) removes
+   * from `tasks`. Every statement that removes tasks includes it; it runs whether or not it is referenced.
+   */
+  def nextHeads(removed: String): Fragment =
+    const(s"""
+    , next_heads AS (
+      UPDATE $tasks AS n SET head = true
+      WHERE NOT n.head AND n.id IN (
+        SELECT (SELECT e.id FROM $tasks AS e
+                WHERE e.queue = r.queue AND e.ordering_key = r.ordering_key
+                  AND NOT EXISTS (SELECT 1 FROM $removed AS x WHERE x.id = e.id)
+                ORDER BY e.id LIMIT 1)
+        FROM $removed AS r WHERE r.ordering_key IS NOT NULL))""")
+
+  /**
+   * Marks the head of every key left without a mark (see [[headAtInsert]]): one walk of the waiting
+   * tasks' index taking one entry per key, then the key's earliest task. Returns the queue of each task
+   * it marked.
+   */
+  def repairHeads: ConnectionIO[Vector[String]] =
+    const(s"""WITH RECURSIVE waiting(queue, ordering_key) AS (
+      (SELECT w.queue, w.ordering_key FROM $tasks AS w
+       WHERE w.ordering_key IS NOT NULL AND NOT w.head
+       ORDER BY w.queue, w.ordering_key LIMIT 1)
+      UNION ALL
+      SELECT nx.queue, nx.ordering_key FROM waiting AS k CROSS JOIN LATERAL (
+        SELECT w.queue, w.ordering_key FROM $tasks AS w
+        WHERE w.ordering_key IS NOT NULL AND NOT w.head AND (w.queue, w.ordering_key) > (k.queue, k.ordering_key)
+        ORDER BY w.queue, w.ordering_key LIMIT 1) AS nx
+    )
+    UPDATE $tasks AS t SET head = true
+    WHERE NOT t.head AND t.id IN (
+      SELECT (SELECT e.id FROM $tasks AS e
+              WHERE e.queue = k.queue AND e.ordering_key = k.ordering_key
+              ORDER BY e.id LIMIT 1)
+      FROM waiting AS k)
+    RETURNING t.queue""").query[String].to[Vector]
 
   // ---- queries
 
