@@ -293,6 +293,7 @@ object DurableLab extends Experiment:
     val rows = h.sizes.map(z =>
       Vector(
         f"${z.finishedRows}%,d",
+        f"${z.finishedBytes / 1e6}%.0f MB",
         z.claimMillis.size.toString,
         f"${z.p50}%.2f / ${z.p99}%.2f ms",
         f"${z.workedPerSecond}%.0f tasks/s",
@@ -302,13 +303,14 @@ object DurableLab extends Experiment:
     Table.grid(
       Vector(
         "finished rows",
+        "on disk",
         s"claims of ${HistoryPhase.claimBatch}",
         "claim p50 / p99",
         "no-op worked",
         "fill"
       ) +:
         rows,
-      rightAligned = Set(0, 1, 2, 3, 4)
+      rightAligned = Set(0, 1, 2, 3, 4, 5)
     ) + f"\nlargest / empty history: claim p50 ${h.ratio(_.p50)}%.2f×, p99 ${h.ratio(_.p99)}%.2f×, " +
       f"worked ${h.ratio(_.workedPerSecond)}%.2f× (backlog ${h.backlog}%,d tasks per size)"
 
@@ -361,6 +363,7 @@ object DurableLab extends Experiment:
             "sizes" -> h.sizes.map(z =>
               Json.obj(
                 "finished_rows" -> z.finishedRows.asJson,
+                "finished_bytes" -> z.finishedBytes.asJson,
                 "fill_s" -> number(z.fillSeconds),
                 "claims" -> z.claimMillis.size.asJson,
                 "claim_ms" -> percentiles(z.claimMillis),

@@ -14,8 +14,8 @@ import scala.concurrent.duration.*
  * Claim ("fetch") time as the `finished` history grows: issue #19 wants it flat from an empty history to
  * 10 million rows. Runs in a schema of its own, so that the other phases' rows are not part of the history.
  *
- * First the `tasks` table is churned: one backlog is enqueued and worked through a worker, then
- * `VACUUM (ANALYZE)`, the state autovacuum leaves behind a busy queue. Then, for each history size, `finished`
+ * First the `tasks` table is churned: one backlog is enqueued and worked through a worker (its history is
+ * then truncated), then `VACUUM (ANALYZE)`, the state autovacuum leaves behind a busy queue. Then, for each history size, `finished`
  * is topped up to that size with one server-side `INSERT … SELECT FROM generate_series` per million rows
  * (ids from the tasks' own sequence, 1% dead with an error, the rest completed), both tables are vacuumed
  * and analysed as autovacuum would after such a change, and a backlog of `backlog` tasks is enqueued and
@@ -35,9 +35,13 @@ object HistoryPhase:
   /** Rows per `INSERT` of the fill: one transaction each, so the server never holds a huge one. */
   val fillBatch: Long = 1000000L
 
-  /** One history size: its `finished` rows when the backlog started, each full claim's time, throughput. */
+  /**
+   * One history size: its `finished` rows and their bytes on disk (indexes included) when the backlog
+   * started, the time the fill took, each full claim's time, and the backlog's no-op throughput.
+   */
   final case class Size(
       finishedRows: Long,
+      finishedBytes: Long,
       fillSeconds: Double,
       claimMillis: Vector[Double],
       workedPerSecond: Double
@@ -61,19 +65,24 @@ object HistoryPhase:
     val queue = "history"
     (schema *> Database.connect[IO](own.config())).use { db =>
       for
-        _ <- enqueue(db, queue, backlog) *> drain(db, queue, keep = false)
+        // the churn also compiles the measured path (claims, completions kept in finished) in this JVM, so
+        // the empty history is measured as warm as the later sizes; its finished rows are then removed
+        _ <- enqueue(db, queue, backlog) *> drain(db, queue, keep = true)
+        _ <- own.autocommit(s"TRUNCATE ${own.schema("finished")}")
         _ <- IO.println(s"  history: churned $backlog tasks through tasks")
         measured <- sizes(history).traverse { target =>
           for
             fill <- fillTo(own, queue, target).timed
             _ <- vacuum(own)
             rows <- count(own, "finished")
+            bytes <- Fragment.const(s"SELECT pg_total_relation_size('${own.schema("finished")}')").query[Long]
+              .unique.transact(own.admin)
             _ <- enqueue(db, queue, backlog)
             drained <- drain(db, queue, keep = true)
             (claims, seconds) = drained
-            size = Size(rows, fill._1.toMillis / 1e3, claims, backlog / seconds)
+            size = Size(rows, bytes, fill._1.toMillis / 1e3, claims, backlog / seconds)
             _ <- IO.println(
-              f"  history: $rows%,d finished rows (filled in ${size.fillSeconds}%.1f s): claim p50 / p99 " +
+              f"  history: $rows%,d finished rows, ${bytes / 1e6}%.0f MB (filled in ${size.fillSeconds}%.1f s): claim p50 / p99 " +
                 f"${size.p50}%.2f / ${size.p99}%.2f ms over ${claims.size} claims, ${size.workedPerSecond}%.0f tasks/s"
             )
           yield size

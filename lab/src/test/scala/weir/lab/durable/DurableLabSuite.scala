@@ -95,6 +95,7 @@ class DurableLabSuite extends CatsEffectSuite:
         val p99 = z.downField("claim_ms").get[Double]("p99").getOrElse(fail(text))
         assert(claims > 0 && p50 > 0 && p99 >= p50, z.focus.toString)
         assert(z.get[Double]("worked_per_s").exists(_ > 0), z.focus.toString)
+        assert(z.get[Long]("finished_bytes").exists(_ > 0), z.focus.toString)
       }
       assert(h.get[Double]("claim_p50_ratio").exists(_ > 0), text)
       assert(h.get[Double]("claim_p99_ratio").exists(_ > 0), text)
