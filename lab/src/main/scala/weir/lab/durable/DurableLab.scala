@@ -18,11 +18,23 @@ import scala.concurrent.duration.*
  * worker processes (beside River's own benchmark on the same server with `--river`); enqueue-to-start
  * latency of an idle worker with and without notifications; and a run whose workers record every
  * execution while a random one is SIGKILLed every `--kill-every`, counting lost tasks, duplicates and
- * per-key order violations, and timing each rescue.
+ * per-key order violations, and timing each rescue. With `--history N`, claim time as the `finished`
+ * history grows to N rows ([[HistoryPhase]]); `--only` runs some phases alone.
  */
 object DurableLab extends Experiment:
   val name = "durable"
   val summary = "weir-postgres: enqueue rate, throughput (vs River), idle latency, workers SIGKILLed mid-run"
+
+  /** The phases of a run, by the names `--only` takes. */
+  enum Phase(val label: String):
+    case Enqueue extends Phase("enqueue")
+    case Throughput extends Phase("throughput")
+    case Latency extends Phase("latency")
+    case Kill extends Phase("kill")
+    case History extends Phase("history")
+
+  object Phase:
+    def named(label: String): Option[Phase] = values.find(_.label == label)
 
   final case class Settings(
       url: Option[String] = sys.env.get("WEIR_DATABASE_URL").filter(_.nonEmpty),
@@ -38,8 +50,13 @@ object DurableLab extends Experiment:
       river: Boolean = false,
       riverScript: String = "../shared/peers/river/run.sh",
       quick: Boolean = false,
+      history: Option[Long] = None,
+      only: Option[Set[Phase]] = None,
       json: Option[Path] = None
   ):
+    /** Whether `phase` runs: every phase but the history one (which needs `--history`), or those of `--only`. */
+    def runs(phase: Phase): Boolean =
+      only.fold(phase != Phase.History || history.isDefined)(_.contains(phase))
     def n: Int = if quick then tasks.min(20000) else tasks
     def kills: Option[FiniteDuration] = killEvery.orElse(Option.when(quick)(2.seconds))
     def samples: Int = if quick then latencySamples.min(50) else latencySamples
@@ -99,31 +116,51 @@ object DurableLab extends Experiment:
       opt[Unit](
         "quick"
       ).action((_, s) => s.copy(quick = true)).text("under a minute: 20000 tasks, a kill every 2s"),
+      opt[Long]("history").valueName("N").validate(positive("--history"))
+        .action((n, s) => s.copy(history = Some(n)))
+        .text(
+          "also measure claim time and no-op throughput with 0, N/10, …, N finished tasks in the history, each with a backlog of --tasks tasks (default: not run)"
+        ),
+      opt[Seq[String]]("only").valueName("PHASE,...")
+        .validate(ps =>
+          ps.find(Phase.named(_).isEmpty).fold(success)(p =>
+            failure(s"--only takes phases among ${Phase.values.map(_.label).mkString(", ")}, was: $p")
+          )
+        )
+        .action((ps, s) => s.copy(only = Some(ps.flatMap(Phase.named).toSet)))
+        .text(
+          "run only these phases: enqueue, throughput (and --river), latency, kill, history (default: all)"
+        ),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
         .text("also write the results as JSON"),
       checkConfig(s =>
         if s.deadAfter <= s.heartbeat then
           failure(s"--dead-after must be longer than --heartbeat (${s.heartbeat}), was: ${s.deadAfter}")
+        else if s.runs(Phase.History) && s.history.isEmpty then failure("--only history needs --history N")
         else success
       )
     )
 
+  /** What the run measured; a phase that did not run is `None` (or empty). */
   final case class Results(
-      enqueuePerSecond: Double,
-      workedPerSecond: Double,
+      enqueuePerSecond: Option[Double],
+      workedPerSecond: Option[Double],
       riverPerSecond: Either[String, Double],
       idleNotify: Vector[Phases.Latency],
       idlePoll: Vector[Phases.Latency],
-      killRun: Phases.KillRun
+      killRun: Option[Phases.KillRun],
+      history: Option[HistoryPhase.History]
   ):
     def failures: List[String] =
-      List(
-        Option.when(killRun.lost != 0)(s"${killRun.lost} task(s) lost"),
-        Option.when(killRun.unexplainedDuplicates != 0)(
-          s"${killRun.unexplainedDuplicates} duplicate(s) without an earlier run on a killed worker"
-        ),
-        Option.when(killRun.keyViolations != 0)(s"${killRun.keyViolations} key(s) out of order")
-      ).flatten
+      killRun.toList.flatMap(k =>
+        List(
+          Option.when(k.lost != 0)(s"${k.lost} task(s) lost"),
+          Option.when(k.unexplainedDuplicates != 0)(
+            s"${k.unexplainedDuplicates} duplicate(s) without an earlier run on a killed worker"
+          ),
+          Option.when(k.keyViolations != 0)(s"${k.keyViolations} key(s) out of order")
+        ).flatten
+      )
 
   def run(args: List[String]): IO[ExitCode] =
     ExperimentIo.runWithCode(parser, args, Settings()) { s =>
@@ -146,26 +183,29 @@ object DurableLab extends Experiment:
         )
         _ <- Database.migrate[IO](lab.config())
         results <- Database.connect[IO](lab.config()).use { db =>
+          def phase[A](p: Phase)(io: IO[A]): IO[Option[A]] = if s.runs(p) then io.map(Some(_)) else IO.none
           for
-            enq <- Phases.enqueue(db, "enqueue", s.n, s.keys).flatTap(r =>
+            enq <- phase(Phase.Enqueue)(Phases.enqueue(db, "enqueue", s.n, s.keys).flatTap(r =>
               IO.println(f"  enqueue: $r%.0f tasks/s")
+            ))
+            worked <- phase(Phase.Throughput)(
+              Phases.throughput(lab, db, "work", s.n, s.throughputWorkers, s.limit)
+                .flatTap(r => IO.println(f"  worked: $r%.0f tasks/s"))
             )
-            worked <- Phases.throughput(lab, db, "work", s.n, s.throughputWorkers, s.limit)
-              .flatTap(r => IO.println(f"  worked: $r%.0f tasks/s"))
             river <-
-              if s.river then
+              if s.river && s.runs(Phase.Throughput) then
                 Phases.river(lab, s.riverScript, s.n).flatTap(r =>
                   IO.println(s"  River: ${r.fold(identity, d => f"$d%.0f jobs/s")}")
                 )
               else IO.pure(Left("not run (--river)"))
-            notify <- timed("idle latency, NOTIFY")(
+            notify <- phase(Phase.Latency)(timed("idle latency, NOTIFY")(
               Phases.idleLatency(db, "idle-notify", s.samples, s.warmup, listen = true, poll = 1.second)
-            )
-            poll <- timed("idle latency, polling")(
+            ))
+            poll <- phase(Phase.Latency)(timed("idle latency, polling")(
               // this JVM's claim path is compiled by now: a few tasks warm the new worker's connections
               Phases.idleLatency(db, "idle-poll", s.samples, warmup = 10, listen = false, poll = 100.millis)
-            )
-            kill <- timed("kill run")(Phases.killRun(
+            ))
+            kill <- phase(Phase.Kill)(timed("kill run")(Phases.killRun(
               lab,
               db,
               "kill",
@@ -176,8 +216,12 @@ object DurableLab extends Experiment:
               s.kills,
               s.heartbeat,
               s.deadAfter
-            ))
-          yield Results(enq, worked, river, notify, poll, kill)
+            )))
+            // last, in a schema of its own: its millions of rows slow no other phase's queries
+            history <- s.history.filter(_ => s.runs(Phase.History)).traverse(h =>
+              timed("history")(HistoryPhase.run(lab, h, s.n))
+            )
+          yield Results(enq, worked, river, notify.orEmpty, poll.orEmpty, kill, history)
         }
         _ <- IO.println(table(s, results))
         _ <- s.json.traverse_(p => ExperimentIo.writeJson(p, json(s, results)))
@@ -187,7 +231,7 @@ object DurableLab extends Experiment:
   private def timed[A](phase: String)(io: IO[A]): IO[A] =
     io.timed.flatMap((t, a) => IO.println(f"  $phase: ${t.toMillis / 1e3}%.1f s").as(a))
 
-  private def pct(xs: Vector[Double], p: Double): Double =
+  private[durable] def pct(xs: Vector[Double], p: Double): Double =
     if xs.isEmpty then Double.NaN
     else
       val sorted = xs.sorted
@@ -199,45 +243,81 @@ object DurableLab extends Experiment:
     if ms.isEmpty then "—" else f"${ms.sum / ms.size}%.0f / ${ms.max}%.0f ms"
 
   def table(s: Settings, r: Results): String =
-    val k = r.killRun
-    val rows = Vector(
-      Vector("enqueue (batches of 10,000)", f"${r.enqueuePerSecond}%.0f tasks/s"),
-      Vector(s"no-op tasks worked (${s.throughputWorkers} process(es))", f"${r.workedPerSecond}%.0f tasks/s"),
-      Vector("River's benchmark, same server", r.riverPerSecond.fold(identity, d => f"$d%.0f jobs/s")),
+    val enqueue =
+      r.enqueuePerSecond.toVector.map(e => Vector("enqueue (batches of 10,000)", f"$e%.0f tasks/s"))
+    val throughput = r.workedPerSecond.toVector.flatMap(w =>
       Vector(
-        "weir / River",
-        r.riverPerSecond.fold(_ => "—", d => f"${r.workedPerSecond / d}%.2f×")
-      ),
-      Vector("idle, NOTIFY: enqueue call→start p50 / p99", latency(r.idleNotify.map(_.fromCall))),
-      Vector("idle, NOTIFY: enqueue commit→start p50 / p99", latency(r.idleNotify.map(_.fromCommit))),
-      Vector("idle, poll 100 ms: enqueue commit→start p50 / p99", latency(r.idlePoll.map(_.fromCommit))),
-      Vector(s"kill run: tasks worked (recording each)", f"${k.tasksPerSecond}%.0f tasks/s"),
-      Vector(
-        "kill run: enqueue→start under backlog p50 / p99",
-        f"${k.backlogP50Ms}%.0f / ${k.backlogP99Ms}%.0f ms"
-      ),
-      Vector("kill run: workers killed", k.kills.size.toString),
-      Vector(
-        s"kill run: kill → tasks rescued, mean / max (heartbeat ${s.heartbeat.toMillis} ms, deadAfter ${s.deadAfter.toMillis} ms)",
-        meanMax(k.rescueMillis)
-      ),
-      Vector("kill run: kill → first re-run of a task it held, mean / max", meanMax(k.rerunMillis)),
-      Vector("kill run: lost tasks", k.lost.toString),
-      Vector(
-        "kill run: tasks run twice (all after a run on a killed worker?)",
-        s"${k.duplicates} (${
-            if k.unexplainedDuplicates == 0 then "yes" else s"no: ${k.unexplainedDuplicates}"
-          })"
-      ),
-      Vector("kill run: keys out of order", k.keyViolations.toString)
+        Vector(s"no-op tasks worked (${s.throughputWorkers} process(es))", f"$w%.0f tasks/s"),
+        Vector("River's benchmark, same server", r.riverPerSecond.fold(identity, d => f"$d%.0f jobs/s")),
+        Vector("weir / River", r.riverPerSecond.fold(_ => "—", d => f"${w / d}%.2f×"))
+      )
     )
-    "\n" + Table.grid(Vector("measure", "value") +: rows, rightAligned = Set(1))
+    val idle =
+      if r.idleNotify.isEmpty then Vector.empty
+      else
+        Vector(
+          Vector("idle, NOTIFY: enqueue call→start p50 / p99", latency(r.idleNotify.map(_.fromCall))),
+          Vector("idle, NOTIFY: enqueue commit→start p50 / p99", latency(r.idleNotify.map(_.fromCommit))),
+          Vector("idle, poll 100 ms: enqueue commit→start p50 / p99", latency(r.idlePoll.map(_.fromCommit)))
+        )
+    val kill = r.killRun.toVector.flatMap(k =>
+      Vector(
+        Vector(s"kill run: tasks worked (recording each)", f"${k.tasksPerSecond}%.0f tasks/s"),
+        Vector(
+          "kill run: enqueue→start under backlog p50 / p99",
+          f"${k.backlogP50Ms}%.0f / ${k.backlogP99Ms}%.0f ms"
+        ),
+        Vector("kill run: workers killed", k.kills.size.toString),
+        Vector(
+          s"kill run: kill → tasks rescued, mean / max (heartbeat ${s.heartbeat.toMillis} ms, deadAfter ${s.deadAfter.toMillis} ms)",
+          meanMax(k.rescueMillis)
+        ),
+        Vector("kill run: kill → first re-run of a task it held, mean / max", meanMax(k.rerunMillis)),
+        Vector("kill run: lost tasks", k.lost.toString),
+        Vector(
+          "kill run: tasks run twice (all after a run on a killed worker?)",
+          s"${k.duplicates} (${
+              if k.unexplainedDuplicates == 0 then "yes" else s"no: ${k.unexplainedDuplicates}"
+            })"
+        ),
+        Vector("kill run: keys out of order", k.keyViolations.toString)
+      )
+    )
+    val rows = enqueue ++ throughput ++ idle ++ kill
+    val main = if rows.isEmpty then ""
+    else "\n" + Table.grid(Vector("measure", "value") +: rows, rightAligned = Set(1))
+    main + r.history.fold("")(h => "\n" + historyTable(h))
+
+  /** One row per history size, then the largest size's claim times over the empty history's. */
+  def historyTable(h: HistoryPhase.History): String =
+    val rows = h.sizes.map(z =>
+      Vector(
+        f"${z.finishedRows}%,d",
+        f"${z.finishedBytes / 1e6}%.0f MB",
+        z.claimMillis.size.toString,
+        f"${z.p50}%.2f / ${z.p99}%.2f ms",
+        f"${z.workedPerSecond}%.0f tasks/s",
+        f"${z.fillSeconds}%.1f s"
+      )
+    )
+    Table.grid(
+      Vector(
+        "finished rows",
+        "on disk",
+        s"claims of ${HistoryPhase.claimBatch}",
+        "claim p50 / p99",
+        "no-op worked",
+        "fill"
+      ) +:
+        rows,
+      rightAligned = Set(0, 1, 2, 3, 4, 5)
+    ) + f"\nlargest / empty history: claim p50 ${h.ratio(_.p50)}%.2f×, p99 ${h.ratio(_.p99)}%.2f×, " +
+      f"worked ${h.ratio(_.workedPerSecond)}%.2f× (backlog ${h.backlog}%,d tasks per size)"
 
   private def percentiles(xs: Vector[Double]): Json =
     Json.obj("p50" -> number(pct(xs, 0.5)), "p99" -> number(pct(xs, 0.99)))
 
   def json(s: Settings, r: Results): Json =
-    val k = r.killRun
     Json.obj(
       "experiment" -> "durable".asJson,
       "environment" -> ExperimentIo.environment,
@@ -250,27 +330,50 @@ object DurableLab extends Experiment:
         "kill_every_ms" -> s.kills.map(_.toMillis).asJson,
         "heartbeat_ms" -> s.heartbeat.toMillis.asJson,
         "dead_after_ms" -> s.deadAfter.toMillis.asJson,
+        "history" -> s.history.asJson,
+        "phases" -> Phase.values.filter(s.runs).map(_.label).toVector.asJson,
         "server" -> (if s.url.isEmpty then "embedded" else "url").asJson
       ),
       "records" -> Json.obj(
-        "enqueue_per_s" -> number(r.enqueuePerSecond),
-        "worked_per_s" -> number(r.workedPerSecond),
+        "enqueue_per_s" -> r.enqueuePerSecond.fold(Json.Null)(number),
+        "worked_per_s" -> r.workedPerSecond.fold(Json.Null)(number),
         "river_per_s" -> r.riverPerSecond.toOption.fold(Json.Null)(number),
         "river_status" -> r.riverPerSecond.fold(identity, _ => "ok").asJson,
         "idle_notify_from_call_ms" -> percentiles(r.idleNotify.map(_.fromCall)),
         "idle_notify_from_commit_ms" -> percentiles(r.idleNotify.map(_.fromCommit)),
         "idle_poll_from_commit_ms" -> percentiles(r.idlePoll.map(_.fromCommit)),
-        "kill_run" -> Json.obj(
-          "worked_per_s" -> number(k.tasksPerSecond),
-          "backlog_start_ms" -> Json.obj("p50" -> number(k.backlogP50Ms), "p99" -> number(k.backlogP99Ms)),
-          "kills" -> k.kills.size.asJson,
-          "rescue_ms" -> k.rescueMillis.map(number).asJson,
-          "rerun_ms" -> k.rerunMillis.map(number).asJson,
-          "lost" -> k.lost.asJson,
-          "executions" -> k.executions.asJson,
-          "duplicates" -> k.duplicates.asJson,
-          "unexplained_duplicates" -> k.unexplainedDuplicates.asJson,
-          "key_violations" -> k.keyViolations.asJson
+        "kill_run" -> r.killRun.fold(Json.Null)(k =>
+          Json.obj(
+            "worked_per_s" -> number(k.tasksPerSecond),
+            "backlog_start_ms" -> Json.obj("p50" -> number(k.backlogP50Ms), "p99" -> number(k.backlogP99Ms)),
+            "kills" -> k.kills.size.asJson,
+            "rescue_ms" -> k.rescueMillis.map(number).asJson,
+            "rerun_ms" -> k.rerunMillis.map(number).asJson,
+            "lost" -> k.lost.asJson,
+            "executions" -> k.executions.asJson,
+            "duplicates" -> k.duplicates.asJson,
+            "unexplained_duplicates" -> k.unexplainedDuplicates.asJson,
+            "key_violations" -> k.keyViolations.asJson
+          )
+        ),
+        "history" -> r.history.fold(Json.Null)(h =>
+          Json.obj(
+            "backlog" -> h.backlog.asJson,
+            "claim_batch" -> HistoryPhase.claimBatch.asJson,
+            "sizes" -> h.sizes.map(z =>
+              Json.obj(
+                "finished_rows" -> z.finishedRows.asJson,
+                "finished_bytes" -> z.finishedBytes.asJson,
+                "fill_s" -> number(z.fillSeconds),
+                "claims" -> z.claimMillis.size.asJson,
+                "claim_ms" -> percentiles(z.claimMillis),
+                "worked_per_s" -> number(z.workedPerSecond)
+              )
+            ).asJson,
+            "claim_p50_ratio" -> number(h.ratio(_.p50)),
+            "claim_p99_ratio" -> number(h.ratio(_.p99)),
+            "worked_ratio" -> number(h.ratio(_.workedPerSecond))
+          )
         ),
         "status" -> (if r.failures.isEmpty then "ok" else "failed").asJson,
         "failures" -> r.failures.asJson

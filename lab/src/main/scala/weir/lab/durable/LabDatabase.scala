@@ -18,6 +18,14 @@ final case class LabDatabase(url: String, embedded: Boolean, schema: Schema):
     val (jdbc, props) = DatabaseConfig.toJdbc(url)
     Transactor.fromDriverManager[IO]("org.postgresql.Driver", jdbc, props, None)
 
+  /** Runs `sql` on a connection of its own in autocommit: VACUUM and CREATE DATABASE refuse a transaction. */
+  def autocommit(sql: String): IO[Unit] = IO.blocking {
+    val (jdbc, props) = DatabaseConfig.toJdbc(url)
+    val c = java.sql.DriverManager.getConnection(jdbc, props)
+    try c.createStatement().execute(sql): Unit
+    finally c.close()
+  }
+
 object LabDatabase:
 
   def resource(url: Option[String]): Resource[IO, LabDatabase] =

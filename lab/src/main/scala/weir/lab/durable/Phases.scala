@@ -271,17 +271,11 @@ object Phases:
     val user = Option(props.getProperty("user")).getOrElse("postgres")
     val password = Option(props.getProperty("password")).fold("")(":" + _)
     val url = s"postgres://$user$password@$hostPort/$database"
-    // CREATE/DROP DATABASE cannot run inside a transaction: autocommit through a plain connection
-    def outside(sql: String): IO[Unit] = IO.blocking {
-      val c = java.sql.DriverManager.getConnection(jdbc, props)
-      try c.createStatement().execute(sql): Unit
-      finally c.close()
-    }
     if !java.nio.file.Files.isRegularFile(java.nio.file.Paths.get(script)) then
       IO.pure(Left(s"no River script at $script"))
     else
-      Resource.make(outside(s"CREATE DATABASE $database"))(_ =>
-        outside(s"DROP DATABASE IF EXISTS $database")
+      Resource.make(lab.autocommit(s"CREATE DATABASE $database"))(_ =>
+        lab.autocommit(s"DROP DATABASE IF EXISTS $database")
       ).use { _ =>
         IO.blocking {
           val p = new ProcessBuilder("bash", script, url, n.toString).redirectErrorStream(true).start()

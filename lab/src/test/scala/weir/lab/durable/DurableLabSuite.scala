@@ -30,14 +30,15 @@ class DurableLabSuite extends CatsEffectSuite:
         .guarantee(IO.blocking(Files.deleteIfExists(file)).void)
     }
     run.map { (r, text) =>
-      val k = r.killRun
+      val k = r.killRun.getOrElse(fail("no kill run"))
       assert(k.kills.nonEmpty, k.toString)
       assertEquals(k.lost, 0L)
       assertEquals(k.keyViolations, 0L)
       assertEquals(k.unexplainedDuplicates, 0L)
       assertEquals(k.tasks, 2000)
       assert(k.executions >= 2000L, k.toString)
-      assert(r.workedPerSecond > 0 && r.enqueuePerSecond > 0, r.toString)
+      assert(r.workedPerSecond.exists(_ > 0) && r.enqueuePerSecond.exists(_ > 0), r.toString)
+      assertEquals(r.history, None)
       assertEquals(r.idleNotify.size, 50)
       assert(r.failures.isEmpty, r.failures.toString)
 
@@ -53,6 +54,52 @@ class DurableLabSuite extends CatsEffectSuite:
       assertEquals(kill.get[Int]("kills"), Right(k.kills.size), text)
       assertEquals(kill.get[Vector[Double]]("rerun_ms").map(_.size), Right(k.rerunMillis.size), text)
       assertEquals(records.get[String]("status"), Right("ok"), text)
+      assert(records.downField("history").focus.exists(_.isNull), text)
+    }
+  }
+
+  test("--only history: claim time measured at every history size, with the ratio largest / empty") {
+    val settings = DurableLab.Settings(url = None, tasks = 2000, history = Some(20000L))
+    val run = IO.blocking(Files.createTempFile("durable-history", ".json")).flatMap { file =>
+      DurableLab.run(List(
+        "--tasks",
+        "2000",
+        "--history",
+        "20000",
+        "--only",
+        "history",
+        "--json",
+        file.toString
+      ))
+        .flatMap(code => IO.blocking(Files.readString(file)).map(text => (code, text)))
+        .guarantee(IO.blocking(Files.deleteIfExists(file)).void)
+    }
+    run.map { (code, text) =>
+      assertEquals(code, ExitCode.Success)
+      assert(settings.runs(DurableLab.Phase.History) &&
+        !settings.copy(only = Some(Set.empty)).runs(DurableLab.Phase.History))
+      val c = parse(text).fold(e => fail(s"not JSON: $e"), identity).hcursor
+      assertEquals(c.downField("settings").get[Long]("history"), Right(20000L), text)
+      assertEquals(c.downField("settings").get[Vector[String]]("phases"), Right(Vector("history")), text)
+      val records = c.downField("records")
+      assert(records.downField("kill_run").focus.exists(_.isNull), text)
+      assert(records.downField("enqueue_per_s").focus.exists(_.isNull), text)
+      val h = records.downField("history")
+      assertEquals(h.get[Int]("backlog"), Right(2000), text)
+      val sizes = h.downField("sizes").values.getOrElse(fail(text)).toVector.map(_.hcursor)
+      val rows = sizes.map(_.get[Long]("finished_rows").getOrElse(fail(text)))
+      assertEquals(rows, HistoryPhase.sizes(20000L), text)
+      sizes.foreach { z =>
+        val claims = z.get[Int]("claims").getOrElse(fail(text))
+        val p50 = z.downField("claim_ms").get[Double]("p50").getOrElse(fail(text))
+        val p99 = z.downField("claim_ms").get[Double]("p99").getOrElse(fail(text))
+        assert(claims > 0 && p50 > 0 && p99 >= p50, z.focus.toString)
+        assert(z.get[Double]("worked_per_s").exists(_ > 0), z.focus.toString)
+        assert(z.get[Long]("finished_bytes").exists(_ > 0), z.focus.toString)
+      }
+      assert(h.get[Double]("claim_p50_ratio").exists(_ > 0), text)
+      assert(h.get[Double]("claim_p99_ratio").exists(_ > 0), text)
+      assertEquals(records.get[String]("status"), Right("ok"), text)
     }
   }
 
@@ -63,5 +110,10 @@ class DurableLabSuite extends CatsEffectSuite:
     assert(bad("--workers", "0").contains("--workers must be > 0, was: 0"))
     assert(bad("--kill-every", "nonsense").contains("was: nonsense"))
     assert(bad("--heartbeat", "2s", "--dead-after", "1s").contains("--dead-after must be longer"))
+    assert(bad("--history", "0").contains("--history must be > 0, was: 0"))
+    assert(bad("--history", "-5").contains("--history must be > 0, was: -5"))
+    assert(bad("--history", "many").contains("many"))
+    assert(bad("--only", "kill,nonsense").contains("was: nonsense"))
+    assert(bad("--only", "history").contains("--only history needs --history N"))
     DurableLab.run(List("--keys", "-1")).map(code => assertEquals(code, ExitCode(2)))
   }
