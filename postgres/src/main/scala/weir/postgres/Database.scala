@@ -51,7 +51,10 @@ object DatabaseConfig:
         try new URI(url)
         catch
           case e: java.net.URISyntaxException =>
-            throw new IllegalArgumentException(s"malformed database URL: ${e.getMessage}")
+            // the exception's own message repeats the whole URL, password included
+            throw new IllegalArgumentException(
+              s"malformed database URL: ${e.getReason} at index ${e.getIndex}: '${redact(url)}'"
+            )
       require(uri.getHost != null, s"database URL has no host: '${redact(url)}'")
       Option(uri.getUserInfo).foreach { info =>
         val (user, password) = info.span(_ != ':')
@@ -108,8 +111,10 @@ object Database:
   /**
    * Opens a pool to `config`'s database and checks its schema (without changing it: see [[migrate]]).
    *
-   * Errors: [[DatabaseUnreachable]] (naming the URL, password hidden) if no connection can be made within
-   * the connect timeout; [[SchemaError]] if the schema is missing or not at this library's version.
+   * Errors, all raised in `F` when the resource is used: `IllegalArgumentException` if the URL is of
+   * neither accepted form, has no host or is malformed; [[DatabaseUnreachable]] (naming the URL, password
+   * hidden) if no connection can be made within the connect timeout; [[SchemaError]] if the schema is
+   * missing or not at this library's version.
    */
   def connect[F[_]: Async](config: DatabaseConfig): Resource[F, Database[F]] =
     pool(config).evalTap(db => Migrations.check(config.schema).transact(db.transactor))
@@ -117,6 +122,9 @@ object Database:
   /**
    * Applies weir's migrations to `config`'s schema (creating it if needed) and returns the versions applied.
    * Idempotent, and safe when several processes run it at once.
+   *
+   * Errors, raised in `F`: `IllegalArgumentException` for a bad URL and [[DatabaseUnreachable]], as for
+   * [[connect]]; [[SchemaError]] if the schema is at a version newer than this library knows.
    */
   def migrate[F[_]: Async](config: DatabaseConfig): F[Vector[Int]] =
     pool(config).use(db => Migrations.migrate(config.schema).transact(db.transactor))
@@ -128,7 +136,21 @@ object Database:
   private[postgres] def pool[F[_]](config: DatabaseConfig, asyncCommit: Boolean = false)(using
       F: Async[F]
   ): Resource[F, Database[F]] =
-    val (url, props) = config.jdbc
+    // parsed when the resource is used, not when it is built: a bad URL is an error in F
+    Resource.eval(F.delay(hikariConfig(config, asyncCommit))).flatMap(hikari =>
+      HikariTransactor
+        .fromHikariConfig[F](hikari)
+        .adaptError { case e => unreachable(config, e) }
+        .evalTap(xa =>
+          sql"SELECT 1".query[Int].unique.transact(xa).adaptError { case e => unreachable(config, e) }
+        )
+        .flatMap(xa => Run.resource(xa, config.schema.name).map(run => new Database(config, xa, run)))
+    )
+
+  private def hikariConfig(config: DatabaseConfig, asyncCommit: Boolean): HikariConfig =
+    val (url, parsed) = config.jdbc
+    val props = new Properties()
+    props.putAll(parsed)
     val hikari = new HikariConfig()
     hikari.setJdbcUrl(url)
     if asyncCommit then hikari.setConnectionInitSql("SET synchronous_commit = off")
@@ -137,13 +159,7 @@ object Database:
     hikari.setMaximumPoolSize(config.poolSize)
     hikari.setConnectionTimeout(config.connectTimeout.toMillis.max(250L))
     hikari.setPoolName(s"weir-${config.schema.name}")
-    HikariTransactor
-      .fromHikariConfig[F](hikari)
-      .adaptError { case e => unreachable(config, e) }
-      .evalTap(xa =>
-        sql"SELECT 1".query[Int].unique.transact(xa).adaptError { case e => unreachable(config, e) }
-      )
-      .flatMap(xa => Run.resource(xa, config.schema.name).map(run => new Database(config, xa, run)))
+    hikari
 
   private[postgres] def open(config: DatabaseConfig): Connection =
     val (url, props) = config.jdbc
