@@ -6,6 +6,7 @@ import com.zaxxer.hikari.HikariConfig
 import doobie.*
 import doobie.hikari.HikariTransactor
 import doobie.implicits.*
+import doobie.util.transactor.Strategy
 import weir.postgres.internal.Run
 
 import java.net.URI
@@ -97,7 +98,8 @@ final class Database[F[_]] private (
 
   /**
    * A small pool of a worker's own, `size` connections, whose commits do not wait for the WAL to reach
-   * disk (`synchronous_commit = off`). Only the worker's own bookkeeping runs on it — claims, results,
+   * disk (`synchronous_commit = off`, set for each transaction alone: the sessions keep their settings).
+   * Only the worker's own bookkeeping runs on it — claims, results,
    * heartbeats, rescues, prunes — and none of it needs to survive a server crash: a lost claim or rescue
    * leaves the task to be claimed or rescued again, a lost result makes the task run again (at-least-once),
    * so nothing is lost, while each claim and acknowledgement saves a disk flush. Enqueues and
@@ -137,23 +139,37 @@ object Database:
       F: Async[F]
   ): Resource[F, Database[F]] =
     // parsed when the resource is used, not when it is built: a bad URL is an error in F
-    Resource.eval(F.delay(hikariConfig(config, asyncCommit))).flatMap(hikari =>
+    Resource.eval(F.delay(hikariConfig(config))).flatMap(hikari =>
       HikariTransactor
         .fromHikariConfig[F](hikari)
         .adaptError { case e => unreachable(config, e) }
         .evalTap(xa =>
           sql"SELECT 1".query[Int].unique.transact(xa).adaptError { case e => unreachable(config, e) }
         )
+        .map(xa => if asyncCommit then xa.copy(strategy0 = asyncCommitStrategy) else xa)
         .flatMap(xa => Run.resource(xa, config.schema.name).map(run => new Database(config, xa, run)))
     )
 
-  private def hikariConfig(config: DatabaseConfig, asyncCommit: Boolean): HikariConfig =
+  /**
+   * doobie's default strategy, except that each transaction commits with `synchronous_commit = off`, set
+   * with `SET LOCAL` so that it ends with the transaction: a session setting would outlive it on the
+   * server connection, which PgBouncer in transaction mode hands to other clients. The setting is read
+   * at commit, so it is sent with the `COMMIT`, as one statement, which costs no round trip of its own;
+   * the driver's commit that follows finds the transaction already ended and sends nothing.
+   */
+  private val asyncCommitStrategy: Strategy =
+    Strategy.default.copy(after = FC.raw { c =>
+      val st = c.createStatement()
+      try st.execute("SET LOCAL synchronous_commit = off; COMMIT"): Unit
+      finally st.close()
+    } *> FC.commit)
+
+  private def hikariConfig(config: DatabaseConfig): HikariConfig =
     val (url, parsed) = config.jdbc
     val props = new Properties()
     props.putAll(parsed)
     val hikari = new HikariConfig()
     hikari.setJdbcUrl(url)
-    if asyncCommit then hikari.setConnectionInitSql("SET synchronous_commit = off")
     props.setProperty("ApplicationName", "weir")
     hikari.setDataSourceProperties(props)
     hikari.setMaximumPoolSize(config.poolSize)
