@@ -18,9 +18,12 @@ import scala.concurrent.duration.*
  * Where weir's tasks live: a PostgreSQL database and the [[Schema]] in it.
  *
  * `url` is either a JDBC URL (`jdbc:postgresql://host:5432/db?user=u&password=p`) or a libpq-style one
- * (`postgresql://u:p@host:5432/db`, as River and psql take). `poolSize` connections serve claims,
- * acknowledgements and enqueues; each worker process also holds one connection of its own for LISTEN
- * and one for heartbeats, so that a busy pool never delays a heartbeat into a false rescue.
+ * (`postgresql://u:p@host:5432/db`, as River and psql take); it is parsed when a pool is opened, not here.
+ * `poolSize` connections serve enqueues, [[TaskAdmin]] and the caller's own transactions on
+ * [[Database.transactor]]. Each [[DurableWorker]] opens five more of its own: a pool of two for claims and
+ * results, a pool of two for heartbeats, rescues and prunes (so that a busy claim path never delays a
+ * heartbeat into a false rescue), and one connection for LISTEN. `connectTimeout` bounds the wait for a
+ * connection (at least 250 ms; for the LISTEN connection, whole seconds, at least 1).
  */
 final case class DatabaseConfig(
     url: String,
@@ -90,8 +93,8 @@ final class Database[F[_]] private (
   def schema: Schema = config.schema
 
   /**
-   * A connection of its own, outside the pool (LISTEN, heartbeats): opened on the blocking pool, closed on
-   * release. Fails with [[DatabaseUnreachable]].
+   * A connection of its own, outside any pool (a worker's LISTEN connection): opened on the blocking pool,
+   * closed on release. Fails with [[DatabaseUnreachable]].
    */
   private[postgres] def dedicated: Resource[F, Connection] =
     Resource.make(F.blocking(Database.open(config)))(c => F.blocking(c.close()))

@@ -48,7 +48,8 @@ trait DurableWorker[F[_], A]:
 
   /**
    * Stops claiming at once, then drains the pipeline: claimed tasks that have not started are handed back
-   * (written when the resource is released), running ones get `deadline` to finish. Returns the summary.
+   * (written as soon as the drain ends, like every other result), running ones get `deadline` to finish.
+   * Returns the summary.
    * Concurrent calls get the same summary; cancelling the call stops the wait, not the drain.
    */
   def drain(deadline: scala.concurrent.duration.FiniteDuration): F[weir.Summary[Job[A]]]
@@ -60,11 +61,13 @@ object DurableWorker:
 
   /**
    * Registers a worker in `db` and starts the pipeline `build` makes from the durable source. The source
-   * never ends unless [[WorkerConfig.stopWhenEmpty]] is set; stop the worker with `running.drain` or by
-   * releasing the resource.
+   * never ends unless [[WorkerConfig.stopWhenEmpty]] is set; stop the worker with [[DurableWorker.drain]]
+   * (`worker.drain`) or by releasing the resource.
    *
-   * Errors: a failing database is ridden out (claims, acknowledgements and heartbeats are retried, and
-   * counted in [[WorkerStats]]); only registering at start fails the resource.
+   * Errors: only starting fails the resource: [[DatabaseUnreachable]] if the worker's connections cannot
+   * be opened, or the driver's error if registering the worker fails. Once started, a failing database is
+   * ridden out (claims, results, heartbeats, rescues and prunes are retried, and counted in
+   * [[WorkerStats]]).
    */
   def start[F[_], A, B](db: Database[F], config: WorkerConfig)(
       build: Source[F, Job[A]] => Pipeline[F, Job[A], B]
