@@ -25,7 +25,7 @@ import java.util.concurrent.ThreadLocalRandom
  *   - succeeded: completed (kept in `finished` or deleted, see [[WorkerConfig.keepCompleted]]);
  *   - failed: available again after the configured backoff, with its error recorded, or dead once it has
  *     used its `maxAttempts` (or at once when `backoff.retryOn` rejects the error); a task interrupted
- *     because the worker stopped is retried at once;
+ *     because the worker stopped is retried at once (or dead, if that was its last attempt);
  *   - not started (drained, cancelled, failed fast): handed back at once, its attempt not counted.
  *
  * Release: the pipeline is drained (running tasks get [[WorkerConfig.shutdownGrace]]), every result is
@@ -42,7 +42,8 @@ trait DurableWorker[F[_], A]:
 
   /**
    * The pipeline, to change its limit or watch its metrics. Stop it with [[drain]] rather than
-   * `running.drain`, which would wait for the claimer's idle wait (up to the poll interval) to end.
+   * `running.drain`, which does not stop the claimer: the drain then waits for the claimer's idle wait (up
+   * to the poll interval, or the deadline) to end, and a claim made meanwhile is only handed back.
    */
   def running: Running[F, Job[A]]
 
