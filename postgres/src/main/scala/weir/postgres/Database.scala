@@ -6,6 +6,7 @@ import com.zaxxer.hikari.HikariConfig
 import doobie.*
 import doobie.hikari.HikariTransactor
 import doobie.implicits.*
+import doobie.util.transactor.Strategy
 import weir.postgres.internal.Run
 
 import java.net.URI
@@ -17,9 +18,12 @@ import scala.concurrent.duration.*
  * Where weir's tasks live: a PostgreSQL database and the [[Schema]] in it.
  *
  * `url` is either a JDBC URL (`jdbc:postgresql://host:5432/db?user=u&password=p`) or a libpq-style one
- * (`postgresql://u:p@host:5432/db`, as River and psql take). `poolSize` connections serve claims,
- * acknowledgements and enqueues; each worker process also holds one connection of its own for LISTEN
- * and one for heartbeats, so that a busy pool never delays a heartbeat into a false rescue.
+ * (`postgresql://u:p@host:5432/db`, as River and psql take); it is parsed when a pool is opened, not here.
+ * `poolSize` connections serve enqueues, [[TaskAdmin]] and the caller's own transactions on
+ * [[Database.transactor]]. Each [[DurableWorker]] opens five more of its own: a pool of two for claims and
+ * results, a pool of two for heartbeats, rescues and prunes (so that a busy claim path never delays a
+ * heartbeat into a false rescue), and one connection for LISTEN. `connectTimeout` bounds the wait for a
+ * connection (at least 250 ms; for the LISTEN connection, whole seconds, at least 1).
  */
 final case class DatabaseConfig(
     url: String,
@@ -51,7 +55,10 @@ object DatabaseConfig:
         try new URI(url)
         catch
           case e: java.net.URISyntaxException =>
-            throw new IllegalArgumentException(s"malformed database URL: ${e.getMessage}")
+            // the exception's own message repeats the whole URL, password included
+            throw new IllegalArgumentException(
+              s"malformed database URL: ${e.getReason} at index ${e.getIndex}: '${redact(url)}'"
+            )
       require(uri.getHost != null, s"database URL has no host: '${redact(url)}'")
       Option(uri.getUserInfo).foreach { info =>
         val (user, password) = info.span(_ != ':')
@@ -86,15 +93,16 @@ final class Database[F[_]] private (
   def schema: Schema = config.schema
 
   /**
-   * A connection of its own, outside the pool (LISTEN, heartbeats): opened on the blocking pool, closed on
-   * release. Fails with [[DatabaseUnreachable]].
+   * A connection of its own, outside any pool (a worker's LISTEN connection): opened on the blocking pool,
+   * closed on release. Fails with [[DatabaseUnreachable]].
    */
   private[postgres] def dedicated: Resource[F, Connection] =
     Resource.make(F.blocking(Database.open(config)))(c => F.blocking(c.close()))
 
   /**
    * A small pool of a worker's own, `size` connections, whose commits do not wait for the WAL to reach
-   * disk (`synchronous_commit = off`). Only the worker's own bookkeeping runs on it — claims, results,
+   * disk (`synchronous_commit = off`, set for each transaction alone: the sessions keep their settings).
+   * Only the worker's own bookkeeping runs on it — claims, results,
    * heartbeats, rescues, prunes — and none of it needs to survive a server crash: a lost claim or rescue
    * leaves the task to be claimed or rescued again, a lost result makes the task run again (at-least-once),
    * so nothing is lost, while each claim and acknowledgement saves a disk flush. Enqueues and
@@ -108,8 +116,10 @@ object Database:
   /**
    * Opens a pool to `config`'s database and checks its schema (without changing it: see [[migrate]]).
    *
-   * Errors: [[DatabaseUnreachable]] (naming the URL, password hidden) if no connection can be made within
-   * the connect timeout; [[SchemaError]] if the schema is missing or not at this library's version.
+   * Errors, all raised in `F` when the resource is used: `IllegalArgumentException` if the URL is of
+   * neither accepted form, has no host or is malformed; [[DatabaseUnreachable]] (naming the URL, password
+   * hidden) if no connection can be made within the connect timeout; [[SchemaError]] if the schema is
+   * missing or not at this library's version.
    */
   def connect[F[_]: Async](config: DatabaseConfig): Resource[F, Database[F]] =
     pool(config).evalTap(db => Migrations.check(config.schema).transact(db.transactor))
@@ -117,6 +127,9 @@ object Database:
   /**
    * Applies weir's migrations to `config`'s schema (creating it if needed) and returns the versions applied.
    * Idempotent, and safe when several processes run it at once.
+   *
+   * Errors, raised in `F`: `IllegalArgumentException` for a bad URL and [[DatabaseUnreachable]], as for
+   * [[connect]]; [[SchemaError]] if the schema is at a version newer than this library knows.
    */
   def migrate[F[_]: Async](config: DatabaseConfig): F[Vector[Int]] =
     pool(config).use(db => Migrations.migrate(config.schema).transact(db.transactor))
@@ -128,22 +141,44 @@ object Database:
   private[postgres] def pool[F[_]](config: DatabaseConfig, asyncCommit: Boolean = false)(using
       F: Async[F]
   ): Resource[F, Database[F]] =
-    val (url, props) = config.jdbc
+    // parsed when the resource is used, not when it is built: a bad URL is an error in F
+    Resource.eval(F.delay(hikariConfig(config))).flatMap(hikari =>
+      HikariTransactor
+        .fromHikariConfig[F](hikari)
+        .adaptError { case e => unreachable(config, e) }
+        .evalTap(xa =>
+          sql"SELECT 1".query[Int].unique.transact(xa).adaptError { case e => unreachable(config, e) }
+        )
+        .map(xa => if asyncCommit then xa.copy(strategy0 = asyncCommitStrategy) else xa)
+        .flatMap(xa => Run.resource(xa, config.schema.name).map(run => new Database(config, xa, run)))
+    )
+
+  /**
+   * doobie's default strategy, except that each transaction commits with `synchronous_commit = off`, set
+   * with `SET LOCAL` so that it ends with the transaction: a session setting would outlive it on the
+   * server connection, which PgBouncer in transaction mode hands to other clients. The setting is read
+   * at commit, so it is sent with the `COMMIT`, as one statement, which costs no round trip of its own;
+   * the driver's commit that follows finds the transaction already ended and sends nothing.
+   */
+  private val asyncCommitStrategy: Strategy =
+    Strategy.default.copy(after = FC.raw { c =>
+      val st = c.createStatement()
+      try st.execute("SET LOCAL synchronous_commit = off; COMMIT"): Unit
+      finally st.close()
+    } *> FC.commit)
+
+  private def hikariConfig(config: DatabaseConfig): HikariConfig =
+    val (url, parsed) = config.jdbc
+    val props = new Properties()
+    props.putAll(parsed)
     val hikari = new HikariConfig()
     hikari.setJdbcUrl(url)
-    if asyncCommit then hikari.setConnectionInitSql("SET synchronous_commit = off")
     props.setProperty("ApplicationName", "weir")
     hikari.setDataSourceProperties(props)
     hikari.setMaximumPoolSize(config.poolSize)
     hikari.setConnectionTimeout(config.connectTimeout.toMillis.max(250L))
     hikari.setPoolName(s"weir-${config.schema.name}")
-    HikariTransactor
-      .fromHikariConfig[F](hikari)
-      .adaptError { case e => unreachable(config, e) }
-      .evalTap(xa =>
-        sql"SELECT 1".query[Int].unique.transact(xa).adaptError { case e => unreachable(config, e) }
-      )
-      .flatMap(xa => Run.resource(xa, config.schema.name).map(run => new Database(config, xa, run)))
+    hikari
 
   private[postgres] def open(config: DatabaseConfig): Connection =
     val (url, props) = config.jdbc

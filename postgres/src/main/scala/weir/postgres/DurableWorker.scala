@@ -3,6 +3,7 @@ package weir.postgres
 import cats.effect.kernel.{Async, Deferred, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
+import doobie.FC
 import doobie.implicits.*
 import weir.{Disposition, Outcome, Pipeline, Running, Source}
 import weir.postgres.internal.*
@@ -24,12 +25,14 @@ import java.util.concurrent.ThreadLocalRandom
  *   - succeeded: completed (kept in `finished` or deleted, see [[WorkerConfig.keepCompleted]]);
  *   - failed: available again after the configured backoff, with its error recorded, or dead once it has
  *     used its `maxAttempts` (or at once when `backoff.retryOn` rejects the error); a task interrupted
- *     because the worker stopped is retried at once;
+ *     because the worker stopped is retried at once (or dead, if that was its last attempt);
  *   - not started (drained, cancelled, failed fast): handed back at once, its attempt not counted.
  *
  * Release: the pipeline is drained (running tasks get [[WorkerConfig.shutdownGrace]]), every result is
- * written, every claim still held is handed back, and the worker's row is removed. A worker that dies
- * without a release (SIGKILL, a lost machine) stops heartbeating, and any other worker rescues its
+ * written (waiting at most `shutdownGrace` for an unreachable database), every claim still held is handed
+ * back and the worker's row is removed. A claim whose task never started goes back uncounted; one whose
+ * task ran but whose result could not be written goes back counted, as a failed attempt. A worker that
+ * dies without a release (SIGKILL, a lost machine) stops heartbeating, and any other worker rescues its
  * running tasks once its heartbeat is older than [[WorkerConfig.deadAfter]].
  */
 trait DurableWorker[F[_], A]:
@@ -39,13 +42,15 @@ trait DurableWorker[F[_], A]:
 
   /**
    * The pipeline, to change its limit or watch its metrics. Stop it with [[drain]] rather than
-   * `running.drain`, which would wait for the claimer's idle wait (up to the poll interval) to end.
+   * `running.drain`, which does not stop the claimer: the drain then waits for the claimer's idle wait (up
+   * to the poll interval, or the deadline) to end, and a claim made meanwhile is only handed back.
    */
   def running: Running[F, Job[A]]
 
   /**
    * Stops claiming at once, then drains the pipeline: claimed tasks that have not started are handed back
-   * (written when the resource is released), running ones get `deadline` to finish. Returns the summary.
+   * (written as soon as the drain ends, like every other result), running ones get `deadline` to finish.
+   * Returns the summary.
    * Concurrent calls get the same summary; cancelling the call stops the wait, not the drain.
    */
   def drain(deadline: scala.concurrent.duration.FiniteDuration): F[weir.Summary[Job[A]]]
@@ -57,11 +62,13 @@ object DurableWorker:
 
   /**
    * Registers a worker in `db` and starts the pipeline `build` makes from the durable source. The source
-   * never ends unless [[WorkerConfig.stopWhenEmpty]] is set; stop the worker with `running.drain` or by
-   * releasing the resource.
+   * never ends unless [[WorkerConfig.stopWhenEmpty]] is set; stop the worker with [[DurableWorker.drain]]
+   * (`worker.drain`) or by releasing the resource.
    *
-   * Errors: a failing database is ridden out (claims, acknowledgements and heartbeats are retried, and
-   * counted in [[WorkerStats]]); only registering at start fails the resource.
+   * Errors: only starting fails the resource: [[DatabaseUnreachable]] if the worker's connections cannot
+   * be opened, or the driver's error if registering the worker fails. Once started, a failing database is
+   * ridden out (claims, results, heartbeats, rescues and prunes are retried, and counted in
+   * [[WorkerStats]]).
    */
   def start[F[_], A, B](db: Database[F], config: WorkerConfig)(
       build: Source[F, Job[A]] => Pipeline[F, Job[A], B]
@@ -74,12 +81,9 @@ object DurableWorker:
       maintenance <- db.workerPool(size = 2)
       counters = new Counters
       claims = new Claims
-      owner <- Resource.make(xa(sql.register(config.name))) { owner =>
-        // Only claims that never started are still held here: every outcome was written before this runs.
-        xa(sql.releaseAll(owner).flatMap(n => sql.deregister(owner).as(n)))
-          .flatMap(n => F.delay(counters.released.addAndGet(n.toLong)).void)
-          .handleErrorWith(e => F.delay(counters.error(e)))
-      }
+      owner <- Resource.make(xa(sql.register(config.name)))(owner =>
+        handBack(xa, sql, owner, claims, counters).handleErrorWith(e => F.delay(counters.error(e)))
+      )
       wake <- Resource.eval(Queue.dropping[F, Unit](1))
       completer <- Completer.resource(
         xa,
@@ -131,7 +135,9 @@ object DurableWorker:
         counters,
         config.keepCompleted
       )
-      started <- build(Source(claimer.stream)).startWithOutcomes
+      // marked before the pipeline can receive them: see Claims
+      source = claimer.stream.chunks.evalTap(jobs => F.delay(claims.handedOn(jobs.map(_.token)))).unchunks
+      started <- build(Source(source)).startWithOutcomes
       (pipeline, outcomes) = started
       _ <-
         Resource.make(F.start(outcomes.evalMap(o => completer.submit(finishOf(config, o))).compile.drain)) {
@@ -143,6 +149,39 @@ object DurableWorker:
       def drain(deadline: scala.concurrent.duration.FiniteDuration): F[weir.Summary[Job[A]]] =
         stop.complete(()) *> pipeline.drain(deadline)
       def stats: F[WorkerStats] = F.delay(counters.stats)
+
+  /**
+   * A worker's last step: hands back every claim it still holds and removes its row. It runs after the
+   * completer has stopped, so no finish of this process is pending any more and none can commit after it
+   * (a finish whose commit was already under way has locked its rows, and every statement here is guarded
+   * by the claim's token or state): nothing written here overtakes a finish of the same claim.
+   *
+   * What is still held either never started or ran without its result being written (the database was
+   * unreachable for the whole shutdown grace). A task that may have started goes back counted, as a
+   * failed attempt, so that a task that always outlasts its results cannot run forever; then every other
+   * claim of this worker, none of which started, goes back uncounted. If this fails too, the claims keep
+   * their lease and are rescued, counted, once the worker's heartbeat is older than `deadAfter`.
+   */
+  private def handBack[F[_]](run: Run[F], sql: Sql, owner: Long, claims: Claims, counters: Counters)(using
+      F: Async[F]
+  ): F[Unit] =
+    F.delay(claims.maybeStarted).flatMap { ran =>
+      val failRan =
+        if ran.isEmpty then FC.pure((0, 0))
+        else sql.fail(ran, Array.fill(ran.length)(unwritten), Array.fill(ran.length)(0L))
+      run(failRan.flatMap(failed =>
+        sql.releaseAll(owner).flatMap(released => sql.deregister(owner).as((failed, released)))
+      ))
+        .flatMap { case ((retried, dead), released) =>
+          F.delay {
+            counters.retried.addAndGet(retried.toLong)
+            counters.dead.addAndGet(dead.toLong)
+            counters.released.addAndGet(released.toLong)
+          }.void
+        }
+    }
+
+  private val unwritten = "the worker stopped before the result of this attempt was written"
 
   private def finishOf[A, B](config: WorkerConfig, outcome: Outcome[Job[A], B]): Finish = outcome match
     case Outcome.Succeeded(job, _, _) => Finish.Complete(job.token)

@@ -26,7 +26,8 @@ import scala.concurrent.duration.*
  *   - `retention`: how long finished tasks are kept before this worker prunes them (`None`: never).
  *   - `ackBatch`: acknowledgements written per statement, at most.
  *   - `shutdownGrace`: on release, how long running tasks may go on before they are interrupted (and
- *     handed back for another attempt).
+ *     handed back for another attempt), and then how long the worker waits for an unreachable database to
+ *     take the last results.
  *   - `stopWhenEmpty`: end the run once the queue has no unfinished task anywhere (batch jobs, tests);
  *     otherwise the worker serves the queue until it is drained or released.
  *   - `name`: shown in the workers table.

@@ -85,3 +85,27 @@ class MigrationsSuite extends DbSuite:
     val pool = intercept[IllegalArgumentException](DatabaseConfig("postgresql://h/db", poolSize = 0))
     assert(pool.getMessage.contains("was: 0"), pool.getMessage)
   }
+
+  test("a bad URL fails inside the effect, naming the URL: building the IO or Resource throws nothing") {
+    // each URL, and what the message must show of it (never the password)
+    val urls = Vector(
+      "mysql://u:secret@localhost/x" -> "mysql://u:***@localhost/x",
+      "postgresql://u:secret@/no-host" -> "postgresql://u:***@/no-host",
+      "postgresql://u:secret@h st/x" -> "postgresql://u:***@h st/x"
+    )
+    urls.traverse_ { (url, shown) =>
+      val config = DatabaseConfig(url)
+      // built, not run: none of these may throw
+      val built = Vector(
+        Database.migrate[IO](config),
+        Database.connect[IO](config).use_.as(Vector.empty[Int]),
+        Database.migrateAndConnect[IO](config).use_.as(Vector.empty[Int])
+      )
+      built.traverse_(_.attempt.map {
+        case Left(e: IllegalArgumentException) =>
+          assert(e.getMessage.contains(shown), e.getMessage)
+          assert(!e.getMessage.contains("secret"), e.getMessage)
+        case other => fail(s"expected an IllegalArgumentException for '$url', got $other")
+      })
+    }
+  }

@@ -223,3 +223,46 @@ class WorkerSuite extends DbSuite:
         order.toString
       )
   }
+
+  withDb(
+    "a release whose results cannot be written hands back the tasks that ran counted, and only the unstarted ones uncounted"
+  ) { db =>
+    val queue = TaskQueue[IO, Int](db, "unwritten")
+    val refuse = db.schema("refuse_deletes")
+    val unwritable = config("unwritten").copy(stopWhenEmpty = false, shutdownGrace = 300.millis)
+    for
+      _ <- queue.enqueueMany((1 to 8).map(NewTask(_)))
+      // no completion can be written: the statement that completes a task deletes its row
+      _ <- Rows.exec(
+        s"CREATE FUNCTION $refuse() RETURNS trigger LANGUAGE plpgsql AS $$$$ BEGIN RAISE EXCEPTION 'refused'; END $$$$"
+      )
+      _ <- Rows.exec(
+        s"CREATE TRIGGER refuse BEFORE DELETE ON ${db.schema("tasks")} FOR EACH ROW EXECUTE FUNCTION $refuse()"
+      )
+      fourth <- CountDownLatch[IO](1)
+      // limit 1: tasks 1 to 3 succeed, 4 is running at the release (interrupted), 5 to 8 never start
+      _ <- DurableWorker
+        .start[IO, Int, Unit](db, unwritable) { source =>
+          Pipeline(source)
+            .process(job => if job.payload == 4 then fourth.release *> IO.never else IO.unit)
+            .withLimit(Limit.fixed(1))
+        }
+        .use(_ => fourth.await)
+      rows <- Rows.tasks(db)
+      _ <- Rows.exec(s"DROP TRIGGER refuse ON ${db.schema("tasks")}")
+      // every task is still there to run: a worker that can write finishes them all
+      _ <- DurableWorker
+        .start[IO, Int, Unit](db, config("unwritten"))(Pipeline(_).process(_ => IO.unit))
+        .use(_.running.join)
+      done <- Rows.finished(db)
+    yield
+      assertEquals(rows.map(_._2), Vector.fill(8)("available"), rows.toString)
+      assert(rows.forall(_._4.isEmpty), rows.toString)
+      assertEquals(rows.map(_._3), Vector(1, 1, 1, 1, 0, 0, 0, 0), "attempts counted after the release")
+      assertEquals(
+        done.map(d => (d._1, d._2, d._3)),
+        (1 to 8).toVector.map(i =>
+          (i.toString, "completed", if i <= 4 then 2 else 1)
+        )
+      )
+  }

@@ -1,25 +1,50 @@
 package weir.postgres.internal
 
+import fs2.Chunk
+
 import java.util.concurrent.ConcurrentHashMap
 
 /**
  * The claims a worker holds and has not yet finished in the database, by token, each with whether its task
- * has an ordering key. The claimer adds a claim before handing its task on; the completer removes it once
- * its finish has committed. The heartbeat extends the leases of exactly these claims, so a task this process
- * forgot is not kept alive by it.
+ * has an ordering key and whether it may have started. The claimer adds a claim before handing its task on;
+ * the completer removes it once its finish has committed. The heartbeat extends the leases of exactly these
+ * claims, so a task this process forgot is not kept alive by it.
+ *
+ * Whether a claim may have started decides how the worker's last step hands it back: a task that never
+ * started goes back uncounted, one that may have run goes back counted. A claim is marked as handed to the
+ * pipeline before the pipeline can receive it, and unmarked only when the pipeline returns it as not
+ * started; so an unmarked claim is one whose task never started, and any doubt (a marked task the
+ * pipeline never received) falls on the counted side.
  */
 private[postgres] final class Claims:
-  private val held = new ConcurrentHashMap[Long, java.lang.Boolean]
+  import Claims.Held
 
-  def add(token: Long, keyed: Boolean): Unit = held.put(token, keyed): Unit
+  private val held = new ConcurrentHashMap[Long, Held]
+
+  def add(token: Long, keyed: Boolean): Unit = held.put(token, Held(keyed, handedOn = false)): Unit
+
+  /** Marks the claims of `tokens` as handed to the pipeline, which may start them from now on. */
+  def handedOn(tokens: Chunk[Long]): Unit =
+    tokens.foreach(token => held.computeIfPresent(token, (_, h) => h.copy(handedOn = true)): Unit)
+
+  /** Marks a claim as returned by the pipeline without having started. */
+  def notStarted(token: Long): Unit = held.computeIfPresent(token, (_, h) => h.copy(handedOn = false)): Unit
 
   /** Forgets a claim; true if its task had an ordering key. */
-  def remove(token: Long): Boolean = Option(held.remove(token)).exists(_.booleanValue)
+  def remove(token: Long): Boolean = Option(held.remove(token)).exists(_.keyed)
 
-  def isKeyed(token: Long): Boolean = Option(held.get(token)).exists(_.booleanValue)
+  def isKeyed(token: Long): Boolean = Option(held.get(token)).exists(_.keyed)
 
   def size: Int = held.size
-  def tokens: Array[Long] =
+  def tokens: Array[Long] = select(_ => true)
+
+  /** The claims whose task may have started: handed to the pipeline and not returned unstarted. */
+  def maybeStarted: Array[Long] = select(_.handedOn)
+
+  private def select(p: Held => Boolean): Array[Long] =
     val out = Array.newBuilder[Long]
-    held.keySet.forEach(token => out += token)
+    held.forEach((token, h) => if p(h) then out.addOne(token): Unit)
     out.result()
+
+private[postgres] object Claims:
+  private final case class Held(keyed: Boolean, handedOn: Boolean)

@@ -31,12 +31,21 @@ private[postgres] enum Finish:
  * commit whose answer was lost) changes nothing the second time.
  *
  * Release of the resource writes everything submitted before it, waiting at most `stopWithin` for an
- * unreachable database; claims still unwritten then keep their lease and are rescued like a dead worker's.
+ * unreachable database; then the writer is stopped, and once the release returns nothing more is written.
+ * The claims still unwritten stay in [[Claims]], for the worker's last step to hand back.
  */
-private[postgres] final class Completer[F[_]] private (queue: Queue[F, Option[Finish]]):
+private[postgres] final class Completer[F[_]] private (queue: Queue[F, Option[Finish]], claims: Claims)(using
+    F: Async[F]
+):
 
-  /** Queues a finish; waits while `4 × batchSize` are queued. Cancelable while it waits. */
-  def submit(finish: Finish): F[Unit] = queue.offer(Some(finish))
+  /**
+   * Queues a finish; waits while `4 × batchSize` are queued. Cancelable while it waits. A release also
+   * marks its claim as not started, so that the worker's last step hands it back uncounted should the
+   * release itself never be written.
+   */
+  def submit(finish: Finish): F[Unit] = finish match
+    case Finish.Release(token) => F.delay(claims.notStarted(token)) *> queue.offer(Some(finish))
+    case _ => queue.offer(Some(finish))
 
 private[postgres] object Completer:
 
@@ -110,4 +119,4 @@ private[postgres] object Completer:
         // the stop marker queues behind every finish submitted before release
         queue.offer(None) *> F.timeoutTo(fiber.join.void, stopWithin, fiber.cancel)
       }
-    yield new Completer(queue)
+    yield new Completer(queue, claims)
