@@ -17,7 +17,9 @@ object TestWorkers:
       claimBatch = 20,
       pollInterval = 50.millis,
       heartbeat = 200.millis,
-      deadAfter = 1.second,
+      // long enough that a heartbeat held up on a loaded test machine is not taken for a death: the tests
+      // that count runs would see the rescued claims of a live worker run twice
+      deadAfter = 3.seconds,
       lease = 5.seconds,
       backoff = retryAtOnce,
       keepCompleted = true,
