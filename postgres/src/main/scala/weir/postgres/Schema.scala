@@ -12,7 +12,7 @@ final class Schema private (val name: String):
   /** `name.relation`: a table or function of this schema, for SQL text (`schema("tasks")`). */
   def apply(relation: String): String = s"$name.$relation"
 
-  /** The channel the insert trigger notifies, named after the schema. */
+  /** The channel that wakes a queue's workers (the queue is the payload), named after the schema. */
   private[postgres] def channel: String = s"$name.tasks"
 
   override def equals(other: Any): Boolean = other match

@@ -35,10 +35,17 @@ final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
       if inserted then Enqueued.Inserted(id) else Enqueued.Duplicate(id)
     )
 
-  /** Enqueues a batch as part of the caller's transaction; results in the order of `tasks`. */
+  /**
+   * Enqueues a batch as part of the caller's transaction; results in the order of `tasks`. The queue's
+   * workers are notified once, delivered when the transaction commits.
+   */
   def enqueueManyIn(tasks: Seq[NewTask[A]]): ConnectionIO[Vector[Enqueued]] =
     val encoded = tasks.iterator.map(encode).toVector
-    encoded.grouped(TaskQueue.statementSize).toVector.flatTraverse(settle(_)).map(_.toVector)
+    encoded
+      .grouped(TaskQueue.statementSize)
+      .toVector
+      .flatTraverse(settle(_))
+      .flatTap(results => sql.wakeQueue(name).whenA(results.exists(_.isInstanceOf[Enqueued.Inserted])))
 
   // A row that comes back with neither an id nor its key's holder met a holder this statement's snapshot
   // cannot see (committed meanwhile, or an earlier row of the same batch): a new statement, with a new

@@ -171,7 +171,7 @@ class KeyHeadsSuite extends DbSuite:
         all <- Database.connect[IO](config).use(db => marks(db))
         orphans <- headless(schema)
       yield
-        assertEquals(applied, Vector(2))
+        assertEquals(applied, Migrations.all.drop(1).map(_.version))
         val firsts = all.groupBy(_._3).values.map(_.minBy(_._1)._1).toSet
         assertEquals(all.filter(_._4).map(_._1).toSet, firsts)
         assertEquals(firsts.size, 2)

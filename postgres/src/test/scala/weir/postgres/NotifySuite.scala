@@ -1,6 +1,10 @@
 package weir.postgres
 
-import cats.effect.{Deferred, IO}
+import cats.effect.{Deferred, IO, Ref}
+import cats.effect.std.Queue
+import cats.syntax.all.*
+import doobie.*
+import doobie.implicits.*
 import weir.Pipeline
 
 import scala.concurrent.duration.*
@@ -24,6 +28,48 @@ class NotifySuite extends DbSuite:
         IO.sleep(500.millis) *> TaskQueue[IO, Int](db, "n").enqueue(NewTask(1)) *> ran.get.timeout(20.seconds)
       }
     yield assert(id > 0)
+  }
+
+  withDb(
+    "every way of adding a task wakes an idle worker: batches, unique batches, the SQL function, an outbox, a retry"
+  ) {
+    db =>
+      val q = TaskQueue[IO, Int](db, "n")
+      val deadId = Fragment
+        .const(s"SELECT id FROM ${db.schema("finished")} WHERE state = 'dead'")
+        .query[Long]
+        .option
+        .transact(TestDatabase.admin)
+      for
+        started <- Queue.unbounded[IO, Int]
+        failed <- Ref[IO].of(false)
+        worker = DurableWorker.start[IO, Int, Unit](db, hourPoll)(Pipeline(_).process { job =>
+          // task 5 fails its first run, its only attempt: it goes dead until retried by hand
+          started.offer(job.payload) *>
+            failed.getAndSet(true).flatMap(before =>
+              IO.raiseError(new RuntimeException("once")).unlessA(before)
+            )
+              .whenA(job.payload == 5)
+        })
+        _ <- worker.use { _ =>
+          def woken(payload: Int) =
+            started.take.timeoutTo(20.seconds, IO(fail(s"task $payload did not wake the worker"))).map(p =>
+              assertEquals(p, payload)
+            )
+          for
+            _ <- IO.sleep(500.millis)
+            _ <- q.enqueueMany(Vector(NewTask(1))) *> woken(1)
+            _ <- q.enqueueMany(Vector(NewTask(2, uniqueKey = Some("u")))) *> woken(2)
+            _ <- Rows.enqueueSql(s"${db.schema("enqueue")}('n', '3')") *> woken(3)
+            _ <- q.enqueueIn(NewTask(4)).transact(db.transactor) *> woken(4)
+            _ <- q.enqueue(NewTask(5, maxAttempts = 1)) *> woken(5)
+            id <- (IO.sleep(50.millis) *> deadId).iterateUntil(_.isDefined)
+              .timeoutTo(20.seconds, IO(fail("task 5 did not go dead")))
+            retried <- TaskAdmin(db).retry(id.get)
+            _ <- woken(5)
+          yield assert(retried)
+        }
+      yield ()
   }
 
   withDb("a LISTEN connection that dies is opened again, and the next enqueue still wakes the worker") { db =>

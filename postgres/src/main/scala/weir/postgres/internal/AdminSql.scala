@@ -48,15 +48,19 @@ private[postgres] final class AdminSql(schema: Schema):
       Boolean
     ].unique
 
-  /** Copies a dead or cancelled task back (fresh attempts), then deletes its finished row if that worked. */
+  /**
+   * Copies a dead or cancelled task back (fresh attempts), then deletes its finished row and wakes its
+   * queue if that worked.
+   */
   def retry(id: Long): ConnectionIO[Boolean] =
-    (const(s"""INSERT INTO $tasks (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key, errors, created_at)
+    (const(s"""INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key, errors, created_at)
       SELECT id, queue, payload, priority, now(), max_attempts, ordering_key, unique_key, errors, created_at
       FROM $finished WHERE state IN ('dead', 'cancelled') AND id = """) ++ fr0"$id" ++ const("""
-      ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING""")).update.run.flatMap {
-      inserted =>
-        if inserted == 0 then FC.pure(false)
-        else (const(s"DELETE FROM $finished WHERE id = ") ++ fr0"$id").update.run.as(true)
+      ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+      RETURNING t.queue""")).query[String].option.flatMap {
+      case None => FC.pure(false)
+      case Some(queue) =>
+        (const(s"DELETE FROM $finished WHERE id = ") ++ fr0"$id").update.run *> sql.wakeQueue(queue).as(true)
     }
 
   def discard(id: Long): ConnectionIO[Boolean] =
