@@ -23,7 +23,7 @@ object Migrations:
 
   /** Every migration this library knows, in order. */
   lazy val all: Vector[Migration] =
-    Vector("0001-tasks", "0002-key-heads", "0003-wake-in-statements").map { file =>
+    Vector("0001-tasks", "0002-claim-path").map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))
         .getOrElse(throw new IllegalStateException(s"migration $path is missing from the class path"))

@@ -1,9 +1,33 @@
--- weir-postgres schema, version 3: enqueues wake the workers themselves instead of through a trigger.
+-- weir-postgres schema, version 2: the claim skips the tasks waiting behind their ordering key, and enqueues
+-- wake the workers themselves instead of through a trigger.
+--
+-- `head` marks the tasks a claim may consider: every task without an ordering key, and for a key, its
+-- earliest task. It is a hint, never the authority: the claim still checks that no earlier task of the key
+-- is left and none is running, so a task marked when it should not be costs one index probe and nothing
+-- else. The opposite mistake would hide a key's head from every claim, so the marks are kept on the safe
+-- side three ways: an insert leaves a keyed task unmarked only if it sees an earlier task of its key; every
+-- statement that removes a keyed task marks the key's next one; and workers periodically mark the head of
+-- any key left without one (an insert whose transaction overlapped the removal of its key's last task sees
+-- that task, and the removal does not see the insert).
 --
 -- The statement-level insert trigger needed a transition table to learn the inserted queues, and
 -- PostgreSQL copies every inserted row into it, payload included: a fifth of a batch enqueue's time. weir's
 -- own batches now notify their queue in their transaction, and so does this function. A row inserted into
 -- `tasks` by other means wakes nobody: workers find it at their next poll.
+
+ALTER TABLE weir_schema.tasks ADD COLUMN head boolean NOT NULL DEFAULT true;
+
+UPDATE weir_schema.tasks AS t SET head = false
+WHERE t.ordering_key IS NOT NULL AND EXISTS (
+  SELECT 1 FROM weir_schema.tasks AS e
+  WHERE e.queue = t.queue AND e.ordering_key = t.ordering_key AND e.id < t.id);
+
+DROP INDEX weir_schema.tasks_claim;
+CREATE INDEX tasks_claim ON weir_schema.tasks (queue, priority, run_at, id)
+  WHERE state = 'available' AND (ordering_key IS NULL OR head);
+-- The tasks waiting behind their key, by key: the periodic repair walks one entry per key.
+CREATE INDEX tasks_waiting ON weir_schema.tasks (queue, ordering_key, id)
+  WHERE ordering_key IS NOT NULL AND NOT head;
 
 DROP TRIGGER tasks_notify ON weir_schema.tasks;
 DROP FUNCTION weir_schema.notify_inserted();
