@@ -156,7 +156,7 @@ object DurableLab extends Experiment:
         List(
           Option.when(k.lost != 0)(s"${k.lost} task(s) lost"),
           Option.when(k.unexplainedDuplicates != 0)(
-            s"${k.unexplainedDuplicates} duplicate(s) without an earlier run on a killed worker"
+            s"${k.unexplainedDuplicates} duplicate(s) not preceded by the kill of the worker that ran the task before"
           ),
           Option.when(k.keyViolations != 0)(s"${k.keyViolations} key(s) out of order")
         ).flatten
@@ -273,9 +273,10 @@ object DurableLab extends Experiment:
           meanMax(k.rescueMillis)
         ),
         Vector("kill run: kill → first re-run of a task it held, mean / max", meanMax(k.rerunMillis)),
+        Vector("kill run: live workers taken for dead (rescued before any kill)", k.falseRescues.toString),
         Vector("kill run: lost tasks", k.lost.toString),
         Vector(
-          "kill run: tasks run twice (all after a run on a killed worker?)",
+          "kill run: tasks run twice (each repeat after its worker's kill?)",
           s"${k.duplicates} (${
               if k.unexplainedDuplicates == 0 then "yes" else s"no: ${k.unexplainedDuplicates}"
             })"
@@ -349,6 +350,7 @@ object DurableLab extends Experiment:
             "kills" -> k.kills.size.asJson,
             "rescue_ms" -> k.rescueMillis.map(number).asJson,
             "rerun_ms" -> k.rerunMillis.map(number).asJson,
+            "false_rescues" -> k.falseRescues.asJson,
             "lost" -> k.lost.asJson,
             "executions" -> k.executions.asJson,
             "duplicates" -> k.duplicates.asJson,

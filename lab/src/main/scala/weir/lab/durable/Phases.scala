@@ -103,6 +103,7 @@ object Phases:
       keyViolations: Long,
       kills: Vector[Kill],
       rescueMillis: Vector[Double],
+      falseRescues: Long,
       rerunMillis: Vector[Double],
       backlogP50Ms: Double,
       backlogP99Ms: Double
@@ -194,7 +195,7 @@ object Phases:
   private def analyse(lab: LabDatabase, queue: String, ids: Vector[Long], kills: Vector[Kill])
       : ConnectionIO[KillRun] =
     val s = lab.schema
-    val killedIds = kills.map(_.workerId).toSet
+    val killedAt = kills.map(k => k.workerId -> k.atMillis).toMap
     for
       // lost: an enqueued task that did not end completed or dead (counted by id, so that neither another
       // queue's rows nor a duplicate row can make up for a missing one)
@@ -220,27 +221,40 @@ object Phases:
             "finished"
           )} f ON f.id = e.task_id GROUP BY f.id, f.created_at) AS x""")
         .query[(Double, Double)].unique
-      // when each killed worker's tasks were rescued: the first rescue error naming it (the rescuer writes
-      // the reason, with the database's clock, into the task's errors)
-      rescuedAt <- Fragment
-        .const(s"""SELECT substring(e->>'error' FROM 'worker ([0-9]+) stopped')::bigint,
-                          min(extract(epoch FROM (e->>'at')::timestamptz) * 1000)::float8
+      // every rescue of a worker's tasks: the rescuer writes the reason, naming the worker, with the
+      // database's clock, into each task's errors
+      rescueEvents <- Fragment
+        .const(s"""SELECT DISTINCT substring(e->>'error' FROM 'worker ([0-9]+) stopped')::bigint,
+                          (extract(epoch FROM (e->>'at')::timestamptz) * 1000)::float8
                    FROM ${s("finished")} f, jsonb_array_elements(f.errors) AS e
-                   WHERE e->>'error' LIKE 'worker % stopped heartbeating' GROUP BY 1""")
+                   WHERE e->>'error' LIKE 'worker % stopped heartbeating'""")
         .query[(Long, Double)]
         .to[Vector]
-        .map(_.toMap)
     yield
       val byTask = runs.groupBy(_._1)
       val twice = byTask.filter(_._2.size > 1)
-      val unexplained = twice.count((_, rs) => !rs.init.forall(r => killedIds(r._2)))
+      // a run repeated is explained only by its worker's kill between the two runs: a repeat of a task
+      // whose worker was alive (a false rescue, say) is not
+      val unexplained = twice.count { (_, rs) =>
+        rs.sliding(2).exists {
+          case Vector(before, after) => !killedAt.get(before._2).exists(k => before._4 <= k && k <= after._4)
+          case _ => false
+        }
+      }
+      val rescuedAt = rescueEvents.groupMap(_._1)(_._2)
+      // a rescue of a worker before its kill, or of one never killed: a live worker taken for dead
+      val falseRescues =
+        rescuedAt.count((w, ats) => killedAt.get(w).forall(k => ats.exists(_ < k))).toLong
       val violations = runs.filter(_._3.isDefined).groupBy(_._3).values.count { rs =>
         val collapsed = rs.map(_._1).foldLeft(Vector.empty[Long])((acc, id) =>
           if acc.lastOption.contains(id) then acc else acc :+ id
         )
         collapsed != collapsed.sorted || collapsed.distinct != collapsed
       }
-      val rescues = kills.flatMap(k => rescuedAt.get(k.workerId).map(_ - k.atMillis))
+      val rescues =
+        kills.flatMap(k =>
+          rescuedAt.getOrElse(k.workerId, Vector.empty).filter(_ >= k.atMillis).minOption.map(_ - k.atMillis)
+        )
       // a kill's re-run: the first later execution, on another worker, of a task the killed worker had run
       // (none when it was killed between tasks)
       val reruns = kills.flatMap { k =>
@@ -258,6 +272,7 @@ object Phases:
         keyViolations = violations.toLong,
         kills = kills,
         rescueMillis = rescues,
+        falseRescues = falseRescues,
         rerunMillis = reruns,
         backlogP50Ms = backlog._1,
         backlogP99Ms = backlog._2

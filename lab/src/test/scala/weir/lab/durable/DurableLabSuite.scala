@@ -54,6 +54,7 @@ class DurableLabSuite extends CatsEffectSuite:
       assertEquals(kill.get[Long]("lost"), Right(0L), text)
       assertEquals(kill.get[Long]("key_violations"), Right(0L), text)
       assertEquals(kill.get[Long]("unexplained_duplicates"), Right(0L), text)
+      assertEquals(kill.get[Long]("false_rescues"), Right(k.falseRescues), text)
       assertEquals(kill.get[Int]("kills"), Right(k.kills.size), text)
       assertEquals(kill.get[Vector[Double]]("rerun_ms").map(_.size), Right(k.rerunMillis.size), text)
       assertEquals(records.get[String]("status"), Right("ok"), text)
