@@ -91,7 +91,11 @@ object Phases:
       }
     yield latencies
 
-  final case class Kill(workerId: Long, atMillis: Double)
+  /**
+   * A SIGKILL: the database's clock just before the signal, and once the process was gone. A run the
+   * worker recorded in between is still its own.
+   */
+  final case class Kill(workerId: Long, atMillis: Double, deadAtMillis: Double)
 
   final case class KillRun(
       tasks: Int,
@@ -176,7 +180,9 @@ object Phases:
                   IO.uncancelable(_ =>
                     clock.transact(lab.admin).flatMap(at =>
                       IO.blocking(victim.process.destroyForcibly().waitFor()) *>
-                        kills.update(_ :+ Kill(victim.workerId, at))
+                        clock.transact(lab.admin).flatMap(dead =>
+                          kills.update(_ :+ Kill(victim.workerId, at, dead))
+                        )
                     ) *> release *> live.update(_.filterNot(_._1 eq victim)) *> spawn
                   ) *> loop
               }
@@ -195,7 +201,7 @@ object Phases:
   private def analyse(lab: LabDatabase, queue: String, ids: Vector[Long], kills: Vector[Kill])
       : ConnectionIO[KillRun] =
     val s = lab.schema
-    val killedAt = kills.map(k => k.workerId -> k.atMillis).toMap
+    val killOf = kills.map(k => k.workerId -> k).toMap
     for
       // lost: an enqueued task that did not end completed or dead (counted by id, so that neither another
       // queue's rows nor a duplicate row can make up for a missing one)
@@ -237,14 +243,15 @@ object Phases:
       // whose worker was alive (a false rescue, say) is not
       val unexplained = twice.count { (_, rs) =>
         rs.sliding(2).exists {
-          case Vector(before, after) => !killedAt.get(before._2).exists(k => before._4 <= k && k <= after._4)
+          case Vector(before, after) =>
+            !killOf.get(before._2).exists(k => before._4 <= k.deadAtMillis && k.atMillis <= after._4)
           case _ => false
         }
       }
       val rescuedAt = rescueEvents.groupMap(_._1)(_._2)
       // a rescue of a worker before its kill, or of one never killed: a live worker taken for dead
       val falseRescues =
-        rescuedAt.count((w, ats) => killedAt.get(w).forall(k => ats.exists(_ < k))).toLong
+        rescuedAt.count((w, ats) => killOf.get(w).forall(k => ats.exists(_ < k.atMillis))).toLong
       val violations = runs.filter(_._3.isDefined).groupBy(_._3).values.count { rs =>
         val collapsed = rs.map(_._1).foldLeft(Vector.empty[Long])((acc, id) =>
           if acc.lastOption.contains(id) then acc else acc :+ id

@@ -72,7 +72,8 @@ private[postgres] final class Claimer[F[_], A](
   /** One claim: the decoded jobs and how many rows the database gave (decoding failures included). */
   private def claimOnce: F[Either[Throwable, (Chunk[Job[A]], Int)]] =
     F.uncancelable { _ =>
-      run(sql.claim(config.queue, owner, config.claimBatch, leaseMillis)).attempt.flatMap {
+      // one statement, committed with its own round trip: an idle worker's claim is most of its latency
+      run.single(sql.claim(config.queue, owner, config.claimBatch, leaseMillis)).attempt.flatMap {
         case Left(e) => F.pure(Left(e))
         case Right(rows) =>
           F.delay {

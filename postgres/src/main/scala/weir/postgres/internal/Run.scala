@@ -6,6 +6,7 @@ import doobie.*
 import doobie.free.KleisliInterpreter
 import doobie.implicits.*
 import doobie.util.log.LogHandler
+import doobie.util.transactor.Strategy
 
 import java.util.concurrent.{Executors, ThreadFactory}
 import java.util.concurrent.atomic.AtomicInteger
@@ -25,7 +26,17 @@ private[postgres] final class Run[F[_]] private (transactor: Transactor[F], ec: 
     F: Async[F]
 ):
 
+  private val autocommit = transactor.copy(strategy0 = Strategy.void)
+
   def apply[A](program: ConnectionIO[A]): F[A] = F.evalOn(program.transact(transactor), ec)
+
+  /**
+   * Runs `program`, a single statement, in autocommit: the server commits it when it ends, in the same
+   * round trip, where [[apply]] needs a second one for the commit. The statement itself must ask for an
+   * asynchronous commit if it wants one (`set_config('synchronous_commit', 'off', true)`): the pool's
+   * commit step does not run.
+   */
+  def single[A](program: ConnectionIO[A]): F[A] = F.evalOn(program.transact(autocommit), ec)
 
 private[postgres] object Run:
 

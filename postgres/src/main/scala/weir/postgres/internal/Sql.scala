@@ -103,11 +103,13 @@ private[postgres] final class Sql(schema: Schema):
    * with an ordering key is claimed only while it is its key's head (no task of its key with a smaller id
    * is left, and none is running); the unique index on running keys makes the database refuse the rare
    * claim that races another one for the same key (the caller claims again). The claim index holds only
-   * the tasks marked `head` (see [[nextHeads]]), so a key's waiting tasks cost the claim nothing.
+   * the tasks marked `head` (see [[nextHeads]]), so a key's waiting tasks cost the claim nothing. It asks
+   * for an asynchronous commit of its own transaction, so that it can run in autocommit
+   * ([[Run.single]]): a claim that changed rows has picked at least one, which set it.
    */
   def claim(queue: String, owner: Long, limit: Int, leaseMillis: Long): ConnectionIO[Vector[Claimed]] =
     (const(s"""WITH picked AS (
-      SELECT t.id FROM $tasks AS t
+      SELECT t.id, set_config('synchronous_commit', 'off', true) AS async_commit FROM $tasks AS t
       WHERE t.queue = """) ++ fr0"$queue" ++ const(s""" AND t.state = 'available' AND t.run_at <= now()
         AND (t.ordering_key IS NULL OR t.head)
         AND (t.ordering_key IS NULL OR (
