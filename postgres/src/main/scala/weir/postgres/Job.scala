@@ -34,6 +34,6 @@ final class Job[+A] private[postgres] (
    * The pipeline's later acknowledgement of the same task changes nothing.
    */
   def completeIn: ConnectionIO[Boolean] =
-    sql.complete(Array(token), keepCompleted).map(_ == 1)
+    sql.complete(Array(token), keepCompleted, keyed = orderingKey.isDefined).map(_ == 1)
 
   override def toString: String = s"Job($queue#$id, attempt $attempt/$maxAttempts, $payload)"

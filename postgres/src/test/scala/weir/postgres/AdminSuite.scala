@@ -18,7 +18,7 @@ class AdminSuite extends DbSuite:
       _ <- TaskQueue[IO, Int](db, "b").enqueue(NewTask(7))
       owner <- sql.register("w").transact(db.transactor)
       claimed <- sql.claim("a", owner, 2, 60000).transact(db.transactor)
-      _ <- sql.complete(Array(claimed.head.token), keep = true).transact(db.transactor)
+      _ <- sql.complete(Array(claimed.head.token), keep = true, keyed = false).transact(db.transactor)
       _ <- sql.fail(Array(claimed(1).token), Array("x"), Array(-1L)).transact(db.transactor)
       stats <- TaskAdmin(db).stats
     yield assertEquals(

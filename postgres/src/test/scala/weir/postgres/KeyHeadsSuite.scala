@@ -75,7 +75,7 @@ class KeyHeadsSuite extends DbSuite:
       _ = assertEquals(claimed.map(_.payload).sorted, Vector("1", "2", "3", "5", "9"))
       token = claimed.map(c => c.payload -> c.token).toMap
       // completion: a's next
-      _ <- run(db, sql.complete(Array(token("1")), keep = false))
+      _ <- run(db, sql.complete(Array(token("1")), keep = false, keyed = true))
       _ <- step("after completing a1", Vector("2", "4", "5", "9"))
       // failure to dead: b's next
       _ <- run(db, sql.fail(Array(token("2")), Array("boom"), Array(-1L)))
@@ -116,7 +116,7 @@ class KeyHeadsSuite extends DbSuite:
               s"SELECT * FROM ${db.schema("enqueue")}('o', '2', ordering_key => 'k')"
             )
           )
-          _ <- run(db, sql.complete(first.map(_.token).toArray, keep = false))
+          _ <- run(db, sql.complete(first.map(_.token).toArray, keep = false, keyed = true))
           _ <- IO.blocking(c.commit())
           orphans <- headless(db.schema)
           none <- run(db, sql.claim("o", owner, 10, 60000))

@@ -60,18 +60,18 @@ class RescueSuite extends DbSuite:
         first = claimed.head
         second = claimed(1)
         // the second completes first, then the worker is declared dead
-        completed <- run(db, sql.complete(Array(second.token), keep = true))
+        completed <- run(db, sql.complete(Array(second.token), keep = true, keyed = false))
         _ <- Rows.exec(s"UPDATE $w SET heartbeat_at = now() - interval '1 hour' WHERE id = $owner")
         rescued <- run(db, sql.rescue(10000, 1000))
         // the late finisher of the first: complete, fail and release must all be refused
-        lateComplete <- run(db, sql.complete(Array(first.token), keep = true))
+        lateComplete <- run(db, sql.complete(Array(first.token), keep = true, keyed = false))
         lateFail <- run(db, sql.fail(Array(first.token), Array("late"), Array(0L)))
         lateRelease <- run(db, sql.release(Array(first.token)))
         // another worker claims the rescued task: attempt 2; the first claim's finish is still refused
         other <- run(db, sql.register("other"))
         again <- run(db, sql.claim("g", other, 2, 60000))
-        stale <- run(db, sql.complete(Array(first.token), keep = true))
-        fresh <- run(db, sql.complete(Array(again.head.token), keep = true))
+        stale <- run(db, sql.complete(Array(first.token), keep = true, keyed = false))
+        fresh <- run(db, sql.complete(Array(again.head.token), keep = true, keyed = false))
         done <- Rows.finished(db)
       yield
         assertEquals(completed, 1)

@@ -71,7 +71,11 @@ private[postgres] object Completer:
           completed <-
             if completes.isEmpty then FC.pure(0)
             else
-              sql.complete(completes.map(_.token).toArray, keepCompleted)
+              sql.complete(
+                completes.map(_.token).toArray,
+                keepCompleted,
+                keyed = completes.exists(c => claims.isKeyed(c.token))
+              )
           failed <-
             if fails.isEmpty then FC.pure((0, 0))
             else

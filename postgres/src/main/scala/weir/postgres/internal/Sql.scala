@@ -134,8 +134,12 @@ private[postgres] final class Sql(schema: Schema):
 
   // ---- finish
 
-  /** Completes the claims `tokens`; keeps their tasks in `finished` when `keep`. Returns how many. */
-  def complete(tokens: Array[Long], keep: Boolean): ConnectionIO[Int] =
+  /**
+   * Completes the claims `tokens`; keeps their tasks in `finished` when `keep`. Returns how many. With
+   * `keyed` false (no claim has an ordering key) the next-head step is left out of the hottest statement;
+   * a keyed claim passed as unkeyed costs its key a repair's delay, nothing more.
+   */
+  def complete(tokens: Array[Long], keep: Boolean, keyed: Boolean): ConnectionIO[Int] =
     val deleted =
       const(s"DELETE FROM $tasks AS t WHERE t.lease_token = ANY(") ++ fr0"$tokens" ++
         const(") AND t.state = 'running'")
@@ -144,11 +148,12 @@ private[postgres] final class Sql(schema: Schema):
       , moved AS (INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
         SELECT id, queue, payload, priority, 'completed', attempt, max_attempts, ordering_key, unique_key, errors, created_at FROM done
         RETURNING 1)
-      """) ++ nextHeads("done") ++ const("""
+      """) ++ (if keyed then nextHeads("done") else Fragment.empty) ++ const("""
       SELECT count(*)::int FROM moved""")).query[Int].unique
-    else
+    else if keyed then
       (const("WITH done AS (") ++ deleted ++ const(" RETURNING t.id, t.queue, t.ordering_key)") ++
         nextHeads("done") ++ const(" SELECT count(*)::int FROM done")).query[Int].unique
+    else deleted.update.run
 
   /**
    * Finishes the failed claims `tokens`: a claim whose `delays(i)` is negative, or whose task has used its
