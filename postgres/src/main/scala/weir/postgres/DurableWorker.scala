@@ -32,8 +32,10 @@ import java.util.concurrent.ThreadLocalRandom
  * written (waiting at most `shutdownGrace` for an unreachable database), every claim still held is handed
  * back and the worker's row is removed. A claim whose task never started goes back uncounted; one whose
  * task ran but whose result could not be written goes back counted, as a failed attempt. A worker that
- * dies without a release (SIGKILL, a lost machine) stops heartbeating, and any other worker rescues its
- * running tasks once its heartbeat is older than [[WorkerConfig.deadAfter]].
+ * dies without a release stops heartbeating, and any other worker rescues its running tasks: within about
+ * a heartbeat when the process died (SIGKILL, OOM) and the server ended its session, and once its
+ * heartbeat is older than [[WorkerConfig.deadAfter]] when the machine or its network is lost, or when the
+ * worker does not listen (see [[WorkerConfig]]).
  */
 trait DurableWorker[F[_], A]:
 
@@ -81,10 +83,34 @@ object DurableWorker:
       maintenance <- db.workerPool(size = 2)
       counters = new Counters
       claims = new Claims
-      owner <- Resource.make(xa(sql.register(config.name)))(owner =>
+      wake <- Resource.eval(Queue.dropping[F, Unit](1))
+      owner <- Resource.make(xa(sql.register(config.name, config.heartbeat.toMillis)))(owner =>
         handBack(xa, sql, owner, claims, counters).handleErrorWith(e => F.delay(counters.error(e)))
       )
-      wake <- Resource.eval(Queue.dropping[F, Unit](1))
+      // the session and the heartbeat outlive the completer: a worker writing its last results is alive
+      _ <-
+        if config.listen then
+          WorkerSession.resource(
+            db.dedicated,
+            sql,
+            owner,
+            db.schema.channel,
+            config.queue,
+            wake,
+            WorkerSession.checkEvery,
+            counters
+          )
+        else Resource.unit[F]
+      _ <- Heartbeat.resource(
+        maintenance,
+        sql,
+        owner,
+        config.name,
+        config.heartbeat,
+        config.lease,
+        claims,
+        counters
+      )
       completer <- Completer.resource(
         xa,
         sql,
@@ -96,33 +122,12 @@ object DurableWorker:
         config.shutdownGrace,
         wake.tryOffer(()).void
       )
-      _ <- Heartbeat.resource(
-        maintenance,
-        sql,
-        owner,
-        config.name,
-        config.heartbeat,
-        config.lease,
-        claims,
-        counters
-      )
       _ <- Rescuer.resource(maintenance, sql, config.heartbeat / 4, config.deadAfter, counters)
       _ <- HeadRepair.resource(maintenance, sql, config.pollInterval, counters)
       _ <- config.retention.fold(Resource.unit[F])(r =>
         Pruner.resource(maintenance, new AdminSql(db.schema), r, Pruner.every, counters)
       )
       stop <- Resource.eval(Deferred[F, Unit])
-      _ <-
-        if config.listen then
-          Notifier.resource(
-            db.dedicated,
-            db.schema.channel,
-            config.queue,
-            wake,
-            Notifier.checkEvery,
-            counters
-          )
-        else Resource.unit[F]
       claimer = new Claimer[F, A](
         xa,
         sql,

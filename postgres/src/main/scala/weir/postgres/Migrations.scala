@@ -23,7 +23,7 @@ object Migrations:
 
   /** Every migration this library knows, in order. */
   lazy val all: Vector[Migration] =
-    Vector("0001-tasks", "0002-claim-path").map { file =>
+    Vector("0001-tasks", "0002-claim-path", "0003-worker-sessions").map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))
         .getOrElse(throw new IllegalStateException(s"migration $path is missing from the class path"))
@@ -40,7 +40,7 @@ object Migrations:
   def migrate(schema: Schema): ConnectionIO[Vector[Int]] =
     for
       // the lock key: a hash of the schema's name, in the namespace of weir's migrations
-      _ <- sql"SELECT pg_advisory_xact_lock(${lockKey(schema)})".query[Unit].unique
+      _ <- sql"SELECT pg_advisory_xact_lock(${schema.key("migrate")})".query[Unit].unique
       _ <- Fragment.const(s"CREATE SCHEMA IF NOT EXISTS ${schema.name}").update.run
       _ <- Fragment
         .const(
@@ -98,10 +98,6 @@ object Migrations:
           s"schema '${schema.name}' is at version ${unknown.max}, newer than this weir knows ($latest): upgrade weir"
         )
       )
-
-  private def lockKey(schema: Schema): Long =
-    // FNV-1a over the name: stable across JVMs and releases, unlike String.hashCode's contract
-    s"weir.migrate:${schema.name}".foldLeft(0xcbf29ce484222325L)((h, c) => (h ^ c.toLong) * 0x100000001b3L)
 
 /** The database's schema is missing, too old or too new for this library. */
 final class SchemaError(message: String) extends RuntimeException(message)

@@ -15,6 +15,16 @@ final class Schema private (val name: String):
   /** The channel that wakes a queue's workers (the queue is the payload), named after the schema. */
   private[postgres] def channel: String = s"$name.tasks"
 
+  /** A 64-bit key for `purpose` in this schema, the same in every JVM and release (FNV-1a of the text). */
+  private[postgres] def key(purpose: String): Long =
+    s"weir.$purpose:$name".foldLeft(0xcbf29ce484222325L)((h, c) => (h ^ c.toLong) * 0x100000001b3L)
+
+  /**
+   * The first half of the advisory lock a live worker holds on its session, `(sessionLockClass, id)`; the
+   * two-integer form keeps it apart from the one-integer locks of migrations and of users.
+   */
+  private[postgres] def sessionLockClass: Int = (key("session") & 0x7fffffffL).toInt
+
   override def equals(other: Any): Boolean = other match
     case s: Schema => s.name == name
     case _ => false

@@ -12,10 +12,16 @@ import scala.concurrent.duration.*
  *     buffer takes a batch, so claimed tasks wait in memory for at most a buffer's worth of work.
  *   - `pollInterval`: how often an idle worker looks for tasks without being notified (tasks whose run-at
  *     arrives, retries, rescues, and every task when notifications are off or lost).
- *   - `listen`: wake up on LISTEN/NOTIFY (off behind a transaction-mode PgBouncer, which drops them).
+ *   - `listen`: keep a session of the worker's own outside the pool, to wake up on LISTEN/NOTIFY and to
+ *     hold a lock that the server frees when the process dies. Off behind a transaction-mode PgBouncer,
+ *     which drops notifications and shares sessions: the worker then polls, and is judged dead by its
+ *     heartbeat alone.
  *   - `heartbeat`: how often the worker marks itself alive and extends its running tasks' leases.
  *   - `deadAfter`: a worker whose heartbeat is older than this is dead, and its running tasks are rescued
- *     (any worker rescues; the check runs every `heartbeat / 4`).
+ *     by any other worker (the check runs every `heartbeat / 4`). A listening worker whose process died is
+ *     found sooner, once its session has ended and its heartbeat is one period late; `deadAfter` is for a
+ *     lost machine or network, and for a live worker it is the longest pause (GC, a starved CPU, a
+ *     database outage) it may take without its tasks being run again elsewhere.
  *   - `lease`: a claimed task's own lease, extended while its worker holds it; a task whose lease expired
  *     is rescued even if its worker still heartbeats.
  *   - `backoff`: the wait before a failed task's next attempt, from its base, factor, maximum and jitter,
@@ -38,7 +44,7 @@ final case class WorkerConfig(
     pollInterval: FiniteDuration = 1.second,
     listen: Boolean = true,
     heartbeat: FiniteDuration = 1.second,
-    deadAfter: FiniteDuration = 3.seconds,
+    deadAfter: FiniteDuration = 10.seconds,
     lease: FiniteDuration = 1.minute,
     backoff: Retry = WorkerConfig.defaultBackoff,
     keepCompleted: Boolean = false,

@@ -16,7 +16,7 @@ class AdminSuite extends DbSuite:
       _ <- a.enqueueMany((1 to 5).map(NewTask(_)))
       _ <- a.enqueue(NewTask(6, delay = 1.hour))
       _ <- TaskQueue[IO, Int](db, "b").enqueue(NewTask(7))
-      owner <- sql.register("w").transact(db.transactor)
+      owner <- sql.register("w", 1000).transact(db.transactor)
       claimed <- sql.claim("a", owner, 2, 60000).transact(db.transactor)
       _ <- sql.complete(Array(claimed.head.token), keep = true, keyed = false).transact(db.transactor)
       _ <- sql.fail(Array(claimed(1).token), Array("x"), Array(-1L)).transact(db.transactor)
@@ -32,7 +32,7 @@ class AdminSuite extends DbSuite:
     val admin = TaskAdmin(db)
     for
       ids <- TaskQueue[IO, Int](db, "c").enqueueMany(Vector(NewTask(1), NewTask(2))).map(_.map(_.taskId))
-      owner <- sql.register("w").transact(db.transactor)
+      owner <- sql.register("w", 1000).transact(db.transactor)
       _ <- sql.claim("c", owner, 1, 60000).transact(db.transactor)
       running <- admin.cancel(ids(0))
       cancelled <- admin.cancel(ids(1))
@@ -51,7 +51,7 @@ class AdminSuite extends DbSuite:
       ids <- queue
         .enqueueMany(Vector(NewTask(1, maxAttempts = 1), NewTask(2, maxAttempts = 1, uniqueKey = Some("u"))))
         .map(_.map(_.taskId))
-      owner <- sql.register("w").transact(db.transactor)
+      owner <- sql.register("w", 1000).transact(db.transactor)
       claimed <- sql.claim("r", owner, 2, 60000).transact(db.transactor)
       _ <- sql.fail(claimed.map(_.token).toArray, Array("e1", "e2"), Array(0L, 0L)).transact(db.transactor)
       _ <- queue.enqueue(NewTask(3, uniqueKey = Some("u")))

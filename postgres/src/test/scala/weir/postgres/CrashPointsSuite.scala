@@ -43,7 +43,7 @@ class CrashPointsSuite extends DbSuite:
       val tasks = (1 to 20).map(i => NewTask(i, orderingKey = Option.when(i % 2 == 0)(s"k${i % 4}")))
       for
         _ <- queue.enqueueMany(tasks)
-        owner <- run(db, sql.register("doomed"))
+        owner <- run(db, sql.register("doomed", 1000))
         claimed <- doomed.use { (xa, pid) =>
           sql.claim("c", owner, 100, 60000).transact(xa).flatTap(_ => kill(pid))
         }
@@ -72,7 +72,7 @@ class CrashPointsSuite extends DbSuite:
       val queue = TaskQueue[IO, Int](db, "r")
       for
         _ <- queue.enqueueMany((1 to 10).map(NewTask(_)))
-        dead <- run(db, sql.register("dead"))
+        dead <- run(db, sql.register("dead", 1000))
         _ <- run(db, sql.claim("r", dead, 100, 60000))
         _ <- Rows.exec(
           s"UPDATE ${db.schema("workers")} SET heartbeat_at = now() - interval '1 hour' WHERE id = $dead"

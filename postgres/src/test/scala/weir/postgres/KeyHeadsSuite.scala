@@ -70,7 +70,7 @@ class KeyHeadsSuite extends DbSuite:
       _ <- Rows.enqueueSql(s"${db.schema("enqueue")}('h', '9', ordering_key => 'd')")
       _ <- Rows.enqueueSql(s"${db.schema("enqueue")}('h', '10', ordering_key => 'd')")
       _ <- step("after single enqueues", Vector("1", "2", "5", "9"))
-      owner <- run(db, sql.register("w"))
+      owner <- run(db, sql.register("w", 1000))
       claimed <- run(db, sql.claim("h", owner, 100, 60000))
       _ = assertEquals(claimed.map(_.payload).sorted, Vector("1", "2", "3", "5", "9"))
       token = claimed.map(c => c.payload -> c.token).toMap
@@ -108,7 +108,7 @@ class KeyHeadsSuite extends DbSuite:
       outbox.bracket { c =>
         for
           _ <- q.enqueue(NewTask(1, orderingKey = Some("k")))
-          owner <- run(db, sql.register("w"))
+          owner <- run(db, sql.register("w", 1000))
           first <- run(db, sql.claim("o", owner, 10, 60000))
           // the outbox transaction enqueues behind the running task and has not committed when it completes
           _ <- IO.blocking(

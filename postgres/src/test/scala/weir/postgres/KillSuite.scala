@@ -15,8 +15,16 @@ class KillSuite extends DbSuite:
 
   override def munitIOTimeout: Duration = 4.minutes
 
+  /** How the children of a test find a dead worker, as [[WorkerConfig]] sets it. */
+  private final case class Liveness(listen: Boolean, deadAfter: FiniteDuration)
+
   /** A worker JVM; the resource kills it (SIGKILL) if it is still running on release. */
-  private def child(db: Database[IO], queue: String, limit: Int): Resource[IO, (Process, Long)] =
+  private def child(
+      db: Database[IO],
+      queue: String,
+      limit: Int,
+      liveness: Liveness
+  ): Resource[IO, (Process, Long)] =
     val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
     val command = List(
       java,
@@ -28,7 +36,9 @@ class KillSuite extends DbSuite:
       TestDatabase.url,
       db.schema.name,
       queue,
-      limit.toString
+      limit.toString,
+      liveness.listen.toString,
+      liveness.deadAfter.toMillis.toString
     )
     Resource
       .make(IO.blocking(new ProcessBuilder(command*).redirectErrorStream(true).start()))(p =>
@@ -47,9 +57,12 @@ class KillSuite extends DbSuite:
 
   private def executions(db: Database[IO]): IO[Long] = Rows.count(db, "executions")
 
-  withDb(
-    "SIGKILL of a worker JVM mid-run: every task completes once, only its in-flight tasks run twice, keys keep order"
-  ) { db =>
+  /**
+   * Two worker JVMs serve `n` tasks; once a quarter has run, one is SIGKILLed and a replacement started.
+   * Every task must complete once, only what ran on the killed worker may run again, keys keep order, and
+   * the killed worker's tasks must be rescued with `reason`.
+   */
+  private def killMidRun(db: Database[IO], liveness: Liveness, reason: String): IO[Unit] =
     val n = 2000
     val queue = TaskQueue[IO, Int](db, "kill")
     // every fourth task carries one of 10 ordering keys
@@ -59,12 +72,12 @@ class KillSuite extends DbSuite:
         s"CREATE TABLE ${db.schema("executions")} (seq bigserial PRIMARY KEY, task_id bigint, attempt int, worker bigint, ordering_key text)"
       )
       ids <- queue.enqueueMany(tasks).map(_.map(_.taskId))
-      killed <- (child(db, "kill", 8), child(db, "kill", 8)).parTupled.use {
+      killed <- (child(db, "kill", 8, liveness), child(db, "kill", 8, liveness)).parTupled.use {
         case ((victim, victimId), (survivor, _)) =>
           for
             _ <- (IO.sleep(50.millis) *> executions(db)).iterateUntil(_ >= n / 4)
             _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
-            _ <- child(db, "kill", 8).use { (replacement, _) =>
+            _ <- child(db, "kill", 8, liveness).use { (replacement, _) =>
               IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS)) *>
                 IO.interruptible(survivor.waitFor(30, TimeUnit.SECONDS))
             }
@@ -78,7 +91,12 @@ class KillSuite extends DbSuite:
         .to[Vector]
         .transact(TestDatabase.admin)
         .map(_.toMap)
-      rescued <- Rows.count(db, "finished", "errors::text LIKE '%stopped heartbeating%'")
+      rescued <- Rows.count(db, "finished", s"errors::text LIKE '%worker $killed $reason%'")
+      otherReasons <- Rows.count(
+        db,
+        "finished",
+        s"errors::text ~ 'worker [0-9]+ (stopped heartbeating|lost its database session)' AND errors::text NOT LIKE '%worker $killed $reason%'"
+      )
       runs <- Fragment
         .const(s"SELECT task_id, worker, ordering_key, attempt FROM ${db.schema("executions")} ORDER BY seq")
         .query[(Long, Long, Option[String], Int)]
@@ -107,7 +125,8 @@ class KillSuite extends DbSuite:
         runs.exists(_._2 == killed),
         "the killed worker ran nothing: the kill came too early to test anything"
       )
-      assert(rescued > 0L, "no task was rescued from the killed worker")
+      assert(rescued > 0L, s"no task was rescued from the killed worker with '$reason'")
+      assertEquals(otherReasons, 0L, "a task was rescued for another reason, or from another worker")
       // per key: runs in order, a re-run only right after the run it repeats
       runs.filter(_._3.isDefined).groupBy(_._3).foreach { (key, rs) =>
         val collapsed = rs.map(_._1).foldLeft(Vector.empty[Long])((acc, id) =>
@@ -116,4 +135,18 @@ class KillSuite extends DbSuite:
         assertEquals(collapsed, collapsed.sorted, s"order of key $key")
         assertEquals(collapsed.distinct, collapsed, s"key $key ran a task again after a later one")
       }
+
+  withDb(
+    "SIGKILL of a worker JVM that listens: its session ends and its tasks are rescued without waiting for deadAfter"
+  ) {
+    db =>
+      // deadAfter far beyond the test's timeout: only the ended session can explain a rescue
+      killMidRun(db, Liveness(listen = true, deadAfter = 1.hour), "lost its database session")
+  }
+
+  withDb(
+    "SIGKILL of a worker JVM that does not listen: its tasks are rescued once its heartbeat is too old"
+  ) {
+    db =>
+      killMidRun(db, Liveness(listen = false, deadAfter = 2.seconds), "stopped heartbeating")
   }

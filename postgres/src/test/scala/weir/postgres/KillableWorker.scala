@@ -11,15 +11,22 @@ import scala.concurrent.duration.*
  * A worker process for [[KillSuite]]: serves `queue` until it is empty, recording every execution (task,
  * attempt, worker) in `<schema>.executions` as the handler starts, before a short sleep.
  *
- * args: url schema queue limit
+ * args: url schema queue limit listen deadAfterMillis
  */
 object KillableWorker extends IOApp:
 
   def run(args: List[String]): IO[ExitCode] =
-    val List(url, schemaName, queue, limit) = args: @unchecked
+    val List(url, schemaName, queue, limit, listen, deadAfter) = args: @unchecked
     val schema = Schema(schemaName)
-    val config =
-      TestWorkers.config(queue).copy(pollInterval = 100.millis, heartbeat = 250.millis, lease = 10.seconds)
+    val config = TestWorkers
+      .config(queue)
+      .copy(
+        pollInterval = 100.millis,
+        listen = listen.toBoolean,
+        heartbeat = 250.millis,
+        deadAfter = deadAfter.toLong.millis,
+        lease = 10.minutes
+      )
     Database.connect[IO](DatabaseConfig(url, schema = schema, poolSize = 4)).use { db =>
       val record = (worker: Long, job: Job[Int]) =>
         (Fragment.const(

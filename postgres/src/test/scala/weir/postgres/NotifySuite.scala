@@ -5,6 +5,7 @@ import cats.effect.std.Queue
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
+import doobie.postgres.implicits.*
 import weir.Pipeline
 
 import scala.concurrent.duration.*
@@ -72,19 +73,34 @@ class NotifySuite extends DbSuite:
       yield ()
   }
 
-  withDb("a LISTEN connection that dies is opened again, and the next enqueue still wakes the worker") { db =>
+  withDb(
+    "a worker's session that dies is opened again: its lock is taken again, and the next enqueue still wakes the worker"
+  ) { db =>
+    val locks =
+      s"FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND classid = ${db.schema.sessionLockClass}"
+    val since = Fragment
+      .const(s"SELECT session_since FROM ${db.schema("workers")}")
+      .query[Option[java.time.OffsetDateTime]]
+      .unique
+      .transact(TestDatabase.admin)
     for
       ran <- Deferred[IO, Long]
-      stats <- idleWorker(db, hourPoll, ran).use { w =>
-        IO.sleep(500.millis) *>
-          Rows.select(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND application_name = 'weir'"
-          ) *>
-          (IO.sleep(50.millis) *> w.stats).iterateUntil(_.databaseErrors > 0) *>
-          IO.sleep(500.millis) *>
-          TaskQueue[IO, Int](db, "n").enqueue(NewTask(1)) *> ran.get.timeout(20.seconds) *> w.stats
+      result <- idleWorker(db, hourPoll, ran).use { w =>
+        for
+          first <- (IO.sleep(50.millis) *> since).iterateUntil(_.isDefined)
+          _ <- Rows.select(s"SELECT pg_terminate_backend(pid) $locks")
+          _ <- (IO.sleep(50.millis) *> w.stats).iterateUntil(_.databaseErrors > 0)
+          second <- (IO.sleep(50.millis) *> since).iterateUntil(_ != first).timeout(20.seconds)
+          held <- Rows.select(s"SELECT true $locks")
+          _ <- TaskQueue[IO, Int](db, "n").enqueue(NewTask(1)) *> ran.get.timeout(20.seconds)
+          stats <- w.stats
+        yield (first, second, held, stats)
       }
-    yield assert(stats.databaseErrors >= 1, stats.toString)
+    yield
+      val (first, second, held, stats) = result
+      assert(stats.databaseErrors >= 1, stats.toString)
+      assert(second.exists(s => first.exists(s.isAfter)), s"$first then $second")
+      assertEquals(held, 1)
   }
 
   withDb("with notifications off, the poll finds new tasks") { db =>

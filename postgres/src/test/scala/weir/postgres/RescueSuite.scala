@@ -1,6 +1,7 @@
 package weir.postgres
 
-import cats.effect.IO
+import cats.effect.{IO, Resource}
+import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import weir.Pipeline
@@ -19,10 +20,10 @@ class RescueSuite extends DbSuite:
     val w = db.schema("workers")
     for
       _ <- queue.enqueueMany((1 to 4).map(NewTask(_)))
-      alive <- run(db, sql.register("alive"))
-      late <- run(db, sql.register("late"))
-      gone <- run(db, sql.register("gone"))
-      expired <- run(db, sql.register("expired-lease"))
+      alive <- run(db, sql.register("alive", 1000))
+      late <- run(db, sql.register("late", 1000))
+      gone <- run(db, sql.register("gone", 1000))
+      expired <- run(db, sql.register("expired-lease", 1000))
       _ <- run(db, sql.claim("r", alive, 1, 60000))
       _ <- run(db, sql.claim("r", late, 1, 60000))
       _ <- run(db, sql.claim("r", gone, 1, 60000))
@@ -48,6 +49,52 @@ class RescueSuite extends DbSuite:
       assert(freed.exists(_._5.contains("lease expired")), freed.toString)
   }
 
+  withDb(
+    "a worker whose session lock is free and whose heartbeat is a period late is rescued before deadAfter; a held lock, a lock older than the server, no lock or a punctual heartbeat wait for deadAfter"
+  ) { db =>
+    val sql = new Sql(db.schema)
+    val queue = TaskQueue[IO, Int](db, "s")
+    val w = db.schema("workers")
+    val names = Vector("ended", "held", "before-restart", "no-session", "punctual")
+    // a session of the test's own holds the lock of "held", as its live worker's session would
+    def holding(owner: Long): Resource[IO, Unit] =
+      db.dedicated.evalMap(c =>
+        IO.blocking {
+          val st = c.createStatement()
+          try st.execute(s"SELECT pg_advisory_lock(${db.schema.sessionLockClass}, $owner)"): Unit
+          finally st.close()
+        }
+      )
+    for
+      _ <- queue.enqueueMany((1 to names.size).map(NewTask(_)))
+      owners <- names.traverse(name => run(db, sql.register(name, 1000)))
+      _ <- owners.traverse(owner => run(db, sql.claim("s", owner, 1, 60000)))
+      byName = names.zip(owners).toMap
+      // every heartbeat 2 s old (two periods) except the punctual one's, far from deadAfter = 1 minute
+      _ <- Rows.exec(s"UPDATE $w SET heartbeat_at = now() - interval '2 seconds', session_since = now()")
+      _ <- Rows.exec(
+        s"UPDATE $w SET heartbeat_at = now() - interval '500 milliseconds' WHERE id = ${byName("punctual")}"
+      )
+      _ <- Rows.exec(
+        s"UPDATE $w SET session_since = pg_postmaster_start_time() - interval '1 second' WHERE id = ${byName("before-restart")}"
+      )
+      _ <- Rows.exec(s"UPDATE $w SET session_since = NULL WHERE id = ${byName("no-session")}")
+      rescued <- holding(byName("held")).surround(run(db, sql.rescue(60000, 1000)))
+      rows <- Rows.tasks(db)
+      // the same rows with deadAfter below the late heartbeats: every late one goes, whatever its lock
+      _ <- Rows.exec(
+        s"UPDATE $w SET heartbeat_at = now() - interval '500 milliseconds' WHERE id = ${byName("punctual")}"
+      )
+      late <- run(db, sql.rescue(1500, 1000))
+    yield
+      assertEquals(rescued, (1, 0))
+      val freed = rows.filter(_._2 == "available")
+      assertEquals(freed.size, 1, rows.toString)
+      assert(freed.head._5.contains(s"worker ${byName("ended")} lost its database session"), freed.toString)
+      assertEquals(rows.filter(_._2 == "running").flatMap(_._4).toSet, owners.toSet - byName("ended"))
+      assertEquals(late, (3, 0))
+  }
+
   withDb("a late finish after a rescue changes nothing, and a rescue after a completion finds nothing") {
     db =>
       val sql = new Sql(db.schema)
@@ -55,7 +102,7 @@ class RescueSuite extends DbSuite:
       val w = db.schema("workers")
       for
         _ <- queue.enqueueMany(Vector(NewTask(1), NewTask(2)))
-        owner <- run(db, sql.register("w"))
+        owner <- run(db, sql.register("w", 1000))
         claimed <- run(db, sql.claim("g", owner, 2, 60000))
         first = claimed.head
         second = claimed(1)
@@ -68,7 +115,7 @@ class RescueSuite extends DbSuite:
         lateFail <- run(db, sql.fail(Array(first.token), Array("late"), Array(0L)))
         lateRelease <- run(db, sql.release(Array(first.token)))
         // another worker claims the rescued task: attempt 2; the first claim's finish is still refused
-        other <- run(db, sql.register("other"))
+        other <- run(db, sql.register("other", 1000))
         again <- run(db, sql.claim("g", other, 2, 60000))
         stale <- run(db, sql.complete(Array(first.token), keep = true, keyed = false))
         fresh <- run(db, sql.complete(Array(again.head.token), keep = true, keyed = false))
@@ -88,7 +135,7 @@ class RescueSuite extends DbSuite:
     val queue = TaskQueue[IO, Int](db, "x")
     for
       _ <- queue.enqueue(NewTask(1, maxAttempts = 1))
-      owner <- run(db, sql.register("w"))
+      owner <- run(db, sql.register("w", 1000))
       _ <- run(db, sql.claim("x", owner, 1, 60000))
       _ <- Rows.exec(s"DELETE FROM ${db.schema("workers")} WHERE id = $owner")
       rescued <- run(db, sql.rescue(10000, 1000))
@@ -105,7 +152,7 @@ class RescueSuite extends DbSuite:
       val queue = TaskQueue[IO, Int](db, "live")
       for
         _ <- queue.enqueueMany((1 to 5).map(NewTask(_)))
-        dead <- run(db, sql.register("dead"))
+        dead <- run(db, sql.register("dead", 1000))
         _ <- run(db, sql.claim("live", dead, 5, 600000))
         _ <- Rows.exec(
           s"UPDATE ${db.schema("workers")} SET heartbeat_at = now() - interval '1 hour' WHERE id = $dead"

@@ -45,7 +45,7 @@ object DurableLab extends Experiment:
       keys: Int = 100,
       killEvery: Option[FiniteDuration] = None,
       heartbeat: FiniteDuration = 1.second,
-      deadAfter: FiniteDuration = 1500.millis,
+      deadAfter: FiniteDuration = 10.seconds,
       latencySamples: Int = 200,
       river: Boolean = false,
       riverScript: String = "../shared/peers/river/run.sh",
@@ -108,7 +108,9 @@ object DurableLab extends Experiment:
       opt[String]("dead-after").valueName("D")
         .validate(d => duration("--dead-after")(d).void)
         .action((d, s) => s.copy(deadAfter = duration("--dead-after")(d).toOption.get))
-        .text("the kill run's deadAfter (default 1500ms: rescue within two heartbeats)"),
+        .text(
+          "the kill run's deadAfter (default 10s, the library's: a killed worker is found by its ended session)"
+        ),
       opt[Unit]("river").action((_, s) => s.copy(river = true))
         .text("also run River's own benchmark (../shared/peers/river/run.sh; needs Go) on the same server"),
       opt[String]("river-script").valueName("PATH").action((p, s) => s.copy(riverScript = p))

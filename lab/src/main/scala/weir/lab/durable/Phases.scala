@@ -230,10 +230,10 @@ object Phases:
       // every rescue of a worker's tasks: the rescuer writes the reason, naming the worker, with the
       // database's clock, into each task's errors
       rescueEvents <- Fragment
-        .const(s"""SELECT DISTINCT substring(e->>'error' FROM 'worker ([0-9]+) stopped')::bigint,
+        .const(s"""SELECT DISTINCT substring(e->>'error' FROM '^worker ([0-9]+) ')::bigint,
                           (extract(epoch FROM (e->>'at')::timestamptz) * 1000)::float8
                    FROM ${s("finished")} f, jsonb_array_elements(f.errors) AS e
-                   WHERE e->>'error' LIKE 'worker % stopped heartbeating'""")
+                   WHERE e->>'error' ~ '^worker [0-9]+ (stopped heartbeating|lost its database session)$$'""")
         .query[(Long, Double)]
         .to[Vector]
     yield

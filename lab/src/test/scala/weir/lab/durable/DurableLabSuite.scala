@@ -22,9 +22,6 @@ class DurableLabSuite extends CatsEffectSuite:
       limit = 16,
       keys = 10,
       killEvery = Some(400.millis),
-      // the lab's 1.5 s is for measuring rescue time; on a loaded test machine a live worker's heartbeat can
-      // slip that long, and its rescued claims would count as duplicates no kill explains
-      deadAfter = 3.seconds,
       quick = true
     )
     val run = IO.blocking(Files.createTempFile("durable-lab", ".json")).flatMap { file =>

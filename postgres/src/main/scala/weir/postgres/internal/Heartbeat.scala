@@ -27,7 +27,7 @@ private[postgres] object Heartbeat:
   )(using F: Async[F]): Resource[F, Unit] =
     val beat =
       F.delay(claims.tokens).flatMap { tokens =>
-        run(sql.heartbeat(owner, name) *>
+        run(sql.heartbeat(owner, name, every.toMillis) *>
           (if tokens.isEmpty then FC.pure(0) else sql.extendLeases(tokens, lease.toMillis)))
       }
     val loop = (F.sleep(every) *> beat.void.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[Unit]

@@ -6,9 +6,10 @@ import cats.syntax.all.*
 import scala.concurrent.duration.*
 
 /**
- * Frees the tasks of dead workers: every `every`, running tasks whose owner has not heartbeaten within
- * `deadAfter` (or whose own lease expired) go back to available at once, or to dead if they have used
- * their attempts, with the reason in their errors. Every worker runs one: there is no leader to lose, the
+ * Frees the tasks of dead workers: every `every`, running tasks whose owner is gone (its session ended
+ * and its heartbeat is late, or it has not heartbeaten within `deadAfter`: see [[Sql.rescue]]) or whose
+ * own lease expired go back to available at once, or to dead if they have used their attempts, with the
+ * reason in their errors. Every worker runs one: there is no leader to lose, the
  * statement skips rows another rescuer holds, and the guarded finishes make a late result of a rescued
  * claim change nothing. Worker rows silent for twenty times `deadAfter` are removed.
  */

@@ -208,14 +208,24 @@ private[postgres] final class Sql(schema: Schema):
 
   // ---- workers and leases
 
-  /** Registers a worker process; returns its id. */
-  def register(name: String): ConnectionIO[Long] =
-    (const(s"INSERT INTO $workers (name) VALUES (") ++ fr0"$name) RETURNING id").query[Long].unique
+  /** Registers a worker process that heartbeats every `beatEveryMillis`; returns its id. */
+  def register(name: String, beatEveryMillis: Long): ConnectionIO[Long] =
+    (const(s"INSERT INTO $workers (name, beat_every) VALUES (") ++
+      fr0"$name, $beatEveryMillis * interval '1 millisecond') RETURNING id").query[Long].unique
 
   /** Marks `owner` alive now (registering it again under the same id if a rescuer removed it). */
-  def heartbeat(owner: Long, name: String): ConnectionIO[Int] =
-    (const(s"INSERT INTO $workers (id, name) VALUES (") ++ fr0"$owner, $name" ++
+  def heartbeat(owner: Long, name: String, beatEveryMillis: Long): ConnectionIO[Int] =
+    (const(s"INSERT INTO $workers (id, name, beat_every) VALUES (") ++
+      fr0"$owner, $name, $beatEveryMillis * interval '1 millisecond'" ++
       const(") ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()")).update.run
+
+  /**
+   * Takes `owner`'s session lock on the connection that runs it and records when, in one statement, as
+   * plain SQL for a connection outside the pool. It updates one row if it took the lock; none if the
+   * worker's row is missing (the lock is then not tried) or another session still holds the lock.
+   */
+  def holdSession(owner: Long): String =
+    s"UPDATE $workers SET session_since = now() WHERE id = $owner AND pg_try_advisory_lock(${schema.sessionLockClass}, ($owner % 2147483648)::int)"
 
   /** Removes a worker's row (on a clean stop). */
   def deregister(owner: Long): ConnectionIO[Int] =
@@ -229,21 +239,36 @@ private[postgres] final class Sql(schema: Schema):
       const(" * interval '1 millisecond'")).update.run
 
   /**
-   * Rescues up to `limit` running tasks whose owner has not heartbeaten for `deadAfterMillis` (or has no
-   * row) or whose own lease has expired: each goes back to available at once, keeping its run-at (so its
-   * place in line: a rescued task is not sent behind a backlog), with the reason appended to its errors, or
-   * to dead if it has used its attempts. Rows another rescuer holds are skipped. Returns `(rescued, dead)`.
+   * Rescues up to `limit` running tasks whose owner is gone or whose own lease has expired: each goes back
+   * to available at once, keeping its run-at (so its place in line: a rescued task is not sent behind a
+   * backlog), with the reason appended to its errors, or to dead if it has used its attempts. Rows another
+   * rescuer holds are skipped. Returns `(rescued, dead)`.
+   *
+   * An owner is gone when it has no row, when it has not heartbeaten for `deadAfterMillis`, or when its
+   * session lock is free while its heartbeat is more than one period late (its process died and the
+   * server ended its session; see migration 3 for why neither half alone is enough). `pg_locks` is read
+   * only for owners whose heartbeat is late: the `CASE` does not evaluate a branch whose condition failed.
    */
   def rescue(deadAfterMillis: Long, limit: Int): ConnectionIO[(Int, Int)] =
-    (const(s"""WITH lost AS (
-      SELECT t.id, CASE WHEN w.id IS NULL
-               THEN 'worker ' || t.lease_owner || ' stopped heartbeating'
-               ELSE 'lease expired' END AS reason
+    (const(s"""WITH owners AS (
+      SELECT w.id, CASE
+        WHEN w.heartbeat_at < now() - """) ++ fr0"$deadAfterMillis" ++ const(s""" * interval '1 millisecond'
+          THEN 'worker ' || w.id || ' stopped heartbeating'
+        WHEN w.heartbeat_at < now() - w.beat_every AND w.session_since > pg_postmaster_start_time()
+             AND NOT EXISTS (
+               SELECT 1 FROM pg_locks AS l
+               WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+                 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                 AND l.classid = ${schema.sessionLockClass} AND l.objid = w.id % 2147483648)
+          THEN 'worker ' || w.id || ' lost its database session'
+        END AS gone
+      FROM $workers AS w
+    ), lost AS (
+      SELECT t.id, CASE WHEN o.id IS NULL THEN 'worker ' || t.lease_owner || ' stopped heartbeating'
+                        ELSE coalesce(o.gone, 'lease expired') END AS reason
       FROM $tasks AS t
-      LEFT JOIN $workers AS w ON w.id = t.lease_owner AND w.heartbeat_at >= now() - """) ++
-      fr0"$deadAfterMillis" ++
-      const(s""" * interval '1 millisecond'
-      WHERE t.state = 'running' AND (w.id IS NULL OR t.lease_expires_at < now())
+      LEFT JOIN owners AS o ON o.id = t.lease_owner
+      WHERE t.state = 'running' AND (o.id IS NULL OR o.gone IS NOT NULL OR t.lease_expires_at < now())
       LIMIT """) ++ fr0"$limit" ++ const(s"""
       FOR UPDATE OF t SKIP LOCKED
     ), dead AS (
