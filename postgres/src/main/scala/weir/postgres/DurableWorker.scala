@@ -146,7 +146,12 @@ object DurableWorker:
       (pipeline, outcomes) = started
       _ <-
         Resource.make(F.start(outcomes.evalMap(o => completer.submit(finishOf(config, o))).compile.drain)) {
-          consumer => stop.complete(()) *> pipeline.drain(config.shutdownGrace) *> consumer.join.void
+          // the consumer may wait on a full completer that cannot write (the database refusing or gone): it is
+          // given one grace, then stopped; the claims whose outcomes it had not queued stay held, as having
+          // maybe run, for the worker's last step
+          consumer =>
+            stop.complete(()) *> pipeline.drain(config.shutdownGrace) *>
+              F.timeoutTo(consumer.join.void, config.shutdownGrace, consumer.cancel)
         }
     yield new DurableWorker[F, A]:
       val id: Long = owner

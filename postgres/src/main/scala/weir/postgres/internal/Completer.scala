@@ -110,7 +110,9 @@ private[postgres] object Completer:
       queue.take.flatMap {
         case None => F.unit
         case Some(first) =>
-          queue.tryTakeN(Some(batchSize - 1)).flatMap { more =>
+          // tryTakeN refuses a maximum of zero
+          val more = if batchSize > 1 then queue.tryTakeN(Some(batchSize - 1)) else F.pure(Nil)
+          more.flatMap { more =>
             val (items, rest) = more.span(_.isDefined)
             writeUntilCommitted(first :: items.flatten, 50.millis) *>
               (if rest.isEmpty then loop(queue) else F.unit)
@@ -120,7 +122,8 @@ private[postgres] object Completer:
     for
       queue <- Resource.eval(Queue.bounded[F, Option[Finish]](batchSize * 4))
       _ <- Resource.make(F.start(loop(queue))) { fiber =>
-        // the stop marker queues behind every finish submitted before release
-        queue.offer(None) *> F.timeoutTo(fiber.join.void, stopWithin, fiber.cancel)
+        // the stop marker queues behind every finish submitted before release; queueing it may itself wait
+        // on a full queue whose writer cannot write, so the deadline covers both
+        F.timeoutTo(queue.offer(None) *> fiber.join.void, stopWithin, fiber.cancel)
       }
     yield new Completer(queue, claims)
