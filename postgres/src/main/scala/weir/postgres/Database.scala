@@ -22,17 +22,27 @@ import scala.concurrent.duration.*
  * `poolSize` connections serve enqueues, [[TaskAdmin]] and the caller's own transactions on
  * [[Database.transactor]]. Each [[DurableWorker]] opens five more of its own: a pool of two for claims and
  * results, a pool of two for heartbeats, rescues and prunes (so that a busy claim path never delays a
- * heartbeat into a false rescue), and one connection for LISTEN. `connectTimeout` bounds the wait for a
- * connection (at least 250 ms; for the LISTEN connection, whole seconds, at least 1).
+ * heartbeat into a false rescue), and one session of its own (LISTEN, and the lock that shows it alive).
+ * `connectTimeout` bounds the wait for a connection (at least 250 ms; for the worker's session, whole
+ * seconds, at least 1).
+ *
+ * `readTimeout` bounds how long a worker's own connections wait for an answer from the server (whole
+ * seconds, at least 1): past it the connection is dropped and the statement retried on a new one. It is
+ * what frees a worker from a connection that died without a word, where the kernel would wait many minutes
+ * (a network partition, a server host gone, a NAT forgetting the flow); so it must be longer than any of
+ * weir's own statements may take, a claim or a batch of results waiting on a lock included. It never applies
+ * to the connections of [[Database.transactor]]: your transactions take as long as they need.
  */
 final case class DatabaseConfig(
     url: String,
     schema: Schema = Schema.default,
     poolSize: Int = 8,
-    connectTimeout: FiniteDuration = 5.seconds
+    connectTimeout: FiniteDuration = 5.seconds,
+    readTimeout: FiniteDuration = 30.seconds
 ):
   require(poolSize > 0, s"poolSize must be > 0, was: $poolSize")
   require(connectTimeout > Duration.Zero, s"connectTimeout must be > 0, was: $connectTimeout")
+  require(readTimeout > Duration.Zero, s"readTimeout must be > 0, was: $readTimeout")
 
   private[postgres] lazy val jdbc: (String, Properties) = DatabaseConfig.toJdbc(url)
 
@@ -109,7 +119,7 @@ final class Database[F[_]] private (
    * [[Job.completeIn]] run in the caller's transactions, with the caller's durability.
    */
   private[postgres] def workerPool(size: Int): Resource[F, Run[F]] =
-    Database.pool(config.copy(poolSize = size), asyncCommit = true).map(_.run)
+    Database.pool(config.copy(poolSize = size), worker = true).map(_.run)
 
 object Database:
 
@@ -138,18 +148,18 @@ object Database:
   def migrateAndConnect[F[_]: Async](config: DatabaseConfig): Resource[F, Database[F]] =
     Resource.eval(migrate(config)) *> connect(config)
 
-  private[postgres] def pool[F[_]](config: DatabaseConfig, asyncCommit: Boolean = false)(using
+  private[postgres] def pool[F[_]](config: DatabaseConfig, worker: Boolean = false)(using
       F: Async[F]
   ): Resource[F, Database[F]] =
     // parsed when the resource is used, not when it is built: a bad URL is an error in F
-    Resource.eval(F.delay(hikariConfig(config))).flatMap(hikari =>
+    Resource.eval(F.delay(hikariConfig(config, worker))).flatMap(hikari =>
       HikariTransactor
         .fromHikariConfig[F](hikari)
         .adaptError { case e => unreachable(config, e) }
         .evalTap(xa =>
           sql"SELECT 1".query[Int].unique.transact(xa).adaptError { case e => unreachable(config, e) }
         )
-        .map(xa => if asyncCommit then xa.copy(strategy0 = asyncCommitStrategy) else xa)
+        .map(xa => if worker then xa.copy(strategy0 = asyncCommitStrategy) else xa)
         .flatMap(xa => Run.resource(xa, config.schema.name).map(run => new Database(config, xa, run)))
     )
 
@@ -167,10 +177,11 @@ object Database:
       finally st.close()
     } *> FC.commit)
 
-  private def hikariConfig(config: DatabaseConfig): HikariConfig =
+  private def hikariConfig(config: DatabaseConfig, worker: Boolean): HikariConfig =
     val (url, parsed) = config.jdbc
     val props = new Properties()
     props.putAll(parsed)
+    if worker then props.putAll(workerProperties(config))
     val hikari = new HikariConfig()
     hikari.setJdbcUrl(url)
     props.setProperty("ApplicationName", "weir")
@@ -180,12 +191,25 @@ object Database:
     hikari.setPoolName(s"weir-${config.schema.name}")
     hikari
 
+  /**
+   * A worker's own connections: answers awaited at most `readTimeout` (pgjdbc's `socketTimeout`, which
+   * also bounds the login), and TCP keepalives, so that an idle session whose peer vanished is found too.
+   */
+  private def workerProperties(config: DatabaseConfig): Properties =
+    val props = new Properties()
+    props.setProperty(
+      "socketTimeout",
+      math.ceil(config.readTimeout.toMillis / 1000.0).toLong.max(1L).toString
+    )
+    props.setProperty("tcpKeepAlive", "true")
+    props
+
   private[postgres] def open(config: DatabaseConfig): Connection =
     val (url, props) = config.jdbc
     val withTimeout = new Properties()
     withTimeout.putAll(props)
     withTimeout.setProperty("connectTimeout", config.connectTimeout.toSeconds.max(1L).toString)
-    withTimeout.setProperty("tcpKeepAlive", "true")
+    withTimeout.putAll(workerProperties(config))
     withTimeout.setProperty("ApplicationName", "weir")
     try DriverManager.getConnection(url, withTimeout)
     catch case e: java.sql.SQLException => throw unreachable(config, e)
