@@ -4,7 +4,6 @@ import cats.effect.kernel.{Async, Deferred, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
 import doobie.FC
-import doobie.implicits.*
 import weir.{Disposition, Outcome, Pipeline, Running, Source}
 import weir.postgres.internal.*
 
@@ -85,7 +84,9 @@ object DurableWorker:
       claims = new Claims
       wake <- Resource.eval(Queue.dropping[F, Unit](1))
       owner <- Resource.make(xa(sql.register(config.name, config.heartbeat.toMillis)))(owner =>
-        handBack(xa, sql, owner, claims, counters).handleErrorWith(e => F.delay(counters.error(e)))
+        handBack(xa, sql, config.queue, owner, claims, counters).handleErrorWith(e =>
+          F.delay(counters.error(e))
+        )
       )
       // the session and the heartbeat outlive the completer: a worker writing its last results is alive
       _ <-
@@ -172,16 +173,27 @@ object DurableWorker:
    * claim of this worker, none of which started, goes back uncounted. If this fails too, the claims keep
    * their lease and are rescued, counted, once the worker's heartbeat is older than `deadAfter`.
    */
-  private def handBack[F[_]](run: Run[F], sql: Sql, owner: Long, claims: Claims, counters: Counters)(using
+  private def handBack[F[_]](
+      run: Run[F],
+      sql: Sql,
+      queue: String,
+      owner: Long,
+      claims: Claims,
+      counters: Counters
+  )(using
       F: Async[F]
   ): F[Unit] =
     F.delay(claims.maybeStarted).flatMap { ran =>
       val failRan =
         if ran.isEmpty then FC.pure((0, 0))
         else sql.fail(ran, Array.fill(ran.length)(unwritten), Array.fill(ran.length)(0L))
-      run(failRan.flatMap(failed =>
-        sql.releaseAll(owner).flatMap(released => sql.deregister(owner).as((failed, released)))
-      ))
+      run(for
+        failed <- failRan
+        released <- sql.releaseAll(owner)
+        _ <- sql.deregister(owner)
+        // what goes back is claimable at once: other workers need not wait for their poll
+        _ <- if failed._1 + released > 0 then sql.wakeQueue(queue) else FC.unit
+      yield (failed, released))
         .flatMap { case ((retried, dead), released) =>
           F.delay {
             counters.retried.addAndGet(retried.toLong)

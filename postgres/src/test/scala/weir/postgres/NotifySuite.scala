@@ -103,6 +103,35 @@ class NotifySuite extends DbSuite:
       assertEquals(held, 1)
   }
 
+  withDb("the tasks a draining worker hands back, unstarted or interrupted, wake another idle worker") { db =>
+    val q = TaskQueue[IO, Int](db, "n")
+    for
+      firstStarted <- Deferred[IO, Unit]
+      ranElsewhere <- Ref[IO].of(Set.empty[Int])
+      // one task runs (and hangs) on the first worker, which holds the other four claimed and unstarted
+      holder = DurableWorker.start[IO, Int, Unit](db, hourPoll) { source =>
+        Pipeline(source).process(_ => firstStarted.complete(()) *> IO.never).withLimit(weir.Limit.fixed(1))
+      }
+      other = DurableWorker.start[IO, Int, Unit](db, hourPoll)(Pipeline(_).process(job =>
+        ranElsewhere.update(_ + job.payload)
+      ))
+      _ <- q.enqueueMany((1 to 5).map(NewTask(_)))
+      _ <- holder.use { h =>
+        firstStarted.get *> other.use { _ =>
+          // the other worker's first claim found nothing; only a wake-up can start the handed-back tasks
+          // within the deadline, its poll being an hour
+          IO.sleep(300.millis) *> h.drain(100.millis) *>
+            (IO.sleep(50.millis) *> ranElsewhere.get).iterateUntil(_.size == 5).timeoutTo(
+              20.seconds,
+              (ranElsewhere.get, Rows.tasks(db), Rows.finished(db)).tupled.flatMap(seen =>
+                IO(fail(s"handed back, not woken: (ran elsewhere, tasks, finished) = $seen"))
+              )
+            )
+        }
+      }
+    yield ()
+  }
+
   withDb("with notifications off, the poll finds new tasks") { db =>
     val polling = WorkerConfig(
       queue = "n",

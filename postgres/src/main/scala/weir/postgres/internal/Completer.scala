@@ -66,6 +66,10 @@ private[postgres] object Completer:
       val fails = batch.collect { case f: Finish.Fail => f }
       val releases = batch.collect { case r: Finish.Release => r }
       val keyed = batch.exists(f => claims.isKeyed(f.token))
+      // a finished keyed task may have made its key's next task claimable, and a task handed back or to be
+      // retried at once is claimable now: wake this queue's claimers, here and in other processes, rather
+      // than leave those tasks to the next poll
+      val wakeUp = keyed || releases.nonEmpty || fails.exists(_.delayMillis == 0L)
       val tx =
         for
           completed <-
@@ -87,9 +91,7 @@ private[postgres] object Completer:
           released <-
             if releases.isEmpty then FC.pure(0)
             else sql.release(releases.map(_.token).toArray)
-          // a finished task with an ordering key may have made its key's next task claimable: wake this
-          // queue's claimers, here and in other processes, rather than leave the key to the next poll
-          _ <- if keyed then sql.wakeQueue(queue) else FC.unit
+          _ <- if wakeUp then sql.wakeQueue(queue) else FC.unit
         yield (completed, failed, released)
       run(tx).flatMap { case (completed, (retried, dead), released) =>
         F.delay {
@@ -98,7 +100,7 @@ private[postgres] object Completer:
           counters.dead.addAndGet(dead.toLong)
           counters.released.addAndGet(released.toLong)
           batch.foreach(f => claims.remove(f.token))
-        } *> wake.whenA(keyed)
+        } *> wake.whenA(wakeUp)
       }
 
     def writeUntilCommitted(batch: List[Finish], wait: FiniteDuration): F[Unit] =
