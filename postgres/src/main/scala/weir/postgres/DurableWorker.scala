@@ -140,7 +140,12 @@ object DurableWorker:
       started <- build(Source(source)).startWithOutcomes
       (pipeline, outcomes) = started
       _ <-
-        Resource.make(F.start(outcomes.evalMap(o => completer.submit(finishOf(config, o))).compile.drain)) {
+        // a chunk of outcomes at a time: one queue operation for all the outcomes the pipeline has ready
+        Resource.make(
+          F.start(outcomes.chunks.evalMap(os =>
+            completer.submitAll(os.map(finishOf(config, _)))
+          ).compile.drain)
+        ) {
           consumer => stop.complete(()) *> pipeline.drain(config.shutdownGrace) *> consumer.join.void
         }
     yield new DurableWorker[F, A]:
