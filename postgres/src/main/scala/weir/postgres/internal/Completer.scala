@@ -105,7 +105,7 @@ private[postgres] object Completer:
           case Finish.Release(token) => releases += token
       }
       val completeTokens = completes.result()
-      val failed = failTokens.result()
+      val failedTokens = failTokens.result()
       val releaseTokens = releases.result()
       val tx =
         for
@@ -113,8 +113,8 @@ private[postgres] object Completer:
             if completeTokens.isEmpty then FC.pure(0)
             else sql.complete(completeTokens, keepCompleted, keyed = keyedCompletes)
           failed <-
-            if failed.isEmpty then FC.pure((0, 0))
-            else sql.fail(failed, failErrors.result(), failDelays.result())
+            if failedTokens.isEmpty then FC.pure((0, 0))
+            else sql.fail(failedTokens, failErrors.result(), failDelays.result())
           released <-
             if releaseTokens.isEmpty then FC.pure(0)
             else sql.release(releaseTokens)
