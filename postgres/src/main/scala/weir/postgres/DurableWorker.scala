@@ -146,7 +146,12 @@ object DurableWorker:
       started <- build(Source(source)).startWithOutcomes
       (pipeline, outcomes) = started
       _ <-
-        Resource.make(F.start(outcomes.evalMap(o => completer.submit(finishOf(config, o))).compile.drain)) {
+        // a chunk of outcomes at a time: one queue operation for all the outcomes the pipeline has ready
+        Resource.make(
+          F.start(outcomes.chunks.evalMap(os =>
+            completer.submitAll(os.map(finishOf(config, _)))
+          ).compile.drain)
+        ) {
           // the consumer may wait on a full completer that cannot write (the database refusing or gone): it is
           // given one grace, then stopped; the claims whose outcomes it had not queued stay held, as having
           // maybe run, for the worker's last step

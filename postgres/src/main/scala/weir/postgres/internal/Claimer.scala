@@ -92,7 +92,7 @@ private[postgres] final class Claimer[F[_], A](
                     r.maxAttempts,
                     r.priority,
                     r.orderingKey,
-                    r.createdAt.toInstant,
+                    r.createdAt,
                     r.token,
                     sql,
                     keepCompleted

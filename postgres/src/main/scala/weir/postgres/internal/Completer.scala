@@ -1,9 +1,10 @@
 package weir.postgres.internal
 
 import cats.effect.kernel.{Async, Resource}
-import cats.effect.std.Queue
+import cats.effect.std.{Queue, Semaphore}
 import cats.syntax.all.*
 import doobie.*
+import fs2.{Chunk, Stream}
 
 import scala.concurrent.duration.*
 
@@ -34,18 +35,38 @@ private[postgres] enum Finish:
  * unreachable database; then the writer is stopped, and once the release returns nothing more is written.
  * The claims still unwritten stay in [[Claims]], for the worker's last step to hand back.
  */
-private[postgres] final class Completer[F[_]] private (queue: Queue[F, Option[Finish]], claims: Claims)(using
-    F: Async[F]
-):
+private[postgres] final class Completer[F[_]] private (
+    queue: Queue[F, Option[Chunk[Finish]]],
+    room: Semaphore[F],
+    claims: Claims,
+    batchSize: Int
+)(using F: Async[F]):
 
   /**
    * Queues a finish; waits while `4 × batchSize` are queued. Cancelable while it waits. A release also
    * marks its claim as not started, so that the worker's last step hands it back uncounted should the
    * release itself never be written.
    */
-  def submit(finish: Finish): F[Unit] = finish match
-    case Finish.Release(token) => F.delay(claims.notStarted(token)) *> queue.offer(Some(finish))
-    case _ => queue.offer(Some(finish))
+  def submit(finish: Finish): F[Unit] = submitAll(Chunk.singleton(finish))
+
+  /**
+   * Queues finishes as [[submit]] does each, in slices of at most a batch, each queued as one: a queue
+   * operation per slice, not per finish. Cancelable while it waits for room; the slices queued before a
+   * cancellation stay queued.
+   */
+  def submitAll(finishes: Chunk[Finish]): F[Unit] =
+    F.delay(finishes.foreach {
+      case Finish.Release(token) => claims.notStarted(token)
+      case _ => ()
+    }) *> {
+      if finishes.size <= batchSize then offer(finishes)
+      else Stream.chunk(finishes).chunkLimit(batchSize).foreach(offer).compile.drain
+    }
+
+  // the room is taken before the slice is queued and given back when the writer takes it: queued finishes
+  // never exceed the semaphore's permits
+  private def offer(slice: Chunk[Finish]): F[Unit] =
+    room.acquireN(slice.size.toLong) *> queue.offer(Some(slice))
 
 private[postgres] object Completer:
 
@@ -61,36 +82,50 @@ private[postgres] object Completer:
       wake: F[Unit]
   )(using F: Async[F]): Resource[F, Completer[F]] =
 
-    def write(batch: List[Finish]): F[Unit] =
-      val completes = batch.collect { case c: Finish.Complete => c }
-      val fails = batch.collect { case f: Finish.Fail => f }
-      val releases = batch.collect { case r: Finish.Release => r }
-      val keyed = batch.exists(f => claims.isKeyed(f.token))
+    def write(batch: Chunk[Finish]): F[Unit] =
+      // one pass over the batch: the statements' arrays, and whether any claim (or any completion) is keyed
+      val completes = Array.newBuilder[Long]
+      val failTokens = Array.newBuilder[Long]
+      val failErrors = Array.newBuilder[String]
+      val failDelays = Array.newBuilder[Long]
+      val releases = Array.newBuilder[Long]
+      var keyedCompletes = false
+      var keyed = false
+      var claimableNow = false
+      batch.foreach { f =>
+        val isKeyed = claims.isKeyed(f.token)
+        keyed ||= isKeyed
+        f match
+          case Finish.Complete(token) =>
+            completes += token
+            keyedCompletes ||= isKeyed
+          case Finish.Fail(token, error, delayMillis) =>
+            claimableNow ||= delayMillis == 0L
+            failTokens += token
+            failErrors += error
+            failDelays += delayMillis
+          case Finish.Release(token) =>
+            claimableNow = true
+            releases += token
+      }
       // a finished keyed task may have made its key's next task claimable, and a task handed back or to be
       // retried at once is claimable now: wake this queue's claimers, here and in other processes, rather
       // than leave those tasks to the next poll
-      val wakeUp = keyed || releases.nonEmpty || fails.exists(_.delayMillis == 0L)
+      val wakeUp = keyed || claimableNow
+      val completeTokens = completes.result()
+      val failedTokens = failTokens.result()
+      val releaseTokens = releases.result()
       val tx =
         for
           completed <-
-            if completes.isEmpty then FC.pure(0)
-            else
-              sql.complete(
-                completes.map(_.token).toArray,
-                keepCompleted,
-                keyed = completes.exists(c => claims.isKeyed(c.token))
-              )
+            if completeTokens.isEmpty then FC.pure(0)
+            else sql.complete(completeTokens, keepCompleted, keyed = keyedCompletes)
           failed <-
-            if fails.isEmpty then FC.pure((0, 0))
-            else
-              sql.fail(
-                fails.map(_.token).toArray,
-                fails.map(_.error).toArray,
-                fails.map(_.delayMillis).toArray
-              )
+            if failedTokens.isEmpty then FC.pure((0, 0))
+            else sql.fail(failedTokens, failErrors.result(), failDelays.result())
           released <-
-            if releases.isEmpty then FC.pure(0)
-            else sql.release(releases.map(_.token).toArray)
+            if releaseTokens.isEmpty then FC.pure(0)
+            else sql.release(releaseTokens)
           _ <- if wakeUp then sql.wakeQueue(queue) else FC.unit
         yield (completed, failed, released)
       run(tx).flatMap { case (completed, (retried, dead), released) =>
@@ -99,33 +134,45 @@ private[postgres] object Completer:
           counters.retried.addAndGet(retried.toLong)
           counters.dead.addAndGet(dead.toLong)
           counters.released.addAndGet(released.toLong)
-          batch.foreach(f => claims.remove(f.token))
+          batch.foreach(f => claims.remove(f.token): Unit)
         } *> wake.whenA(wakeUp)
       }
 
-    def writeUntilCommitted(batch: List[Finish], wait: FiniteDuration): F[Unit] =
+    def writeUntilCommitted(batch: Chunk[Finish], wait: FiniteDuration): F[Unit] =
       write(batch).handleErrorWith { e =>
         F.delay(counters.error(e)) *> F.sleep(wait) *> writeUntilCommitted(batch, (wait * 2).min(5.seconds))
       }
 
-    def loop(queue: Queue[F, Option[Finish]]): F[Unit] =
+    /** Writes `slices` (each at most a batch) in batches of at most `batchSize`, in order. */
+    def writeAll(slices: List[Chunk[Finish]]): F[Unit] =
+      slices match
+        case Nil => F.unit
+        case first :: more =>
+          var size = first.size
+          val (fits, later) = more.span { c =>
+            size += c.size
+            size <= batchSize
+          }
+          writeUntilCommitted(Chunk.concat(first :: fits), 50.millis) *> writeAll(later)
+
+    def loop(queue: Queue[F, Option[Chunk[Finish]]], room: Semaphore[F]): F[Unit] =
       queue.take.flatMap {
         case None => F.unit
         case Some(first) =>
-          // tryTakeN refuses a maximum of zero
-          val more = if batchSize > 1 then queue.tryTakeN(Some(batchSize - 1)) else F.pure(Nil)
-          more.flatMap { more =>
+          queue.tryTakeN(None).flatMap { more =>
             val (items, rest) = more.span(_.isDefined)
-            writeUntilCommitted(first :: items.flatten, 50.millis) *>
-              (if rest.isEmpty then loop(queue) else F.unit)
+            val slices = first :: items.flatten
+            room.releaseN(slices.foldLeft(0L)(_ + _.size)) *> writeAll(slices) *>
+              (if rest.isEmpty then loop(queue, room) else F.unit)
           }
       }
 
     for
-      queue <- Resource.eval(Queue.bounded[F, Option[Finish]](batchSize * 4))
-      _ <- Resource.make(F.start(loop(queue))) { fiber =>
-        // the stop marker queues behind every finish submitted before release; queueing it may itself wait
-        // on a full queue whose writer cannot write, so the deadline covers both
-        F.timeoutTo(queue.offer(None) *> fiber.join.void, stopWithin, fiber.cancel)
+      queue <- Resource.eval(Queue.unbounded[F, Option[Chunk[Finish]]])
+      room <- Resource.eval(Semaphore[F](batchSize * 4L))
+      _ <- Resource.make(F.start(loop(queue, room))) { fiber =>
+        // the stop marker queues behind every finish submitted before release; the queue is unbounded (its
+        // room is the semaphore's), so queueing the marker never waits on a writer that cannot write
+        queue.offer(None) *> F.timeoutTo(fiber.join.void, stopWithin, fiber.cancel)
       }
-    yield new Completer(queue, claims)
+    yield new Completer(queue, room, claims, batchSize)

@@ -6,7 +6,7 @@ import cats.syntax.functor.*
 import doobie.postgres.implicits.*
 import weir.postgres.Schema
 
-import java.time.OffsetDateTime
+import java.time.Instant
 
 /**
  * Every statement weir-postgres runs, for one schema. Each is a single round trip; batches travel as
@@ -106,6 +106,10 @@ private[postgres] final class Sql(schema: Schema):
    * the tasks marked `head` (see [[nextHeads]]), so a key's waiting tasks cost the claim nothing. It asks
    * for an asynchronous commit of its own transaction, so that it can run in autocommit
    * ([[Run.single]]): a claim that changed rows has picked at least one, which set it.
+   *
+   * The rows come back in claim order, sorted by the server: `RETURNING` alone gives them in no defined
+   * order. `created_at` travels as microseconds since the epoch, which the driver reads as a plain number
+   * rather than parsing a timestamp's text.
    */
   def claim(queue: String, owner: Long, limit: Int, leaseMillis: Long): ConnectionIO[Vector[Claimed]] =
     (const(s"""WITH picked AS (
@@ -122,15 +126,20 @@ private[postgres] final class Sql(schema: Schema):
       ORDER BY t.priority, t.run_at, t.id
       LIMIT """) ++ fr0"$limit" ++ const(s"""
       FOR UPDATE SKIP LOCKED
-    )
+    ), claimed AS (
     UPDATE $tasks AS t
     SET state = 'running', attempt = t.attempt + 1, lease_token = nextval('${schema("claim_tokens")}'),
         lease_owner = """) ++ fr0"$owner" ++
       const(", lease_expires_at = now() + ") ++ fr0"$leaseMillis" ++ const(
         s""" * interval '1 millisecond'
     FROM picked WHERE t.id = picked.id
-    RETURNING t.id, t.lease_token, t.attempt, t.max_attempts, t.priority, t.ordering_key, t.payload::text, t.created_at, t.run_at"""
-      )).query[Claimed].to[Vector].map(_.sortBy(c => (c.priority, c.runAt.toInstant, c.id)))
+    RETURNING t.id, t.lease_token, t.attempt, t.max_attempts, t.priority, t.ordering_key, t.payload,
+      t.created_at, t.run_at
+    )
+    SELECT id, lease_token, attempt, max_attempts, priority, ordering_key, payload::text,
+      (extract(epoch FROM created_at) * 1000000)::bigint
+    FROM claimed ORDER BY priority, run_at, id"""
+      )).query[Claimed].to[Vector]
 
   // ---- finish
 
@@ -400,6 +409,10 @@ object Sql:
       priority: Int,
       orderingKey: Option[String],
       payload: String,
-      createdAt: OffsetDateTime,
-      runAt: OffsetDateTime
-  )
+      createdAtMicros: Long
+  ):
+    def createdAt: Instant =
+      Instant.ofEpochSecond(
+        Math.floorDiv(createdAtMicros, 1000000L),
+        Math.floorMod(createdAtMicros, 1000000L) * 1000L
+      )
