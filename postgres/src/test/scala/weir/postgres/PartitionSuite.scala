@@ -20,6 +20,13 @@ class PartitionSuite extends DbSuite:
   private val serverNow: IO[OffsetDateTime] =
     sql"SELECT now()".query[OffsetDateTime].unique.transact(TestDatabase.admin)
 
+  private def sessionSince(db: Database[IO]): IO[Option[OffsetDateTime]] =
+    Fragment
+      .const(s"SELECT max(session_since) FROM ${db.schema("workers")}")
+      .query[Option[OffsetDateTime]]
+      .unique
+      .transact(TestDatabase.admin)
+
   private def heartbeatAt(db: Database[IO]): IO[OffsetDateTime] =
     Fragment
       .const(s"SELECT max(heartbeat_at) FROM ${db.schema("workers")}")
@@ -56,6 +63,10 @@ class PartitionSuite extends DbSuite:
                   // the heartbeat's connection was in use when it went silent, so no pool check replaced it
                   _ <- (IO.sleep(100.millis) *> heartbeatAt(db)).iterateUntil(_.isAfter(cut))
                     .timeoutTo(30.seconds, IO(fail("the worker's heartbeat did not resume")))
+                  // the silent session still holds the worker's lock on the server; the new one ends it and
+                  // takes the lock, so that the worker's death is again seen at once
+                  _ <- (IO.sleep(100.millis) *> sessionSince(db)).iterateUntil(_.exists(_.isAfter(cut)))
+                    .timeoutTo(30.seconds, IO(fail("the worker's new session did not take its lock")))
                   stats <- w.stats
                 yield stats
               }

@@ -236,6 +236,18 @@ private[postgres] final class Sql(schema: Schema):
   def holdSession(owner: Long): String =
     s"UPDATE $workers SET session_since = now() WHERE id = $owner AND pg_try_advisory_lock(${schema.sessionLockClass}, ($owner % 2147483648)::int)"
 
+  /**
+   * Ends the sessions other than the one running it that hold `owner`'s session lock, as plain SQL for the
+   * worker's own session. Only the worker's sessions take its lock, one at a time, so another holder is an
+   * earlier session of this worker that the server still keeps (its connection went silent rather than
+   * closed): left alone, it would hold the lock until the server's TCP gives up, hours by default.
+   */
+  def endEarlierSessions(owner: Long): String =
+    s"""SELECT count(pg_terminate_backend(pid)) FROM pg_locks
+        WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid = ${schema.sessionLockClass}
+          AND objid = $owner % 2147483648 AND pid <> pg_backend_pid()
+          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"""
+
   /** Removes a worker's row (on a clean stop). */
   def deregister(owner: Long): ConnectionIO[Int] =
     (const(s"DELETE FROM $workers WHERE id = ") ++ fr0"$owner").update.run

@@ -17,8 +17,9 @@ import scala.concurrent.duration.*
  * The connection is checked with a query every `checkEvery`, so one that died without a word (a restarted
  * server, a dropped TCP session) is found and opened again; each new connection also wakes the claimer
  * once, for whatever was enqueued while no one listened, and takes the lock again. A lock still held by a
- * previous session of this worker that the server has not yet ended cannot be taken: it is tried again at
- * every check, and meanwhile the old session's lock says the same thing. Until the connection is back the
+ * previous session of this worker that the server has not ended (its connection went silent rather than
+ * closed) cannot be taken: the check ends that session and takes the lock at the next check; meanwhile the
+ * old session's lock says the same thing. Until the connection is back the
  * claimer still polls, so a lost session delays tasks by at most the poll interval and loses none; the
  * worker's heartbeat, on its pool, keeps it from being taken for dead.
  */
@@ -52,9 +53,14 @@ private[postgres] object WorkerSession:
           st.getUpdateCount
         finally st.close()
       }
-      // a successful check proves the connection alive; one that takes the lock also records it
+      // a successful check proves the connection alive; one that takes the lock also records it, and one that
+      // cannot ends the earlier session of this worker that still holds it, for the next check to take it
       def check(locked: Boolean): F[Boolean] =
-        if locked then execute("SELECT 1").as(true) else execute(sql.holdSession(owner)).map(_ == 1)
+        if locked then execute("SELECT 1").as(true)
+        else
+          execute(sql.holdSession(owner)).flatMap { taken =>
+            if taken == 1 then F.pure(true) else execute(sql.endEarlierSessions(owner)).as(false)
+          }
       def slice: F[Unit] =
         F.blocking(Option(pg.getNotifications(waitSlice.toMillis.toInt)).exists(_.exists(_.getParameter ==
           queue)))
