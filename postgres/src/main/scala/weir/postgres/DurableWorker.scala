@@ -83,6 +83,7 @@ object DurableWorker:
       counters = new Counters
       claims = new Claims
       wake <- Resource.eval(Queue.dropping[F, Unit](1))
+      gate = new IdleGate[F]
       owner <- Resource.make(xa(sql.register(config.name, config.heartbeat.toMillis)))(owner =>
         handBack(xa, sql, config.queue, owner, claims, counters).handleErrorWith(e =>
           F.delay(counters.error(e))
@@ -97,6 +98,8 @@ object DurableWorker:
             owner,
             db.schema.channel,
             config.queue,
+            Claimer.claim(sql, config, owner),
+            gate,
             wake,
             WorkerSession.checkEvery,
             counters
@@ -137,6 +140,7 @@ object DurableWorker:
         claims,
         completer,
         wake,
+        gate,
         stop,
         counters,
         config.keepCompleted

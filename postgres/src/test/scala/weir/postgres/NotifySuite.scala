@@ -132,6 +132,33 @@ class NotifySuite extends DbSuite:
     yield ()
   }
 
+  withDb(
+    "the session's claims on notifications race the claimer's own 1 ms polls: every task runs once, none is left held"
+  ) { db =>
+    val q = TaskQueue[IO, Int](db, "n")
+    val n = 300
+    val racing = hourPoll.copy(pollInterval = 1.milli)
+    for
+      runs <- Ref[IO].of(Map.empty[Int, Int])
+      _ <- DurableWorker
+        .start[IO, Int, Unit](db, racing)(Pipeline(_).process(job =>
+          runs.update(m => m.updated(job.payload, m.getOrElse(job.payload, 0) + 1))
+        ))
+        .use { _ =>
+          (1 to n).toList.traverse_(i => q.enqueue(NewTask(i)) *> IO.sleep((i % 3).millis)) *>
+            (IO.sleep(50.millis) *> runs.get).iterateUntil(_.size == n).timeoutTo(
+              30.seconds,
+              runs.get.flatMap(r => IO(fail(s"ran ${r.size} of $n")))
+            )
+        }
+      ran <- runs.get
+      left <- Rows.tasks(db)
+    yield
+      assertEquals(ran.keySet, (1 to n).toSet)
+      assertEquals(ran.filter(_._2 != 1), Map.empty[Int, Int])
+      assertEquals(left, Vector.empty)
+  }
+
   withDb("with notifications off, the poll finds new tasks") { db =>
     val polling = WorkerConfig(
       queue = "n",

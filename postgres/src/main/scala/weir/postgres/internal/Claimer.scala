@@ -29,12 +29,11 @@ private[postgres] final class Claimer[F[_], A](
     claims: Claims,
     completer: Completer[F],
     wake: Queue[F, Unit],
+    gate: IdleGate[F],
     stop: Deferred[F, Unit],
     counters: Counters,
     keepCompleted: Boolean
 )(using F: Async[F], codec: PayloadCodec[A]):
-
-  private val leaseMillis = config.lease.toMillis
 
   def stream: Stream[F, Job[A]] = loop(Duration.Zero)
 
@@ -45,17 +44,21 @@ private[postgres] final class Claimer[F[_], A](
     }
 
   private def claimAndGoOn(errorWait: FiniteDuration): Stream[F, Job[A]] =
-    Stream.eval(claimOnce).flatMap {
+    Stream.eval(claimOnce).flatMap(goOn(_, errorWait))
+
+  private def goOn(claimed: Either[Throwable, (Chunk[Job[A]], Int)], errorWait: FiniteDuration)
+      : Stream[F, Job[A]] =
+    claimed match
       case Right((jobs, got)) =>
         val next =
           if got >= config.claimBatch then loop(Duration.Zero)
-          else if got > 0 then Stream.exec(idle) ++ loop(Duration.Zero)
+          else if got > 0 then afterIdle
           else if config.stopWhenEmpty then
             Stream.eval(run(sql.unfinished(config.queue)).attempt).flatMap {
               case Right(0L) => Stream.empty
-              case _ => Stream.exec(idle) ++ loop(Duration.Zero)
+              case _ => afterIdle
             }
-          else Stream.exec(idle) ++ loop(Duration.Zero)
+          else afterIdle
         Stream.chunk(jobs) ++ next
       case Left(e: java.sql.SQLException) if e.getSQLState == Claimer.uniqueViolation =>
         // another worker's claim raced this one for the same ordering key and the database refused the
@@ -64,50 +67,84 @@ private[postgres] final class Claimer[F[_], A](
       case Left(e) =>
         val wait = if errorWait == Duration.Zero then 50.millis else (errorWait * 2).min(config.pollInterval)
         Stream.exec(F.delay(counters.error(e)) *> F.race(stop.get, F.sleep(wait)).void) ++ loop(wait)
+
+  /** Waits, then claims, or goes on with the rows the session claimed meanwhile. */
+  private def afterIdle: Stream[F, Job[A]] =
+    Stream.eval(idle).flatMap {
+      case None => loop(Duration.Zero)
+      case Some(rows) => Stream.eval(accept(rows).map(Right(_))).flatMap(goOn(_, Duration.Zero))
     }
 
-  /** Waits for a notification, the poll interval or a stop, whichever comes first. */
-  private def idle: F[Unit] = F.race(stop.get, F.timeoutTo(wake.take, config.pollInterval, F.unit)).void
+  /**
+   * Waits for a wake-up, the poll interval or a stop, whichever comes first, unless the session claims
+   * first on a notification: then its rows, which this claimer must take even if it was stopping (a stop
+   * makes them claims the drain hands back).
+   */
+  private def idle: F[Option[Vector[Sql.Claimed]]] =
+    Deferred[F, Vector[Sql.Claimed]].flatMap { session =>
+      val woken = F.timeoutTo(F.race(wake.take, session.get), config.pollInterval, F.pure(Left(())))
+      F.delay(gate.waiting(session)) *> F.race(stop.get, woken).flatMap {
+        case Right(Right(rows)) => F.delay(gate.claimerHasRows()).as(Some(rows))
+        case _ =>
+          F.delay(gate.claimerResumes()).flatMap(resumed =>
+            if resumed then F.pure(None)
+            else session.get.flatTap(_ => F.delay(gate.claimerHasRows())).map(Some(_))
+          )
+      }
+    }
 
   /** One claim: the decoded jobs and how many rows the database gave (decoding failures included). */
   private def claimOnce: F[Either[Throwable, (Chunk[Job[A]], Int)]] =
     F.uncancelable { _ =>
       // one statement, committed with its own round trip: an idle worker's claim is most of its latency
-      run.single(sql.claim(config.queue, owner, config.claimBatch, leaseMillis)).attempt.flatMap {
+      run.single(Claimer.claim(sql, config, owner)).attempt.flatMap {
         case Left(e) => F.pure(Left(e))
-        case Right(rows) =>
-          F.delay {
-            rows.foreach(r => claims.add(r.token, r.orderingKey.isDefined))
-            counters.claimed.addAndGet(rows.size.toLong)
-            val jobs = Vector.newBuilder[Job[A]]
-            val undecodable = Vector.newBuilder[Finish]
-            rows.foreach { r =>
-              codec.decode(r.payload) match
-                case Right(payload) =>
-                  jobs += new Job(
-                    r.id,
-                    config.queue,
-                    payload,
-                    r.attempt,
-                    r.maxAttempts,
-                    r.priority,
-                    r.orderingKey,
-                    r.createdAt,
-                    r.token,
-                    sql,
-                    keepCompleted
-                  )
-                case Left(e) =>
-                  undecodable +=
-                    Finish.Fail(r.token, s"payload does not decode: ${Errors.describe(e)}", -1L)
-            }
-            (jobs.result(), undecodable.result(), rows.size)
-          }.flatMap { (jobs, undecodable, got) =>
-            undecodable.traverse_(completer.submit).as(Right((Chunk.from(jobs), got)))
-          }
+        case Right(rows) => accept(rows).map(Right(_))
+      }
+    }
+
+  /**
+   * Claimed rows, recorded in [[Claims]] before anything else happens (so that a drain can hand them back),
+   * then decoded; those that do not decode go to dead. Uncancelable.
+   */
+  private def accept(rows: Vector[Sql.Claimed]): F[(Chunk[Job[A]], Int)] =
+    F.uncancelable { _ =>
+      F.delay {
+        rows.foreach(r => claims.add(r.token, r.orderingKey.isDefined))
+        counters.claimed.addAndGet(rows.size.toLong)
+        val jobs = Vector.newBuilder[Job[A]]
+        val undecodable = Vector.newBuilder[Finish]
+        rows.foreach { r =>
+          codec.decode(r.payload) match
+            case Right(payload) =>
+              jobs += new Job(
+                r.id,
+                config.queue,
+                payload,
+                r.attempt,
+                r.maxAttempts,
+                r.priority,
+                r.orderingKey,
+                r.createdAt,
+                r.token,
+                sql,
+                keepCompleted
+              )
+            case Left(e) =>
+              undecodable +=
+                Finish.Fail(r.token, s"payload does not decode: ${Errors.describe(e)}", -1L)
+        }
+        (jobs.result(), undecodable.result(), rows.size)
+      }.flatMap { (jobs, undecodable, got) =>
+        undecodable.traverse_(completer.submit).as((Chunk.from(jobs), got))
       }
     }
 
 private[postgres] object Claimer:
+
+  /** The claim statement of a worker: by its claimer, or by its session on a notification. */
+  def claim(sql: Sql, config: WorkerConfig, owner: Long): doobie.ConnectionIO[Vector[Sql.Claimed]] =
+    sql.claim(config.queue, owner, config.claimBatch, config.lease.toMillis)
+
   /** SQLSTATE of a unique violation: here, a second running task of one ordering key. */
   val uniqueViolation: String = "23505"

@@ -52,6 +52,14 @@ private[postgres] object Run:
         )
       }
 
+  /**
+   * Runs programs on `connection`, outside any pool, in autocommit, each JDBC call in place on the calling
+   * thread: for a connection of the caller's own whose thread may block (the worker's session).
+   */
+  def inPlace[F[_]](connection: java.sql.Connection)(using F: Async[F]): Transactor[F] =
+    Transactor.fromConnection[F](connection, None)
+      .copy(interpret0 = new Direct[F].ConnectionInterpreter, strategy0 = Strategy.void)
+
   /** Interprets each JDBC call in place, on the calling thread (a JDBC thread, see [[Run.apply]]). */
   private final class Direct[M[_]](using M: Async[M])
       extends KleisliInterpreter[M](LogHandler.noop[M])(using WeakAsync.doobieWeakAsyncForAsync[M]):

@@ -1,16 +1,23 @@
 package weir.postgres.internal
 
-import cats.effect.kernel.{Async, Resource}
+import cats.effect.kernel.{Async, Deferred, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
 import org.postgresql.PGConnection
 
+import doobie.ConnectionIO
+import doobie.implicits.*
+
 import java.sql.Connection
+import java.util.concurrent.{Executors, ThreadFactory}
+import scala.concurrent.ExecutionContext
 import scala.concurrent.duration.*
 
 /**
- * Owns the worker's own session, a connection outside the pool that does two things. It listens: a
- * notification naming the worker's queue wakes its claimer. And it holds the worker's session lock (see
+ * Owns the worker's own session, a connection outside the pool, on a thread of its own, that does two
+ * things. It listens: a notification naming the worker's queue wakes its claimer, or, when the claimer is
+ * idle, is answered at once with a claim on this connection whose rows go to the claimer (see
+ * [[IdleGate]]), since this thread and its server process are the two that are awake. And it holds the worker's session lock (see
  * [[Sql.holdSession]]), which the server frees when the process dies, so that other workers rescue its
  * tasks within a heartbeat instead of after `deadAfter`.
  *
@@ -37,16 +44,21 @@ private[postgres] object WorkerSession:
       owner: Long,
       channel: String,
       queue: String,
+      claim: ConnectionIO[Vector[Sql.Claimed]],
+      gate: IdleGate[F],
       wake: Queue[F, Unit],
       checkEvery: FiniteDuration,
       counters: Counters
   )(using F: Async[F]): Resource[F, Unit] =
     val poke = wake.tryOffer(()).void
 
+    // every call below blocks this session's own thread, and nothing else: a notification finds the thread
+    // awake, and a claim made on it wakes no other thread until its rows are handed on
     def serve(connection: Connection): F[Unit] =
       val pg = connection.unwrap(classOf[PGConnection])
+      val here = Run.inPlace[F](connection)
       val slices = (checkEvery / waitSlice).toLong.max(1L).min(Int.MaxValue.toLong)
-      def execute(statement: String): F[Int] = F.blocking {
+      def execute(statement: String): F[Int] = F.delay {
         val st = connection.createStatement()
         try
           st.execute(statement)
@@ -61,10 +73,18 @@ private[postgres] object WorkerSession:
           execute(sql.holdSession(owner)).flatMap { taken =>
             if taken == 1 then F.pure(true) else execute(sql.endEarlierSessions(owner)).as(false)
           }
+      // the claimer waits for the rows of every claim begun here: none if it failed
+      def claimHere(into: Deferred[F, Vector[Sql.Claimed]]): F[Unit] =
+        claim.transact(here).attempt.flatMap {
+          case Right(rows) => into.complete(rows).void
+          case Left(e) => into.complete(Vector.empty) *> F.raiseError(e)
+        }
+      def wakeUp: F[Unit] =
+        F.uncancelable(_ => F.delay(gate.sessionClaims()).flatMap(_.fold(poke)(claimHere)))
       def slice: F[Unit] =
-        F.blocking(Option(pg.getNotifications(waitSlice.toMillis.toInt)).exists(_.exists(_.getParameter ==
+        F.delay(Option(pg.getNotifications(waitSlice.toMillis.toInt)).exists(_.exists(_.getParameter ==
           queue)))
-          .flatMap(woken => poke.whenA(woken))
+          .flatMap(woken => wakeUp.whenA(woken))
       def rounds(locked: Boolean): F[Unit] =
         slice.replicateA_(slices.toInt) *> check(locked).flatMap(rounds)
       // the session is the worker's own, never a pooled one: its setting stays with it, and like the rest of
@@ -77,4 +97,12 @@ private[postgres] object WorkerSession:
         F.delay(counters.error(e)) *> poke *> F.sleep(wait) *> session((wait * 2).min(5.seconds))
       }
 
-    F.background(session(100.millis)).void
+    Resource
+      .make(F.delay(Executors.newSingleThreadExecutor(thread(channel))))(pool => F.delay(pool.shutdown()))
+      .flatMap(pool => F.background(F.evalOn(session(100.millis), ExecutionContext.fromExecutor(pool))))
+      .void
+
+  private def thread(channel: String): ThreadFactory = runnable =>
+    val t = new Thread(runnable, s"weir-session-$channel")
+    t.setDaemon(true)
+    t
