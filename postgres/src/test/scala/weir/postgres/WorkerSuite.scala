@@ -11,6 +11,18 @@ class WorkerSuite extends DbSuite:
 
   def config(queue: String = "q"): WorkerConfig = TestWorkers.config(queue)
 
+  /**
+   * Makes every completion fail, as an unreachable database would (completing deletes the task's row);
+   * `DROP TRIGGER refuse` ends it.
+   */
+  private def refuseDeletes(db: Database[IO]): IO[Unit] =
+    val refuse = db.schema("refuse_deletes")
+    Rows.exec(
+      s"CREATE FUNCTION $refuse() RETURNS trigger LANGUAGE plpgsql AS $$$$ BEGIN RAISE EXCEPTION 'refused'; END $$$$"
+    ) *> Rows.exec(
+      s"CREATE TRIGGER refuse BEFORE DELETE ON ${db.schema("tasks")} FOR EACH ROW EXECUTE FUNCTION $refuse()"
+    ).void
+
   withDb("every task ends exactly once, completed or dead, across two workers with failures and retries") {
     db =>
       val queue = TaskQueue[IO, Int](db, "q")
@@ -230,17 +242,11 @@ class WorkerSuite extends DbSuite:
     "a release whose results cannot be written hands back the tasks that ran counted, and only the unstarted ones uncounted"
   ) { db =>
     val queue = TaskQueue[IO, Int](db, "unwritten")
-    val refuse = db.schema("refuse_deletes")
     val unwritable = config("unwritten").copy(stopWhenEmpty = false, shutdownGrace = 300.millis)
     for
       _ <- queue.enqueueMany((1 to 8).map(NewTask(_)))
       // no completion can be written: the statement that completes a task deletes its row
-      _ <- Rows.exec(
-        s"CREATE FUNCTION $refuse() RETURNS trigger LANGUAGE plpgsql AS $$$$ BEGIN RAISE EXCEPTION 'refused'; END $$$$"
-      )
-      _ <- Rows.exec(
-        s"CREATE TRIGGER refuse BEFORE DELETE ON ${db.schema("tasks")} FOR EACH ROW EXECUTE FUNCTION $refuse()"
-      )
+      _ <- refuseDeletes(db)
       fourth <- CountDownLatch[IO](1)
       // limit 1: tasks 1 to 3 succeed, 4 is running at the release (interrupted), 5 to 8 never start
       _ <- DurableWorker
@@ -273,18 +279,12 @@ class WorkerSuite extends DbSuite:
     "a release while the database refuses every result, with more results than the completer queues, ends and loses nothing"
   ) { db =>
     val queue = TaskQueue[IO, Int](db, "full")
-    val refuse = db.schema("refuse_all_deletes")
     // ackBatch 1: the completer queues four results; twenty tasks succeed, so the pipeline's outcome
     // consumer is left waiting to queue the rest while the writer retries
     val unwritable = config("full").copy(stopWhenEmpty = false, ackBatch = 1, shutdownGrace = 300.millis)
     for
       _ <- queue.enqueueMany((1 to 20).map(NewTask(_)))
-      _ <- Rows.exec(
-        s"CREATE FUNCTION $refuse() RETURNS trigger LANGUAGE plpgsql AS $$$$ BEGIN RAISE EXCEPTION 'refused'; END $$$$"
-      )
-      _ <- Rows.exec(
-        s"CREATE TRIGGER refuse BEFORE DELETE ON ${db.schema("tasks")} FOR EACH ROW EXECUTE FUNCTION $refuse()"
-      )
+      _ <- refuseDeletes(db)
       // the guard only turns a hang into a failure; a release takes a few shutdown graces
       _ <- DurableWorker
         .start[IO, Int, Unit](db, unwritable)(Pipeline(_).process(_ => IO.unit).withLimit(Limit.fixed(4)))

@@ -12,7 +12,8 @@ import scala.concurrent.duration.*
  * Claims a queue's tasks in batches and emits them, decoded, as one producer of the worker's pipeline.
  *
  * After a full batch it claims again at once (the pipeline's buffer holds it back when the workers are
- * busy); after a short one it waits for a wake-up (a notification, see [[WorkerSession]]) or the poll interval.
+ * busy); after a short one it waits for a wake-up or the poll interval, unless the worker's session answers
+ * a notification with a claim of its own first, whose rows it then takes (see [[IdleGate]]).
  * A claim is uncancelable: once the database has given tasks to this worker they are recorded in
  * [[Claims]] before anything else happens, so a drain can hand them back.
  *
