@@ -3,12 +3,11 @@ package weir.postgres.internal
 import cats.effect.kernel.{Async, Deferred, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
-import org.postgresql.PGConnection
-
 import doobie.ConnectionIO
 import doobie.implicits.*
+import org.postgresql.PGConnection
 
-import java.sql.Connection
+import java.sql.{Connection, SQLException}
 import java.util.concurrent.{Executors, ThreadFactory}
 import scala.concurrent.ExecutionContext
 import scala.concurrent.duration.*
@@ -17,18 +16,18 @@ import scala.concurrent.duration.*
  * Owns the worker's own session, a connection outside the pool, on a thread of its own, that does two
  * things. It listens: a notification naming the worker's queue wakes its claimer, or, when the claimer is
  * idle, is answered at once with a claim on this connection whose rows go to the claimer (see
- * [[IdleGate]]), since this thread and its server process are the two that are awake. And it holds the worker's session lock (see
- * [[Sql.holdSession]]), which the server frees when the process dies, so that other workers rescue its
- * tasks within a heartbeat instead of after `deadAfter`.
+ * [[IdleGate]]), since this thread and its server process are the two that are awake. And it holds the
+ * worker's session lock (see [[Sql.holdSession]]), which the server frees when the process dies, so that
+ * other workers rescue its tasks within a heartbeat instead of after `deadAfter`.
  *
  * The connection is checked with a query every `checkEvery`, so one that died without a word (a restarted
  * server, a dropped TCP session) is found and opened again; each new connection also wakes the claimer
  * once, for whatever was enqueued while no one listened, and takes the lock again. A lock still held by a
  * previous session of this worker that the server has not ended (its connection went silent rather than
  * closed) cannot be taken: the check ends that session and takes the lock at the next check; meanwhile the
- * old session's lock says the same thing. Until the connection is back the
- * claimer still polls, so a lost session delays tasks by at most the poll interval and loses none; the
- * worker's heartbeat, on its pool, keeps it from being taken for dead.
+ * old session's lock says the same thing. Until the connection is back the claimer still polls, so a lost
+ * session delays tasks by at most the poll interval and loses none; the worker's heartbeat, on its pool,
+ * keeps it from being taken for dead.
  */
 private[postgres] object WorkerSession:
 
@@ -73,10 +72,14 @@ private[postgres] object WorkerSession:
           execute(sql.holdSession(owner)).flatMap { taken =>
             if taken == 1 then F.pure(true) else execute(sql.endEarlierSessions(owner)).as(false)
           }
-      // the claimer waits for the rows of every claim begun here: none if it failed
+      // the claimer waits for the rows of every claim begun here: none if it failed. A claim refused because
+      // another worker's claim took the same key at once is no fault of the connection: the claimer is woken
+      // to claim again, as after its own
       def claimHere(into: Deferred[F, Vector[Sql.Claimed]]): F[Unit] =
         claim.transact(here).attempt.flatMap {
           case Right(rows) => into.complete(rows).void
+          case Left(e: SQLException) if e.getSQLState == Claimer.uniqueViolation =>
+            into.complete(Vector.empty) *> poke
           case Left(e) => into.complete(Vector.empty) *> F.raiseError(e)
         }
       def wakeUp: F[Unit] =
