@@ -23,6 +23,17 @@ class WorkerSuite extends DbSuite:
       s"CREATE TRIGGER refuse BEFORE DELETE ON ${db.schema("tasks")} FOR EACH ROW EXECUTE FUNCTION $refuse()"
     ).void
 
+  /**
+   * Lets completions through again ([[refuseDeletes]]) and has a worker finish every task of `queue`:
+   * nothing the refusal left behind is lost. Returns the finished rows.
+   */
+  private def finishAll(db: Database[IO], queue: String): IO[Vector[(String, String, Int, String)]] =
+    Rows.exec(s"DROP TRIGGER refuse ON ${db.schema("tasks")}") *>
+      DurableWorker
+        .start[IO, Int, Unit](db, config(queue))(Pipeline(_).process(_ => IO.unit))
+        .use(_.running.join) *>
+      Rows.finished(db)
+
   withDb("every task ends exactly once, completed or dead, across two workers with failures and retries") {
     db =>
       val queue = TaskQueue[IO, Int](db, "q")
@@ -257,12 +268,7 @@ class WorkerSuite extends DbSuite:
         }
         .use(_ => fourth.await)
       rows <- Rows.tasks(db)
-      _ <- Rows.exec(s"DROP TRIGGER refuse ON ${db.schema("tasks")}")
-      // every task is still there to run: a worker that can write finishes them all
-      _ <- DurableWorker
-        .start[IO, Int, Unit](db, config("unwritten"))(Pipeline(_).process(_ => IO.unit))
-        .use(_.running.join)
-      done <- Rows.finished(db)
+      done <- finishAll(db, "unwritten")
     yield
       assertEquals(rows.map(_._2), Vector.fill(8)("available"), rows.toString)
       assert(rows.forall(_._4.isEmpty), rows.toString)
@@ -291,11 +297,7 @@ class WorkerSuite extends DbSuite:
         .use(w => (IO.sleep(50.millis) *> w.stats).iterateUntil(_.databaseErrors >= 3))
         .timeoutTo(1.minute, IO(fail("the release did not end")))
       rows <- Rows.tasks(db)
-      _ <- Rows.exec(s"DROP TRIGGER refuse ON ${db.schema("tasks")}")
-      _ <- DurableWorker
-        .start[IO, Int, Unit](db, config("full"))(Pipeline(_).process(_ => IO.unit))
-        .use(_.running.join)
-      done <- Rows.finished(db)
+      done <- finishAll(db, "full")
     yield
       assertEquals(rows.size, 20)
       assert(rows.forall(r => r._2 == "available" && r._4.isEmpty), rows.toString)

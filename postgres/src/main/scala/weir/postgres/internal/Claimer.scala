@@ -84,14 +84,17 @@ private[postgres] final class Claimer[F[_], A](
   private def idle: F[Option[Vector[Sql.Claimed]]] =
     Deferred[F, Vector[Sql.Claimed]].flatMap { session =>
       val woken = F.timeoutTo(F.race(wake.take, session.get), config.pollInterval, F.pure(Left(())))
-      F.delay(gate.waiting(session)) *> F.race(stop.get, woken).flatMap {
-        case Right(Right(rows)) => F.delay(gate.claimerHasRows()).as(Some(rows))
-        case _ =>
-          F.delay(gate.claimerResumes()).flatMap(resumed =>
-            if resumed then F.pure(None)
-            else session.get.flatTap(_ => F.delay(gate.claimerHasRows())).map(Some(_))
-          )
-      }
+      // a claimer cancelled while it waits (its stream torn down) takes the turn back, so that the session
+      // does not claim rows no one would take
+      F.delay(gate.waiting(session)) *>
+        F.onCancel(F.race(stop.get, woken), F.delay(gate.claimerResumes()).void).flatMap {
+          case Right(Right(rows)) => F.delay(gate.claimerHasRows()).as(Some(rows))
+          case _ =>
+            F.delay(gate.claimerResumes()).flatMap(resumed =>
+              if resumed then F.pure(None)
+              else session.get.flatTap(_ => F.delay(gate.claimerHasRows())).map(Some(_))
+            )
+        }
     }
 
   /** One claim: the decoded jobs and how many rows the database gave (decoding failures included). */
