@@ -41,6 +41,8 @@ object DurableLab extends Experiment:
       tasks: Int = 200000,
       workers: Int = 2,
       throughputWorkers: Int = 1,
+      rounds: Int = 3,
+      enqueuers: Int = 2,
       limit: Int = 64,
       keys: Int = 100,
       killEvery: Option[FiniteDuration] = None,
@@ -61,6 +63,7 @@ object DurableLab extends Experiment:
     def kills: Option[FiniteDuration] = killEvery.orElse(Option.when(quick)(2.seconds))
     def samples: Int = if quick then latencySamples.min(50) else latencySamples
     def warmup: Int = if quick then 300 else 2000
+    def throughputRounds: Int = if quick then 1 else rounds
 
   private val builder = OParser.builder[Settings]
   val parser: OParser[Unit, Settings] =
@@ -88,6 +91,13 @@ object DurableLab extends Experiment:
       opt[Int]("throughput-workers").valueName("W").validate(positive("--throughput-workers"))
         .action((n, s) => s.copy(throughputWorkers = n))
         .text("worker processes of the throughput run (default 1, as River's benchmark)"),
+      opt[Int]("rounds").valueName("R").validate(positive("--rounds")).action((n, s) => s.copy(rounds = n))
+        .text(
+          "throughput rounds, each followed by River's benchmark with --river; the median is reported (default 3; 1 with --quick)"
+        ),
+      opt[Int]("enqueuers").valueName("E").validate(positive("--enqueuers"))
+        .action((n, s) => s.copy(enqueuers = n))
+        .text("the enqueue rate is measured from one enqueuer, then from E at once (default 2; 1: only one)"),
       opt[Int]("limit").valueName("L").validate(positive("--limit")).action((n, s) => s.copy(limit = n))
         .text("each worker's concurrency limit (default 64)"),
       opt[Int]("keys").valueName("K")
@@ -145,14 +155,30 @@ object DurableLab extends Experiment:
 
   /** What the run measured; a phase that did not run is `None` (or empty). */
   final case class Results(
-      enqueuePerSecond: Option[Double],
-      workedPerSecond: Option[Double],
-      riverPerSecond: Either[String, Double],
+      enqueue: Option[Phases.Enqueue],
+      throughput: Vector[Phases.Round],
       idleNotify: Vector[Phases.Latency],
       idlePoll: Vector[Phases.Latency],
       killRun: Option[Phases.KillRun],
       history: Option[HistoryPhase.History]
   ):
+    /** weir's median throughput round, tasks per second. */
+    def workedPerSecond: Option[Double] =
+      Option.when(throughput.nonEmpty)(Phases.median(throughput.map(_.worked)))
+
+    /** River's median round, or why River did not run. */
+    def riverPerSecond: Either[String, Double] =
+      throughput.map(_.river).collectFirst { case Left(why) => why } match
+        case Some(why) => Left(why)
+        case None if throughput.isEmpty => Left("not run")
+        case None => Right(Phases.median(throughput.flatMap(_.river.toOption)))
+
+    /** The median of the rounds' ratios weir / River (each round's pair measured back to back). */
+    def ratio: Option[Double] =
+      Option.when(throughput.nonEmpty && riverPerSecond.isRight)(
+        Phases.median(throughput.flatMap(r => r.river.toOption.map(r.worked / _)))
+      )
+
     def failures: List[String] =
       killRun.toList.flatMap(k =>
         List(
@@ -187,19 +213,18 @@ object DurableLab extends Experiment:
         results <- Database.connect[IO](lab.config()).use { db =>
           def phase[A](p: Phase)(io: IO[A]): IO[Option[A]] = if s.runs(p) then io.map(Some(_)) else IO.none
           for
-            enq <- phase(Phase.Enqueue)(Phases.enqueue(db, "enqueue", s.n, s.keys).flatTap(r =>
-              IO.println(f"  enqueue: $r%.0f tasks/s")
+            enq <- phase(Phase.Enqueue)(Phases.enqueue(db, "enqueue", s.n, s.keys, s.enqueuers).flatTap(r =>
+              IO.println(
+                f"  enqueue: ${r.one}%.0f tasks/s" +
+                  r.concurrent.fold("")((e, c) => f", $c%.0f from $e enqueuers")
+              )
             ))
-            worked <- phase(Phase.Throughput)(
-              Phases.throughput(lab, db, "work", s.n, s.throughputWorkers, s.limit)
-                .flatTap(r => IO.println(f"  worked: $r%.0f tasks/s"))
-            )
-            river <-
-              if s.river && s.runs(Phase.Throughput) then
-                Phases.river(lab, s.riverScript, s.n).flatTap(r =>
-                  IO.println(s"  River: ${r.fold(identity, d => f"$d%.0f jobs/s")}")
-                )
+            river =
+              if s.river then Phases.river(lab, s.riverScript, s.n)
               else IO.pure(Left("not run (--river)"))
+            rounds <- phase(Phase.Throughput)(
+              Phases.throughput(lab, db, "work", s.n, s.throughputWorkers, s.limit, s.throughputRounds, river)
+            )
             notify <- phase(Phase.Latency)(timed("idle latency, NOTIFY")(
               Phases.idleLatency(db, "idle-notify", s.samples, s.warmup, listen = true, poll = 1.second)
             ))
@@ -223,7 +248,7 @@ object DurableLab extends Experiment:
             history <- s.history.filter(_ => s.runs(Phase.History)).traverse(h =>
               timed("history")(HistoryPhase.run(lab, h, s.n))
             )
-          yield Results(enq, worked, river, notify.orEmpty, poll.orEmpty, kill, history)
+          yield Results(enq, rounds.orEmpty, notify.orEmpty, poll.orEmpty, kill, history)
         }
         _ <- IO.println(table(s, results))
         _ <- s.json.traverse_(p => ExperimentIo.writeJson(p, json(s, results)))
@@ -245,13 +270,28 @@ object DurableLab extends Experiment:
     if ms.isEmpty then "—" else f"${ms.sum / ms.size}%.0f / ${ms.max}%.0f ms"
 
   def table(s: Settings, r: Results): String =
-    val enqueue =
-      r.enqueuePerSecond.toVector.map(e => Vector("enqueue (batches of 10,000)", f"$e%.0f tasks/s"))
+    val enqueue = r.enqueue.toVector.flatMap(e =>
+      Vector("enqueue (batches of 10,000), one enqueuer" -> e.one) ++
+        e.concurrent.map((n, c) => s"enqueue (batches of 10,000), $n enqueuers at once" -> c)
+    ).map((what, rate) => Vector(what, f"$rate%.0f tasks/s"))
+    val rounds = r.throughput.size
     val throughput = r.workedPerSecond.toVector.flatMap(w =>
       Vector(
-        Vector(s"no-op tasks worked (${s.throughputWorkers} process(es))", f"$w%.0f tasks/s"),
-        Vector("River's benchmark, same server", r.riverPerSecond.fold(identity, d => f"$d%.0f jobs/s")),
-        Vector("weir / River", r.riverPerSecond.fold(_ => "—", d => f"${w / d}%.2f×"))
+        Vector(
+          s"no-op tasks worked (${s.throughputWorkers} process(es)), median of $rounds",
+          f"$w%.0f tasks/s"
+        ),
+        Vector(
+          s"River's benchmark, same server, median of $rounds",
+          r.riverPerSecond.fold(identity, d => f"$d%.0f jobs/s")
+        ),
+        Vector(
+          "weir / River, median of the rounds' ratios (each round's range)",
+          r.ratio.fold("—")(m =>
+            val each = r.throughput.flatMap(x => x.river.toOption.map(x.worked / _))
+            f"$m%.2f× (${each.min}%.2f–${each.max}%.2f×)"
+          )
+        )
       )
     )
     val idle =
@@ -328,6 +368,8 @@ object DurableLab extends Experiment:
         "tasks" -> s.n.asJson,
         "workers" -> s.workers.asJson,
         "throughput_workers" -> s.throughputWorkers.asJson,
+        "throughput_rounds" -> s.throughputRounds.asJson,
+        "enqueuers" -> s.enqueuers.asJson,
         "limit" -> s.limit.asJson,
         "keys" -> s.keys.asJson,
         "kill_every_ms" -> s.kills.map(_.toMillis).asJson,
@@ -338,10 +380,20 @@ object DurableLab extends Experiment:
         "server" -> (if s.url.isEmpty then "embedded" else "url").asJson
       ),
       "records" -> Json.obj(
-        "enqueue_per_s" -> r.enqueuePerSecond.fold(Json.Null)(number),
+        "enqueue_per_s" -> r.enqueue.fold(Json.Null)(e => number(e.one)),
+        "enqueue_concurrent" -> r.enqueue.flatMap(_.concurrent).fold(Json.Null)((n, c) =>
+          Json.obj("enqueuers" -> n.asJson, "per_s" -> number(c))
+        ),
         "worked_per_s" -> r.workedPerSecond.fold(Json.Null)(number),
         "river_per_s" -> r.riverPerSecond.toOption.fold(Json.Null)(number),
         "river_status" -> r.riverPerSecond.fold(identity, _ => "ok").asJson,
+        "weir_over_river" -> r.ratio.fold(Json.Null)(number),
+        "throughput_rounds" -> r.throughput.map(x =>
+          Json.obj(
+            "worked_per_s" -> number(x.worked),
+            "river_per_s" -> x.river.toOption.fold(Json.Null)(number)
+          )
+        ).asJson,
         "idle_notify_from_call_ms" -> percentiles(r.idleNotify.map(_.fromCall)),
         "idle_notify_from_commit_ms" -> percentiles(r.idleNotify.map(_.fromCommit)),
         "idle_poll_from_commit_ms" -> percentiles(r.idlePoll.map(_.fromCommit)),

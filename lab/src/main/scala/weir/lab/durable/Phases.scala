@@ -16,24 +16,45 @@ object Phases:
 
   private def seconds(from: Long, to: Long): Double = (to - from) / 1e9
 
-  /** Enqueues `n` tasks (every 4th with one of `keys` ordering keys) in batches of 10,000; tasks per second. */
-  def enqueue(db: Database[IO], queue: String, n: Int, keys: Int): IO[Double] =
+  /** Batch enqueue rates, tasks per second: from one enqueuer, and from `enqueuers` at once (if more than one). */
+  final case class Enqueue(one: Double, concurrent: Option[(Int, Double)])
+
+  /**
+   * Enqueues `n` tasks (every 4th with one of `keys` ordering keys) in batches of 10,000, first from one
+   * enqueuer, then from `enqueuers` at once, each its share of `n` on its own connection. A first round of
+   * `n / 10` tasks (at most 20,000), not measured, compiles this JVM's enqueue path, as in a service that
+   * has been enqueuing for a while.
+   */
+  def enqueue(db: Database[IO], queue: String, n: Int, keys: Int, enqueuers: Int): IO[Enqueue] =
     val q = TaskQueue[IO, Int](db, queue)
+    def batches(from: Int, to: Int): IO[Unit] = (from until to).grouped(10000).toList.traverse_(g =>
+      q.enqueueMany(g.map(i => NewTask(i, orderingKey = key(i, keys))))
+    ).void
+    def rate(count: Int)(io: IO[Unit]): IO[Double] = io.timed.map((t, _) => count / t.toUnit(SECONDS))
     for
-      t0 <- IO.monotonic
-      _ <- (1 to n).grouped(10000).toList.traverse_(g =>
-        q.enqueueMany(g.map(i => NewTask(i, orderingKey = key(i, keys))))
-      )
-      t1 <- IO.monotonic
-    yield n / (t1 - t0).toUnit(SECONDS)
+      _ <- TaskQueue[IO, Int](db, s"$queue-warmup").enqueueMany((1 to (n / 10).min(20000)).map(NewTask(_)))
+      one <- rate(n)(batches(0, n))
+      concurrent <-
+        if enqueuers <= 1 then IO.none
+        else
+          val share = n / enqueuers
+          rate(share * enqueuers)(
+            (0 until enqueuers).toList.parTraverse_(e => batches(n + e * share, n + (e + 1) * share))
+          ).map(r => Some((enqueuers, r)))
+    yield Enqueue(one, concurrent)
 
   /** Task `i`'s ordering key: every 4th task gets one, the `keys` keys in turn (so each is used alike). */
   def key(i: Int, keys: Int): Option[String] = Option.when(keys > 0 && i % 4 == 0)(s"k${(i / 4) % keys}")
 
+  /** One throughput round: weir's no-op tasks per second, then River's jobs per second (or why not). */
+  final case class Round(worked: Double, river: Either[String, Double])
+
   /**
-   * No-op tasks worked per second by `workers` idle worker processes once `n` tasks appear at once (one
-   * enqueue transaction): from its commit until the queue is empty. A first round of `n / 5` tasks, not
-   * measured, lets the workers' JIT compile the claim path (River's benchmark is a compiled Go binary).
+   * `rounds` rounds of no-op tasks worked per second by `workers` idle worker processes once `n` tasks
+   * appear at once (one enqueue transaction): from its commit until the queue is empty. After each round,
+   * `between` runs (River's benchmark on the same server, so that both see the machine in the same state;
+   * weir's workers wait idle meanwhile). A first round of `n / 5` tasks, not measured, lets the workers'
+   * JIT compile the claim path (River's benchmark is a compiled Go binary).
    */
   def throughput(
       lab: LabDatabase,
@@ -41,8 +62,10 @@ object Phases:
       queue: String,
       n: Int,
       workers: Int,
-      limit: Int
-  ): IO[Double] =
+      limit: Int,
+      rounds: Int,
+      between: IO[Either[String, Double]]
+  ): IO[Vector[Round]] =
     val args = List(lab.url, lab.schema.name, queue, limit.toString, "noop", "1000", "3000")
     val empty =
       (Fragment.const(s"SELECT NOT EXISTS (SELECT 1 FROM ${lab.schema("tasks")} WHERE queue = ") ++
@@ -55,10 +78,25 @@ object Phases:
         t1 <- IO.monotonic
       yield tasks / seconds(t0.toNanos, t1.toNanos)
     List.fill(workers)(Children.start(args)).parSequence.use { children =>
-      round((n / 5).max(1)) *> round(n) <*
+      round((n / 5).max(1)) *>
+        (1 to rounds).toVector.traverse(r =>
+          round(n).flatMap(w => between.map(Round(w, _))).flatTap(x =>
+            IO.println(
+              f"  round $r: weir ${x.worked}%.0f tasks/s, River ${x.river.fold(identity, d => f"$d%.0f jobs/s")}"
+            )
+          )
+        ) <*
         children.traverse_(c => IO.blocking(c.process.destroy())) <* // SIGTERM: each drains and deregisters
         children.traverse_(c => IO.interruptible(c.process.waitFor()).void)
     }
+
+  /** The median of `xs` (the mean of the middle two when their number is even); NaN when empty. */
+  def median(xs: Vector[Double]): Double =
+    if xs.isEmpty then Double.NaN
+    else
+      val sorted = xs.sorted
+      val mid = sorted.size / 2
+      if sorted.size % 2 == 1 then sorted(mid) else (sorted(mid - 1) + sorted(mid)) / 2
 
   /** One idle-latency sample: from the enqueue call, and from its commit (the call's return), to the start. */
   final case class Latency(fromCall: Double, fromCommit: Double)

@@ -37,7 +37,11 @@ class DurableLabSuite extends CatsEffectSuite:
       assertEquals(k.unexplainedDuplicates, 0L)
       assertEquals(k.tasks, 2000)
       assert(k.executions >= 2000L, k.toString)
-      assert(r.workedPerSecond.exists(_ > 0) && r.enqueuePerSecond.exists(_ > 0), r.toString)
+      assert(r.workedPerSecond.exists(_ > 0) && r.enqueue.exists(_.one > 0), r.toString)
+      assertEquals(r.enqueue.flatMap(_.concurrent).map(_._1), Some(2))
+      assertEquals(r.throughput.size, 1) // --quick: one round
+      assertEquals(r.riverPerSecond, Left("not run (--river)"))
+      assertEquals(r.ratio, None)
       assertEquals(r.history, None)
       assertEquals(r.idleNotify.size, 50)
       assert(r.failures.isEmpty, r.failures.toString)
@@ -56,6 +60,10 @@ class DurableLabSuite extends CatsEffectSuite:
       assertEquals(kill.get[Vector[Double]]("rerun_ms").map(_.size), Right(k.rerunMillis.size), text)
       assertEquals(records.get[String]("status"), Right("ok"), text)
       assert(records.downField("history").focus.exists(_.isNull), text)
+      assertEquals(records.downField("enqueue_concurrent").get[Int]("enqueuers"), Right(2), text)
+      assert(records.downField("enqueue_concurrent").get[Double]("per_s").exists(_ > 0), text)
+      assertEquals(records.get[Vector[io.circe.Json]]("throughput_rounds").map(_.size), Right(1), text)
+      assertEquals(records.get[Double]("worked_per_s").toOption, r.workedPerSecond, text)
     }
   }
 
@@ -116,5 +124,24 @@ class DurableLabSuite extends CatsEffectSuite:
     assert(bad("--history", "many").contains("many"))
     assert(bad("--only", "kill,nonsense").contains("was: nonsense"))
     assert(bad("--only", "history").contains("--only history needs --history N"))
+    assert(bad("--rounds", "0").contains("--rounds must be > 0, was: 0"))
+    assert(bad("--enqueuers", "-2").contains("--enqueuers must be > 0, was: -2"))
     DurableLab.run(List("--keys", "-1")).map(code => assertEquals(code, ExitCode(2)))
+  }
+
+  test("throughput rounds: medians of weir, of River and of each round's own ratio") {
+    val rounds = Vector(
+      Phases.Round(100, Right(50)),
+      Phases.Round(90, Right(100)),
+      Phases.Round(120, Right(60))
+    )
+    val r = DurableLab.Results(None, rounds, Vector.empty, Vector.empty, None, None)
+    assertEquals(r.workedPerSecond, Some(100.0))
+    assertEquals(r.riverPerSecond, Right(60.0))
+    assertEquals(r.ratio, Some(2.0)) // ratios 2.0, 0.9, 2.0: not 100 / 60
+    val failed = r.copy(throughput = rounds :+ Phases.Round(80, Left("River's benchmark exited 1")))
+    assertEquals(failed.riverPerSecond, Left("River's benchmark exited 1"))
+    assertEquals(failed.ratio, None)
+    assertEquals(failed.workedPerSecond, Some(95.0))
+    assertEquals(Phases.median(Vector.empty).isNaN, true)
   }
