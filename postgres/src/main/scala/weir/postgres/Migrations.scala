@@ -23,7 +23,7 @@ object Migrations:
 
   /** Every migration this library knows, in order. */
   lazy val all: Vector[Migration] =
-    Vector("0001-tasks", "0002-claim-path", "0003-worker-sessions").map { file =>
+    Vector("0001-tasks", "0002-claim-path", "0003-worker-sessions", "0004-claim-function").map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))
         .getOrElse(throw new IllegalStateException(s"migration $path is missing from the class path"))

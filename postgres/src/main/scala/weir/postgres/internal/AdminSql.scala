@@ -68,8 +68,8 @@ private[postgres] final class AdminSql(schema: Schema):
       fr0"$id").update.run.map(_ == 1)
 
   def prune(olderThanMillis: Long, states: Array[String], batch: Int): ConnectionIO[Int] =
-    (const(s"""DELETE FROM $finished WHERE id IN (
+    (const(s"""DELETE FROM $finished WHERE id = ANY(ARRAY(
       SELECT id FROM $finished
       WHERE finished_at < now() - """) ++ fr0"$olderThanMillis" ++
       const(" * interval '1 millisecond' AND state::text = ANY(") ++
-      fr0"$states" ++ const(") LIMIT ") ++ fr0"$batch" ++ const(" FOR UPDATE SKIP LOCKED)")).update.run
+      fr0"$states" ++ const(") LIMIT ") ++ fr0"$batch" ++ const(" FOR UPDATE SKIP LOCKED))")).update.run

@@ -15,8 +15,10 @@ import java.time.Instant
  * a rescue cannot overwrite a completion: whichever commits first wins, the other changes no row.
  *
  * Batches of claims are matched with `= ANY(array)` on the token's unique index rather than by joining an
- * `unnest`: the join's plan depends on statistics that a young or fast-changing table does not have yet,
- * and a nested loop that re-reads the array for every running row turns a batch quadratic.
+ * `unnest`, and rows picked in one part of a statement are found again by `id = ANY(ARRAY(…))` rather than
+ * by a join alone: a join's plan depends on the table's statistics, and a queue's are often stale (analyzed
+ * while it was empty, then a burst arrives). Planned for an empty table, a join may walk the whole primary
+ * key once for every picked row; an `= ANY` on an index has no such plan.
  */
 private[postgres] final class Sql(schema: Schema):
   import Sql.*
@@ -103,43 +105,20 @@ private[postgres] final class Sql(schema: Schema):
    * with an ordering key is claimed only while it is its key's head (no task of its key with a smaller id
    * is left, and none is running); the unique index on running keys makes the database refuse the rare
    * claim that races another one for the same key (the caller claims again). The claim index holds only
-   * the tasks marked `head` (see [[nextHeads]]), so a key's waiting tasks cost the claim nothing. It asks
-   * for an asynchronous commit of its own transaction, so that it can run in autocommit
-   * ([[Run.single]]): a claim that changed rows has picked at least one, which set it.
+   * the tasks marked `head` (see [[nextHeads]]), so a key's waiting tasks cost the claim nothing.
+   *
+   * The statement is the schema's `claim` function (migration 4), planned with bitmap and sequential
+   * scans off so that stale statistics cannot turn it into a scan of the whole backlog. It asks for an
+   * asynchronous commit of its own transaction, so that it can run in autocommit ([[Run.single]]); the
+   * setting is made here, outside the function, whose own settings end when it returns.
    *
    * The rows come back in claim order, sorted by the server: `RETURNING` alone gives them in no defined
    * order. `created_at` travels as microseconds since the epoch, which the driver reads as a plain number
    * rather than parsing a timestamp's text.
    */
   def claim(queue: String, owner: Long, limit: Int, leaseMillis: Long): ConnectionIO[Vector[Claimed]] =
-    (const(s"""WITH picked AS (
-      SELECT t.id, set_config('synchronous_commit', 'off', true) AS async_commit FROM $tasks AS t
-      WHERE t.queue = """) ++ fr0"$queue" ++ const(s""" AND t.state = 'available' AND t.run_at <= now()
-        AND (t.ordering_key IS NULL OR t.head)
-        AND (t.ordering_key IS NULL OR (
-          NOT EXISTS (
-            SELECT 1 FROM $tasks AS e
-            WHERE e.queue = t.queue AND e.ordering_key = t.ordering_key AND e.id < t.id)
-          AND NOT EXISTS (
-            SELECT 1 FROM $tasks AS r
-            WHERE r.queue = t.queue AND r.ordering_key = t.ordering_key AND r.state = 'running')))
-      ORDER BY t.priority, t.run_at, t.id
-      LIMIT """) ++ fr0"$limit" ++ const(s"""
-      FOR UPDATE SKIP LOCKED
-    ), claimed AS (
-    UPDATE $tasks AS t
-    SET state = 'running', attempt = t.attempt + 1, lease_token = nextval('${schema("claim_tokens")}'),
-        lease_owner = """) ++ fr0"$owner" ++
-      const(", lease_expires_at = now() + ") ++ fr0"$leaseMillis" ++ const(
-        s""" * interval '1 millisecond'
-    FROM picked WHERE t.id = picked.id
-    RETURNING t.id, t.lease_token, t.attempt, t.max_attempts, t.priority, t.ordering_key, t.payload,
-      t.created_at, t.run_at
-    )
-    SELECT id, lease_token, attempt, max_attempts, priority, ordering_key, payload::text,
-      (extract(epoch FROM created_at) * 1000000)::bigint
-    FROM claimed ORDER BY priority, run_at, id"""
-      )).query[Claimed].to[Vector]
+    (const(s"SELECT c.* FROM set_config('synchronous_commit', 'off', true) AS async, ${schema("claim")}(") ++
+      fr0"$queue, $owner, $limit, $leaseMillis" ++ const(") AS c")).query[Claimed].to[Vector]
 
   // ---- finish
 
@@ -179,7 +158,8 @@ private[postgres] final class Sql(schema: Schema):
       WHERE t.lease_token = ANY(""") ++ fr0"$tokens" ++ const(s""") AND t.state = 'running'
       FOR UPDATE OF t)
     , dead AS (
-      DELETE FROM $tasks AS t USING claimed AS c WHERE t.id = c.id AND c.dead
+      DELETE FROM $tasks AS t USING claimed AS c
+      WHERE t.lease_token = ANY(""") ++ fr0"$tokens" ++ const(s""") AND t.id = c.id AND c.dead
       RETURNING t.*, c.error)
     , moved AS (
       INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
@@ -193,7 +173,7 @@ private[postgres] final class Sql(schema: Schema):
           lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
           errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', now(), 'error', c.error))
       FROM claimed AS c
-      WHERE t.id = c.id AND NOT c.dead
+      WHERE t.lease_token = ANY(""") ++ fr0"$tokens" ++ const(s""") AND t.id = c.id AND NOT c.dead
       RETURNING 1)
     SELECT (SELECT count(*) FROM retried)::int, (SELECT count(*) FROM moved)::int""")).query[(
         Int,
@@ -293,7 +273,8 @@ private[postgres] final class Sql(schema: Schema):
       LIMIT """) ++ fr0"$limit" ++ const(s"""
       FOR UPDATE OF t SKIP LOCKED
     ), dead AS (
-      DELETE FROM $tasks AS t USING lost WHERE t.id = lost.id AND t.attempt >= t.max_attempts
+      DELETE FROM $tasks AS t USING lost
+      WHERE t.id = ANY(ARRAY(SELECT id FROM lost)) AND t.id = lost.id AND t.attempt >= t.max_attempts
       RETURNING t.*, lost.reason
     ), moved AS (
       INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
@@ -305,7 +286,8 @@ private[postgres] final class Sql(schema: Schema):
       UPDATE $tasks AS t
       SET state = 'available', lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
           errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', now(), 'error', lost.reason))
-      FROM lost WHERE t.id = lost.id AND t.attempt < t.max_attempts
+      FROM lost
+      WHERE t.id = ANY(ARRAY(SELECT id FROM lost)) AND t.id = lost.id AND t.attempt < t.max_attempts
       RETURNING 1
     )
     SELECT (SELECT count(*) FROM rescued)::int, (SELECT count(*) FROM moved)::int""")).query[(
@@ -363,12 +345,12 @@ private[postgres] final class Sql(schema: Schema):
     const(s"""
     , next_heads AS (
       UPDATE $tasks AS n SET head = true
-      WHERE NOT n.head AND n.id IN (
+      WHERE NOT n.head AND n.id = ANY(ARRAY(
         SELECT (SELECT e.id FROM $tasks AS e
                 WHERE e.queue = r.queue AND e.ordering_key = r.ordering_key
                   AND NOT EXISTS (SELECT 1 FROM $removed AS x WHERE x.id = e.id)
                 ORDER BY e.id LIMIT 1)
-        FROM $removed AS r WHERE r.ordering_key IS NOT NULL))""")
+        FROM $removed AS r WHERE r.ordering_key IS NOT NULL)))""")
 
   /**
    * Marks the head of every key left without a mark (see [[headAtInsert]]): one walk of the waiting
@@ -387,11 +369,11 @@ private[postgres] final class Sql(schema: Schema):
         ORDER BY w.queue, w.ordering_key LIMIT 1) AS nx
     )
     UPDATE $tasks AS t SET head = true
-    WHERE NOT t.head AND t.id IN (
+    WHERE NOT t.head AND t.id = ANY(ARRAY(
       SELECT (SELECT e.id FROM $tasks AS e
               WHERE e.queue = k.queue AND e.ordering_key = k.ordering_key
               ORDER BY e.id LIMIT 1)
-      FROM waiting AS k)
+      FROM waiting AS k))
     RETURNING t.queue""").query[String].to[Vector]
 
   // ---- queries
