@@ -7,6 +7,7 @@ import weir.{Limit, Pipeline, Retry}
 
 import java.nio.file.{Files, Path}
 import scala.concurrent.duration.*
+import scala.jdk.CollectionConverters.*
 
 /** The database server stops and starts again mid-run: workers ride it out and lose nothing. */
 class RestartSuite extends DbSuite:
@@ -25,6 +26,30 @@ class RestartSuite extends DbSuite:
     )
 
   test("a database restart mid-run loses nothing: every task completes, workers reconnect") {
+    run(stop = (pg, _) => IO.blocking(pg.close()), lease = 1.minute)
+  }
+
+  test("a database crash mid-run (every server process SIGKILLed) loses nothing: undone commits run again") {
+    // the worker's claims and results commit asynchronously, so the crash may undo the last of them: a task
+    // whose completion was undone is running again for a worker that forgot it, and comes back when its
+    // lease ends, hence the short lease
+    run(stop = crash, lease = 1.second)
+  }
+
+  /**
+   * Kills the server's postmaster and every process it started, as a power loss would end them, then lets
+   * go of the data directory's lock that this JVM holds for the server (its stop finds nothing to stop).
+   */
+  private def crash(pg: EmbeddedPostgres, dir: Path): IO[Unit] = IO.blocking {
+    val pid = Files.readAllLines(dir.resolve("postmaster.pid")).get(0).trim.toLong
+    val postmaster = ProcessHandle.of(pid).orElseThrow()
+    val all = postmaster.descendants().toList.asScala.toList :+ postmaster
+    all.foreach(_.destroyForcibly(): Unit)
+    all.foreach(_.onExit().join(): Unit)
+    scala.util.Try(pg.close()): Unit
+  }
+
+  private def run(stop: (EmbeddedPostgres, Path) => IO[Unit], lease: FiniteDuration): IO[Unit] =
     val n = 3000
     val port = freePort()
     val config = DatabaseConfig(
@@ -38,7 +63,7 @@ class RestartSuite extends DbSuite:
       pollInterval = 100.millis,
       heartbeat = 250.millis,
       deadAfter = 30.seconds, // longer than the outage: the point is reconnecting, not rescuing
-      lease = 1.minute,
+      lease = lease,
       backoff = Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
       keepCompleted = true,
       stopWhenEmpty = true
@@ -66,35 +91,36 @@ class RestartSuite extends DbSuite:
               (
                 worker.use(w => w.running.join *> w.stats),
                 worker.use(w => w.running.join *> w.stats),
-                restartMidRun(current, port, dataDir, succeeded, n / 3)
+                restartMidRun(current, stop, port, dataDir, succeeded, n / 3)
               )
                 .parMapN((a, b, _) => (a, b))
           }
           ok <- succeeded.get
           done <- Database.connect[IO](config).use(db => countDone(db))
         yield
-          assertEquals(done, n.toLong)
+          assertEquals(done, (n.toLong, n.toLong, 0L), "(completed, distinct tasks completed, left in tasks)")
           assertEquals(ok.keySet, (1 to n).toSet)
           assert(stats._1.databaseErrors + stats._2.databaseErrors > 0, s"no database error was seen: $stats")
       }
     }
-  }
 
   private def restartMidRun(
       current: Ref[IO, EmbeddedPostgres],
+      stop: (EmbeddedPostgres, Path) => IO[Unit],
       port: Int,
       dir: Path,
       succeeded: Ref[IO, Map[Int, Int]],
       after: Int
   )
       : IO[Unit] = (IO.sleep(20.millis) *> succeeded.get.map(_.size)).iterateUntil(_ >= after) *>
-    current.get.flatMap(pg => IO.blocking(pg.close())) *>
+    current.get.flatMap(stop(_, dir)) *>
     IO.sleep(2.seconds) *>
     server(port, dir).flatMap(current.set)
 
-  private def countDone(db: Database[IO]): IO[Long] =
+  private def countDone(db: Database[IO]): IO[(Long, Long, Long)] =
     import doobie.*
     import doobie.implicits.*
     Fragment.const(
-      s"SELECT count(*) FROM ${db.schema("finished")} WHERE state = 'completed'"
-    ).query[Long].unique.transact(db.transactor)
+      s"""SELECT count(*), count(DISTINCT id), (SELECT count(*) FROM ${db.schema("tasks")})
+          FROM ${db.schema("finished")} WHERE state = 'completed'"""
+    ).query[(Long, Long, Long)].unique.transact(db.transactor)
