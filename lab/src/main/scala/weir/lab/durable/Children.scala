@@ -44,10 +44,13 @@ object Children:
       .getOrElse(throw new IllegalStateException(
         s"a worker process exited (${p.waitFor()}) before it registered"
       ))
-    // keep draining its output so that a chatty child never blocks on a full pipe
+    // keep draining its output so that a chatty child never blocks on a full pipe; the pipe is closed
+    // under the reader when the child is killed, which ends the draining like the end of its output
     Thread.ofVirtual().start(() =>
-      Iterator.continually(reader.readLine()).takeWhile(_ != null).foreach(l =>
-        System.err.println(s"  [worker $id] $l")
-      )
+      try
+        Iterator.continually(reader.readLine()).takeWhile(_ != null).foreach(l =>
+          System.err.println(s"  [worker $id] $l")
+        )
+      catch case _: java.io.IOException => ()
     ): Unit
     id

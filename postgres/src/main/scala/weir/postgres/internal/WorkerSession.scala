@@ -52,8 +52,9 @@ private[postgres] object WorkerSession:
     val poke = wake.tryOffer(()).void
 
     // every call below blocks this session's own thread, and nothing else: a notification finds the thread
-    // awake, and a claim made on it wakes no other thread until its rows are handed on
-    def serve(connection: Connection): F[Unit] =
+    // awake, and a claim made on it wakes no other thread until its rows are handed on. `started` is
+    // completed once this session has tried to take the lock, whether or not it could
+    def serve(connection: Connection, started: Deferred[F, Unit]): F[Unit] =
       val pg = connection.unwrap(classOf[PGConnection])
       val here = Run.inPlace[F](connection)
       val slices = (checkEvery / waitSlice).toLong.max(1L).min(Int.MaxValue.toLong)
@@ -93,17 +94,24 @@ private[postgres] object WorkerSession:
       // the session is the worker's own, never a pooled one: its setting stays with it, and like the rest of
       // the worker's bookkeeping its one write (the lock's record) need not wait for the WAL
       execute("SET synchronous_commit = off; LISTEN \"" + channel + "\"") *> poke *>
-        check(locked = false).flatMap(rounds)
+        F.guarantee(check(locked = false), started.complete(()).void).flatMap(rounds)
 
-    def session(wait: FiniteDuration): F[Unit] =
-      open.use(serve).handleErrorWith { e =>
-        F.delay(counters.error(e)) *> poke *> F.sleep(wait) *> session((wait * 2).min(5.seconds))
+    def session(wait: FiniteDuration, started: Deferred[F, Unit]): F[Unit] =
+      open.use(serve(_, started)).handleErrorWith { e =>
+        F.delay(counters.error(e)) *> started.complete(()) *> poke *> F.sleep(wait) *>
+          session((wait * 2).min(5.seconds), started)
       }
 
-    Resource
-      .make(F.delay(Executors.newSingleThreadExecutor(thread(channel))))(pool => F.delay(pool.shutdown()))
-      .flatMap(pool => F.background(F.evalOn(session(100.millis), ExecutionContext.fromExecutor(pool))))
-      .void
+    // the resource is ready once the first session has tried to take the worker's lock: a worker killed
+    // right after its start is then found by its ended session too, not only after `deadAfter`
+    for
+      pool <- Resource.make(F.delay(Executors.newSingleThreadExecutor(thread(channel))))(pool =>
+        F.delay(pool.shutdown())
+      )
+      started <- Resource.eval(Deferred[F, Unit])
+      _ <- F.background(F.evalOn(session(100.millis, started), ExecutionContext.fromExecutor(pool)))
+      _ <- Resource.eval(started.get)
+    yield ()
 
   private def thread(channel: String): ThreadFactory = runnable =>
     val t = new Thread(runnable, s"weir-session-$channel")
