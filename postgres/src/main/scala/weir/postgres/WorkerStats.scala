@@ -4,6 +4,10 @@ package weir.postgres
  * What one worker process has done so far: tasks claimed, and how their claims ended as written to the
  * database (completed, retried later, dead, handed back unstarted), tasks it rescued from dead workers,
  * and database errors it rode out (each retried; `lastError` is the latest).
+ *
+ * `taken` counts this worker's claims that another worker rescued while this one was alive: it had been
+ * silent for `deadAfter` (a long pause, a starved CPU, a partition) and was taken for dead. Those tasks
+ * may run twice, here and there; a non-zero `taken` says `deadAfter` is too short for this worker's pauses.
  */
 final case class WorkerStats(
     claimed: Long = 0,
@@ -12,6 +16,7 @@ final case class WorkerStats(
     dead: Long = 0,
     released: Long = 0,
     rescued: Long = 0,
+    taken: Long = 0,
     databaseErrors: Long = 0,
     lastError: Option[Throwable] = None
 )

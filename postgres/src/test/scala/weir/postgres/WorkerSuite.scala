@@ -49,10 +49,12 @@ class WorkerSuite extends DbSuite:
         _ <- queue.enqueueMany((1 to n).map(i => NewTask(i, maxAttempts = 3)))
         runs <- Ref[IO].of(Map.empty[Int, Int])
         succeeded <- Ref[IO].of(Map.empty[Int, Int])
-        worker = DurableWorker.start[IO, Int, Unit](db, config()) { source =>
+        // heartbeats many times a second: each one races the completions for claims that were just finished
+        worker = DurableWorker.start[IO, Int, Unit](db, config().copy(heartbeat = 25.millis)) { source =>
           Pipeline(source).process(handler(runs, succeeded)).withLimit(Limit.fixed(8)).withBuffer(16)
         }
-        _ <- (worker.use(_.running.join), worker.use(_.running.join)).parTupled
+        stats <- (worker.use(w => w.running.join *> w.stats), worker.use(w => w.running.join *> w.stats))
+          .parTupled
         done <- Rows.finished(db)
         left <- Rows.count(db, "tasks")
         ok <- succeeded.get
@@ -60,6 +62,7 @@ class WorkerSuite extends DbSuite:
       yield
         assertEquals(left, 0L)
         assertEquals(done.size, n)
+        assertEquals((stats._1.taken, stats._2.taken), (0L, 0L), "no claim was taken from a live worker")
         val dead = done.filter(_._2 == "dead").map(_._1.toInt).sorted
         assertEquals(dead, (1 to n).filter(_ % 7 == 0).toVector)
         assert(done.filter(_._2 == "dead").forall((_, _, attempt, errors) =>
@@ -109,6 +112,27 @@ class WorkerSuite extends DbSuite:
       assertEquals(done, tasks.size.toLong)
       assertEquals(most, 1, "two tasks of one key ran at once")
       keys.foreach(k => assertEquals(order(k), (0 until perKey).toVector, s"order of key $k"))
+  }
+
+  withDb("a worker whose claims another worker rescued while it was alive counts them as taken") { db =>
+    val queue = TaskQueue[IO, Int](db, "taken")
+    for
+      _ <- queue.enqueueMany((1 to 10).map(NewTask(_)))
+      gate <- CountDownLatch[IO](1)
+      taken <- DurableWorker
+        .start[IO, Int, Unit](db, config("taken").copy(claimBatch = 10, stopWhenEmpty = false)) { source =>
+          Pipeline(source).process(_ => gate.await).withLimit(Limit.fixed(2))
+        }
+        .use { worker =>
+          // what a rescuer does to the claims of a worker it takes for dead
+          val rescue = Rows.exec(
+            s"UPDATE ${db.schema("tasks")} SET state = 'available', lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL WHERE lease_owner = ${worker.id}"
+          )
+          (IO.sleep(20.millis) *> worker.stats).iterateUntil(_.claimed >= 10) *> rescue *>
+            (IO.sleep(20.millis) *> worker.stats).iterateUntil(_.taken >= 10).timeout(30.seconds) <*
+            gate.release <* worker.drain(10.seconds)
+        }
+    yield assertEquals(taken.taken, 10L)
   }
 
   withDb("drain hands back claimed tasks at once without counting their attempt") { db =>

@@ -10,6 +10,10 @@ import java.util.concurrent.ConcurrentHashMap
  * the completer removes it once its finish has committed. The heartbeat extends the leases of exactly these
  * claims, so a task this process forgot is not kept alive by it.
  *
+ * A claim whose finish has been handed to the completer is `finishing`: its row may be gone at any moment
+ * for that reason. A claim whose row is gone without that is `taken`: another worker rescued it, having
+ * taken this one for dead (its heartbeat fell silent for `deadAfter`), and it may already run there.
+ *
  * Whether a claim may have started decides how the worker's last step hands it back: a task that never
  * started goes back uncounted, one that may have run goes back counted. A claim is marked as handed to the
  * pipeline before the pipeline can receive it, and unmarked only when the pipeline returns it as not
@@ -22,6 +26,33 @@ private[postgres] final class Claims:
   private val held = new ConcurrentHashMap[Long, Held]
 
   def add(token: Long, keyed: Boolean): Unit = held.put(token, Held(keyed, handedOn = false)): Unit
+
+  /** Marks the claims of `tokens` as finishing: their finish is with the completer. */
+  def finishing(tokens: Chunk[Long]): Unit =
+    tokens.foreach(token => held.computeIfPresent(token, (_, h) => h.copy(finishing = true)): Unit)
+
+  /**
+   * Marks as taken those of `tokens` whose rows the database no longer holds for this worker, unless their
+   * finish is what removed them; returns how many were newly marked. The caller reads `tokens` before
+   * asking the database and calls this after: a finish that commits in between was marked finishing before
+   * it could commit.
+   */
+  def taken(tokens: Iterable[Long]): Int =
+    var n = 0
+    tokens.foreach(token =>
+      held.computeIfPresent(
+        token,
+        (_, h) =>
+          if h.finishing || h.taken then h
+          else
+            n += 1
+            h.copy(taken = true)
+      ): Unit
+    )
+    n
+
+  /** Whether another worker took this claim (see [[taken]]). */
+  def isTaken(token: Long): Boolean = Option(held.get(token)).exists(_.taken)
 
   /** Marks the claims of `tokens` as handed to the pipeline, which may start them from now on. */
   def handedOn(tokens: Chunk[Long]): Unit =
@@ -47,4 +78,9 @@ private[postgres] final class Claims:
     out.result()
 
 private[postgres] object Claims:
-  private final case class Held(keyed: Boolean, handedOn: Boolean)
+  private final case class Held(
+      keyed: Boolean,
+      handedOn: Boolean,
+      finishing: Boolean = false,
+      taken: Boolean = false
+  )

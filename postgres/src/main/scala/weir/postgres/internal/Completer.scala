@@ -55,10 +55,13 @@ private[postgres] final class Completer[F[_]] private (
    * cancellation stay queued.
    */
   def submitAll(finishes: Chunk[Finish]): F[Unit] =
-    F.delay(finishes.foreach {
-      case Finish.Release(token) => claims.notStarted(token)
-      case _ => ()
-    }) *> {
+    F.delay {
+      finishes.foreach {
+        case Finish.Release(token) => claims.notStarted(token)
+        case _ => ()
+      }
+      claims.finishing(finishes.map(_.token))
+    } *> {
       if finishes.size <= batchSize then offer(finishes)
       else Stream.chunk(finishes).chunkLimit(batchSize).foreach(offer).compile.drain
     }

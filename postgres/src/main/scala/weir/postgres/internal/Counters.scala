@@ -6,7 +6,7 @@ import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
 
 /** A worker's counters, bumped by its parts from any thread; read as a [[WorkerStats]]. */
 private[postgres] final class Counters:
-  val claimed, completed, retried, dead, released, rescued, databaseErrors = new AtomicLong
+  val claimed, completed, retried, dead, released, rescued, taken, databaseErrors = new AtomicLong
   private val last = new AtomicReference[Option[Throwable]](None)
 
   def error(e: Throwable): Unit =
@@ -21,6 +21,7 @@ private[postgres] final class Counters:
       dead = dead.get,
       released = released.get,
       rescued = rescued.get,
+      taken = taken.get,
       databaseErrors = databaseErrors.get,
       lastError = last.get
     )

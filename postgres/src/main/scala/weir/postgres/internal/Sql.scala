@@ -232,12 +232,19 @@ private[postgres] final class Sql(schema: Schema):
   def deregister(owner: Long): ConnectionIO[Int] =
     (const(s"DELETE FROM $workers WHERE id = ") ++ fr0"$owner").update.run
 
-  /** Extends to `now + leaseMillis` the leases of the claims `tokens` that end within half a lease. */
-  def extendLeases(tokens: Array[Long], leaseMillis: Long): ConnectionIO[Int] =
-    (const(s"UPDATE $tasks SET lease_expires_at = now() + ") ++ fr0"$leaseMillis" ++
+  /**
+   * Extends to `now + leaseMillis` the leases of the claims `tokens` that end within half a lease; returns
+   * the tokens no running task holds any more (finished, or rescued by another worker).
+   */
+  def extendLeases(tokens: Array[Long], leaseMillis: Long): ConnectionIO[Vector[Long]] =
+    (const(s"WITH extended AS (UPDATE $tasks SET lease_expires_at = now() + ") ++ fr0"$leaseMillis" ++
       const(" * interval '1 millisecond' WHERE lease_token = ANY(") ++ fr0"$tokens" ++
       const(") AND state = 'running' AND lease_expires_at < now() + ") ++ fr0"${leaseMillis / 2}" ++
-      const(" * interval '1 millisecond'")).update.run
+      const(" * interval '1 millisecond' RETURNING 1) SELECT h.token FROM unnest(") ++ fr0"$tokens" ++
+      const(
+        s"::bigint[]) AS h(token) WHERE NOT EXISTS (SELECT 1 FROM $tasks AS t WHERE t.lease_token = h.token AND t.state = 'running')"
+      ))
+      .query[Long].to[Vector]
 
   /**
    * Rescues up to `limit` running tasks whose owner is gone or whose own lease has expired: each goes back
