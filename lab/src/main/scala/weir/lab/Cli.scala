@@ -98,7 +98,7 @@ object Cli:
             cmp(_.copy(workload = Some(Paths.get(f))))(o)
           )
             .text(
-              "load shapes from a JSON workload file instead of the write-up's three (see docs/compare.md)"
+              "load shapes from a JSON workload file instead of the write-up's three (see docs/lab/compare.md)"
             ),
           opt[Unit]("quick").action((_, o) => cmp(_.copy(quick = true))(o))
             .text(

@@ -103,6 +103,9 @@ class WorkloadFileSuite extends FunSuite:
 
   test("the example file in docs parses") {
     val path =
-      java.nio.file.Paths.get(sys.props.getOrElse("user.dir", ".")).resolve("../docs/compare-workloads.json")
+      java.nio.file.Paths.get(sys.props.getOrElse(
+        "user.dir",
+        "."
+      )).resolve("../docs/lab/compare-workloads.json")
     assert(WorkloadFile.load(path).isRight, WorkloadFile.load(path).toString)
   }

@@ -14,7 +14,7 @@ import scala.concurrent.duration.*
 /**
  * `./weir lab requests`: seed 002's experiment. N requests against the delay server with at most
  * `concurrency` in flight, by each approach in turn, each measured against the ideal schedule of the same
- * delays and against Little's law (see docs/requests.md).
+ * delays and against Little's law (see docs/lab/requests.md).
  */
 object Requests extends Experiment:
   val name = "requests"
