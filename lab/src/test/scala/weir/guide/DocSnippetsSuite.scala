@@ -21,7 +21,7 @@ class DocSnippetsSuite extends FunSuite:
       .map(p => p -> DocSnippetsSuite.normalize(Files.readString(p)))
 
   /** The docs whose Scala blocks must compile, with how many blocks each has at least. */
-  private val docs = Vector("README.md" -> 2)
+  private val docs = Vector("README.md" -> 2, "docs/guide.md" -> 10)
 
   docs.foreach { (doc, atLeast) =>
     test(s"every scala block of $doc is compiled code in weir.guide") {
