@@ -3,6 +3,7 @@ package weir.lab
 import scopt.OParser
 import weir.lab.approaches.{Approach, Clock}
 import weir.lab.scenarios.{Workload, WorkloadFile}
+import weir.lab.report.ExperimentIo
 import weir.lab.report.ExperimentIo.positive
 
 import java.nio.file.{Path, Paths}
@@ -153,6 +154,24 @@ object Cli:
               None
         case _ => None
     }
+
+  /**
+   * Parses without running or printing: `Left(why)` for an unknown command or option, a bad value, or an
+   * unknown scenario or approach. A `--workload` file is not read (its path may be relative to another
+   * directory); the command line naming it is still checked.
+   */
+  def check(args: Seq[String]): Either[String, Unit] =
+    if args == Seq("--help") then Right(()) // scopt prints the usage before the check for a command
+    else checkCommand(args)
+
+  private def checkCommand(args: Seq[String]): Either[String, Unit] =
+    ExperimentIo.parse(parser, args, Options()) match
+      case ExperimentIo.Parsed.Bad(error) => Left(error)
+      case ExperimentIo.Parsed.Help(_) => Right(())
+      case ExperimentIo.Parsed.Ok(o) =>
+        if o.command.contains("compare") && o.compare.workload.isEmpty then
+          compareSettings(o.compare).map(_ => ())
+        else Right(())
 
   /** The compare options resolved: workloads loaded and filtered, names checked. */
   def compareSettings(c: CompareOptions): Either[String, weir.lab.Compare.Settings] =

@@ -146,6 +146,8 @@ object Channels extends Experiment:
 
   def run(args: List[String]): IO[ExitCode] = ExperimentIo.runWith(parser, args, Settings())(execute(_).void)
 
+  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+
   /** Runs everything, prints the tables, writes the JSON and charts asked for. */
   def execute(s: Settings): IO[(Vector[Record], Vector[ThrottledRecord])] =
     val cores = Runtime.getRuntime.availableProcessors

@@ -4,6 +4,7 @@ import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import scopt.{OEffect, OParser}
 import weir.lab.Experiment
+import weir.lab.report.ExperimentIo
 import weir.lab.report.ExperimentIo.{positive, positiveMillis}
 
 import java.lang.management.ManagementFactory
@@ -137,6 +138,9 @@ object Requests extends Experiment:
   def errors(args: Seq[String]): (Option[Settings], List[String]) =
     val (parsed, effects) = OParser.runParser(parser, args, Settings())
     (parsed, effects.collect { case OEffect.ReportError(message) => message })
+
+  override def check(args: List[String]): Either[String, Unit] =
+    ExperimentIo.check(parser, args, Settings())
 
   def run(args: List[String]): IO[ExitCode] =
     parse(args) match
