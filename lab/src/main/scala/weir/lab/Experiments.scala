@@ -7,6 +7,7 @@ import weir.lab.report.ExperimentIo
 object Experiments:
 
   val all: Vector[Experiment] = Vector(
+    weir.lab.compare.Compare,
     weir.lab.channels.Channels,
     weir.lab.requests.Serve,
     weir.lab.requests.Requests,

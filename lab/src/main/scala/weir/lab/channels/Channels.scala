@@ -12,7 +12,7 @@ import weir.lab.Experiment
 import weir.lab.report.{ElapsedChart, ExperimentIo}
 import weir.lab.report.ExperimentIo.{number, positive}
 import weir.lab.report.Table
-import weir.lab.scenarios.Delay
+import weir.lab.Delay
 
 import java.nio.file.{Path, Paths}
 import scala.concurrent.duration.*
