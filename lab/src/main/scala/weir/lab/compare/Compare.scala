@@ -29,6 +29,8 @@ object Compare extends Experiment:
    * @param parallel  run the load shapes side by side (each shape's approaches still one at a time): the
    *                  full real run takes as long as its slowest shape instead of the sum, at the price of
    *                  the peak threads and heap, which are then the JVM's and not reported
+   * @param orderedWindow how many tasks the write-up's ordered approaches may have started and not yet
+   *                  emitted (default: the slots, as fs2 3's `parEvalMap(slots)`); see [[Bench.ordered]]
    */
   final case class Settings(
       clock: Clock = Clock.Real,
@@ -40,7 +42,8 @@ object Compare extends Experiment:
       json: Option[Path] = None,
       report: Option[Path] = None,
       live: Boolean = true,
-      parallel: Boolean = false
+      parallel: Boolean = false,
+      orderedWindow: Option[Int] = None
   ):
     require(timeScale > 0, s"time scale must be > 0, was: $timeScale")
     require(runs > 0, s"runs must be > 0, was: $runs")
@@ -116,7 +119,7 @@ object Compare extends Experiment:
     val scale = approach.placement match
       case Placement.FixedPool(_) if s.clock == Clock.Virtual => 0.1
       case _ => s.scale
-    val bench = new Bench(plan, s.clock, scale, new Recorder(w.tasks, w.batches))
+    val bench = new Bench(plan, s.clock, scale, new Recorder(w.tasks, w.batches), s.orderedWindow)
     val idealMs = idealWorkloadMs * scale
     val limit = (s.clock, approach.placement) match
       case (Clock.Virtual, Placement.Shared) => (idealWorkloadMs * 100 + 1000).millis
@@ -141,8 +144,9 @@ object Compare extends Experiment:
       case Clock.Real =>
         (if s.timeScale == 1.0 then "real" else s"real, delays × ${s.timeScale}") +
           (if s.parallel then ", load shapes side by side" else "")
+    val window = s.orderedWindow.fold("")(w => s", ordered window $w")
     s"weir compare — clock: $clock, seed ${s.seed}, ${s.runs} run(s), JDK ${System.getProperty("java.version")}, " +
-      s"${Runtime.getRuntime.availableProcessors} cores"
+      s"${Runtime.getRuntime.availableProcessors} cores$window"
 
   final case class Options(
       clock: Option[Clock] = None,
@@ -157,7 +161,8 @@ object Compare extends Experiment:
       json: Option[Path] = None,
       report: Option[Path] = None,
       live: Boolean = true,
-      parallel: Boolean = false
+      parallel: Boolean = false,
+      orderedWindow: Option[Int] = None
   )
 
   private val builder = OParser.builder[Options]
@@ -219,6 +224,12 @@ object Compare extends Experiment:
         .text("also write charts (PNG) and index.html into DIR"),
       opt[Unit]("no-live").action((_, o) => o.copy(live = false))
         .text("do not draw the live P/C lines"),
+      opt[Int]("ordered-window").valueName("W")
+        .validate(positive("--ordered-window"))
+        .action((n, o) => o.copy(orderedWindow = Some(n)))
+        .text(
+          "the ordered approaches may have W tasks started and not yet emitted, slots of them running (default: slots, fs2 3's parEvalMap)"
+        ),
       opt[Unit]("parallel").action((_, o) => o.copy(parallel = true))
         .text("run the load shapes side by side (about 3x faster; no peak threads or heap, no live view)")
     )
@@ -234,6 +245,10 @@ object Compare extends Experiment:
         c.producers.fold(Right(all))(p => all.traverseEither(w => Workload.validate(w.copy(producers = p))))
       shapes <- pick(withProducers, c.scenarios, "scenario", _.name)
       approaches <- pick(Approach.all, c.approaches, "approach", _.name)
+      _ <- c.orderedWindow.fold(Right(()): Either[String, Unit]) { w =>
+        val slots = shapes.map(_.slots).max
+        Either.cond(w >= slots, (), s"--ordered-window must be >= the slots ($slots), was: $w")
+      }
     yield Settings(
       clock = c.clock.getOrElse(if c.quick then Clock.Virtual else Clock.Real),
       timeScale = c.timeScale.getOrElse(if c.quick then 0.1 else 1.0),
@@ -244,7 +259,8 @@ object Compare extends Experiment:
       json = c.json,
       report = c.report,
       live = c.live && System.console() != null,
-      parallel = c.parallel
+      parallel = c.parallel,
+      orderedWindow = c.orderedWindow
     )
 
   private def pick[A](

@@ -44,6 +44,25 @@ class ApproachScheduleSuite extends CatsEffectSuite:
     WeirApproach -> 350.0
   )
 
+  test(
+    "a wider ordered window lets the ordered approaches start tasks behind a slow one (--ordered-window)"
+  ) {
+    // window 3: task 2 starts at 200 beside task 0, task 3 waits until 0 is emitted (300): 300–350, then
+    // 4 at 300–350 and 5 at 350–400. Window 4: task 3 starts at 250 when task 2 ends, 4 and 5 at 300: the ideal
+    def at(window: Int) =
+      Fixtures.measure(
+        EffectQueueApproach,
+        Fixtures.smallPlan,
+        Fixtures.virtual.copy(orderedWindow = Some(window))
+      )
+    for
+      three <- at(3)
+      four <- at(4)
+    yield
+      assertEquals((three.status, three.makespanMs, three.peakInFlight), (Status.Ok, 400.0, 2))
+      assertEquals((four.status, four.makespanMs, four.peakInFlight), (Status.Ok, 350.0, 2))
+  }
+
   test("the hand-made workload's ideal is 350 ms with one producer and with two") {
     assertEquals(Ideal.of(Fixtures.smallPlan, 1).makespan, 350L)
     assertEquals(Ideal.of(Fixtures.smallPlan, 2).makespan, 350L)

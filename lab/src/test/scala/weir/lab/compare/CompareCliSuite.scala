@@ -64,6 +64,14 @@ class CompareCliSuite extends CatsEffectSuite:
       Left("--clock must be real or virtual, was: sundial")
     )
     assert(Compare.check(List("--nosuch")).isLeft)
+    assertEquals(
+      Compare.parse(List("--quick", "--ordered-window", "5")),
+      Left("--ordered-window must be >= the slots (10), was: 5")
+    )
+    assertEquals(
+      Compare.parse(List("--quick", "--ordered-window", "20")).map(_.flatMap(_.orderedWindow)),
+      Right(Some(20))
+    )
   }
 
   test("--json writes one record per (shape, approach, run) with the issue's fields and the environment") {

@@ -1,7 +1,8 @@
 package weir.lab.compare.approaches
 
 import cats.effect.IO
-import fs2.{Chunk, Stream}
+import cats.effect.std.Semaphore
+import fs2.{Chunk, Pipe, Stream}
 import weir.lab.compare.scenarios.Plan
 
 import java.util.concurrent.atomic.{AtomicInteger, AtomicLongArray}
@@ -16,8 +17,39 @@ enum Clock:
  * of one [[Plan]] (so every approach sees the same delays), scaled by `scale` and recorded by a
  * [[Recorder]]. Approaches must consume every task exactly once and end when all are done.
  */
-final class Bench(val plan: Plan, val clock: Clock, val scale: Double, val recorder: Recorder):
+final class Bench(
+    val plan: Plan,
+    val clock: Clock,
+    val scale: Double,
+    val recorder: Recorder,
+    window: Option[Int] = None
+):
   require(scale > 0, s"time scale must be > 0, was: $scale")
+  window.foreach(w =>
+    require(
+      w >= plan.workload.slots,
+      s"ordered window must be >= the slots (${plan.workload.slots}), was: $w"
+    )
+  )
+
+  /** How many tasks the ordered approaches may have started but not yet emitted (default: the slots). */
+  def orderedWindow: Int = window.getOrElse(workload.slots)
+
+  /**
+   * The write-up's ordered `parEvalMap(slots)`: at most `slots` tasks run at once, results in input order.
+   * With the default window that is fs2 3's `parEvalMap(slots)` itself, which lets no task start while
+   * `slots` tasks are started and not yet emitted. A wider window (`--ordered-window W`) lets up to `W` be
+   * started and not yet emitted, `slots` of them running (a FIFO semaphore inside `parEvalMap(W)`): the
+   * knob that measures how much of fs2 3's slowdown against the write-up's fs2 2.5 figures comes from the
+   * window's width (docs/lab/compare.md).
+   */
+  def ordered[A, B](f: A => IO[B]): Pipe[IO, A, B] =
+    in =>
+      if orderedWindow == workload.slots then in.parEvalMap(workload.slots)(f)
+      else
+        Stream.eval(Semaphore[IO](workload.slots.toLong)).flatMap { running =>
+          in.parEvalMap(orderedWindow)(a => running.permit.surround(f(a)))
+        }
 
   def workload = plan.workload
 

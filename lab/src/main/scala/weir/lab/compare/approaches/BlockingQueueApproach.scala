@@ -29,7 +29,7 @@ object BlockingQueueApproach extends Approach:
           (bench.producer.map(Some(_)) ++ Stream.emit(None)).evalMap(put).compile.drain,
           Stream.repeatEval(
             take
-          ).unNoneTerminate.parEvalMap(bench.workload.slots)(bench.consume).compile.drain
+          ).unNoneTerminate.through(bench.ordered(bench.consume)).compile.drain
         ).parTupled.void
       }
     }

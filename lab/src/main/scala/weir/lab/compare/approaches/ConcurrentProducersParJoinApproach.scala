@@ -17,6 +17,6 @@ object ConcurrentProducersParJoinApproach extends Approach:
     val n = producers(bench.workload)
     Stream.range(0, n).map(p => bench.producer(p, n)).parJoin(n)
       .prefetch
-      .parEvalMap(bench.workload.slots)(bench.consume)
+      .through(bench.ordered(bench.consume))
       .compile
       .drain

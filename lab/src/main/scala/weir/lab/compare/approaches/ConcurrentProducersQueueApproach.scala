@@ -21,9 +21,9 @@ object ConcurrentProducersQueueApproach extends Approach:
     (Queue.bounded[IO, Int](bench.workload.buffer), Ref.of[IO, Int](0)).flatMapN { (queue, done) =>
       val produce = (0 until n).toList.map(p => bench.producer(p, n).evalMap(queue.offer).compile.drain)
       val consume = Stream.fromQueueUnterminated(queue)
-        .parEvalMap(bench.workload.slots)(i =>
+        .through(bench.ordered(i =>
           bench.consume(i) *> done.updateAndGet(_ + 1).map(d => Option.when(d < total)(()))
-        )
+        ))
         .unNoneTerminate
         .compile
         .drain

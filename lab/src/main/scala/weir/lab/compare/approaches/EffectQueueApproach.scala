@@ -17,6 +17,6 @@ object EffectQueueApproach extends Approach:
     Queue.bounded[IO, Option[Int]](bench.workload.buffer).flatMap { queue =>
       (
         (bench.producer.map(Some(_)) ++ Stream.emit(None)).evalMap(queue.offer).compile.drain,
-        Stream.fromQueueNoneTerminated(queue).parEvalMap(bench.workload.slots)(bench.consume).compile.drain
+        Stream.fromQueueNoneTerminated(queue).through(bench.ordered(bench.consume)).compile.drain
       ).parTupled.void
     }

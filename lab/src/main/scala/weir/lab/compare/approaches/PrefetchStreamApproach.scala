@@ -11,4 +11,4 @@ object PrefetchStreamApproach extends Approach:
   val summary = "the stream with prefetch: the next batch is produced while the current one is consumed"
 
   def run(bench: Bench): IO[Unit] =
-    bench.producer.prefetch.parEvalMap(bench.workload.slots)(bench.consume).compile.drain
+    bench.producer.prefetch.through(bench.ordered(bench.consume)).compile.drain

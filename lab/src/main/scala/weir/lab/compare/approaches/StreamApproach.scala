@@ -11,4 +11,4 @@ object StreamApproach extends Approach:
   val summary = "parEvalMap (ordered) straight off the producer stream"
 
   def run(bench: Bench): IO[Unit] =
-    bench.producer.parEvalMap(bench.workload.slots)(bench.consume).compile.drain
+    bench.producer.through(bench.ordered(bench.consume)).compile.drain
