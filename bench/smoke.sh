@@ -2,7 +2,7 @@
 # weir-bench smoke run, for CI: builds benchmarks.jar and runs every benchmark once, one short
 # measurement iteration, no warm-up, one fork each. It proves the harness builds and that every
 # benchmark runs to completion (a failing benchmark fails the script: -foe true); its numbers are
-# cold-JIT noise and must not be quoted. The measured runs are described in docs/bench.md.
+# cold-JIT noise and must not be quoted. The measured runs are described in docs/lab/bench.md.
 #
 #   bench/smoke.sh                 build, then run all benchmarks (about 1 minute of JMH on 2 cores)
 #   bench/smoke.sh 'WeirBench'     build, then run only the benchmarks matching a JMH regexp

@@ -25,7 +25,7 @@ import scala.concurrent.{blocking, ExecutionContext, Future}
  *
  * Run (from the repository root, after building bench):
  * {{{
- * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.BlockingBench'
+ * ./weir bench 'weir.bench.BlockingBench'
  * }}}
  */
 @State(Scope.Benchmark)

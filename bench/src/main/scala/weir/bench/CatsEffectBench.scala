@@ -19,7 +19,7 @@ import scala.concurrent.duration.*
  *
  * Run (from the repository root, after building bench):
  * {{{
- * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.CatsEffectBench'
+ * ./weir bench 'weir.bench.CatsEffectBench'
  * }}}
  */
 @State(Scope.Benchmark)

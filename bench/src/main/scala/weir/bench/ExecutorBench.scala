@@ -16,7 +16,7 @@ import java.util.concurrent.{ExecutorService, Executors, ScheduledExecutorServic
  *
  * Run (from the repository root, after building bench):
  * {{{
- * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.ExecutorBench'
+ * ./weir bench 'weir.bench.ExecutorBench'
  * }}}
  */
 @State(Scope.Benchmark)

@@ -18,7 +18,7 @@ import java.util.concurrent.{ArrayBlockingQueue, ExecutorService, Executors, Tim
  *
  * Run (from the repository root, after building bench):
  * {{{
- * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.FloorBench'
+ * ./weir bench 'weir.bench.FloorBench'
  * }}}
  */
 @State(Scope.Benchmark)

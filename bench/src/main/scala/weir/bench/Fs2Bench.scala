@@ -16,7 +16,7 @@ import scala.concurrent.duration.*
  *
  * Run (from the repository root, after building bench):
  * {{{
- * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.Fs2Bench'
+ * ./weir bench 'weir.bench.Fs2Bench'
  * }}}
  */
 @State(Scope.Benchmark)

@@ -14,7 +14,7 @@ import java.util.concurrent.TimeUnit
  *
  * Run (from the repository root, after building bench):
  * {{{
- * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.OxBench'
+ * ./weir bench 'weir.bench.OxBench'
  * }}}
  */
 @State(Scope.Benchmark)

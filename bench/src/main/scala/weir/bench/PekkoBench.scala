@@ -22,7 +22,7 @@ import scala.concurrent.{Await, ExecutionContext, Future}
  *
  * Run (from the repository root, after building bench):
  * {{{
- * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.PekkoBench'
+ * ./weir bench 'weir.bench.PekkoBench'
  * }}}
  */
 @State(Scope.Benchmark)

@@ -18,8 +18,8 @@ import scala.concurrent.duration.*
  *
  * Run (from the repository root, after building bench):
  * {{{
- * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.TrampolineBench'
- * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.TrampolineBench' -p n=10,30,100
+ * ./weir bench 'weir.bench.TrampolineBench'
+ * ./weir bench 'weir.bench.TrampolineBench' -p n=10,30,100
  * }}}
  */
 @State(Scope.Benchmark)

@@ -15,7 +15,7 @@ import java.util.concurrent.{Semaphore, TimeUnit}
  *
  * Run (from the repository root, after building bench):
  * {{{
- * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.VirtualThreadBench'
+ * ./weir bench 'weir.bench.VirtualThreadBench'
  * }}}
  */
 @State(Scope.Benchmark)

@@ -20,8 +20,8 @@ import scala.concurrent.duration.*
  *
  * Run (from the repository root, after building bench):
  * {{{
- * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.WeirBench'
- * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'WeirBench.noop' -prof gc
+ * ./weir bench 'weir.bench.WeirBench'
+ * ./weir bench 'WeirBench.noop' -prof gc
  * }}}
  */
 @State(Scope.Benchmark)

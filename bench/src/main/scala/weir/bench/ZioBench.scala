@@ -13,7 +13,7 @@ import java.util.concurrent.TimeUnit
  *
  * Run (from the repository root, after building bench):
  * {{{
- * java --sun-misc-unsafe-memory-access=allow -jar bench/target/benchmarks.jar 'weir.bench.ZioBench'
+ * ./weir bench 'weir.bench.ZioBench'
  * }}}
  */
 @State(Scope.Benchmark)

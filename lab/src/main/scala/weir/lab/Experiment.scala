@@ -15,3 +15,12 @@ trait Experiment:
 
   /** Runs with the arguments after `lab <name>`; exit code 2 for bad options (after printing why). */
   def run(args: List[String]): IO[ExitCode]
+
+  /**
+   * Parses the arguments after `lab <name>` as [[run]] would, without running anything or printing:
+   * `Left(why)` for an unknown option or a bad value. The docs check (`DocCommandsSuite`) validates every
+   * documented `./weir lab` command with it, so an experiment without one cannot be documented.
+   */
+  def check(args: List[String]): Either[String, Unit] =
+    val _ = args
+    Left(s"experiment '$name' cannot check its options without running")

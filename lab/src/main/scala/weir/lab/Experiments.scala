@@ -1,19 +1,33 @@
 package weir.lab
 
 import cats.effect.{ExitCode, IO}
+import weir.lab.report.ExperimentIo
 
 /** The registry behind `./weir lab <name>`: add an experiment by adding it to [[all]]. */
 object Experiments:
 
   val all: Vector[Experiment] = Vector(
+    weir.lab.compare.Compare,
     weir.lab.channels.Channels,
     weir.lab.requests.Serve,
     weir.lab.requests.Requests,
     weir.lab.blocking.Blocking,
     weir.lab.trampoline.Trampoline,
     weir.lab.adaptive.AdaptiveLab,
-    weir.lab.durable.DurableLab
+    Experiments.durable
   )
+
+  /**
+   * `DurableLab` with its parse-only check: the durable experiment's own file belongs to the durable work,
+   * so the check is attached here, from its public parser.
+   */
+  private object durable extends Experiment:
+    private val lab = weir.lab.durable.DurableLab
+    val name: String = lab.name
+    val summary: String = lab.summary
+    def run(args: List[String]): IO[ExitCode] = lab.run(args)
+    override def check(args: List[String]): Either[String, Unit] =
+      ExperimentIo.check(lab.parser, args, weir.lab.durable.DurableLab.Settings())
 
   def usage: String =
     val width = all.map(_.name.length).maxOption.getOrElse(0)
@@ -36,3 +50,13 @@ object Experiments:
                 s"Error: unknown experiment '$name' (known: ${all.map(_.name).mkString(", ")})\n$usage"
               )
               .as(ExitCode(2))
+
+  /** Parses `lab <name> args...` as [[run]] would, without running anything: `Left(why)` when it is refused. */
+  def check(args: List[String]): Either[String, Unit] =
+    args match
+      case Nil => Left("an experiment is required")
+      case ("--help" | "-h" | "help") :: _ => Right(())
+      case name :: rest =>
+        all.find(_.name == name) match
+          case Some(e) => e.check(rest).left.map(why => s"lab $name: $why")
+          case None => Left(s"unknown experiment '$name' (known: ${all.map(_.name).mkString(", ")})")

@@ -2,15 +2,17 @@ package weir.lab
 
 import cats.effect.{ExitCode, IO}
 import weir.WeirApp
+import weir.lab.report.ExperimentIo
 
 /**
  * `./weir <command>`: the lab's entry point. Runs on [[weir.WeirRuntime]] (timers off the compute pool), so
- * the many short sleeps of `compare` cannot wedge the pool (typelevel/cats-effect#4674).
+ * the many short sleeps of the compare experiment cannot wedge the pool (typelevel/cats-effect#4674).
  */
 object Main extends WeirApp:
   def run(args: List[String]): IO[ExitCode] =
     args match
       case "lab" :: rest => Experiments.run(rest)
+      case "compare" :: rest => Experiments.run("compare" :: rest)
       case "durable" :: rest => DurableCli.run(rest)
       case _ => command(args)
 
@@ -20,4 +22,15 @@ object Main extends WeirApp:
       case Some(Cli.Command.Example(tasks, limit)) => Example.run(tasks, limit).as(ExitCode.Success)
       case Some(Cli.Command.Soak(tasks, limit, progress)) =>
         Soak.run(tasks, limit, progress).as(ExitCode.Success)
-      case Some(Cli.Command.Compare(settings)) => Compare.run(settings).as(ExitCode.Success)
+
+  /**
+   * Parses a `./weir` command line (the lab CLI's part: not `test` or `bench`, which the launcher runs) as
+   * [[run]] would, without running or printing anything: `Left(why)` for an unknown command or option or a
+   * bad value. The docs check validates every documented command with it.
+   */
+  def check(args: List[String]): Either[String, Unit] =
+    args match
+      case "lab" :: rest => Experiments.check(rest)
+      case "compare" :: rest => Experiments.check("compare" :: rest)
+      case "durable" :: rest => ExperimentIo.check(DurableCli.parser, rest, DurableCli.Options())
+      case _ => Cli.check(args)

@@ -8,6 +8,7 @@ import io.circe.syntax.*
 import scopt.{DefaultOEffectSetup, OParser}
 import weir.{AdaptiveAlgorithm, Limit}
 import weir.lab.Experiment
+import weir.lab.report.ExperimentIo
 import weir.lab.report.ExperimentIo.positive
 
 import java.nio.file.{Files, Path, Paths}
@@ -90,6 +91,9 @@ object AdaptiveLab extends Experiment:
 
   /** TestControl's seed: fibers due at the same instant run in an order drawn from it. */
   private val virtualSeed = java.util.Base64.getEncoder.encodeToString("1".getBytes("UTF-8"))
+
+  override def check(args: List[String]): Either[String, Unit] =
+    ExperimentIo.check(parser, args, Options())
 
   def run(args: List[String]): IO[ExitCode] =
     parse(args) match

@@ -93,6 +93,8 @@ object Blocking extends Experiment:
 
   def run(args: List[String]): IO[ExitCode] = ExperimentIo.runWith(parser, args, Settings())(execute(_).void)
 
+  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+
   def selected(s: Settings): Vector[Approach] =
     if s.approaches.isEmpty then Approach.all else Approach.all.filter(a => s.approaches.contains(a.name))
 

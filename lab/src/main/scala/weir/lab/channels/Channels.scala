@@ -12,7 +12,7 @@ import weir.lab.Experiment
 import weir.lab.report.{ElapsedChart, ExperimentIo}
 import weir.lab.report.ExperimentIo.{number, positive}
 import weir.lab.report.Table
-import weir.lab.scenarios.Delay
+import weir.lab.Delay
 
 import java.nio.file.{Path, Paths}
 import scala.concurrent.duration.*
@@ -145,6 +145,8 @@ object Channels extends Experiment:
     )
 
   def run(args: List[String]): IO[ExitCode] = ExperimentIo.runWith(parser, args, Settings())(execute(_).void)
+
+  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
 
   /** Runs everything, prints the tables, writes the JSON and charts asked for. */
   def execute(s: Settings): IO[(Vector[Record], Vector[ThrottledRecord])] =

@@ -20,7 +20,7 @@ object Ideal:
   def bounded(durations: Seq[Long], k: Int): Long =
     require(k > 0, s"k must be > 0, was: $k")
     durations.foreach(d => require(d >= 0, s"durations must be >= 0, was: $d"))
-    weir.lab.scenarios.Ideal.makespan(durations.map(_ => 0L), durations, k)
+    weir.lab.compare.scenarios.Ideal.makespan(durations.map(_ => 0L), durations, k)
 
   /** [[bounded]] when `limit` is set, [[unbounded]] otherwise. */
   def of(durations: Seq[Long], limit: Option[Int]): Long =

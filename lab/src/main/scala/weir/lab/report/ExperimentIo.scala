@@ -43,6 +43,12 @@ object ExperimentIo:
       Parsed.Help(effects.collect { case OEffect.DisplayToOut(msg) => msg }.mkString("\n"))
     else config.fold(Parsed.Bad("invalid arguments"))(Parsed.Ok(_))
 
+  /** Parses without running anything: `Left(error)` for bad arguments; `--help` is a valid command line. */
+  def check[C](parser: OParser[?, C], args: Seq[String], init: C): Either[String, Unit] =
+    parse(parser, args, init) match
+      case Parsed.Bad(error) => Left(error)
+      case Parsed.Ok(_) | Parsed.Help(_) => Right(())
+
   /**
    * Parses, then runs `body` with the result; `--help` prints the usage (exit 0), bad arguments print
    * `Error: ...` and the usage on standard error (exit 2).

@@ -4,6 +4,7 @@ import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import scopt.{OEffect, OParser}
 import weir.lab.Experiment
+import weir.lab.report.ExperimentIo
 import weir.lab.report.ExperimentIo.{positive, positiveMillis}
 
 import java.lang.management.ManagementFactory
@@ -14,7 +15,7 @@ import scala.concurrent.duration.*
 /**
  * `./weir lab requests`: seed 002's experiment. N requests against the delay server with at most
  * `concurrency` in flight, by each approach in turn, each measured against the ideal schedule of the same
- * delays and against Little's law (see docs/requests.md).
+ * delays and against Little's law (see docs/lab/requests.md).
  */
 object Requests extends Experiment:
   val name = "requests"
@@ -137,6 +138,9 @@ object Requests extends Experiment:
   def errors(args: Seq[String]): (Option[Settings], List[String]) =
     val (parsed, effects) = OParser.runParser(parser, args, Settings())
     (parsed, effects.collect { case OEffect.ReportError(message) => message })
+
+  override def check(args: List[String]): Either[String, Unit] =
+    ExperimentIo.check(parser, args, Settings())
 
   def run(args: List[String]): IO[ExitCode] =
     parse(args) match

@@ -4,6 +4,7 @@ import cats.effect.{ExitCode, IO}
 import com.comcast.ip4s.Host
 import scopt.{OEffect, OParser}
 import weir.lab.Experiment
+import weir.lab.report.ExperimentIo
 import weir.lab.report.ExperimentIo.{positive, positiveMillis}
 
 import scala.concurrent.duration.*
@@ -88,6 +89,9 @@ object Serve extends Experiment:
       idleTimeout = timeout(o.idleTimeoutS),
       headerTimeout = timeout(o.headerTimeoutS)
     )
+
+  override def check(args: List[String]): Either[String, Unit] =
+    ExperimentIo.check(parser, args, Options())
 
   def run(args: List[String]): IO[ExitCode] =
     parse(args) match

@@ -105,6 +105,8 @@ object Trampoline extends Experiment:
 
   def run(args: List[String]): IO[ExitCode] = ExperimentIo.runWith(parser, args, Settings())(execute(_).void)
 
+  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+
   def execute(s: Settings): IO[(Vector[Point], Overflow)] =
     val approaches = Approach.all(s.maxDepth)
     for

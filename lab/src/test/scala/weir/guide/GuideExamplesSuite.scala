@@ -1,0 +1,99 @@
+package weir.guide
+
+import cats.effect.IO
+import cats.effect.testkit.TestControl
+import cats.effect.unsafe.IORuntime
+import munit.CatsEffectSuite
+import weir.{StopReason, WeirRuntime}
+
+import scala.concurrent.duration.*
+
+/**
+ * Runs the user guide's and the README's examples (weir.guide) and checks what the guide says they do:
+ * in virtual time where the example is timing, on weir's runtime where it draws to the console.
+ */
+class GuideExamplesSuite extends CatsEffectSuite:
+
+  // timer-heavy examples on the real clock: the runtime that keeps timers off the compute pool
+  override implicit lazy val munitIORuntime: IORuntime = WeirRuntime.unsafeCreate()._1
+
+  override def munitIOTimeout: Duration = 60.seconds
+
+  test("sources: every producer's tasks are received once, whichever the source") {
+    TestControl.executeEmbed(
+      for
+        merged <- SourcesExample.run
+        several <- weir.Pipeline(SourcesExample.several).process(SourcesExample.handle).run
+        paged <- weir.Pipeline(SourcesExample.paged).process(SourcesExample.handle).run
+      yield
+        assertEquals((merged.received, merged.succeeded), (2000L, 2000L))
+        assertEquals(several.succeeded, 1000L)
+        assertEquals(paged.succeeded, 1000L)
+    )
+  }
+
+  test("limits: fixed, resized and adaptive runs finish every task") {
+    TestControl.executeEmbed(
+      for
+        fixed <- LimitsExample.fixed
+        resized <- LimitsExample.resized
+        adaptive <- LimitsExample.adaptive
+      yield List(fixed, resized, adaptive).foreach(s => assertEquals(s.succeeded, 10_000L))
+    )
+  }
+
+  test("ordering: the outcomes come in input order") {
+    TestControl
+      .executeEmbed(OrderingExample.inOrder.compile.toVector)
+      .map(pages => assertEquals(pages, Vector.tabulate(1000)(i => s"page $i")))
+  }
+
+  test("keys: every transfer is booked") {
+    TestControl.executeEmbed(KeysExample.run).map(s => assertEquals(s.succeeded, 1000L))
+  }
+
+  test("rate: two pipelines sharing a limiter end at (600 - burst) / rate, exactly") {
+    TestControl.executeEmbed(RateExample.run.timed).map { case (elapsed, (a, b)) =>
+      assertEquals(a.succeeded + b.succeeded, 600L)
+      assertEquals(elapsed, 1100.millis)
+    }
+  }
+
+  test("retries: calls that succeed at once need no retry") {
+    TestControl.executeEmbed(RetriesExample.run).map { s =>
+      assertEquals((s.succeeded, s.retries, s.timeouts), (1000L, 0L, 0L))
+    }
+  }
+
+  test("failure policies: skip records, dead letters reach the sink, fail-fast stops") {
+    for
+      skipped <- FailuresExample.skipping
+      dead <- FailuresExample.deadLettering
+      failedFast <- FailuresExample.failingFast
+    yield
+      assertEquals((skipped.succeeded, skipped.failed), (3L, 1L))
+      assertEquals(dead, Vector("x"))
+      assert(failedFast.stop.isInstanceOf[StopReason.FailedFast], failedFast.stop)
+      assertEquals(failedFast.received, failedFast.succeeded + failedFast.failed + failedFast.notStarted)
+  }
+
+  test("drain: the tasks never started come back; a release stops the run") {
+    TestControl.executeEmbed(DrainExample.drained <* DrainExample.released).map { unstarted =>
+      assert(unstarted.nonEmpty && unstarted.size < 100_000, unstarted.size)
+    }
+  }
+
+  test("observe: metrics, a progress bar and the summary of every task") {
+    ObserveExample.run.map { s =>
+      assertEquals((s.received, s.succeeded), (20_000L, 20_000L))
+      assertEquals(s.stop, StopReason.Completed)
+    }
+  }
+
+  test("runtime: the app runs its job and a runtime of one's own runs one") {
+    NightlyJob.run *> IO.blocking(RuntimeExample.runOnce(IO.pure(42))).map(assertEquals(_, 42))
+  }
+
+  test("the README's quick start drains after a second") {
+    TestControl.executeEmbed(QuickStart.run.timed).map((elapsed, _) => assert(elapsed < 7.seconds, elapsed))
+  }

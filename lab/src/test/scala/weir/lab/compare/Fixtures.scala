@@ -1,0 +1,30 @@
+package weir.lab
+package compare
+
+import cats.effect.IO
+import weir.lab.compare.approaches.{Approach, Clock}
+import weir.lab.compare.scenarios.{Ideal, Plan, Workload}
+
+/** Small hand-made workloads with delays written out, and a way to run one approach on them in virtual time. */
+object Fixtures:
+
+  /** 6 tasks in 3 batches of 2; 2 slots; batches every 100 ms; task 0 takes 200 ms, the others 50 ms. */
+  val small: Workload =
+    Workload(
+      "small",
+      tasks = 6,
+      batch = 2,
+      producers = 2,
+      slots = 2,
+      buffer = 4,
+      Delay.Fixed(100),
+      Delay.Fixed(50)
+    )
+
+  val smallPlan: Plan =
+    Plan(small, seed = 0L, run = 0, Vector(100L, 100L, 100L), Vector(200L, 50L, 50L, 50L, 50L, 50L))
+
+  val virtual: Compare.Settings = Compare.Settings(clock = Clock.Virtual, live = false)
+
+  def measure(approach: Approach, plan: Plan, settings: Compare.Settings = virtual): IO[Measurement] =
+    Compare.measureOne(settings, plan, approach, Ideal.of(plan, approach.producers(plan.workload)).makespan)
