@@ -1,7 +1,6 @@
 package weir.lab
 
 import cats.effect.{ExitCode, IO}
-import weir.lab.report.ExperimentIo
 
 /** The registry behind `./weir lab <name>`: add an experiment by adding it to [[all]]. */
 object Experiments:
@@ -14,20 +13,8 @@ object Experiments:
     weir.lab.blocking.Blocking,
     weir.lab.trampoline.Trampoline,
     weir.lab.adaptive.AdaptiveLab,
-    Experiments.durable
+    weir.lab.durable.DurableLab
   )
-
-  /**
-   * `DurableLab` with its parse-only check: the durable experiment's own file belongs to the durable work,
-   * so the check is attached here, from its public parser.
-   */
-  private object durable extends Experiment:
-    private val lab = weir.lab.durable.DurableLab
-    val name: String = lab.name
-    val summary: String = lab.summary
-    def run(args: List[String]): IO[ExitCode] = lab.run(args)
-    override def check(args: List[String]): Either[String, Unit] =
-      ExperimentIo.check(lab.parser, args, weir.lab.durable.DurableLab.Settings())
 
   def usage: String =
     val width = all.map(_.name.length).maxOption.getOrElse(0)

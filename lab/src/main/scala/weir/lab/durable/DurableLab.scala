@@ -190,6 +190,8 @@ object DurableLab extends Experiment:
         ).flatten
       )
 
+  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+
   def run(args: List[String]): IO[ExitCode] =
     ExperimentIo.runWithCode(parser, args, Settings()) { s =>
       execute(s).flatMap { r =>
