@@ -205,9 +205,7 @@ private[weir] final case class BufferState[F[_], A](
   /** Hands the entry parked first behind `key` on to its claimant, or releases the key; stopped: neither. */
   private def handOnKey(key: Any): (BufferState[F, A], KeyTurn[A]) =
     if stopped then (this, KeyReleased)
-    else
-      val (keys, turn) = this.keys.handOn(key)
-      (copy(keys = keys), turn)
+    else (copy(keys = keys.advance(key)), keys.next(key))
 
   /** [[finishKey]] when it wakes no producer; [[KeyTurnLater]] and no change when it would. */
   def finishKeyQuietly(key: Any): (BufferState[F, A], KeyTurn[A]) =

@@ -22,13 +22,16 @@ private[weir] final class KeyClaims[A] private (claimed: Map[Any, ScalaQueue[Ent
     if behind == null then new KeyClaims(claimed.updated(e.key, ScalaQueue.empty), parked)
     else new KeyClaims(claimed.updated(e.key, behind.enqueue(e)), parked + 1)
 
-  /** The first entry parked behind `key` (the key stays claimed), or [[KeyReleased]] and the key freed. */
-  def handOn(key: Any): (KeyClaims[A], KeyTurn[A]) =
+  /** What [[advance]] hands on for `key`: the first entry parked behind it, or [[KeyReleased]]. */
+  def next(key: Any): KeyTurn[A] =
     val behind = claimed.getOrElse(key, ScalaQueue.empty)
-    if behind.isEmpty then (new KeyClaims(claimed - key, parked), KeyReleased)
-    else
-      val (e, more) = behind.dequeue
-      (new KeyClaims(claimed.updated(key, more), parked - 1), e)
+    if behind.isEmpty then KeyReleased else behind.head
+
+  /** Hands [[next]] on (the key stays claimed), or frees the key when nothing is parked behind it. */
+  def advance(key: Any): KeyClaims[A] =
+    val behind = claimed.getOrElse(key, ScalaQueue.empty)
+    if behind.isEmpty then new KeyClaims(claimed - key, parked)
+    else new KeyClaims(claimed.updated(key, behind.tail), parked - 1)
 
   /** Releases `e`'s key (its claimant gave it back untaken) and returns the entries parked behind it. */
   def release(e: Entry[A]): (KeyClaims[A], List[Entry[A]]) =
