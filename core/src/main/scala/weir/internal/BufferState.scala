@@ -13,8 +13,8 @@ import scala.collection.immutable.Queue as ScalaQueue
  * entries to takers, run a wake-up), never doing it itself, because it may run more than once under
  * contention.
  *
- * Invariants: `size` counts the queued entries (`front`, `head.drop(pos)`, `rest`), `keys.parked` those
- * parked behind claimed keys, and size + parked <= capacity; takers wait only while no queued entry is
+ * Invariants: `size` counts the queued entries (`front`, `head.drop(pos)`, `rest`), `parked` those parked
+ * behind claimed keys ([[KeyClaims]]), and size + parked <= capacity; takers wait only while no queued entry is
  * claimable (or the ones there are left for spinners); an offerer waits until `need` places are free (or
  * was just woken); `next` is the input position of the next entry appended.
  */
@@ -27,7 +27,8 @@ private[weir] final case class BufferState[F[_], A](
     headSeq: Long, // input position of head(0)
     rest: ScalaQueue[Chunk[A]],
     size: Int,
-    keys: KeyClaims[A],
+    claimed: KeyClaims.Claims[A],
+    parked: Int,
     next: Long,
     takers: ScalaQueue[Taker[A]],
     offerers: ScalaQueue[(Deferred[F, Unit], Int)], // each waits until this many places are free
@@ -39,7 +40,7 @@ private[weir] final case class BufferState[F[_], A](
 
   def finished: Boolean = stopped || (closed && size == 0)
 
-  def free: Int = capacity - size - keys.parked
+  def free: Int = capacity - size - parked
 
   /**
    * Appends what fits and serves waiting takers, as long as either makes progress; registers `space` (if
@@ -158,7 +159,8 @@ private[weir] final case class BufferState[F[_], A](
     var headSeq = this.headSeq
     var rest = this.rest
     var size = this.size
-    var keys = this.keys
+    var claimed = this.claimed
+    var parked = this.parked
     var found: Entry[A] = null // none yet: a local sentinel, so that a take allocates no `Option`
     while found == null && size > 0 do
       val e = front match
@@ -178,13 +180,26 @@ private[weir] final case class BufferState[F[_], A](
       size -= 1
       if !e.keyed then found = e
       else
-        val before = keys.parked
-        keys = keys.claimOrPark(e)
-        if keys.parked == before then found = e
+        val queue = KeyClaims.behind(claimed, e.key)
+        if queue == null then
+          claimed = KeyClaims.claim(claimed, e.key)
+          found = e
+        else
+          claimed = KeyClaims.park(claimed, e, queue)
+          parked += 1
     val s =
       if size == this.size then this
       else
-        copy(front = front, head = head, pos = pos, headSeq = headSeq, rest = rest, size = size, keys = keys)
+        copy(
+          front = front,
+          head = head,
+          pos = pos,
+          headSeq = headSeq,
+          rest = rest,
+          size = size,
+          claimed = claimed,
+          parked = parked
+        )
     if found == null then NoneClaimable(s) else Claimed(s, found)
 
   private def entryOf(seq: Long, task: A): Entry[A] =
@@ -205,7 +220,10 @@ private[weir] final case class BufferState[F[_], A](
   /** Hands the entry parked first behind `key` on to its claimant, or releases the key; stopped: neither. */
   private def handOnKey(key: Any): (BufferState[F, A], KeyTurn[A]) =
     if stopped then (this, KeyReleased)
-    else (copy(keys = keys.advance(key)), keys.next(key))
+    else
+      KeyClaims.next(claimed, key) match
+        case KeyReleased => (copy(claimed = KeyClaims.advance(claimed, key, KeyReleased)), KeyReleased)
+        case turn => (copy(claimed = KeyClaims.advance(claimed, key, turn), parked = parked - 1), turn)
 
   /** [[finishKey]] when it wakes no producer; [[KeyTurnLater]] and no change when it would. */
   def finishKeyQuietly(key: Any): (BufferState[F, A], KeyTurn[A]) =
@@ -223,12 +241,18 @@ private[weir] final case class BufferState[F[_], A](
 
   /** A cancelled taker's entry goes back, with the entries parked behind its key, and is served again. */
   def putBack(e: Entry[A]): (BufferState[F, A], Served[A]) =
-    val (keys, behind) = this.keys.release(e)
-    val back = copy(front = e :: behind ++ front, size = size + 1 + behind.size, keys = keys)
+    val (claims, behind) = KeyClaims.release(claimed, e)
+    val back = copy(
+      front = e :: behind ++ front,
+      size = size + 1 + behind.size,
+      claimed = claims,
+      parked = parked - behind.size
+    )
     if stopped then (back, Nil) else back.serveTakers
 
   def tasks: Vector[A] =
-    front.map(_.task).toVector ++ head.drop(pos).toVector ++ rest.iterator.flatMap(_.iterator) ++ keys.tasks
+    front.map(_.task).toVector ++ head.drop(pos).toVector ++ rest.iterator.flatMap(_.iterator) ++
+      KeyClaims.tasks(claimed)
 
   def cleared: BufferState[F, A] =
     copy(
@@ -238,7 +262,8 @@ private[weir] final case class BufferState[F[_], A](
       headSeq = next,
       rest = ScalaQueue.empty,
       size = 0,
-      keys = KeyClaims.empty
+      claimed = KeyClaims.empty,
+      parked = 0
     )
 
 private[weir] object BufferState:
@@ -253,7 +278,8 @@ private[weir] object BufferState:
       headSeq = 0L,
       rest = ScalaQueue.empty,
       size = 0,
-      keys = KeyClaims.empty,
+      claimed = KeyClaims.empty,
+      parked = 0,
       next = 0L,
       takers = ScalaQueue.empty,
       offerers = ScalaQueue.empty,

@@ -37,7 +37,7 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   private def modify[B](f: BufferState[F, A] => (BufferState[F, A], B)): F[B] = F.delay(unsafe.modify(f))
 
   /** Elements held now, parked ones included. */
-  def size: F[Int] = get.map(s => s.size + s.keys.parked)
+  def size: F[Int] = get.map(s => s.size + s.parked)
 
   /**
    * The claimant of `key` is done with an element: returns the next element parked behind it (the key
