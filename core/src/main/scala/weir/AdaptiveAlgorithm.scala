@@ -58,7 +58,7 @@ object AdaptiveAlgorithm:
    * window is a probe: the limit is halved for that window, its least latency becomes the new baseline, and
    * the limit returns to where it was. A probe costs about one window at half the limit per interval.
    *
-   * @param tolerance     how much the mean latency may exceed the baseline before the limit shrinks (≥ 1)
+   * @param tolerance     how much the window's least latency may exceed the baseline before the limit shrinks (≥ 1)
    * @param backoff       the factor applied to the limit after a window with a drop, in (0, 1)
    * @param probeInterval how long the baseline may go unconfirmed before a probe (`None`: never probe)
    */

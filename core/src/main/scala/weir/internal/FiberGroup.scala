@@ -9,10 +9,10 @@ import java.util.concurrent.ConcurrentHashMap
 
 /**
  * Owns the fibers it starts, and cancels them all when it is closed: what `cats.effect.std.Supervisor`
- * does for the engine's workers and producers, for less per fiber (ADR 0014). A run at concurrency 1000
- * starts a thousand workers; through a `Supervisor` (a map of fibers in a `Ref`, updated as each starts and
- * ends, a token and a flag per fiber) each start cost about 2 us more, 2 ms per run, and about 1 KB more.
- * Here a member is an entry in a concurrent set and a finalizer that removes it.
+ * does for the engine's workers and producers, with less per fiber: a run may start as many workers as
+ * its limit, and a `Supervisor` keeps a map of fibers in a `Ref`, updated as each starts and ends, with a
+ * token and a flag per fiber. Here a member is an entry in a concurrent set and a finalizer that removes
+ * it. Why and what it saves: ADR 0014.
  *
  * Closing and starting may race. The group is closed by a flag written before the members are read; a
  * start adds its member before it reads the flag, and publishes the fiber before it reads the flag again.

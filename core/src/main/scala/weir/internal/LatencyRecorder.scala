@@ -12,15 +12,14 @@ import scala.concurrent.duration.*
  *
  * The first [[OwnHistograms]] threads that record each write to a histogram of their own (HdrHistogram, 3
  * significant digits, resized as needed), so a record is a thread-local lookup and a plain single-writer
- * histogram write: no atomic instruction, no cache line written by two threads. (One shared
- * `ConcurrentHistogram` for all costs four contended atomic updates per record, and reading its percentiles
- * takes a lock per bucket: about 1.5 ms for a run of 1 ms tasks, as much as the run's slack; see ADR 0012,
- * addendum 2.) [[summary]] merges the histograms into one and reads the percentiles from the merge.
+ * histogram write: no atomic instruction, no cache line written by two threads (one shared
+ * `ConcurrentHistogram` makes every record a few contended atomic updates, and reading its percentiles
+ * takes a lock per bucket; ADR 0012, addendum 2). [[summary]] merges the histograms into one and reads the
+ * percentiles from the merge.
  *
  * With asynchronous handlers the recording threads are the runtime's compute threads, a few. After a
  * blocking handler, though, the worker goes on on the thread that blocked, so a run at concurrency 1000 can
- * record from hundreds of threads, and a histogram each (~100-200 KB for latencies of milliseconds to
- * seconds) would make the recorder's memory grow with the concurrency. Threads beyond the first
+ * record from hundreds of threads, and a histogram each would make the recorder's memory grow with the concurrency. Threads beyond the first
  * [[OwnHistograms]] therefore share one `ConcurrentHistogram`: at most `OwnHistograms + 1` histograms,
  * whatever the concurrency, for a few atomic updates per record next to a handler that blocked a thread.
  *

@@ -51,19 +51,15 @@ private[weir] final class OrderWindow[F[_]] private (window: Int)(using F: Async
   def admittedNow(seq: Long): Boolean = seq < prefix + window
 
   /** Marks position `seq` finished (once per position), sliding the window and waking whom it now admits. */
-  def finished(seq: Long): F[Unit] =
-    F.delay(finishedNow(seq)).flatMap {
-      case null => F.unit
-      case wake: F[Unit] @unchecked => wake
-    }
+  def finished(seq: Long): F[Unit] = F.delay(finishedNow(seq)).flatMap(_.getOrElse(F.unit))
 
   /**
    * [[finished]] as a plain call, for the worker's fast path (inside an effect): returns what wakes the
-   * admissions the slide let in, or `null` when none waits (the common case, which allocates nothing).
+   * admissions the slide let in, or `None` when none waits (the common case, which allocates nothing).
    */
-  def finishedNow(seq: Long): F[Unit] | Null =
+  def finishedNow(seq: Long): Option[F[Unit]] =
     val woken = mark(seq)
-    if woken.isEmpty then null else woken.traverse_(_.complete(()).void)
+    if woken.isEmpty then None else Some(woken.traverse_(_.complete(()).void))
 
   /** The oldest position not finished yet. */
   def oldestUnfinished: F[Long] = F.delay(prefix)

@@ -25,22 +25,19 @@ private[weir] final class WorkerPool[F[_]] private (
   def live: F[Int] = state.get.map(_.live)
 
   /** Starts up to `demand` workers, as far as the limit allows. No-op once stopped. */
-  def grow(demand: Int): F[Unit] =
-    F.defer(growNow(demand) match
-      case null => F.unit
-      case start: F[Unit] @unchecked => start)
+  def grow(demand: Int): F[Unit] = F.defer(growNow(demand).getOrElse(F.unit))
 
   /**
    * [[grow]] for the producer's fast path: decides now, with a plain read, whether the pool has room, and
-   * returns what starts the workers, or `null` when there is nothing to start (the common case: the pool
+   * returns what starts the workers, or `None` when there is nothing to start (the common case: the pool
    * is full), so that the fast path allocates nothing for it. The check is repeated atomically when the
    * workers start. A plain call, to be made inside an effect that runs what it returns.
    */
-  def growNow(demand: Int): F[Unit] | Null =
-    if demand <= 0 then null
+  def growNow(demand: Int): Option[F[Unit]] =
+    if demand <= 0 then None
     else
       val seen = state.now
-      if seen.live >= seen.limit || !seen.open then null else growBy(demand)
+      if seen.live >= seen.limit || !seen.open then None else Some(growBy(demand))
 
   private def growBy(demand: Int): F[Unit] =
     state.modify { s =>

@@ -12,6 +12,10 @@ class TaskBufferSuite extends CatsEffectSuite:
 
   private def offer(b: TaskBuffer[IO, Int], c: Chunk[Int], demand: Int => IO[Unit] = _ => IO.unit) =
     IO.uncancelable(poll => b.offer(poll, c, demand, _ => IO.unit))
+  private def fastTaken(t: Took[Int]): Option[(Long, Int)] = t match
+    case e: Entry[Int] => Some((e.seq, e.task))
+    case TakeLater => None
+
   private def take(b: TaskBuffer[IO, Int]) =
     IO.uncancelable(poll => b.take(poll)).map(_.map(e => (e.seq, e.task)))
 
@@ -88,8 +92,8 @@ class TaskBufferSuite extends CatsEffectSuite:
         b <- TaskBuffer[IO, Int](4)
         producer <- offer(b, Chunk.from(0 until 10)).start
         _ <- IO.sleep(1.second) // the producer stored 0..3 and waits for two free places (half the buffer)
-        first <- IO(b.tryTakeNow()).map(e => Option(e).map(e => (e.seq, e.task)))
-        second <- IO(b.tryTakeNow()).map(e => Option(e).map(e => (e.seq, e.task)))
+        first <- IO(b.unsafe.tryTake()).map(fastTaken)
+        second <- IO(b.unsafe.tryTake()).map(fastTaken)
         third <- take(b) // frees the second place: wakes the producer
         rest <- take(b).replicateA(7)
         _ <- producer.joinWithNever
@@ -169,7 +173,7 @@ class TaskBufferSuite extends CatsEffectSuite:
         takers <- take(b).start.replicateA(3)
         _ <- IO.cede.replicateA_(10)
         offered =
-          if fast then IO(b.tryOfferNow(Chunk(1, 2, 3), _ => null)).map(r => assert(r == TaskBuffer.Offered))
+          if fast then IO(b.unsafe.tryOffer(Chunk(1, 2, 3))).map(r => assert(r != UnsafeTaskBuffer.NoRoom))
           else offer(b, Chunk(1, 2, 3))
         _ <- (offered, takers.traverse_(_.cancel)).parTupled
         outcomes <- takers.traverse(_.join)

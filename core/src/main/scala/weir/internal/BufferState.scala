@@ -1,0 +1,306 @@
+package weir.internal
+
+import cats.effect.kernel.{Async, Deferred}
+import cats.syntax.all.*
+import fs2.Chunk
+import weir.internal.Taker.Served
+
+import scala.collection.immutable.Queue as ScalaQueue
+
+/*
+ * The state of one [[TaskBuffer]], swapped by compare-and-set in its [[UnsafeTaskBuffer]]. Every method is
+ * a pure transition: it returns the next state and what the caller must do once the swap is made (hand
+ * entries to takers, run a wake-up), never doing it itself, because it may run more than once under
+ * contention.
+ *
+ * Invariants: `size` counts the queued entries (`front`, `head.drop(pos)`, `rest`), `parked` those parked
+ * behind claimed keys ([[KeyClaims]]), and size + parked <= capacity; takers wait only while no queued entry is
+ * claimable (or the ones there are left for spinners); an offerer waits until `need` places are free (or
+ * was just woken); `next` is the input position of the next entry appended.
+ */
+private[weir] final case class BufferState[F[_], A](
+    capacity: Int,
+    keyOf: Option[A => Any],
+    front: List[Entry[A]], // entries put back by cancelled takers, served first
+    head: Chunk[A],
+    pos: Int,
+    headSeq: Long, // input position of head(0)
+    rest: ScalaQueue[Chunk[A]],
+    size: Int,
+    claimed: KeyClaims.Claims[A],
+    parked: Int,
+    next: Long,
+    takers: ScalaQueue[Taker[A]],
+    offerers: ScalaQueue[(Deferred[F, Unit], Int)], // each waits until this many places are free
+    closed: Boolean,
+    stopped: Boolean,
+    spinning: Int // takers spinning (see `TaskBuffer.spin`); as many queued entries are left for them
+)(using F: Async[F]):
+  import BufferState.*
+
+  def finished: Boolean = stopped || (closed && size == 0)
+
+  def free: Int = capacity - size - parked
+
+  /**
+   * Appends what fits and serves waiting takers, as long as either makes progress; registers `space` (if
+   * given) when some of the chunk is left over.
+   */
+  def append(chunk: Chunk[A], space: Option[Deferred[F, Unit]]): (BufferState[F, A], Appended[A]) =
+    if stopped then (this, Appended(Nil, 0, 0, refused = true))
+    else
+      var s = this
+      var served: Served[A] = Nil
+      var accepted = 0
+      var progress = true
+      while progress do
+        val stored = math.min(chunk.size - accepted, s.free)
+        if stored > 0 then
+          s = s.enqueue(chunk.drop(accepted).take(stored))
+          accepted += stored
+        val (next, more) = s.serveTakers
+        s = next
+        served = more ::: served
+        progress = stored > 0 && accepted < chunk.size
+      // the producer is woken once half the buffer is free, however little it still holds: one wake-up per
+      // half buffer rather than per freed place (with one-element chunks that would be one per task taken),
+      // while the other half keeps the workers busy until the producer has refilled it (ADR 0015)
+      val waiting = space match
+        case Some(d) if accepted < chunk.size =>
+          s.copy(offerers = s.offerers.enqueue((d, math.max(1, capacity / 2))))
+        case _ => s
+      (waiting, Appended(served, accepted, math.max(0, s.size - size), refused = false))
+
+  private def enqueue(c: Chunk[A]): BufferState[F, A] =
+    if size == 0 && front.isEmpty then
+      copy(head = c, pos = 0, headSeq = next, rest = ScalaQueue.empty, size = c.size, next = next + c.size)
+    else copy(rest = rest.enqueue(c), size = size + c.size, next = next + c.size)
+
+  /** Hands claimable queued entries to waiting takers, in order, leaving `spinning` entries for spinners. */
+  private def serveTakers: (BufferState[F, A], Served[A]) =
+    var s = this
+    var served: Served[A] = Nil
+    while s.takers.nonEmpty && s.size > s.spinning do
+      s.popClaimable match
+        case Claimed(popped, entry) =>
+          val (taker, more) = popped.takers.dequeue
+          s = popped.copy(takers = more)
+          served = (taker, entry) :: served
+        case NoneClaimable(popped) => s = popped
+    (s, served)
+
+  /** Takes an entry if one is claimable; else becomes a spinner if there is room for one. */
+  def takeOrSpin: (BufferState[F, A], TakeResult[F, A]) =
+    take(None) match
+      case (s, MustWait) if s.spinning < MaxSpinners => (s.copy(spinning = s.spinning + 1), Spin)
+      case other => other
+
+  /** A spinner looks again: it stops spinning if it gets an entry or the buffer is finished. */
+  def spinAgain: (BufferState[F, A], TakeResult[F, A]) =
+    take(None) match
+      case (s, MustWait) => (s, MustWait)
+      case (s, Taken(entry, wake)) =>
+        val (served, wakes) = s.unspin
+        (served, Taken(entry, wake *> wakes))
+      case (s, other) => (s.copy(spinning = s.spinning - 1), other)
+
+  /** A spinner leaves: the entry left for it goes to a parked taker, if any. */
+  def unspin: (BufferState[F, A], F[Unit]) =
+    val (s, served) = copy(spinning = spinning - 1).serveTakers
+    val (woken, wake) = s.wakeOfferer // serving freed places
+    (woken, F.delay(Taker.handOver(served)) *> wake)
+
+  /** Takes an entry if one is claimable, else registers `taker` to be handed the next one. */
+  def takeOrWait(taker: Taker[A]): (BufferState[F, A], TakeResult[F, A]) = take(Some(taker))
+
+  /** Takes a claimable entry if taking it wakes no producer; else stays as it is ([[TakeLater]]). */
+  def takeIfFree: (BufferState[F, A], Took[A]) =
+    if stopped || size == 0 then (this, TakeLater)
+    else
+      popClaimable match
+        case Claimed(s, entry) if !s.offererFits => (s, entry)
+        case _ => (this, TakeLater)
+
+  /**
+   * [[takeIfFree]]'s commonest case with nothing allocated but the next state: no key function, nothing put
+   * back, the oldest entry in the head chunk, and no producer to wake by taking it. The task taken is
+   * `head(pos)` of this state. Returns this very state when the case does not apply.
+   */
+  def takeFromHead: BufferState[F, A] =
+    if stopped || keyOf.isDefined || front.nonEmpty || pos >= head.size then this
+    else
+      val next = copy(pos = pos + 1, size = size - 1)
+      if next.offererFits then this else next
+
+  private def offererFits: Boolean = offerers.nonEmpty && free >= offerers.head._2
+
+  private def take(waiter: Option[Taker[A]]): (BufferState[F, A], TakeResult[F, A]) =
+    if stopped then (this, Finished)
+    else
+      popClaimable match
+        case Claimed(s, entry) =>
+          val (woken, wake) = s.wakeOfferer
+          (woken, Taken(entry, wake))
+        case NoneClaimable(s) =>
+          if closed then (s, Finished)
+          else
+            waiter match
+              case None => (s, MustWait)
+              case Some(t) => (s.copy(takers = s.takers.enqueue(t)), MustWait)
+
+  /**
+   * Pops queued entries until one whose key is free (claiming it), parking the others. One copy of the
+   * state however many entries it pops: this runs on every take.
+   */
+  private def popClaimable: Pop[F, A] =
+    var front = this.front
+    var head = this.head
+    var pos = this.pos
+    var headSeq = this.headSeq
+    var rest = this.rest
+    var size = this.size
+    var claimed = this.claimed
+    var parked = this.parked
+    var found: Entry[A] = null // none yet: a local sentinel, so that a take allocates no `Option`
+    while found == null && size > 0 do
+      val e = front match
+        case put :: more =>
+          front = more
+          put
+        case Nil =>
+          if pos >= head.size then // the head chunk is used up: the next one becomes the head
+            val (c, more) = rest.dequeue
+            headSeq += pos
+            head = c
+            pos = 0
+            rest = more
+          val queued = entryOf(headSeq + pos, head(pos))
+          pos += 1
+          queued
+      size -= 1
+      if !e.keyed then found = e
+      else
+        val queue = KeyClaims.behind(claimed, e.key)
+        if queue == null then
+          claimed = KeyClaims.claim(claimed, e.key)
+          found = e
+        else
+          claimed = KeyClaims.park(claimed, e, queue)
+          parked += 1
+    val s =
+      if size == this.size then this
+      else
+        copy(
+          front = front,
+          head = head,
+          pos = pos,
+          headSeq = headSeq,
+          rest = rest,
+          size = size,
+          claimed = claimed,
+          parked = parked
+        )
+    if found == null then NoneClaimable(s) else Claimed(s, found)
+
+  private def entryOf(seq: Long, task: A): Entry[A] =
+    keyOf match
+      case None => Entry(seq, task, null)
+      case Some(f) =>
+        val key =
+          try f(task)
+          catch case scala.util.control.NonFatal(e) => KeyFailure(e)
+        Entry(seq, task, key)
+
+  /** Wakes the first waiting producer if all it waits for fits now. */
+  private def wakeOfferer: (BufferState[F, A], F[Unit]) =
+    offerers.dequeueOption match
+      case Some(((o, need), more)) if free >= need => (copy(offerers = more), o.complete(()).void)
+      case _ => (this, F.unit)
+
+  /** Hands the entry parked first behind `key` on to its claimant, or releases the key; stopped: neither. */
+  private def handOnKey(key: Any): (BufferState[F, A], KeyTurn[A]) =
+    if stopped then (this, KeyReleased)
+    else
+      KeyClaims.next(claimed, key) match
+        case KeyReleased => (copy(claimed = KeyClaims.advance(claimed, key, KeyReleased)), KeyReleased)
+        case turn => (copy(claimed = KeyClaims.advance(claimed, key, turn), parked = parked - 1), turn)
+
+  /** [[finishKey]] when it wakes no producer; [[KeyTurnLater]] and no change when it would. */
+  def finishKeyQuietly(key: Any): (BufferState[F, A], KeyTurn[A]) =
+    handOnKey(key) match
+      case (next, _: Entry[A]) if next.offererFits => (this, KeyTurnLater)
+      case handed => handed
+
+  /** The claimant of `key` is done with an entry: the next one parked behind it, or `None` (released). */
+  def finishKey(key: Any): (BufferState[F, A], F[Option[Entry[A]]]) =
+    handOnKey(key) match
+      case (next, e: Entry[A]) =>
+        val (woken, wake) = next.wakeOfferer // an entry handed on frees a place
+        (woken, wake.as(Some(e)))
+      case (next, _) => (next, F.pure(None))
+
+  /** A cancelled taker's entry goes back, with the entries parked behind its key, and is served again. */
+  def putBack(e: Entry[A]): (BufferState[F, A], Served[A]) =
+    val (claims, behind) = KeyClaims.release(claimed, e)
+    val back = copy(
+      front = e :: behind ++ front,
+      size = size + 1 + behind.size,
+      claimed = claims,
+      parked = parked - behind.size
+    )
+    if stopped then (back, Nil) else back.serveTakers
+
+  def tasks: Vector[A] =
+    front.map(_.task).toVector ++ head.drop(pos).toVector ++ rest.iterator.flatMap(_.iterator) ++
+      KeyClaims.tasks(claimed)
+
+  def cleared: BufferState[F, A] =
+    copy(
+      front = Nil,
+      head = Chunk.empty,
+      pos = 0,
+      headSeq = next,
+      rest = ScalaQueue.empty,
+      size = 0,
+      claimed = KeyClaims.empty,
+      parked = 0
+    )
+
+private[weir] object BufferState:
+
+  def empty[F[_]: Async, A](capacity: Int, keyOf: Option[A => Any]): BufferState[F, A] =
+    BufferState(
+      capacity = capacity,
+      keyOf = keyOf,
+      front = Nil,
+      head = Chunk.empty,
+      pos = 0,
+      headSeq = 0L,
+      rest = ScalaQueue.empty,
+      size = 0,
+      claimed = KeyClaims.empty,
+      parked = 0,
+      next = 0L,
+      takers = ScalaQueue.empty,
+      offerers = ScalaQueue.empty,
+      closed = false,
+      stopped = false,
+      spinning = 0
+    )
+
+  /** What an append did: takers to hand entries to, entries accepted, of those how many no taker got. */
+  final case class Appended[A](served: Served[A], accepted: Int, unserved: Int, refused: Boolean)
+
+  // the results without fields are single objects: a take allocates no result unless it took something
+  sealed trait TakeResult[+F[_], +A]
+  final case class Taken[F[_], A](entry: Entry[A], wake: F[Unit]) extends TakeResult[F, A]
+  case object Finished extends TakeResult[Nothing, Nothing]
+  case object MustWait extends TakeResult[Nothing, Nothing]
+  case object Spin extends TakeResult[Nothing, Nothing]
+
+  private sealed trait Pop[F[_], A]
+  private final case class Claimed[F[_], A](state: BufferState[F, A], entry: Entry[A]) extends Pop[F, A]
+  private final case class NoneClaimable[F[_], A](state: BufferState[F, A]) extends Pop[F, A]
+
+  /** Takers that may spin at once. */
+  val MaxSpinners = 1

@@ -1,0 +1,62 @@
+package weir.internal
+
+import cats.Parallel
+import cats.effect.kernel.{Async, Ref}
+import cats.syntax.all.*
+import fs2.{Chunk, Pull, Stream}
+
+/**
+ * The producers of a run: each of the source's streams feeds the [[TaskBuffer]] chunk by chunk, starting
+ * workers in the [[WorkerPool]] as elements arrive that no idle worker took. A stream that fails leaves
+ * its error in `sourceErrors`, and the others go on.
+ */
+private[weir] final class Producer[F[_], A](
+    ledger: Ledger[F, A],
+    buffer: TaskBuffer[F, A],
+    pool: WorkerPool[F],
+    sourceErrors: Ref[F, List[Throwable]]
+)(using F: Async[F], P: Parallel[F]):
+
+  /** Runs every producer to its end, then closes the buffer and arms the pool's end. */
+  def all(streams: Vector[Stream[F, A]]): F[Unit] =
+    streams.parTraverse_(one) *> buffer.close *> pool.finishing(stop = false)
+
+  /**
+   * Feeds one stream's chunks to the buffer until it ends or is refused.
+   *
+   * One pull step per chunk, and usually nothing else: the fast offer ([[UnsafeTaskBuffer.tryOffer]]) is
+   * a plain call made in the step's continuation, which runs once, in this producer's fiber, when the
+   * chunk arrives, and cannot be interrupted half-way. An effect is evaluated only when one is needed:
+   * workers to start, or the slow offer (the buffer is full or stopped).
+   */
+  private def one(stream: Stream[F, A]): F[Unit] =
+    def go(s: Stream[F, A]): Pull[F, Nothing, Unit] =
+      s.pull.uncons.flatMap {
+        case Some((chunk, rest)) =>
+          // counted received before it can be taken (so a snapshot never shows a task started but not
+          // received), and again by the slow offer only if the fast one placed nothing, so that a producer
+          // cancelled before the slow offer runs leaves no task counted and unplaced
+          ledger.receivedNow(chunk.size)
+          val unserved = buffer.unsafe.tryOffer(chunk)
+          if unserved == UnsafeTaskBuffer.NoRoom then
+            ledger.receivedNow(-chunk.size)
+            Pull.eval(slowOffer(chunk)).flatMap(accepted => if accepted then go(rest) else Pull.done)
+          else
+            pool.growNow(unserved) match
+              case None => go(rest)
+              case Some(start) => Pull.eval(F.uncancelable(_ => start)).flatMap(_ => go(rest))
+        case None => Pull.done
+      }
+    go(stream).stream.compile.drain.handleErrorWith(e => sourceErrors.update(e :: _))
+
+  /**
+   * Offers what the fast offer could not place, waiting for room; false once the buffer refuses tasks (the
+   * run is stopping: the refused ones are recorded as not started, and the producer reads no further).
+   */
+  private def slowOffer(chunk: Chunk[A]): F[Boolean] =
+    F.uncancelable { poll =>
+      ledger.received(chunk.size) *>
+        buffer.offer(poll, chunk, pool.grow, rest => ledger.notStarted(rest.toList)).flatMap { refused =>
+          if refused.isEmpty then F.pure(true) else ledger.notStarted(refused.toList).as(false)
+        }
+    }

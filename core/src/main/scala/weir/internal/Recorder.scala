@@ -1,0 +1,76 @@
+package weir.internal
+
+import cats.effect.kernel.{Async, Deferred}
+import cats.syntax.all.*
+import weir.*
+
+import scala.concurrent.duration.*
+
+/**
+ * The record stage, the last of a task's path ([[TaskPath]]): how a task ended goes to the [[Ledger]], to
+ * the reorder window (its place is freed), to the outcome stream if there is one, and through the failure
+ * policy. Every task that started is recorded here exactly once: succeeded, failed, or interrupted.
+ */
+private[weir] final class Recorder[F[_], A, B](
+    policy: FailurePolicy[F, A],
+    emit: Option[Engine.Emit[F, A, B]],
+    ledger: Ledger[F, A],
+    window: Option[OrderWindow[F]],
+    stopRequest: Deferred[F, Engine.StopRequest],
+    requestStop: (StopReason, FiniteDuration) => F[Boolean]
+)(using F: Async[F]):
+
+  /** Whether anything but the ledger hears of a success: a reorder window or an outcome stream. */
+  private val tracked = window.isDefined || emit.isDefined
+
+  /** Whether outcomes are published; without a stream none is even built. */
+  val publishes: Boolean = emit.isDefined
+
+  def succeeded(entry: Entry[A], value: B, latency: FiniteDuration, attempts: Int): F[Unit] =
+    if tracked then
+      ledger.succeeded(latency) *> finished(entry) *>
+        publish(entry.seq, Outcome.Succeeded(entry.task, value, attempts))
+    else ledger.succeeded(latency)
+
+  def failed(entry: Entry[A], error: Throwable, latency: FiniteDuration, attempts: Int): F[Unit] =
+    def record(disposition: Disposition): F[Unit] =
+      val outcome = new Outcome.Failed(entry.task, error, disposition, attempts)
+      ledger.failed(outcome, Some(latency)) *> finished(entry) *> publish(entry.seq, outcome)
+    policy match
+      case FailurePolicy.FailFast() =>
+        // the first failure stops the run; one that lands while it is stopping is only recorded
+        requestStop(StopReason.FailedFast(error), Duration.Zero)
+          .flatMap(first => record(if first then Disposition.Aborted else Disposition.Skipped))
+      case FailurePolicy.Skip() => record(Disposition.Skipped)
+      case FailurePolicy.DeadLetter(sink) =>
+        // the sink runs uncancelably in this slot: a task handed to it is recorded as dead-lettered or not
+        sink(entry.task, error).attempt.flatMap {
+          case Right(_) => record(Disposition.DeadLettered)
+          case Left(sinkError) => F.delay(error.addSuppressed(sinkError)) *>
+              record(Disposition.DeadLetterFailed)
+        }
+
+  /** A task cancelled while it ran (the run stopped, or was cancelled). */
+  def interrupted(entry: Entry[A], latency: FiniteDuration, attempts: Int): F[Unit] =
+    stopRequest.tryGet.flatMap { request =>
+      val why = request.fold("the run was cancelled")(r => s"the run stopped (${r.reason})")
+      val outcome =
+        new Outcome.Failed(entry.task, new TaskInterrupted(why), Disposition.Interrupted, attempts)
+      ledger.failed(outcome, Some(latency)) *> finished(entry) *> publish(entry.seq, outcome)
+    }
+
+  /** A task taken from the buffer that will not start (the run is stopping): returned as not started. */
+  def unstarted(entry: Entry[A]): F[Unit] =
+    ledger.notStarted(List(entry.task)) *> finished(entry) // frees its place in the reorder window
+
+  /**
+   * Hands an outcome to the consumer, if there is one (the outcome is not even built otherwise). Not
+   * cancelable: an outcome recorded in the ledger always reaches the stream too, so a consumer that stops
+   * reading can hold up a drain's deadline (releasing the stream closes the channel and frees it).
+   */
+  def publish(position: Long, outcome: => Outcome[A, B]): F[Unit] =
+    emit match
+      case Some(out) => out(position, outcome)
+      case None => F.unit
+
+  private def finished(entry: Entry[A]): F[Unit] = window.fold(F.unit)(_.finished(entry.seq))
