@@ -316,6 +316,10 @@ object DurableLab extends Experiment:
           s"kill run: kill → tasks rescued, mean / max (heartbeat ${s.heartbeat.toMillis} ms, deadAfter ${s.deadAfter.toMillis} ms)",
           meanMax(k.rescueMillis)
         ),
+        Vector(
+          "kill run: rescues that found the worker dead by its ended session (the others: deadAfter)",
+          s"${k.rescuedBySession} of ${k.rescueMillis.size}"
+        ),
         Vector("kill run: kill → first re-run of a task it held, mean / max", meanMax(k.rerunMillis)),
         Vector("kill run: live workers taken for dead (rescued before any kill)", k.falseRescues.toString),
         Vector("kill run: lost tasks", k.lost.toString),
@@ -405,6 +409,7 @@ object DurableLab extends Experiment:
             "backlog_start_ms" -> Json.obj("p50" -> number(k.backlogP50Ms), "p99" -> number(k.backlogP99Ms)),
             "kills" -> k.kills.size.asJson,
             "rescue_ms" -> k.rescueMillis.map(number).asJson,
+            "rescued_by_session" -> k.rescuedBySession.asJson,
             "rerun_ms" -> k.rerunMillis.map(number).asJson,
             "false_rescues" -> k.falseRescues.asJson,
             "lost" -> k.lost.asJson,

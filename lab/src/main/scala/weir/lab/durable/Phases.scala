@@ -145,6 +145,7 @@ object Phases:
       keyViolations: Long,
       kills: Vector[Kill],
       rescueMillis: Vector[Double],
+      rescuedBySession: Int,
       falseRescues: Long,
       rerunMillis: Vector[Double],
       backlogP50Ms: Double,
@@ -269,10 +270,11 @@ object Phases:
       // database's clock, into each task's errors
       rescueEvents <- Fragment
         .const(s"""SELECT DISTINCT substring(e->>'error' FROM '^worker ([0-9]+) ')::bigint,
-                          (extract(epoch FROM (e->>'at')::timestamptz) * 1000)::float8
+                          (extract(epoch FROM (e->>'at')::timestamptz) * 1000)::float8,
+                          e->>'error' LIKE '%lost its database session'
                    FROM ${s("finished")} f, jsonb_array_elements(f.errors) AS e
                    WHERE e->>'error' ~ '^worker [0-9]+ (stopped heartbeating|lost its database session)$$'""")
-        .query[(Long, Double)]
+        .query[(Long, Double, Boolean)]
         .to[Vector]
     yield
       val byTask = runs.groupBy(_._1)
@@ -287,6 +289,12 @@ object Phases:
         }
       }
       val rescuedAt = rescueEvents.groupMap(_._1)(_._2)
+      // how each killed worker's first rescue found it dead: its ended session, or `deadAfter` of silence
+      val firstRescues = kills.flatMap(k =>
+        rescueEvents.filter(e => e._1 == k.workerId && e._2 >= k.atMillis).minByOption(_._2).map(e =>
+          (e._2 - k.atMillis, e._3)
+        )
+      )
       // a rescue of a worker before its kill, or of one never killed: a live worker taken for dead
       val falseRescues =
         rescuedAt.count((w, ats) => killOf.get(w).forall(k => ats.exists(_ < k.atMillis))).toLong
@@ -296,10 +304,6 @@ object Phases:
         )
         collapsed != collapsed.sorted || collapsed.distinct != collapsed
       }
-      val rescues =
-        kills.flatMap(k =>
-          rescuedAt.getOrElse(k.workerId, Vector.empty).filter(_ >= k.atMillis).minOption.map(_ - k.atMillis)
-        )
       // a kill's re-run: the first later execution, on another worker, of a task the killed worker had run
       // (none when it was killed between tasks)
       val reruns = kills.flatMap { k =>
@@ -316,7 +320,8 @@ object Phases:
         unexplainedDuplicates = unexplained.toLong,
         keyViolations = violations.toLong,
         kills = kills,
-        rescueMillis = rescues,
+        rescueMillis = firstRescues.map(_._1),
+        rescuedBySession = firstRescues.count(_._2),
         falseRescues = falseRescues,
         rerunMillis = reruns,
         backlogP50Ms = backlog._1,
