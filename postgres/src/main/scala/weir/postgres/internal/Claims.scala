@@ -51,9 +51,6 @@ private[postgres] final class Claims:
     )
     n
 
-  /** Whether another worker took this claim (see [[taken]]). */
-  def isTaken(token: Long): Boolean = Option(held.get(token)).exists(_.taken)
-
   /** Marks the claims of `tokens` as handed to the pipeline, which may start them from now on. */
   def handedOn(tokens: Chunk[Long]): Unit =
     tokens.foreach(token => held.computeIfPresent(token, (_, h) => h.copy(handedOn = true)): Unit)
