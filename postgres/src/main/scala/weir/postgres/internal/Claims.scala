@@ -27,9 +27,15 @@ private[postgres] final class Claims:
 
   def add(token: Long, keyed: Boolean): Unit = held.put(token, Held(keyed, handedOn = false)): Unit
 
-  /** Marks the claims of `tokens` as finishing: their finish is with the completer. */
-  def finishing(tokens: Chunk[Long]): Unit =
-    tokens.foreach(token => held.computeIfPresent(token, (_, h) => h.copy(finishing = true)): Unit)
+  /**
+   * Marks a claim as finishing: its finish is with the completer. A finish that hands the claim back
+   * (`notStarted`) also marks its task as returned by the pipeline without having started.
+   */
+  def finishing(token: Long, notStarted: Boolean): Unit =
+    held.computeIfPresent(
+      token,
+      (_, h) => h.copy(finishing = true, handedOn = h.handedOn && !notStarted)
+    ): Unit
 
   /**
    * Marks as taken those of `tokens` whose rows the database no longer holds for this worker, unless their
@@ -54,9 +60,6 @@ private[postgres] final class Claims:
   /** Marks the claims of `tokens` as handed to the pipeline, which may start them from now on. */
   def handedOn(tokens: Chunk[Long]): Unit =
     tokens.foreach(token => held.computeIfPresent(token, (_, h) => h.copy(handedOn = true)): Unit)
-
-  /** Marks a claim as returned by the pipeline without having started. */
-  def notStarted(token: Long): Unit = held.computeIfPresent(token, (_, h) => h.copy(handedOn = false)): Unit
 
   /** Forgets a claim; true if its task had an ordering key. */
   def remove(token: Long): Boolean = Option(held.remove(token)).exists(_.keyed)

@@ -55,13 +55,9 @@ private[postgres] final class Completer[F[_]] private (
    * cancellation stay queued.
    */
   def submitAll(finishes: Chunk[Finish]): F[Unit] =
-    F.delay {
-      finishes.foreach {
-        case Finish.Release(token) => claims.notStarted(token)
-        case _ => ()
-      }
-      claims.finishing(finishes.map(_.token))
-    } *> {
+    F.delay(
+      finishes.foreach(f => claims.finishing(f.token, notStarted = f.isInstanceOf[Finish.Release]))
+    ) *> {
       if finishes.size <= batchSize then offer(finishes)
       else Stream.chunk(finishes).chunkLimit(batchSize).foreach(offer).compile.drain
     }
