@@ -7,7 +7,7 @@ import doobie.*
 import doobie.hikari.HikariTransactor
 import doobie.implicits.*
 import doobie.util.transactor.Strategy
-import weir.postgres.internal.Run
+import weir.postgres.internal.{ImmediatePeekSocketFactory, Run}
 
 import java.net.URI
 import java.sql.{Connection, DriverManager}
@@ -211,6 +211,9 @@ object Database:
     withTimeout.setProperty("connectTimeout", config.connectTimeout.toSeconds.max(1L).toString)
     withTimeout.putAll(workerProperties(config))
     withTimeout.setProperty("ApplicationName", "weir")
+    // a session waits for notifications: see ImmediatePeekSocketFactory (unless the user chose a factory)
+    if !url.contains("socketFactory=") && !withTimeout.containsKey("socketFactory") then
+      withTimeout.setProperty("socketFactory", classOf[ImmediatePeekSocketFactory].getName): Unit
     try DriverManager.getConnection(url, withTimeout)
     catch case e: java.sql.SQLException => throw unreachable(config, e)
 

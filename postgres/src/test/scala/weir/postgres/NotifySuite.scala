@@ -1,6 +1,6 @@
 package weir.postgres
 
-import cats.effect.{Deferred, IO, Ref}
+import cats.effect.{Deferred, IO, Ref, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
 import doobie.*
@@ -29,6 +29,48 @@ class NotifySuite extends DbSuite:
         IO.sleep(500.millis) *> TaskQueue[IO, Int](db, "n").enqueue(NewTask(1)) *> ran.get.timeout(20.seconds)
       }
     yield assert(id > 0)
+  }
+
+  withDb(
+    "a worker's session gets every notification of a burst, one transaction's or many, over TLS when the server offers it"
+  ) { db =>
+    val channel = db.schema.channel
+    def notify(n: Int, from: Int) = (from until from + n).toVector.traverse_(i =>
+      sql"SELECT pg_notify($channel, ${i.toString})".query[Unit].unique
+    )
+    val session = Resource.make(IO.blocking(Database.open(db.config)))(c => IO.blocking(c.close()))
+    session.use { c =>
+      val pg = c.unwrap(classOf[org.postgresql.PGConnection])
+      def scalar(q: String) =
+        IO.blocking {
+          val st = c.createStatement()
+          try
+            val rs = st.executeQuery(q)
+            rs.next()
+            rs.getString(1)
+          finally st.close()
+        }
+      def received(want: Int, got: Set[String]): IO[Set[String]] =
+        if got.size >= want then IO.pure(got)
+        else
+          IO.blocking(pg.getNotifications(250).toVector.map(_.getParameter))
+            .flatMap(ns => received(want, got ++ ns))
+      for
+        _ <- IO.blocking(c.createStatement().execute("LISTEN \"" + channel + "\""))
+        serverTls <- scalar("SHOW ssl")
+        sessionTls <-
+          scalar("SELECT coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false)")
+        // one transaction of 100, then 20 of one each, with a wait in between that the session spends reading
+        _ <- notify(100, 0).transact(db.transactor)
+        _ <- (0 until 20).toVector.traverse_(i => notify(1, 100 + i).transact(db.transactor))
+        got <- received(
+          120,
+          Set.empty
+        ).timeoutTo(20.seconds, IO.raiseError(new AssertionError("notifications lost")))
+      yield
+        assertEquals(got, (0 until 120).map(_.toString).toSet)
+        assertEquals(sessionTls == "t", serverTls == "on", s"server ssl $serverTls, session ssl $sessionTls")
+    }
   }
 
   withDb(
