@@ -21,6 +21,13 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
   def stats: F[Vector[QueueStats]] = sql.stats.transact(db.transactor)
 
   /**
+   * The registered workers, by id: each one's heartbeat, whether its session holds its lock now (so that
+   * its death is seen within a heartbeat, see [[WorkerConfig.deadAfter]]), and how many tasks it runs. A
+   * worker that stopped cleanly has no row; a dead one keeps its row until it is rescued and pruned.
+   */
+  def workers: F[Vector[WorkerInfo]] = sql.workers.transact(db.transactor)
+
+  /**
    * Cancels a task that is not running: it moves to `finished` as cancelled. A running task is left alone
    * (its worker owns it): the result says so.
    */
@@ -74,6 +81,20 @@ final case class QueueStats(
     completed: Long,
     dead: Long,
     cancelled: Long
+)
+
+/**
+ * A registered worker: its id (the lease owner of its tasks), its name, when it started and last
+ * heartbeated, whether its session holds the worker's lock (false with notifications off, or while its
+ * session reconnects), and how many tasks it has running.
+ */
+final case class WorkerInfo(
+    id: Long,
+    name: String,
+    startedAt: java.time.Instant,
+    heartbeatAt: java.time.Instant,
+    sessionHeld: Boolean,
+    running: Long
 )
 
 /** What [[TaskAdmin.cancel]] did. */

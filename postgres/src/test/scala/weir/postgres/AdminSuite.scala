@@ -125,3 +125,37 @@ class AdminSuite extends DbSuite:
         assertEquals(counts, Vector(("cancelled", 480L), ("completed", 3L), ("dead", 20L)))
         assert(kept.forall(_._2), kept.toString)
   }
+
+  withDb(
+    "workers lists each registered worker with its running tasks and whether its session holds its lock"
+  ) { db =>
+    val sql = new Sql(db.schema)
+    val queue = TaskQueue[IO, Int](db, "w")
+    val blocked = WorkerConfig(queue = "w", claimBatch = 3, heartbeat = 200.millis, deadAfter = 1.second)
+    for
+      _ <- queue.enqueueMany((1 to 3).map(NewTask(_)))
+      gate <- cats.effect.Deferred[IO, Unit]
+      started <- cats.effect.std.CountDownLatch[IO](3)
+      // a worker of the library, holding three tasks, and a row of a worker that never opened a session
+      listed <- DurableWorker.start[IO, Int, Unit](db, blocked)(
+        weir.Pipeline(_).process(_ => started.release *> gate.get).withLimit(weir.Limit.fixed(3))
+      ).use { live =>
+        for
+          _ <- started.await
+          silent <- sql.register("silent", 1000).transact(db.transactor)
+          all <- TaskAdmin(db).workers
+          _ <- gate.complete(())
+        yield (live.id, silent, all)
+      }
+      (live, silent, all) = listed
+      after <- TaskAdmin(db).workers
+    yield
+      assertEquals(
+        all.map(w => (w.id, w.sessionHeld, w.running)),
+        Vector((live, true, 3L), (silent, false, 0L))
+      )
+      assertEquals(all.map(_.name).last, "silent")
+      assert(all.forall(w => !w.heartbeatAt.isBefore(w.startedAt)), all.toString)
+      // the live worker deregistered on release; the silent row stays until it is found dead
+      assertEquals(after.map(_.id), Vector(silent))
+  }

@@ -320,6 +320,13 @@ object DurableLab extends Experiment:
           "kill run: rescues that found the worker dead by its ended session (the others: deadAfter)",
           s"${k.rescuedBySession} of ${k.rescueMillis.size}"
         ),
+        Vector(
+          "kill run: kills of a worker whose session held its lock, another worker's session alive; their rescues mean / max", {
+            val fair =
+              k.kills.zip(k.rescueOfKill).filter((kill, _) => kill.sessionHeld && kill.othersAlive > 0)
+            s"${fair.size} of ${k.kills.size}; ${meanMax(fair.flatMap(_._2).map(_._1))}"
+          }
+        ),
         Vector("kill run: kill → first re-run of a task it held, mean / max", meanMax(k.rerunMillis)),
         Vector("kill run: live workers taken for dead (rescued before any kill)", k.falseRescues.toString),
         Vector("kill run: lost tasks", k.lost.toString),
@@ -410,6 +417,15 @@ object DurableLab extends Experiment:
             "kills" -> k.kills.size.asJson,
             "rescue_ms" -> k.rescueMillis.map(number).asJson,
             "rescued_by_session" -> k.rescuedBySession.asJson,
+            "kill_details" -> k.kills.zip(k.rescueOfKill).map((kill, rescue) =>
+              Json.obj(
+                "worker" -> kill.workerId.asJson,
+                "session_held" -> kill.sessionHeld.asJson,
+                "others_alive" -> kill.othersAlive.asJson,
+                "rescue_ms" -> rescue.fold(Json.Null)(r => number(r._1)),
+                "by_session" -> rescue.fold(Json.Null)(_._2.asJson)
+              )
+            ).asJson,
             "rerun_ms" -> k.rerunMillis.map(number).asJson,
             "false_rescues" -> k.falseRescues.asJson,
             "lost" -> k.lost.asJson,

@@ -133,7 +133,13 @@ object Phases:
    * A SIGKILL: the database's clock just before the signal, and once the process was gone. A run the
    * worker recorded in between is still its own.
    */
-  final case class Kill(workerId: Long, atMillis: Double, deadAtMillis: Double)
+  final case class Kill(
+      workerId: Long,
+      atMillis: Double,
+      deadAtMillis: Double,
+      sessionHeld: Boolean,
+      othersAlive: Int
+  )
 
   final case class KillRun(
       tasks: Int,
@@ -146,6 +152,7 @@ object Phases:
       kills: Vector[Kill],
       rescueMillis: Vector[Double],
       rescuedBySession: Int,
+      rescueOfKill: Vector[Option[(Double, Boolean)]],
       falseRescues: Long,
       rerunMillis: Vector[Double],
       backlogP50Ms: Double,
@@ -184,8 +191,10 @@ object Phases:
     )
     val clock =
       Fragment.const("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8").query[Double].unique
-    val remaining = (Fragment.const(s"SELECT count(*) FROM ${s("tasks")} WHERE queue = ") ++ fr0"$queue")
-      .query[Long].unique.transact(lab.admin)
+    // whether any task is left: a count would scan the backlog every time, on the cores the workers need
+    val anyLeft =
+      (Fragment.const(s"SELECT EXISTS (SELECT 1 FROM ${s("tasks")} WHERE queue = ") ++ fr0"$queue)")
+        .query[Boolean].unique.transact(lab.admin)
     for
       _ <- Fragment
         .const(s"""CREATE TABLE IF NOT EXISTS ${s(
@@ -206,8 +215,8 @@ object Phases:
           IO(ThreadLocalRandom.current().nextLong(every.toMillis / 2, every.toMillis * 3 / 2 + 1)).flatMap(
             ms =>
               IO.sleep(ms.millis)
-          ) *> remaining.flatMap { left =>
-            if left == 0 then IO.unit
+          ) *> anyLeft.flatMap { left =>
+            if !left then IO.unit
             else
               live.get.flatMap { cs =>
                 val alive = cs.filter(_._1.process.isAlive)
@@ -216,13 +225,19 @@ object Phases:
                   val (victim, release) = alive(ThreadLocalRandom.current().nextInt(alive.size))
                   // the kill's time is read before the signal, so a rescue is never timed short; a kill and
                   // its replacement are not interrupted, so that every started child is in `live`
+                  // what the other workers see of the victim: whether its session holds its lock (then its
+                  // death is seen within a heartbeat), and how many others are alive to rescue its tasks
                   IO.uncancelable(_ =>
-                    clock.transact(lab.admin).flatMap(at =>
-                      IO.blocking(victim.process.destroyForcibly().waitFor()) *>
-                        clock.transact(lab.admin).flatMap(dead =>
-                          kills.update(_ :+ Kill(victim.workerId, at, dead))
-                        )
-                    ) *> release *> live.update(_.filterNot(_._1 eq victim)) *> spawn
+                    TaskAdmin(db).workers.flatMap { ws =>
+                      val held = ws.exists(w => w.id == victim.workerId && w.sessionHeld)
+                      val others = ws.count(w => w.id != victim.workerId && w.sessionHeld)
+                      clock.transact(lab.admin).flatMap(at =>
+                        IO.blocking(victim.process.destroyForcibly().waitFor()) *>
+                          clock.transact(lab.admin).flatMap(dead =>
+                            kills.update(_ :+ Kill(victim.workerId, at, dead, held, others))
+                          )
+                      )
+                    } *> release *> live.update(_.filterNot(_._1 eq victim)) *> spawn
                   ) *> loop
               }
           }
@@ -230,7 +245,7 @@ object Phases:
       }
       _ <- Resource.make(IO.unit)(_ => live.get.flatMap(_.traverse_(_._2))).use { _ =>
         // the killer is stopped as soon as the queue is empty, rather than after its next nap
-        killer.background.surround((IO.sleep(200.millis) *> remaining).iterateUntil(_ == 0)) *>
+        killer.background.surround((IO.sleep(200.millis) *> anyLeft).iterateUntil(!_)) *>
           live.get.flatMap(_.traverse_(c => IO.interruptible(c._1.process.waitFor()).void))
       }
       killed <- kills.get
@@ -290,11 +305,12 @@ object Phases:
       }
       val rescuedAt = rescueEvents.groupMap(_._1)(_._2)
       // how each killed worker's first rescue found it dead: its ended session, or `deadAfter` of silence
-      val firstRescues = kills.flatMap(k =>
+      val rescueOfKill = kills.map(k =>
         rescueEvents.filter(e => e._1 == k.workerId && e._2 >= k.atMillis).minByOption(_._2).map(e =>
           (e._2 - k.atMillis, e._3)
         )
       )
+      val firstRescues = rescueOfKill.flatten
       // a rescue of a worker before its kill, or of one never killed: a live worker taken for dead
       val falseRescues =
         rescuedAt.count((w, ats) => killOf.get(w).forall(k => ats.exists(_ < k.atMillis))).toLong
@@ -322,6 +338,7 @@ object Phases:
         kills = kills,
         rescueMillis = firstRescues.map(_._1),
         rescuedBySession = firstRescues.count(_._2),
+        rescueOfKill = rescueOfKill,
         falseRescues = falseRescues,
         rerunMillis = reruns,
         backlogP50Ms = backlog._1,

@@ -4,13 +4,14 @@ import doobie.*
 import doobie.implicits.*
 import cats.syntax.all.*
 import doobie.postgres.implicits.*
-import weir.postgres.{QueueStats, Schema}
+import weir.postgres.{QueueStats, Schema, WorkerInfo}
 
 /** The statements behind [[weir.postgres.TaskAdmin]], for one schema. */
 private[postgres] final class AdminSql(schema: Schema):
 
   private val tasks = schema("tasks")
   private val finished = schema("finished")
+  private val workersTable = schema("workers")
   private val sql = new Sql(schema)
   private def const(s: String): Fragment = Fragment.const0(s)
 
@@ -33,6 +34,16 @@ private[postgres] final class AdminSql(schema: Schema):
            coalesce(completed, 0), coalesce(dead, 0), coalesce(cancelled, 0)
     FROM live FULL JOIN done ON live.queue = done.queue
     ORDER BY 1""").query[QueueStats].to[Vector]
+
+  def workers: ConnectionIO[Vector[WorkerInfo]] =
+    const(s"""SELECT w.id, w.name, w.started_at, w.heartbeat_at,
+             w.session_since > pg_postmaster_start_time() AND EXISTS (
+               SELECT 1 FROM pg_locks AS l
+               WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+                 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                 AND l.classid = ${schema.sessionLockClass} AND l.objid = w.id % 2147483648),
+             (SELECT count(*) FROM $tasks AS t WHERE t.state = 'running' AND t.lease_owner = w.id)
+      FROM $workersTable AS w ORDER BY w.id""").query[WorkerInfo].to[Vector]
 
   def cancel(id: Long): ConnectionIO[Boolean] =
     (const(s"""WITH c AS (DELETE FROM $tasks WHERE id = """) ++ fr0"$id" ++
