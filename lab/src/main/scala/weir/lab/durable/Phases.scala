@@ -148,6 +148,7 @@ object Phases:
       executions: Long,
       duplicates: Long,
       unexplainedDuplicates: Long,
+      unexplainedExamples: Vector[String],
       keyViolations: Long,
       kills: Vector[Kill],
       rescueMillis: Vector[Double],
@@ -252,6 +253,24 @@ object Phases:
       result <- analyse(lab, queue, enqueued.map(_.taskId), killed).transact(lab.admin)
     yield result
 
+  /**
+   * The repeats no kill explains, one line for each task that has one: a repeat is explained only by the
+   * kill of the worker that ran the task before, ahead of the repeat's start. A repeat of a task whose
+   * worker was alive (a false rescue, say) is not. The first run's own time is not compared with the
+   * kill: every run of a killed worker began before it died, though its record, sent just before the
+   * signal, may reach the server after the lab read the clock. `runs` are (task, worker, key, start ms) in
+   * the order they were recorded.
+   */
+  def unexplained(runs: Vector[(Long, Long, Option[String], Double)], kills: Vector[Kill]): Vector[String] =
+    val killOf = kills.map(k => k.workerId -> k).toMap
+    runs.groupBy(_._1).filter(_._2.size > 1).toVector.sortBy(_._1).flatMap { (task, rs) =>
+      rs.sliding(2).collect {
+        case Vector(before, after) if !killOf.get(before._2).exists(_.atMillis <= after._4) =>
+          s"task $task: run on worker ${before._2} at ${before._4}, again on worker ${after._2} at ${after._4}" +
+            killOf.get(before._2).fold(" (worker never killed)")(k => s" (worker killed at ${k.atMillis})")
+      }.take(1)
+    }
+
   private def analyse(lab: LabDatabase, queue: String, ids: Vector[Long], kills: Vector[Kill])
       : ConnectionIO[KillRun] =
     val s = lab.schema
@@ -294,15 +313,7 @@ object Phases:
     yield
       val byTask = runs.groupBy(_._1)
       val twice = byTask.filter(_._2.size > 1)
-      // a run repeated is explained only by its worker's kill between the two runs: a repeat of a task
-      // whose worker was alive (a false rescue, say) is not
-      val unexplained = twice.count { (_, rs) =>
-        rs.sliding(2).exists {
-          case Vector(before, after) =>
-            !killOf.get(before._2).exists(k => before._4 <= k.deadAtMillis && k.atMillis <= after._4)
-          case _ => false
-        }
-      }
+      val unexplainedRuns = unexplained(runs, kills)
       val rescuedAt = rescueEvents.groupMap(_._1)(_._2)
       // how each killed worker's first rescue found it dead: its ended session, or `deadAfter` of silence
       val rescueOfKill = kills.map(k =>
@@ -333,7 +344,8 @@ object Phases:
         lost = lost,
         executions = runs.size.toLong,
         duplicates = twice.size.toLong,
-        unexplainedDuplicates = unexplained.toLong,
+        unexplainedDuplicates = unexplainedRuns.size.toLong,
+        unexplainedExamples = unexplainedRuns.take(5),
         keyViolations = violations.toLong,
         kills = kills,
         rescueMillis = firstRescues.map(_._1),
