@@ -256,6 +256,8 @@ private[postgres] final class Sql(schema: Schema):
    * session lock is free while its heartbeat is more than one period late (its process died and the
    * server ended its session; see migration 3 for why neither half alone is enough). `pg_locks` is read
    * only for owners whose heartbeat is late: the `CASE` does not evaluate a branch whose condition failed.
+   * The error's time is the clock's when the row is changed, not the statement's start: a statement that
+   * waited finds a dead worker's lock free only once it is dead, and its record must not say earlier.
    */
   def rescue(deadAfterMillis: Long, limit: Int): ConnectionIO[(Int, Int)] =
     (const(s"""WITH owners AS (
@@ -286,13 +288,13 @@ private[postgres] final class Sql(schema: Schema):
     ), moved AS (
       INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
       SELECT id, queue, payload, priority, 'dead', attempt, max_attempts, ordering_key, unique_key,
-             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', now(), 'error', reason)), created_at
+             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', clock_timestamp(), 'error', reason)), created_at
       FROM dead RETURNING 1
     )""") ++ nextHeads("dead") ++ const(s"""
     , rescued AS (
       UPDATE $tasks AS t
       SET state = 'available', lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
-          errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', now(), 'error', lost.reason))
+          errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', clock_timestamp(), 'error', lost.reason))
       FROM lost
       WHERE t.id = ANY(ARRAY(SELECT id FROM lost)) AND t.id = lost.id AND t.attempt < t.max_attempts
       RETURNING 1
