@@ -74,8 +74,12 @@ class KillSuite extends DbSuite:
       ids <- queue.enqueueMany(tasks).map(_.map(_.taskId))
       killed <- (child(db, "kill", 8, liveness), child(db, "kill", 8, liveness)).parTupled.use {
         case ((victim, victimId), (survivor, _)) =>
+          // killed once a quarter has run and while it holds claims, which only a rescue can then free
+          val holding = TaskAdmin(db).workers.map(_.exists(w => w.id == victimId && w.running > 0))
           for
-            _ <- (IO.sleep(50.millis) *> executions(db)).iterateUntil(_ >= n / 4)
+            _ <- (IO.sleep(50.millis) *> (executions(db), holding).tupled).iterateUntil((ran, held) =>
+              ran >= n / 4 && held
+            )
             _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
             _ <- child(db, "kill", 8, liveness).use { (replacement, _) =>
               IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS)) *>
