@@ -19,6 +19,24 @@ import scala.concurrent.duration.*
  */
 object LabWorker extends WeirApp:
 
+  /**
+   * Says on standard output, which the lab passes on, when this worker rescued tasks of others and when its
+   * database calls failed (each is retried): the lab's record of why a rescue came late.
+   */
+  private def report(w: DurableWorker[IO, Int]): IO[Unit] =
+    def loop(before: WorkerStats): IO[Unit] =
+      IO.sleep(250.millis) *> w.stats.flatMap { now =>
+        val rescued = Option.when(now.rescued > before.rescued)(s"rescued ${now.rescued - before.rescued}")
+        val failed = Option.when(now.databaseErrors > before.databaseErrors)(
+          s"${now.databaseErrors - before.databaseErrors} database error(s), the last: " +
+            now.lastError.fold("")(e => String.valueOf(e.getMessage).linesIterator.nextOption().getOrElse(""))
+        )
+        val said = (rescued ++ failed).toList
+        IO.realTimeInstant.flatMap(at => IO.println(s"$at ${said.mkString("; ")}")).whenA(said.nonEmpty) *>
+          loop(now)
+      }
+    w.stats.flatMap(loop)
+
   def run(args: List[String]): IO[ExitCode] =
     args match
       case List(url, schemaName, queue, limit, mode, heartbeat, deadAfter) =>
@@ -72,7 +90,10 @@ object LabWorker extends WeirApp:
                     source
                   ).process(job => owner.get.flatMap(handle(_)(job))).withLimit(Limit.fixed(limit.toInt))
                 }
-                .use(w => owner.complete(w.id) *> IO.println(s"worker ${w.id}") *> w.running.join.void)
+                .use(w =>
+                  owner.complete(w.id) *> IO.println(s"worker ${w.id}") *>
+                    report(w).background.surround(w.running.join.void)
+                )
             }
         }.as(ExitCode.Success)
       case _ =>

@@ -235,7 +235,10 @@ object Phases:
                       clock.transact(lab.admin).flatMap(at =>
                         IO.blocking(victim.process.destroyForcibly().waitFor()) *>
                           clock.transact(lab.admin).flatMap(dead =>
-                            kills.update(_ :+ Kill(victim.workerId, at, dead, held, others))
+                            kills.update(_ :+ Kill(victim.workerId, at, dead, held, others)) *>
+                              IO.realTimeInstant.flatMap(now =>
+                                IO.consoleForIO.errorln(s"  [lab] $now SIGKILL of worker ${victim.workerId}")
+                              )
                           )
                       )
                     } *> release *> live.update(_.filterNot(_._1 eq victim)) *> spawn
