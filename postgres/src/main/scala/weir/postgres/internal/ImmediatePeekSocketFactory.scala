@@ -1,7 +1,7 @@
 package weir.postgres.internal
 
 import java.io.{FilterInputStream, InputStream}
-import java.net.{InetAddress, Socket, SocketTimeoutException}
+import java.net.{InetAddress, InetSocketAddress, Socket, SocketTimeoutException}
 import javax.net.SocketFactory
 
 /**
@@ -20,25 +20,18 @@ import javax.net.SocketFactory
  */
 final class ImmediatePeekSocketFactory extends SocketFactory:
   override def createSocket(): Socket = new ImmediatePeekSocketFactory.PeekSocket
-  def createSocket(host: String, port: Int): Socket =
-    connected(_.connect(new java.net.InetSocketAddress(host, port)))
+  def createSocket(host: String, port: Int): Socket = connected(new InetSocketAddress(host, port), None)
   def createSocket(host: String, port: Int, localHost: InetAddress, localPort: Int): Socket =
-    connected { s =>
-      s.bind(new java.net.InetSocketAddress(localHost, localPort))
-      s.connect(new java.net.InetSocketAddress(host, port))
-    }
-  def createSocket(host: InetAddress, port: Int): Socket =
-    connected(_.connect(new java.net.InetSocketAddress(host, port)))
+    connected(new InetSocketAddress(host, port), Some(new InetSocketAddress(localHost, localPort)))
+  def createSocket(host: InetAddress, port: Int): Socket = connected(new InetSocketAddress(host, port), None)
   def createSocket(address: InetAddress, port: Int, localAddress: InetAddress, localPort: Int): Socket =
-    connected { s =>
-      s.bind(new java.net.InetSocketAddress(localAddress, localPort))
-      s.connect(new java.net.InetSocketAddress(address, port))
-    }
+    connected(new InetSocketAddress(address, port), Some(new InetSocketAddress(localAddress, localPort)))
 
-  private def connected(connect: Socket => Unit): Socket =
+  private def connected(remote: InetSocketAddress, local: Option[InetSocketAddress]): Socket =
     val s = createSocket()
     try
-      connect(s)
+      local.foreach(s.bind)
+      s.connect(remote)
       s
     catch
       case e: Throwable =>
