@@ -18,7 +18,9 @@ import scala.concurrent.duration.*
  * idle, is answered at once with a claim on this connection whose rows go to the claimer (see
  * [[IdleGate]]), since this thread and its server process are the two that are awake. And it holds the
  * worker's session lock (see [[Sql.holdSession]]), which the server frees when the process dies, so that
- * other workers rescue its tasks within a heartbeat instead of after `deadAfter`.
+ * other workers rescue its tasks within a heartbeat instead of after `deadAfter`. Its connection's sockets
+ * come from [[ImmediatePeekSocketFactory]], so that pgjdbc hands a notification on without first waiting a
+ * millisecond for another.
  *
  * The connection is checked with a query every `checkEvery`, so one that died without a word (a restarted
  * server, a dropped TCP session) is found and opened again; each new connection also wakes the claimer
