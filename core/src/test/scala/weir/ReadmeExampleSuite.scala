@@ -19,7 +19,7 @@ object Crawl extends WeirApp.Simple:
         .process(fetch)
         .withLimit(Limit.fixed(100))
         .withBuffer(200)
-        .withOrdering(Ordering.unordered)
+        .withOrder(TaskOrder.unordered)
         .withFailurePolicy(FailurePolicy.deadLetter((feed, e) => deadLetters.update(_ :+ (feed -> e))))
         .start
         .use { running =>

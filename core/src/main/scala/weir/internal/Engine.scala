@@ -59,18 +59,18 @@ private[weir] final class Engine[F[_], A, B] private (
   def snapshot: F[Snapshot] =
     (ledger.counts, buffer.size, pool.limit, pool.live, F.monotonic).mapN { (c, buffered, limit, live, now) =>
       Snapshot(
-        now - startedAt,
-        c.received,
-        c.started,
-        c.succeeded,
-        c.failed,
-        c.notStarted,
-        c.inFlight,
-        buffered.toLong,
-        limit,
-        live,
-        c.retried,
-        c.timedOut
+        elapsed = now - startedAt,
+        received = c.received,
+        started = c.started,
+        succeeded = c.succeeded,
+        failed = c.failed,
+        notStarted = c.notStarted,
+        inFlight = c.inFlight,
+        buffered = buffered.toLong,
+        limit = limit,
+        workers = live,
+        retries = c.retried,
+        timeouts = c.timedOut
       )
     }
 
@@ -108,19 +108,19 @@ private[weir] final class Engine[F[_], A, B] private (
       latency <- ledger.latency
       now <- F.monotonic
       why = notStartedReason(reason)
-      _ <- unstarted.traverse_(task => record.publish(Long.MaxValue, Outcome.NotStarted(task, why)))
+      _ <- unstarted.traverse_(task => record.publish(Long.MaxValue, TaskOutcome.NotStarted(task, why)))
       summary = Summary(
-        counts.received,
-        counts.succeeded,
-        counts.failed,
-        counts.notStarted,
-        failures,
-        unstarted,
-        now - startedAt,
-        latency,
-        reason,
-        counts.retried,
-        counts.timedOut
+        received = counts.received,
+        succeeded = counts.succeeded,
+        failed = counts.failed,
+        notStarted = counts.notStarted,
+        failures = failures,
+        unstarted = unstarted,
+        elapsed = now - startedAt,
+        latency = latency,
+        stop = reason,
+        retries = counts.retried,
+        timeouts = counts.timedOut
       )
       _ <- result.complete(summary)
     yield ()
@@ -128,7 +128,7 @@ private[weir] final class Engine[F[_], A, B] private (
 private[weir] object Engine:
 
   /** Where outcomes go, with their input position (`Long.MaxValue` when the task never got one). */
-  type Emit[F[_], A, B] = (Long, Outcome[A, B]) => F[Unit]
+  type Emit[F[_], A, B] = (Long, TaskOutcome[A, B]) => F[Unit]
 
   final case class StopRequest(reason: StopReason, deadline: FiniteDuration)
 
@@ -158,8 +158,8 @@ private[weir] object Engine:
       F: Async[F]
   ): Resource[F, Running[F, A]] =
     given Parallel[F] = parallelForGenSpawn[F, Throwable]
-    val keyOf = settings.ordering match
-      case Ordering.ByKey(f) => Some((a: A) => f(a): Any)
+    val keyOf = settings.order match
+      case TaskOrder.ByKey(f) => Some((a: A) => f(a): Any)
       case _ => None
     for
       workers <- FiberGroup.resource[F]
@@ -169,8 +169,8 @@ private[weir] object Engine:
           startedAt <- F.monotonic
           ledger <- Ledger[F, A]
           buffer <- TaskBuffer[F, A](settings.bufferCapacity, keyOf)
-          window <- settings.ordering match
-            case Ordering.InputOrder(w) =>
+          window <- settings.order match
+            case TaskOrder.InputOrder(w) =>
               OrderWindow[F](w.getOrElse(Defaults.reorderWindow(settings.limit.initial))).map(Some(_))
             case _ => F.pure(None)
           stop <- F.deferred[StopRequest].map(new Stop(buffer, _))

@@ -2,7 +2,7 @@ package weir.internal
 
 import cats.effect.kernel.{Ref, Sync}
 import cats.syntax.all.*
-import weir.{Latency, Outcome}
+import weir.{Latency, TaskOutcome}
 
 import java.util.concurrent.atomic.LongAdder
 import scala.concurrent.duration.*
@@ -16,7 +16,7 @@ import scala.concurrent.duration.*
  * Invariant at the end of a run: `received == succeeded + failed + notStarted`.
  */
 private[weir] final class Ledger[F[_], A] private (
-    failures: Ref[F, Vector[Outcome.Failed[A, Nothing]]],
+    failures: Ref[F, Vector[TaskOutcome.Failed[A, Nothing]]],
     unstarted: Ref[F, Vector[A]]
 )(using F: Sync[F]):
   private val receivedN = new LongAdder
@@ -46,7 +46,7 @@ private[weir] final class Ledger[F[_], A] private (
 
   def succeeded(latency: FiniteDuration): F[Unit] = F.delay(succeededNow(latency.toNanos))
 
-  def failed(failure: Outcome.Failed[A, Nothing], latency: Option[FiniteDuration]): F[Unit] =
+  def failed(failure: TaskOutcome.Failed[A, Nothing], latency: Option[FiniteDuration]): F[Unit] =
     F.delay {
       failedN.increment()
       latency.foreach(l => latencies.record(l.toNanos))
@@ -59,17 +59,17 @@ private[weir] final class Ledger[F[_], A] private (
   def counts: F[Ledger.Counts] =
     F.delay(
       Ledger.Counts(
-        receivedN.sum,
-        startedN.sum,
-        succeededN.sum,
-        failedN.sum,
-        notStartedN.sum,
-        retriedN.sum,
-        timedOutN.sum
+        received = receivedN.sum,
+        started = startedN.sum,
+        succeeded = succeededN.sum,
+        failed = failedN.sum,
+        notStarted = notStartedN.sum,
+        retried = retriedN.sum,
+        timedOut = timedOutN.sum
       )
     )
 
-  def failedTasks: F[Vector[Outcome.Failed[A, Nothing]]] = failures.get
+  def failedTasks: F[Vector[TaskOutcome.Failed[A, Nothing]]] = failures.get
   def unstartedTasks: F[Vector[A]] = unstarted.get
 
   /** The latency summary; read it once the run's tasks are all recorded (see [[LatencyRecorder]]). */
@@ -89,5 +89,5 @@ private[weir] object Ledger:
     def inFlight: Long = started - succeeded - failed
 
   def apply[F[_]: Sync, A]: F[Ledger[F, A]] =
-    (Ref.of[F, Vector[Outcome.Failed[A, Nothing]]](Vector.empty), Ref.of[F, Vector[A]](Vector.empty))
+    (Ref.of[F, Vector[TaskOutcome.Failed[A, Nothing]]](Vector.empty), Ref.of[F, Vector[A]](Vector.empty))
       .mapN(new Ledger(_, _))

@@ -7,7 +7,7 @@ import cats.syntax.all.*
 import scala.collection.immutable.SortedMap
 
 /**
- * The reorder window of [[weir.Ordering.inputOrder]]: a task at input position `p` may start only when
+ * The reorder window of [[weir.TaskOrder.inputOrder]]: a task at input position `p` may start only when
  * `p < prefix + window`, where `prefix` is the position of the oldest task not yet finished. This bounds
  * the outcomes a consumer must hold back to emit in order to `window`.
  *

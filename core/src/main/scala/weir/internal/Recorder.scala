@@ -29,12 +29,12 @@ private[weir] final class Recorder[F[_], A, B](
   def succeeded(entry: Entry[A], value: B, latency: FiniteDuration, attempts: Int): F[Unit] =
     if tracked then
       ledger.succeeded(latency) *> finished(entry) *>
-        publish(entry.seq, Outcome.Succeeded(entry.task, value, attempts))
+        publish(entry.seq, TaskOutcome.Succeeded(entry.task, value, attempts))
     else ledger.succeeded(latency)
 
   def failed(entry: Entry[A], error: Throwable, latency: FiniteDuration, attempts: Int): F[Unit] =
     def record(disposition: Disposition): F[Unit] =
-      val outcome = new Outcome.Failed(entry.task, error, disposition, attempts)
+      val outcome = new TaskOutcome.Failed(entry.task, error, disposition, attempts)
       ledger.failed(outcome, Some(latency)) *> finished(entry) *> publish(entry.seq, outcome)
     policy match
       case FailurePolicy.FailFast() =>
@@ -55,7 +55,7 @@ private[weir] final class Recorder[F[_], A, B](
     stopRequest.tryGet.flatMap { request =>
       val why = request.fold("the run was cancelled")(r => s"the run stopped (${r.reason})")
       val outcome =
-        new Outcome.Failed(entry.task, new TaskInterrupted(why), Disposition.Interrupted, attempts)
+        new TaskOutcome.Failed(entry.task, new TaskInterrupted(why), Disposition.Interrupted, attempts)
       ledger.failed(outcome, Some(latency)) *> finished(entry) *> publish(entry.seq, outcome)
     }
 
@@ -68,7 +68,7 @@ private[weir] final class Recorder[F[_], A, B](
    * cancelable: an outcome recorded in the ledger always reaches the stream too, so a consumer that stops
    * reading can hold up a drain's deadline (releasing the stream closes the channel and frees it).
    */
-  def publish(position: Long, outcome: => Outcome[A, B]): F[Unit] =
+  def publish(position: Long, outcome: => TaskOutcome[A, B]): F[Unit] =
     emit match
       case Some(out) => out(position, outcome)
       case None => F.unit

@@ -73,8 +73,8 @@ private[weir] final class TaskPath[F[_], A, B](
           w.admit(poll, entry.seq).onCancel(ledger.notStarted(List(entry.task))) *>
             buffer.isStopped.ifM(record.unstarted(entry), next(poll, entry))
       case None =>
-        settings.ordering match
-          case Ordering.ByKey(_) => (poll, entry) => keyed(next, poll, entry)
+        settings.order match
+          case TaskOrder.ByKey(_) => (poll, entry) => keyed(next, poll, entry)
           case _ => next
 
   private def keyed(next: Stage[F, A], poll: Poll[F], entry: Entry[A]): F[Unit] =
