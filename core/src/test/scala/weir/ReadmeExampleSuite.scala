@@ -23,9 +23,7 @@ object Crawl extends WeirApp.Simple:
         .withFailurePolicy(FailurePolicy.deadLetter((feed, e) => deadLetters.update(_ :+ (feed -> e))))
         .start
         .use { running =>
-          Progress.console(running, total = Some(1000)).surround {
-            IO.sleep(2.seconds) *> running.drain(deadline = 5.seconds)
-          }
+          IO.sleep(2.seconds) *> running.drain(deadline = 5.seconds)
         }
     yield summary
 
