@@ -56,22 +56,8 @@ private[weir] final class Engine[F[_], A, B] private (
       }
 
   def snapshot: F[Snapshot] =
-    (F.delay(ledger.counts), buffer.size, pool.limit, pool.live, F.monotonic).mapN {
-      (c, buffered, limit, live, now) =>
-        Snapshot(
-          elapsed = now - startedAt,
-          received = c.received,
-          started = c.started,
-          succeeded = c.succeeded,
-          failed = c.failed,
-          notStarted = c.notStarted,
-          inFlight = c.inFlight,
-          buffered = buffered.toLong,
-          limit = limit,
-          workers = live,
-          retries = c.retried,
-          timeouts = c.timedOut
-        )
+    (buffer.size, pool.limit, pool.live, F.monotonic).tupled.flatMap { (buffered, limit, live, now) =>
+      F.delay(ledger.snapshot(elapsed = now - startedAt, buffered = buffered, limit = limit, workers = live))
     }
 
   def metrics(every: FiniteDuration): Stream[F, Snapshot] =
@@ -102,26 +88,10 @@ private[weir] final class Engine[F[_], A, B] private (
       request <- stop.requested.tryGet
       errors <- sourceErrors.get
       reason = Stop.reason(request.map(_.reason), errors)
-      counts <- F.delay(ledger.counts)
-      failures <- F.delay(ledger.failedTasks)
-      unstarted <- F.delay(ledger.unstartedTasks)
-      latency <- F.delay(ledger.latency)
-      now <- F.monotonic
+      summary <- F.monotonic.flatMap(now => F.delay(ledger.summary(elapsed = now - startedAt, stop = reason)))
       why = Stop.notStartedReason(reason)
-      _ <- unstarted.traverse_(task => record.publish(Long.MaxValue, TaskOutcome.NotStarted(task, why)))
-      summary = Summary(
-        received = counts.received,
-        succeeded = counts.succeeded,
-        failed = counts.failed,
-        notStarted = counts.notStarted,
-        failures = failures,
-        unstarted = unstarted,
-        elapsed = now - startedAt,
-        latency = latency,
-        stop = reason,
-        retries = counts.retried,
-        timeouts = counts.timedOut
-      )
+      _ <-
+        summary.unstarted.traverse_(task => record.publish(Long.MaxValue, TaskOutcome.NotStarted(task, why)))
       _ <- result.complete(summary)
     yield ()
 

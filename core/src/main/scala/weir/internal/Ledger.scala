@@ -1,8 +1,9 @@
 package weir.internal
 
-import weir.{Latency, TaskOutcome}
+import weir.{Snapshot, StopReason, Summary, TaskOutcome}
 
 import java.util.concurrent.atomic.{AtomicReference, LongAdder}
+import scala.concurrent.duration.FiniteDuration
 
 /**
  * The accounts of one run: counters for every transition a task makes, the failed and unstarted tasks
@@ -46,32 +47,44 @@ private[weir] final class Ledger[A]:
       notStartedN.add(tasks.size.toLong)
       val _ = unstarted.updateAndGet(_ ++ tasks)
 
-  def counts: Ledger.Counts =
-    Ledger.Counts(
+  /**
+   * The counters now, with the gauges the ledger does not keep. Each counter is read once; a task moving
+   * between two states while they are read may show in neither or in both.
+   */
+  def snapshot(elapsed: FiniteDuration, buffered: Int, limit: Int, workers: Int): Snapshot =
+    val started = startedN.sum
+    val succeeded = succeededN.sum
+    val failed = failedN.sum
+    Snapshot(
+      elapsed = elapsed,
       received = receivedN.sum,
-      started = startedN.sum,
+      started = started,
+      succeeded = succeeded,
+      failed = failed,
+      notStarted = notStartedN.sum,
+      inFlight = started - succeeded - failed, // every failed task had started
+      buffered = buffered.toLong,
+      limit = limit,
+      workers = workers,
+      retries = retriedN.sum,
+      timeouts = timedOutN.sum
+    )
+
+  /**
+   * The run's summary. Read it once every task is recorded: the latencies are read without
+   * synchronisation (see [[LatencyRecorder]]), and the read lets their histograms go.
+   */
+  def summary(elapsed: FiniteDuration, stop: StopReason): Summary[A] =
+    Summary(
+      received = receivedN.sum,
       succeeded = succeededN.sum,
       failed = failedN.sum,
       notStarted = notStartedN.sum,
-      retried = retriedN.sum,
-      timedOut = timedOutN.sum
+      failures = failures.get,
+      unstarted = unstarted.get,
+      elapsed = elapsed,
+      latency = latencies.summary,
+      stop = stop,
+      retries = retriedN.sum,
+      timeouts = timedOutN.sum
     )
-
-  def failedTasks: Vector[TaskOutcome.Failed[A, Nothing]] = failures.get
-  def unstartedTasks: Vector[A] = unstarted.get
-
-  /** The latency summary; read it once the run's tasks are all recorded (see [[LatencyRecorder]]). */
-  def latency: Latency = latencies.summary
-
-private[weir] object Ledger:
-  final case class Counts(
-      received: Long,
-      started: Long,
-      succeeded: Long,
-      failed: Long,
-      notStarted: Long,
-      retried: Long,
-      timedOut: Long
-  ):
-    /** Every failed task had started, so this is what is running now. */
-    def inFlight: Long = started - succeeded - failed
