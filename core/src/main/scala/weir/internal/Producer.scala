@@ -49,12 +49,13 @@ private[weir] final class Producer[F[_], A](
       }
     go(stream).stream.compile.drain.handleErrorWith(e => sourceErrors.update(e :: _))
 
+  /** Starts workers for `n` elements no taker got, as far as the pool has room. */
+  private val grow: Int => F[Unit] = n => F.defer(pool.grow(n).getOrElse(F.unit))
+
   /**
    * Offers what the fast offer could not place, waiting for room; false once the buffer refuses tasks (the
    * run is stopping: the refused ones are recorded as not started, and the producer reads no further).
    */
-  private val grow: Int => F[Unit] = n => F.defer(pool.grow(n).getOrElse(F.unit))
-
   private def slowOffer(chunk: Chunk[A]): F[Boolean] =
     F.uncancelable { poll =>
       F.delay(ledger.received(chunk.size)) *>
