@@ -12,7 +12,7 @@ object Defaults:
   val bufferCapacity: Int = 1024
 
   /**
-   * Outcomes held back at most to restore input order, when [[Ordering.inputOrder]] is not given a window:
+   * Outcomes held back at most to restore input order, when [[TaskOrder.inputOrder]] is not given a window:
    * four times the run's initial limit, within [1024, 65536]. A window close to the limit would stall new
    * starts behind every straggler; four times the limit leaves room for three limits' worth of tasks to
    * overtake it.

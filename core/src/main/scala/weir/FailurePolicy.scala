@@ -3,7 +3,7 @@ package weir
 /**
  * What a pipeline does when a task's handler fails.
  *
- * Whatever the policy, a failure is never dropped: it shows in the task's [[Outcome]], in
+ * Whatever the policy, a failure is never dropped: it shows in the task's [[TaskOutcome]], in
  * [[Summary.failures]] and in the metrics.
  */
 sealed trait FailurePolicy[F[_], -A]
@@ -12,8 +12,8 @@ object FailurePolicy:
 
   /**
    * Stop at the first failure: no new task starts, in-flight tasks are interrupted (recorded as
-   * [[Outcome.Failed]] with [[Disposition.Interrupted]]), and every buffered task is returned as
-   * [[Outcome.NotStarted]] with [[NotStartedReason.FailedFast]]. The summary's `stop` names the task and
+   * [[TaskOutcome.Failed]] with [[Disposition.Interrupted]]), and every buffered task is returned as
+   * [[TaskOutcome.NotStarted]] with [[NotStartedReason.FailedFast]]. The summary's `stop` names the task and
    * the error that caused it.
    */
   def failFast[F[_]]: FailurePolicy[F, Any] = FailFast()

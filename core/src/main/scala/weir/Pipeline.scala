@@ -1,7 +1,7 @@
 package weir
 
 import cats.effect.kernel.{Async, Resource}
-import fs2.Stream
+import fs2.{Pipe, Stream}
 import fs2.concurrent.Channel
 import weir.internal.{AdaptiveController, Engine, Reorder, Settings}
 
@@ -35,8 +35,8 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
     require(capacity > 0, s"buffer capacity must be > 0, was: $capacity")
     copy(settings.copy(bufferCapacity = capacity))
 
-  /** Sets the ordering of outcomes (default [[Ordering.unordered]]). */
-  def withOrdering(ordering: Ordering[A]): Pipeline[F, A, B] = copy(settings.copy(ordering = ordering))
+  /** Sets the order in which tasks run and their outcomes are emitted (default [[TaskOrder.unordered]]). */
+  def withOrder(order: TaskOrder[A]): Pipeline[F, A, B] = copy(settings.copy(order = order))
 
   /** Sets what happens when a handler fails (default [[FailurePolicy.skip]]). */
   def withFailurePolicy(policy: FailurePolicy[F, A]): Pipeline[F, A, B] = copy(settings.copy(policy = policy))
@@ -85,12 +85,12 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
   def run: F[Summary[A]] = start.use(_.join)
 
   /**
-   * Runs the pipeline, emitting one [[Outcome]] per task: successes and failures as they happen (in input
-   * order under [[Ordering.inputOrder]]), then the tasks that never started. A slow consumer of this stream
+   * Runs the pipeline, emitting one [[TaskOutcome]] per task: successes and failures as they happen (in input
+   * order under [[TaskOrder.inputOrder]]), then the tasks that never started. A slow consumer of this stream
    * slows the workers down once [[Defaults.outcomeBuffer]] outcomes wait. Stopping the stream early (for
    * example with `take`) stops the run as a release of [[start]] does.
    */
-  def outcomes: Stream[F, Outcome[A, B]] = Stream.resource(startWithOutcomes).flatMap(_._2)
+  def outcomes: Stream[F, TaskOutcome[A, B]] = Stream.resource(startWithOutcomes).flatMap(_._2)
 
   /**
    * [[start]] and [[outcomes]] together: the handle, to drain or tune the run, and its outcomes, to be
@@ -99,17 +99,17 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
    * stream ends once the run has ended and every outcome (including the tasks a drain returned) was
    * emitted.
    */
-  def startWithOutcomes: Resource[F, (Running[F, A], Stream[F, Outcome[A, B]])] =
+  def startWithOutcomes: Resource[F, (Running[F, A], Stream[F, TaskOutcome[A, B]])] =
     for
-      channel <- Resource.eval(Channel.bounded[F, (Long, Outcome[A, B])](Defaults.outcomeBuffer))
+      channel <- Resource.eval(Channel.bounded[F, (Long, TaskOutcome[A, B])](Defaults.outcomeBuffer))
       running <- engine(Some((pos, outcome) => F.void(channel.send((pos, outcome)))))
       // released before the run stops: a stopping run then emits into a closed channel instead of waiting
       _ <- Resource.onFinalize(F.void(channel.close))
       _ <- F.background(F.flatMap(running.join)(_ => channel.close))
     yield
-      val outcomes = settings.ordering match
-        case Ordering.InputOrder(_) => channel.stream.through(Reorder[F, Outcome[A, B]])
-        case Ordering.Unordered | Ordering.ByKey(_) => channel.stream.map(_._2)
+      val outcomes = settings.order match
+        case TaskOrder.InputOrder(_) => channel.stream.through(Reorder[F, TaskOutcome[A, B]])
+        case TaskOrder.Unordered | TaskOrder.ByKey(_) => channel.stream.map(_._2)
       (running, outcomes)
 
   /**
@@ -125,7 +125,7 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
     AdaptiveController.around(settings)(Engine.start(_, emit))
 
   override def toString: String =
-    s"Pipeline(${settings.source}, ${settings.limit}, buffer=${settings.bufferCapacity}, ${settings.ordering})"
+    s"Pipeline(${settings.source}, ${settings.limit}, buffer=${settings.bufferCapacity}, ${settings.order})"
 
   private def copy[B2](s: Settings[F, A, B2]): Pipeline[F, A, B2] = new Pipeline(s)
 
@@ -136,6 +136,26 @@ object Pipeline:
 
   /** Starts building a pipeline over a single producer. */
   def apply[F[_]: Async, A](stream: Stream[F, A]): Builder[F, A] = new Builder(Source(stream))
+
+  /**
+   * The pipe form, for a stream that is already there: `tasks.through(Pipeline.pipe(handler))` is
+   * `Pipeline(tasks).process(handler).outcomes`, one [[TaskOutcome]] per task, with the default settings.
+   * Each stream the pipe is applied to is an independent run; stopping the output early stops that run as
+   * a release of [[Pipeline.start]] does.
+   */
+  def pipe[F[_]: Async, A, B](handler: A => F[B]): Pipe[F, A, TaskOutcome[A, B]] =
+    pipe(handler, identity)
+
+  /**
+   * The pipe form with settings: `configure` receives the pipeline of the stream the pipe is applied to,
+   * with the default settings, and sets what it needs, as on the builder:
+   * `tasks.through(Pipeline.pipe(handler, _.withLimit(Limit.fixed(8)).withOrder(TaskOrder.inputOrder)))`.
+   */
+  def pipe[F[_]: Async, A, B](
+      handler: A => F[B],
+      configure: Pipeline[F, A, B] => Pipeline[F, A, B]
+  ): Pipe[F, A, TaskOutcome[A, B]] =
+    tasks => configure(Pipeline(tasks).process(handler)).outcomes
 
   /** A pipeline that has a source and needs a handler. */
   final class Builder[F[_], A] private[Pipeline] (source: Source[F, A])(using F: Async[F]):
@@ -153,15 +173,15 @@ object Pipeline:
     private def build[B](handler: A => F[B]): Pipeline[F, A, B] =
       new Pipeline(
         Settings(
-          source,
-          handler,
-          Limit.fixed(Defaults.concurrency),
-          Defaults.bufferCapacity,
-          Ordering.unordered,
-          FailurePolicy.skip[F],
-          Defaults.releaseGrace,
-          Retry.none,
-          None,
-          None
+          source = source,
+          handler = handler,
+          limit = Limit.fixed(Defaults.concurrency),
+          bufferCapacity = Defaults.bufferCapacity,
+          order = TaskOrder.unordered,
+          policy = FailurePolicy.skip[F],
+          releaseGrace = Defaults.releaseGrace,
+          retry = Retry.none,
+          taskTimeout = None,
+          rateLimit = None
         )
       )

@@ -7,6 +7,20 @@ import scala.concurrent.duration.FiniteDuration
 /**
  * A pipeline that is running, from [[Pipeline.start]]. Every method may be called from any fiber, any
  * number of times.
+ *
+ * ==Ways a run ends==
+ * Every way keeps the accounts exact: each received task ends once, as succeeded, failed or not started.
+ *
+ * | how                                        | returns                            | nothing starts after | in-flight tasks                          | lost |
+ * |--------------------------------------------|------------------------------------|----------------------|------------------------------------------|------|
+ * | the sources end ([[join]] waits for it)    | the [[Summary]], `Completed`       | (all ran)            | finish                                   | nothing |
+ * | [[drain]]`(deadline)`                      | the [[Summary]], `Drained`         | the call             | finish within `deadline`, then `Interrupted` | the producers' unpulled elements |
+ * | releasing the [[Pipeline.start]] resource (or cancelling `run`, or stopping the `outcomes` stream) | nothing; [[join]] has the summary, `Cancelled` | the release | finish within the release grace, then `Interrupted` | the producers' unpulled elements |
+ * | a failure under [[FailurePolicy.failFast]] | the [[Summary]] to [[join]], `FailedFast` | the failure   | interrupted at once (`Interrupted`)      | the producers' unpulled elements |
+ *
+ * "Unpulled elements" are those a producer's stream had not yet emitted: they were never received, so they
+ * are in no count. Tasks that never started are in [[Summary.unstarted]] (and, on [[Pipeline.outcomes]],
+ * emitted as [[TaskOutcome.NotStarted]]) on every row.
  */
 trait Running[F[_], A]:
 

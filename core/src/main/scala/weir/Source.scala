@@ -10,7 +10,7 @@ import fs2.{Chunk, Stream}
  * the workers beyond the buffer's capacity.
  *
  * A task is ''received'' once a producer has handed it to the buffer; from then on it ends in exactly
- * one [[Outcome]]. A producer stops pulling from its stream when the pipeline drains or fails fast; a
+ * one [[TaskOutcome]]. A producer stops pulling from its stream when the pipeline drains or fails fast; a
  * pull that is still in progress when a drain's deadline passes is cancelled, and elements that stream
  * had not yet emitted are never received.
  */

@@ -14,7 +14,7 @@ final case class Summary[+A](
     succeeded: Long,
     failed: Long,
     notStarted: Long,
-    failures: Vector[Outcome.Failed[A, Nothing]],
+    failures: Vector[TaskOutcome.Failed[A, Nothing]],
     unstarted: Vector[A],
     elapsed: FiniteDuration,
     latency: Latency,
@@ -71,4 +71,12 @@ final case class Latency(
 
 object Latency:
   val empty: Latency =
-    Latency(0, Duration.Zero, Duration.Zero, Duration.Zero, Duration.Zero, Duration.Zero, Duration.Zero)
+    Latency(
+      count = 0,
+      mean = Duration.Zero,
+      p50 = Duration.Zero,
+      p90 = Duration.Zero,
+      p99 = Duration.Zero,
+      p999 = Duration.Zero,
+      max = Duration.Zero
+    )

@@ -9,19 +9,17 @@ import cats.effect.unsafe.{IORuntime, IORuntimeConfig, Scheduler}
  * pool's own timer heaps.
  *
  * ==The hazard==
- * On Cats Effect 3.6.x and 3.7.1 (checked on JDK 25, 2 cores), the default runtime can livelock when
- * many fibers sleeping a short time wake together: about 1000 fibers each doing `IO.sleep(1.milli)`
- * over a 10,000-task run, repeated run after run, wedged the pool after 3 to 49 runs, with one compute
- * thread spinning forever in `LocalQueue.enqueueBatch` called from `stealFromOtherWorkerThread` and no
- * fiber making progress. That is exactly the shape of a pipeline with a high concurrency limit and
- * short I/O-like tasks. Reported upstream as typelevel/cats-effect#4674 (open when this was written).
+ * On Cats Effect 3.6.x and 3.7.1 the default runtime can livelock when many fibers sleeping a short time
+ * wake together: one compute thread spins forever in `LocalQueue.enqueueBatch`, called from
+ * `stealFromOtherWorkerThread`, and no fiber makes progress. That is the shape of a pipeline with a high
+ * concurrency limit and short I/O-like tasks (typelevel/cats-effect#4674).
  *
  * ==The workaround==
  * A runtime built with `IORuntime.builder().setScheduler(...)` and the scheduler from
  * `Scheduler.createDefaultScheduler()` (a single `ScheduledThreadPoolExecutor` thread) takes the timer
- * wake-ups off the compute threads; it ran 1000 such runs without a hang. The cost is one extra
- * thread and a hop through the pool's external queue on every timer wake-up; see
- * `docs/adr/0003-safe-runtime.md` for the measurements and the alternatives.
+ * wake-ups off the compute threads, where the livelock happens. It costs one extra thread and a hop
+ * through the pool's external queue on every timer wake-up. The runs that show the hang and its absence,
+ * and the alternatives weighed: `docs/adr/0003-safe-runtime.md`.
  *
  * ==When this can go==
  * When a Cats Effect release fixes typelevel/cats-effect#4674 and `weir.hang.HangProbe default queue`

@@ -80,7 +80,7 @@ class AccountingSuite extends ScalaCheckSuite:
     )
 
   final case class Observed(
-      outcomes: Vector[Outcome[Int, Int]],
+      outcomes: Vector[TaskOutcome[Int, Int]],
       summary: Option[Summary[Int]],
       maxInFlight: Int,
       stillRunning: Int,
@@ -101,7 +101,7 @@ class AccountingSuite extends ScalaCheckSuite:
         dead <- Ref.of[IO, Vector[Int]](Vector.empty)
         opened <- Ref.of[IO, Int](0)
         finalized <- Ref.of[IO, Int](0)
-        collected <- Ref.of[IO, Vector[Outcome[Int, Int]]](Vector.empty)
+        collected <- Ref.of[IO, Vector[TaskOutcome[Int, Int]]](Vector.empty)
         handler = (i: Int) =>
           (inFlight.update((n, m) => (n + 1, math.max(m, n + 1))) *>
             perKey.update { (running, m) =>
@@ -127,11 +127,11 @@ class AccountingSuite extends ScalaCheckSuite:
           .process(handler)
           .withLimit(Limit.fixed(sc.limit))
           .withBuffer(sc.buffer)
-          .withOrdering(
+          .withOrder(
             (sc.window, sc.keys) match
-              case (Some(w), _) => Ordering.inputOrder(w)
-              case (None, Some(k)) => Ordering.byKey[Int, Int](_ % k)
-              case (None, None) => Ordering.unordered
+              case (Some(w), _) => TaskOrder.inputOrder(w)
+              case (None, Some(k)) => TaskOrder.byKey[Int, Int](_ % k)
+              case (None, None) => TaskOrder.unordered
           )
           .withRetry(
             if sc.attempts == 1 then Retry.none
@@ -180,8 +180,8 @@ class AccountingSuite extends ScalaCheckSuite:
         assertEquals(
           s.failures.map(_.task).toSet ++ s.unstarted.toSet,
           ob.outcomes.collect {
-            case f: Outcome.Failed[Int, Int] => f.task
-            case n: Outcome.NotStarted[Int, Int] => n.task
+            case f: TaskOutcome.Failed[Int, Int] => f.task
+            case n: TaskOutcome.NotStarted[Int, Int] => n.task
           }.toSet
         )
         if sc.stop == Stop.Never && (sc.policy != 2 || !(0 until sc.tasks).exists(sc.fails)) then
@@ -191,16 +191,16 @@ class AccountingSuite extends ScalaCheckSuite:
         if sc.policy == 1 then
           assertEquals(
             ob.deadLettered.toSet,
-            ob.outcomes.collect { case Outcome.Failed(t, _, Disposition.DeadLettered, _) => t }.toSet
+            ob.outcomes.collect { case TaskOutcome.Failed(t, _, Disposition.DeadLettered, _) => t }.toSet
           )
       }
       ob.outcomes.foreach {
-        case Outcome.Succeeded(t, v, _) => assertEquals(v, t)
-        case Outcome.Failed(_, _, Disposition.Interrupted, _) => ()
-        case Outcome.Failed(t, e, _, _) =>
+        case TaskOutcome.Succeeded(t, v, _) => assertEquals(v, t)
+        case TaskOutcome.Failed(_, _, Disposition.Interrupted, _) => ()
+        case TaskOutcome.Failed(t, e, _, _) =>
           assert(sc.fails(t), s"task $t failed but should not: $e")
           if sc.timesOut(t) && !sc.failing(t) then assert(e.isInstanceOf[TaskTimedOut], e.toString)
-        case Outcome.NotStarted(_, _) => ()
+        case TaskOutcome.NotStarted(_, _) => ()
       }
       sc.keys.foreach { k =>
         // one task per key at a time, and each key's tasks started in input order
@@ -213,7 +213,7 @@ class AccountingSuite extends ScalaCheckSuite:
       }
       sc.window.foreach { _ =>
         // input order holds for the tasks that ran (not-started ones come last)
-        val ran = ob.outcomes.takeWhile(!_.isInstanceOf[Outcome.NotStarted[?, ?]])
+        val ran = ob.outcomes.takeWhile(!_.isInstanceOf[TaskOutcome.NotStarted[?, ?]])
         if sc.producers == 1 then assertEquals(ran.map(_.task), ran.map(_.task).sorted)
       }
     }
@@ -235,7 +235,7 @@ class AccountingSuite extends ScalaCheckSuite:
         assertEquals(s.received, s.succeeded + s.failed + s.notStarted)
         assert(s.unstarted.forall(t =>
           !ob.outcomes.exists {
-            case Outcome.Succeeded(x, _, _) => x == t
+            case TaskOutcome.Succeeded(x, _, _) => x == t
             case _ => false
           }
         ))

@@ -162,7 +162,7 @@ class DrainSuite extends CatsEffectSuite:
       }
       .withLimit(Limit.fixed(8))
       .outcomes
-      .collect { case Outcome.Succeeded(_, name, _) => name }
+      .collect { case TaskOutcome.Succeeded(_, name, _) => name }
       .compile
       .toVector
       .map { names =>

@@ -27,7 +27,7 @@ class KeyOrderSuite extends CatsEffectSuite:
         }
         .withLimit(Limit.fixed(limit))
         .withBuffer(buffer)
-        .withOrdering(Ordering.byKey(_._1))
+        .withOrder(TaskOrder.byKey(_._1))
         .run
       entries <- log.get
     yield (summary, entries.sortBy(_._1))
@@ -59,7 +59,7 @@ class KeyOrderSuite extends CatsEffectSuite:
       .process(_ => IO.never[Unit])
       .withLimit(Limit.fixed(4))
       .withBuffer(5)
-      .withOrdering(Ordering.byKey(_ => "hot"))
+      .withOrder(TaskOrder.byKey(_ => "hot"))
       .start
       .use(r => IO.sleep(1.second) *> r.snapshot)
     TestControl.executeEmbed(run).map { s =>
@@ -76,7 +76,7 @@ class KeyOrderSuite extends CatsEffectSuite:
     val run = Pipeline(Stream.range(0, 10).covary[IO])
       .process(_ => IO.sleep(1.second))
       .withLimit(Limit.fixed(4))
-      .withOrdering(Ordering.byKey(_ % 2))
+      .withOrder(TaskOrder.byKey(_ % 2))
       .start
       .use(r => IO.sleep(1500.millis) *> r.drain(5.seconds))
     TestControl.executeEmbed(run).map { s =>
@@ -90,7 +90,7 @@ class KeyOrderSuite extends CatsEffectSuite:
   test("a key function that throws fails that task, not the run") {
     Pipeline(Stream.range(0, 4).covary[IO])
       .process(IO.pure)
-      .withOrdering(Ordering.byKey(i => if i == 2 then throw new IllegalArgumentException("no key") else i))
+      .withOrder(TaskOrder.byKey(i => if i == 2 then throw new IllegalArgumentException("no key") else i))
       .run
       .map { s =>
         assertEquals(s.succeeded, 3L)
@@ -110,7 +110,7 @@ class KeyOrderSuite extends CatsEffectSuite:
           .process((_, id) => IO.monotonic.flatMap(t => log.update(_ :+ (id, t))) *> IO.sleep(1.second))
           .withLimit(Limit.fixed(2))
           .withBuffer(4)
-          .withOrdering(Ordering.byKey(_._1))
+          .withOrder(TaskOrder.byKey(_._1))
           .run
         entries <- log.get
       yield (summary, entries)

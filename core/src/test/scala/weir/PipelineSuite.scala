@@ -32,7 +32,7 @@ class PipelineSuite extends CatsEffectSuite:
     val runs = List(
       Pipeline(Stream.range(0, 100).covary[IO]).process(handler).withLimit(Limit.fixed(4)),
       Pipeline(Stream.range(0, 100).covary[IO]).process(handler).withLimit(Limit.fixed(4))
-        .withOrdering(Ordering.inputOrder),
+        .withOrder(TaskOrder.inputOrder),
       Pipeline(Stream.range(0, 100).covary[IO]).process(handler).withLimit(Limit.fixed(4))
         .withRetry(Retry.exponential(1.milli, maxAttempts = 2))
     )
@@ -61,10 +61,10 @@ class PipelineSuite extends CatsEffectSuite:
       .map { outcomes =>
         assertEquals(outcomes.size, 100)
         assertEquals(outcomes.map(_.task).toSet, (0 until 100).toSet)
-        val failed = outcomes.collect { case Outcome.Failed(t, _, Disposition.Skipped, _) => t }
+        val failed = outcomes.collect { case TaskOutcome.Failed(t, _, Disposition.Skipped, _) => t }
         assertEquals(failed.toSet, (0 until 100 by 10).toSet)
         outcomes.foreach {
-          case Outcome.Succeeded(t, v, _) => assertEquals(v, t * 2)
+          case TaskOutcome.Succeeded(t, v, _) => assertEquals(v, t * 2)
           case _ => ()
         }
       }
@@ -104,7 +104,7 @@ class PipelineSuite extends CatsEffectSuite:
     assertEquals(msg(Limit.fixed(0)), "requirement failed: concurrency limit must be > 0, was: 0")
     assertEquals(msg(Limit.fixed(-3)), "requirement failed: concurrency limit must be > 0, was: -3")
     assertEquals(msg(b.withBuffer(0)), "requirement failed: buffer capacity must be > 0, was: 0")
-    assertEquals(msg(Ordering.inputOrder(-1)), "requirement failed: reorder window must be > 0, was: -1")
+    assertEquals(msg(TaskOrder.inputOrder(-1)), "requirement failed: reorder window must be > 0, was: -1")
     assertEquals(
       msg(b.withReleaseGrace(-1.second)),
       "requirement failed: release grace must be >= 0, was: -1 seconds"

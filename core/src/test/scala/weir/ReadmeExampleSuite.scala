@@ -19,13 +19,11 @@ object Crawl extends WeirApp.Simple:
         .process(fetch)
         .withLimit(Limit.fixed(100))
         .withBuffer(200)
-        .withOrdering(Ordering.unordered)
+        .withOrder(TaskOrder.unordered)
         .withFailurePolicy(FailurePolicy.deadLetter((feed, e) => deadLetters.update(_ :+ (feed -> e))))
         .start
         .use { running =>
-          Progress.console(running, total = Some(1000)).surround {
-            IO.sleep(2.seconds) *> running.drain(deadline = 5.seconds)
-          }
+          IO.sleep(2.seconds) *> running.drain(deadline = 5.seconds)
         }
     yield summary
 

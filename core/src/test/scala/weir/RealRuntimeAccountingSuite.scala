@@ -29,10 +29,10 @@ class RealRuntimeAccountingSuite extends CatsEffectSuite:
     val limit = 1 + r.nextInt(64)
     val buffer = 1 + r.nextInt(64)
     val oneChunk = r.nextBoolean()
-    val ordering: Ordering[Int] = r.nextInt(3) match
-      case 0 => Ordering.unordered
-      case 1 => Ordering.inputOrder
-      case _ => Ordering.byKey(_ % 7)
+    val order: TaskOrder[Int] = r.nextInt(3) match
+      case 0 => TaskOrder.unordered
+      case 1 => TaskOrder.inputOrder
+      case _ => TaskOrder.byKey(_ % 7)
     val drainAfter = r.nextInt(4000).micros
     val deadline = if r.nextBoolean() then Duration.Zero else r.nextInt(1000).micros
     val begun = new AtomicIntegerArray(n)
@@ -47,13 +47,13 @@ class RealRuntimeAccountingSuite extends CatsEffectSuite:
       .process(handler)
       .withLimit(Limit.fixed(limit))
       .withBuffer(buffer)
-      .withOrdering(ordering)
+      .withOrder(order)
       .start
       .use(running =>
         IO.sleep(drainAfter) *> running.drain(deadline).product(running.snapshot.map(_.workers))
       )
     run.map { (s, workersLeft) =>
-      val shape = s"seed $seed: n=$n limit=$limit buffer=$buffer oneChunk=$oneChunk $ordering " +
+      val shape = s"seed $seed: n=$n limit=$limit buffer=$buffer oneChunk=$oneChunk $order " +
         s"drain after $drainAfter within $deadline: $s"
       val started = (0 until n).filter(begun.get(_) > 0).toSet
       val interrupted = s.failures.map(_.task).toSet

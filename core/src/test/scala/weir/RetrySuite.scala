@@ -34,7 +34,7 @@ class RetrySuite extends CatsEffectSuite:
       // 4 attempts of 1 s each, with 100 + 200 + 400 ms of backoff between them
       assertEquals(outcomes.map(_._2), Vector(4.seconds + 700.millis))
       outcomes.head._1 match
-        case Outcome.Succeeded(0, 4, 4) => ()
+        case TaskOutcome.Succeeded(0, 4, 4) => ()
         case other => fail(s"expected success at the 4th attempt, got $other")
     }
   }

@@ -62,7 +62,7 @@ class ScheduleSuite extends CatsEffectSuite:
               IO.sleep(if i == 0 then 10.seconds else 1.second)
           )
           .withLimit(Limit.fixed(4))
-          .withOrdering(Ordering.inputOrder(5))
+          .withOrder(TaskOrder.inputOrder(5))
           .run
         started <- starts.get
       yield (summary, started)
@@ -78,12 +78,12 @@ class ScheduleSuite extends CatsEffectSuite:
     val run = Pipeline(Stream.range(0, 20).covary[IO])
       .process(i => IO.sleep(if i == 0 then 10.seconds else 1.second) *> IO.monotonic.map(t => (i, t)))
       .withLimit(Limit.fixed(4))
-      .withOrdering(Ordering.inputOrder(5))
+      .withOrder(TaskOrder.inputOrder(5))
       .outcomes
       .compile
       .toVector
     TestControl.executeEmbed(run).map { outcomes =>
-      val done = outcomes.collect { case Outcome.Succeeded(_, v, _) => v }
+      val done = outcomes.collect { case TaskOutcome.Succeeded(_, v, _) => v }
       assertEquals(done.map(_._1), (0 until 20).toVector)
       // tasks 1..4 end by 2 s; task 5 waits for the window and ends at 11 s
       assert(done.take(5).drop(1).forall(_._2 <= 2.seconds), done.toString)

@@ -3,7 +3,7 @@ package weir.bench
 import cats.effect.IO
 import fs2.Stream
 import org.openjdk.jmh.annotations.*
-import weir.{Limit, Ordering, Pipeline}
+import weir.{Limit, TaskOrder, Pipeline}
 import weir.bench.Workload.*
 
 import java.util.concurrent.TimeUnit
@@ -44,7 +44,7 @@ class WeirBench extends OnWeirRuntime:
   private def pipeline(
       n: Int,
       limit: Int,
-      ordering: Ordering[Int],
+      order: TaskOrder[Int],
       task: Int => IO[Unit],
       oneChunk: Boolean = false
   )
@@ -53,42 +53,42 @@ class WeirBench extends OnWeirRuntime:
       Pipeline(source(n, oneChunk))
         .process(task)
         .withLimit(Limit.fixed(limit))
-        .withOrdering(ordering)
+        .withOrder(order)
         .run
         .map(_.succeeded)
     )
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
-  def noopUnordered(): Long = pipeline(Tasks, Concurrency, Ordering.unordered, noop)
+  def noopUnordered(): Long = pipeline(Tasks, Concurrency, TaskOrder.unordered, noop)
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
-  def noopOrdered(): Long = pipeline(Tasks, Concurrency, Ordering.inputOrder, noop)
+  def noopOrdered(): Long = pipeline(Tasks, Concurrency, TaskOrder.inputOrder, noop)
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
-  def noopUnorderedOneChunk(): Long = pipeline(Tasks, Concurrency, Ordering.unordered, noop, oneChunk = true)
+  def noopUnorderedOneChunk(): Long = pipeline(Tasks, Concurrency, TaskOrder.unordered, noop, oneChunk = true)
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
-  def noopOrderedOneChunk(): Long = pipeline(Tasks, Concurrency, Ordering.inputOrder, noop, oneChunk = true)
+  def noopOrderedOneChunk(): Long = pipeline(Tasks, Concurrency, TaskOrder.inputOrder, noop, oneChunk = true)
 
   // per-key ordering with many more keys than workers: what claiming and releasing a key costs per task
   private val key: Int => Int = _ % Keys
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
-  def noopByKey(): Long = pipeline(Tasks, Concurrency, Ordering.byKey(key), noop)
+  def noopByKey(): Long = pipeline(Tasks, Concurrency, TaskOrder.byKey(key), noop)
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
-  def noopByKeyOneChunk(): Long = pipeline(Tasks, Concurrency, Ordering.byKey(key), noop, oneChunk = true)
+  def noopByKeyOneChunk(): Long = pipeline(Tasks, Concurrency, TaskOrder.byKey(key), noop, oneChunk = true)
 
   // as many workers as tasks: a worker's start and end are part of each task's cost
   @Benchmark
   @OperationsPerInvocation(WideTasks)
-  def noopWide(): Long = pipeline(WideTasks, WideTasks, Ordering.unordered, noop, oneChunk = true)
+  def noopWide(): Long = pipeline(WideTasks, WideTasks, TaskOrder.unordered, noop, oneChunk = true)
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
@@ -96,16 +96,16 @@ class WeirBench extends OnWeirRuntime:
 
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)
-  def sleepUnordered(): Long = pipeline(SleepTasks, SleepConcurrency, Ordering.unordered, sleep)
+  def sleepUnordered(): Long = pipeline(SleepTasks, SleepConcurrency, TaskOrder.unordered, sleep)
 
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)
   def sleepUnorderedOneChunk(): Long =
-    pipeline(SleepTasks, SleepConcurrency, Ordering.unordered, sleep, oneChunk = true)
+    pipeline(SleepTasks, SleepConcurrency, TaskOrder.unordered, sleep, oneChunk = true)
 
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)
-  def sleepOrdered(): Long = pipeline(SleepTasks, SleepConcurrency, Ordering.inputOrder, sleep)
+  def sleepOrdered(): Long = pipeline(SleepTasks, SleepConcurrency, TaskOrder.inputOrder, sleep)
 
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)

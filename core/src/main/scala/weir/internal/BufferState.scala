@@ -14,27 +14,30 @@ import scala.collection.immutable.Queue as ScalaQueue
  * contention.
  *
  * Invariants: `size` counts the queued entries (`front`, `head.drop(pos)`, `rest`), `parked` those parked
- * behind claimed keys ([[KeyClaims]]), and size + parked <= capacity; takers wait only while no queued entry is
+ * behind claimed keys ([[KeyClaims]]), and an offer appends only what keeps size + parked <= capacity (an
+ * entry a cancelled taker puts back can exceed it, by one per such taker: its place was freed when it was
+ * handed out, and a producer may have filled it since); takers wait only while no queued entry is
  * claimable (or the ones there are left for spinners); an offerer waits until `need` places are free (or
  * was just woken); `next` is the input position of the next entry appended.
  */
 private[weir] final case class BufferState[F[_], A](
     capacity: Int,
     keyOf: Option[A => Any],
-    front: List[Entry[A]], // entries put back by cancelled takers, served first
-    head: Chunk[A],
-    pos: Int,
-    headSeq: Long, // input position of head(0)
-    rest: ScalaQueue[Chunk[A]],
-    size: Int,
-    claimed: KeyClaims.Claims[A],
-    parked: Int,
-    next: Long,
-    takers: ScalaQueue[Taker[A]],
-    offerers: ScalaQueue[(Deferred[F, Unit], Int)], // each waits until this many places are free
-    closed: Boolean,
-    stopped: Boolean,
-    spinning: Int // takers spinning (see `TaskBuffer.spin`); as many queued entries are left for them
+    front: List[Entry[A]] = Nil, // entries put back by cancelled takers, served first
+    head: Chunk[A] = Chunk.empty,
+    pos: Int = 0,
+    headSeq: Long = 0L, // input position of head(0)
+    rest: ScalaQueue[Chunk[A]] = ScalaQueue.empty[Chunk[A]],
+    size: Int = 0,
+    claimed: KeyClaims.Claims[A] = KeyClaims.empty,
+    parked: Int = 0,
+    next: Long = 0L,
+    takers: ScalaQueue[Taker[A]] = ScalaQueue.empty[Taker[A]],
+    offerers: ScalaQueue[(Deferred[F, Unit], Int)] =
+      ScalaQueue.empty[(Deferred[F, Unit], Int)], // waits for n places
+    closed: Boolean = false,
+    stopped: Boolean = false,
+    spinning: Int = 0 // takers spinning (see `TaskBuffer.spin`); as many queued entries are left for them
 )(using F: Async[F]):
   import BufferState.*
 
@@ -268,25 +271,9 @@ private[weir] final case class BufferState[F[_], A](
 
 private[weir] object BufferState:
 
+  /** An empty buffer: every field but these two at its default. */
   def empty[F[_]: Async, A](capacity: Int, keyOf: Option[A => Any]): BufferState[F, A] =
-    BufferState(
-      capacity = capacity,
-      keyOf = keyOf,
-      front = Nil,
-      head = Chunk.empty,
-      pos = 0,
-      headSeq = 0L,
-      rest = ScalaQueue.empty,
-      size = 0,
-      claimed = KeyClaims.empty,
-      parked = 0,
-      next = 0L,
-      takers = ScalaQueue.empty,
-      offerers = ScalaQueue.empty,
-      closed = false,
-      stopped = false,
-      spinning = 0
-    )
+    BufferState[F, A](capacity = capacity, keyOf = keyOf)
 
   /** What an append did: takers to hand entries to, entries accepted, of those how many no taker got. */
   final case class Appended[A](served: Served[A], accepted: Int, unserved: Int, refused: Boolean)

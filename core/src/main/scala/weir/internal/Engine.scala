@@ -27,18 +27,17 @@ import scala.concurrent.duration.*
  */
 private[weir] final class Engine[F[_], A, B] private (
     startedAt: FiniteDuration,
-    ledger: Ledger[F, A],
+    ledger: Ledger[A],
     buffer: TaskBuffer[F, A],
     pool: WorkerPool[F],
     record: Recorder[F, A, B],
-    private val stop: Engine.Stop[F],
+    private val stop: Stop[F],
     result: Deferred[F, Summary[A]],
     sourceErrors: Ref[F, List[Throwable]],
     producersDone: Deferred[F, Unit],
     killProducers: F[Unit]
 )(using F: Async[F])
     extends Running[F, A]:
-  import Engine.*
 
   private given Parallel[F] = parallelForGenSpawn[F, Throwable]
 
@@ -51,27 +50,14 @@ private[weir] final class Engine[F[_], A, B] private (
   def setLimit(n: Int): F[Unit] =
     F.raiseError(new IllegalArgumentException(s"concurrency limit must be > 0, was: $n")).whenA(n <= 0) *>
       pool.setLimit(n).flatMap { room =>
-        if room > 0 then buffer.size.flatMap(b => pool.grow(math.min(b, room)))
+        if room > 0 then buffer.size.flatMap(b => pool.grow(math.min(b, room)).getOrElse(F.unit))
         else if room < 0 then buffer.wake(-room)
         else F.unit
       }
 
   def snapshot: F[Snapshot] =
-    (ledger.counts, buffer.size, pool.limit, pool.live, F.monotonic).mapN { (c, buffered, limit, live, now) =>
-      Snapshot(
-        now - startedAt,
-        c.received,
-        c.started,
-        c.succeeded,
-        c.failed,
-        c.notStarted,
-        c.inFlight,
-        buffered.toLong,
-        limit,
-        live,
-        c.retried,
-        c.timedOut
-      )
+    (buffer.size, pool.limit, pool.live, F.monotonic).tupled.flatMap { (buffered, limit, live, now) =>
+      F.delay(ledger.snapshot(elapsed = now - startedAt, buffered = buffered, limit = limit, workers = live))
     }
 
   def metrics(every: FiniteDuration): Stream[F, Snapshot] =
@@ -98,68 +84,29 @@ private[weir] final class Engine[F[_], A, B] private (
   private def finish: F[Unit] =
     for
       left <- buffer.remaining
-      _ <- ledger.notStarted(left)
+      _ <- F.delay(ledger.notStarted(left))
       request <- stop.requested.tryGet
       errors <- sourceErrors.get
-      reason = stopReason(request.map(_.reason), errors)
-      counts <- ledger.counts
-      failures <- ledger.failedTasks
-      unstarted <- ledger.unstartedTasks
-      latency <- ledger.latency
-      now <- F.monotonic
-      why = notStartedReason(reason)
-      _ <- unstarted.traverse_(task => record.publish(Long.MaxValue, Outcome.NotStarted(task, why)))
-      summary = Summary(
-        counts.received,
-        counts.succeeded,
-        counts.failed,
-        counts.notStarted,
-        failures,
-        unstarted,
-        now - startedAt,
-        latency,
-        reason,
-        counts.retried,
-        counts.timedOut
-      )
+      reason = Stop.reason(request.map(_.reason), errors)
+      summary <- F.monotonic.flatMap(now => F.delay(ledger.summary(elapsed = now - startedAt, stop = reason)))
+      why = Stop.notStartedReason(reason)
+      _ <-
+        summary.unstarted.traverse_(task => record.publish(Long.MaxValue, TaskOutcome.NotStarted(task, why)))
       _ <- result.complete(summary)
     yield ()
 
 private[weir] object Engine:
 
   /** Where outcomes go, with their input position (`Long.MaxValue` when the task never got one). */
-  type Emit[F[_], A, B] = (Long, Outcome[A, B]) => F[Unit]
-
-  final case class StopRequest(reason: StopReason, deadline: FiniteDuration)
-
-  /** How a run is asked to stop: nothing starts from then on, and the conductor does the rest. */
-  final class Stop[F[_]: Async](buffer: TaskBuffer[F, ?], val requested: Deferred[F, StopRequest]):
-    /** True for the request that won (the first). */
-    def request(reason: StopReason, deadline: FiniteDuration): F[Boolean] =
-      buffer.stop *> requested.complete(StopRequest(reason, deadline))
-
-  private def stopReason(requested: Option[StopReason], sourceErrors: List[Throwable]): StopReason =
-    val sourceFailed = sourceErrors.reverse match
-      case Nil => None
-      case first :: more =>
-        more.foreach(first.addSuppressed)
-        Some(StopReason.SourceFailed(first))
-    requested match
-      case Some(f: StopReason.FailedFast) => f
-      case other => sourceFailed.orElse(other).getOrElse(StopReason.Completed)
-
-  private def notStartedReason(stop: StopReason): NotStartedReason = stop match
-    case StopReason.FailedFast(_) => NotStartedReason.FailedFast
-    case StopReason.Drained => NotStartedReason.Drained
-    case _ => NotStartedReason.Cancelled
+  type Emit[F[_], A, B] = (Long, TaskOutcome[A, B]) => F[Unit]
 
   /** Starts a run; releasing it stops the run (see [[Pipeline.start]]) and leaks no fiber. */
   def start[F[_], A, B](settings: Settings[F, A, B], emit: Option[Emit[F, A, B]])(using
       F: Async[F]
   ): Resource[F, Running[F, A]] =
     given Parallel[F] = parallelForGenSpawn[F, Throwable]
-    val keyOf = settings.ordering match
-      case Ordering.ByKey(f) => Some((a: A) => f(a): Any)
+    val keyOf = settings.order match
+      case TaskOrder.ByKey(f) => Some((a: A) => f(a): Any)
       case _ => None
     for
       workers <- FiberGroup.resource[F]
@@ -167,13 +114,13 @@ private[weir] object Engine:
       wired <- Resource.eval(
         for
           startedAt <- F.monotonic
-          ledger <- Ledger[F, A]
+          ledger <- F.delay(new Ledger[A])
           buffer <- TaskBuffer[F, A](settings.bufferCapacity, keyOf)
-          window <- settings.ordering match
-            case Ordering.InputOrder(w) =>
+          window <- settings.order match
+            case TaskOrder.InputOrder(w) =>
               OrderWindow[F](w.getOrElse(Defaults.reorderWindow(settings.limit.initial))).map(Some(_))
             case _ => F.pure(None)
-          stop <- F.deferred[StopRequest].map(new Stop(buffer, _))
+          stop <- F.deferred[Stop.Request].map(new Stop(buffer, _))
           record = new Recorder(settings.policy, emit, ledger, window, stop.requested, stop.request)
           path = new TaskPath(settings, buffer, ledger, window, record, stop.requested)
           pool <- WorkerPool[F](settings.limit.initial, workers)(pool =>

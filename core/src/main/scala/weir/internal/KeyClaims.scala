@@ -3,7 +3,7 @@ package weir.internal
 import scala.collection.immutable.Queue as ScalaQueue
 
 /**
- * The per-key bookkeeping of [[weir.Ordering.byKey]], as pure functions over the claims: the keys claimed
+ * The per-key bookkeeping of [[weir.TaskOrder.byKey]], as pure functions over the claims: the keys claimed
  * now, each with the entries parked behind it in input order. The claims and the count of parked entries
  * are fields of [[BufferState]], so that they change with the rest of the buffer in one compare-and-set,
  * and so that claiming a key on every take allocates no wrapper besides the map itself.

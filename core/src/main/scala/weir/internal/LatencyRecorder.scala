@@ -1,27 +1,24 @@
 package weir.internal
 
-import org.HdrHistogram.{ConcurrentHistogram, Histogram}
 import weir.Latency
 
 import java.util.concurrent.ConcurrentLinkedQueue
-import java.util.concurrent.atomic.{AtomicInteger, AtomicReference}
-import scala.concurrent.duration.*
+import java.util.concurrent.atomic.AtomicInteger
 
 /**
  * The task latencies of one run: recorded from any thread, summarised once, when recording is over.
  *
- * The first [[OwnHistograms]] threads that record each write to a histogram of their own (HdrHistogram, 3
- * significant digits, resized as needed), so a record is a thread-local lookup and a plain single-writer
- * histogram write: no atomic instruction, no cache line written by two threads (one shared
- * `ConcurrentHistogram` makes every record a few contended atomic updates, and reading its percentiles
- * takes a lock per bucket; ADR 0012, addendum 2). [[summary]] merges the histograms into one and reads the
- * percentiles from the merge.
+ * The first [[OwnHistograms]] threads that record each write to a [[LogHistogram]] of their own, so a
+ * record is a thread-local lookup and a plain single-writer histogram write: no atomic instruction, no
+ * cache line written by two threads (ADR 0012, addendum 2). [[summary]] merges the histograms into one and
+ * reads the percentiles from the merge.
  *
  * With asynchronous handlers the recording threads are the runtime's compute threads, a few. After a
  * blocking handler, though, the worker goes on on the thread that blocked, so a run at concurrency 1000 can
- * record from hundreds of threads, and a histogram each would make the recorder's memory grow with the concurrency. Threads beyond the first
- * [[OwnHistograms]] therefore share one `ConcurrentHistogram`: at most `OwnHistograms + 1` histograms,
- * whatever the concurrency, for a few atomic updates per record next to a handler that blocked a thread.
+ * record from hundreds of threads, and a histogram each would make the recorder's memory grow with the
+ * concurrency. Threads beyond the first [[OwnHistograms]] therefore share one histogram under a lock: at
+ * most `OwnHistograms + 1` histograms, whatever the concurrency, for one lock per record next to a handler
+ * that blocked a thread.
  *
  * ==Reading==
  * A histogram is read without synchronisation, so [[summary]] must happen after every [[record]] it is to
@@ -50,21 +47,10 @@ private[weir] final class LatencyRecorder:
 
   /** Count, mean, percentiles and maximum of everything recorded since the last summary (see "Reading"). */
   def summary: Latency =
-    val merged = new Histogram(SignificantDigits)
+    val merged = new LogHistogram
     slots.forEach(_.drainInto(merged))
     sharedSlot.drainInto(merged)
-    if merged.getTotalCount == 0 then Latency.empty
-    else
-      def at(percentile: Double) = merged.getValueAtPercentile(percentile).nanos
-      Latency(
-        merged.getTotalCount,
-        merged.getMean.toLong.nanos,
-        at(50),
-        at(90),
-        at(99),
-        at(99.9),
-        merged.getMaxValue.nanos
-      )
+    merged.latency
 
   /** How many histograms hold values now (for tests: at most `OwnHistograms + 1`). */
   private[internal] def histograms: Int =
@@ -80,46 +66,50 @@ private[weir] object LatencyRecorder:
     def holdsValues: Boolean
 
     /** Adds the values recorded so far to `into` and lets the histogram go. */
-    def drainInto(into: Histogram): Unit
+    def drainInto(into: LogHistogram): Unit
 
   /** A histogram of one thread's own: a single writer, no synchronisation. */
   private final class OwnSlot extends Slot:
-    private var histogram: Histogram | Null = null
+    private var histogram: LogHistogram | Null = null
 
     def record(nanos: Long): Unit =
       var h = histogram
       if h == null then
-        h = new Histogram(SignificantDigits)
+        h = new LogHistogram
         histogram = h
-      h.nn.recordValue(nanos)
+      h.nn.record(nanos)
 
     def holdsValues: Boolean = histogram != null
 
-    def drainInto(into: Histogram): Unit =
+    def drainInto(into: LogHistogram): Unit =
       val h = histogram
       if h != null then
         into.add(h)
         histogram = null
 
-  /** The histogram the threads beyond the first [[OwnHistograms]] share: safe for concurrent writers. */
+  /**
+   * The histogram the threads beyond the first [[OwnHistograms]] share: every access holds this slot's
+   * lock, so concurrent writers and the summary's drain see one histogram at a time.
+   */
   private final class SharedSlot extends Slot:
-    private val shared = new AtomicReference[ConcurrentHistogram | Null](null)
+    private var shared: LogHistogram | Null = null
 
-    def record(nanos: Long): Unit =
-      var h = shared.get()
+    def record(nanos: Long): Unit = synchronized {
+      var h = shared
       if h == null then
-        shared.compareAndSet(null, new ConcurrentHistogram(SignificantDigits))
-        h = shared.get()
-      h.nn.recordValue(nanos)
+        h = new LogHistogram
+        shared = h
+      h.nn.record(nanos)
+    }
 
-    def holdsValues: Boolean = shared.get() != null
+    def holdsValues: Boolean = synchronized(shared != null)
 
-    def drainInto(into: Histogram): Unit =
-      val h = shared.getAndSet(null)
-      if h != null then into.add(h)
-
-  /** Values are kept to within 0.1% (HdrHistogram's precision for 3 significant digits). */
-  final val SignificantDigits = 3
+    def drainInto(into: LogHistogram): Unit = synchronized {
+      val h = shared
+      if h != null then
+        into.add(h)
+        shared = null
+    }
 
   /**
    * Threads that get a histogram of their own: enough for the compute threads of any runtime this machine

@@ -1,24 +1,20 @@
 package weir.internal
 
-import cats.effect.kernel.{Ref, Sync}
-import cats.syntax.all.*
-import weir.{Latency, Outcome}
+import weir.{Snapshot, StopReason, Summary, TaskOutcome}
 
-import java.util.concurrent.atomic.LongAdder
-import scala.concurrent.duration.*
+import java.util.concurrent.atomic.{AtomicReference, LongAdder}
+import scala.concurrent.duration.FiniteDuration
 
 /**
  * The accounts of one run: counters for every transition a task makes, the failed and unstarted tasks
- * themselves, and the task latencies. Updating a counter is a `LongAdder` increment and recording a
- * latency a plain write to the recording thread's own histogram ([[LatencyRecorder]]), so the ledger is
- * always on.
+ * themselves, and the task latencies. Every method is a plain call, safe from any thread, to be made inside
+ * an effect (the worker's and the producer's fast paths make them in their continuations, the stages in
+ * `F.delay`): a counter is a `LongAdder` increment, a latency a plain write to the recording thread's own
+ * histogram ([[LatencyRecorder]]), so the ledger is always on.
  *
  * Invariant at the end of a run: `received == succeeded + failed + notStarted`.
  */
-private[weir] final class Ledger[F[_], A] private (
-    failures: Ref[F, Vector[Outcome.Failed[A, Nothing]]],
-    unstarted: Ref[F, Vector[A]]
-)(using F: Sync[F]):
+private[weir] final class Ledger[A]:
   private val receivedN = new LongAdder
   private val startedN = new LongAdder
   private val succeededN = new LongAdder
@@ -27,67 +23,68 @@ private[weir] final class Ledger[F[_], A] private (
   private val retriedN = new LongAdder
   private val timedOutN = new LongAdder
   private val latencies = new LatencyRecorder
+  // each a value replaced by compare-and-set, so a batch of not-started tasks is added as one
+  private val failures = new AtomicReference(Vector.empty[TaskOutcome.Failed[A, Nothing]])
+  private val unstarted = new AtomicReference(Vector.empty[A])
 
-  def received(n: Int): F[Unit] = F.delay(receivedNow(n))
+  /** `n` tasks received (negative: a count taken back, for tasks an offer did not place after all). */
+  def received(n: Int): Unit = receivedN.add(n.toLong)
+  def started(): Unit = startedN.increment()
+  def retried(): Unit = retriedN.increment()
+  def timedOut(): Unit = timedOutN.increment()
 
-  /** [[received]] as a plain call, for the producer's fast path (inside an effect). */
-  def receivedNow(n: Int): Unit = receivedN.add(n.toLong)
-  def started: F[Unit] = F.delay(startedN.increment())
-
-  /** [[started]] as a plain call, for the worker's fast path (inside an effect). */
-  def startedNow(): Unit = startedN.increment()
-
-  /** [[succeeded]] as a plain call, for the worker's fast path (inside an effect). */
-  def succeededNow(latencyNanos: Long): Unit =
+  def succeeded(latencyNanos: Long): Unit =
     succeededN.increment()
     latencies.record(latencyNanos)
-  def retried: F[Unit] = F.delay(retriedN.increment())
-  def timedOut: F[Unit] = F.delay(timedOutN.increment())
 
-  def succeeded(latency: FiniteDuration): F[Unit] = F.delay(succeededNow(latency.toNanos))
+  def failed(failure: TaskOutcome.Failed[A, Nothing], latencyNanos: Long): Unit =
+    failedN.increment()
+    latencies.record(latencyNanos)
+    val _ = failures.updateAndGet(_ :+ failure)
 
-  def failed(failure: Outcome.Failed[A, Nothing], latency: Option[FiniteDuration]): F[Unit] =
-    F.delay {
-      failedN.increment()
-      latency.foreach(l => latencies.record(l.toNanos))
-    } *> failures.update(_ :+ failure)
+  def notStarted(tasks: Iterable[A]): Unit =
+    if tasks.nonEmpty then
+      notStartedN.add(tasks.size.toLong)
+      val _ = unstarted.updateAndGet(_ ++ tasks)
 
-  def notStarted(tasks: Iterable[A]): F[Unit] =
-    if tasks.isEmpty then F.unit
-    else F.delay(notStartedN.add(tasks.size.toLong)) *> unstarted.update(_ ++ tasks)
-
-  def counts: F[Ledger.Counts] =
-    F.delay(
-      Ledger.Counts(
-        receivedN.sum,
-        startedN.sum,
-        succeededN.sum,
-        failedN.sum,
-        notStartedN.sum,
-        retriedN.sum,
-        timedOutN.sum
-      )
+  /**
+   * The counters now, with the gauges the ledger does not keep. Each counter is read once; a task moving
+   * between two states while they are read may show in neither or in both.
+   */
+  def snapshot(elapsed: FiniteDuration, buffered: Int, limit: Int, workers: Int): Snapshot =
+    val started = startedN.sum
+    val succeeded = succeededN.sum
+    val failed = failedN.sum
+    Snapshot(
+      elapsed = elapsed,
+      received = receivedN.sum,
+      started = started,
+      succeeded = succeeded,
+      failed = failed,
+      notStarted = notStartedN.sum,
+      inFlight = started - succeeded - failed, // every failed task had started
+      buffered = buffered.toLong,
+      limit = limit,
+      workers = workers,
+      retries = retriedN.sum,
+      timeouts = timedOutN.sum
     )
 
-  def failedTasks: F[Vector[Outcome.Failed[A, Nothing]]] = failures.get
-  def unstartedTasks: F[Vector[A]] = unstarted.get
-
-  /** The latency summary; read it once the run's tasks are all recorded (see [[LatencyRecorder]]). */
-  def latency: F[Latency] = F.delay(latencies.summary)
-
-private[weir] object Ledger:
-  final case class Counts(
-      received: Long,
-      started: Long,
-      succeeded: Long,
-      failed: Long,
-      notStarted: Long,
-      retried: Long,
-      timedOut: Long
-  ):
-    /** Every failed task had started, so this is what is running now. */
-    def inFlight: Long = started - succeeded - failed
-
-  def apply[F[_]: Sync, A]: F[Ledger[F, A]] =
-    (Ref.of[F, Vector[Outcome.Failed[A, Nothing]]](Vector.empty), Ref.of[F, Vector[A]](Vector.empty))
-      .mapN(new Ledger(_, _))
+  /**
+   * The run's summary. Read it once every task is recorded: the latencies are read without
+   * synchronisation (see [[LatencyRecorder]]), and the read lets their histograms go.
+   */
+  def summary(elapsed: FiniteDuration, stop: StopReason): Summary[A] =
+    Summary(
+      received = receivedN.sum,
+      succeeded = succeededN.sum,
+      failed = failedN.sum,
+      notStarted = notStartedN.sum,
+      failures = failures.get,
+      unstarted = unstarted.get,
+      elapsed = elapsed,
+      latency = latencies.summary,
+      stop = stop,
+      retries = retriedN.sum,
+      timeouts = timedOutN.sum
+    )

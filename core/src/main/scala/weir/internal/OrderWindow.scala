@@ -7,7 +7,7 @@ import cats.syntax.all.*
 import scala.collection.immutable.SortedMap
 
 /**
- * The reorder window of [[weir.Ordering.inputOrder]]: a task at input position `p` may start only when
+ * The reorder window of [[weir.TaskOrder.inputOrder]]: a task at input position `p` may start only when
  * `p < prefix + window`, where `prefix` is the position of the oldest task not yet finished. This bounds
  * the outcomes a consumer must hold back to emit in order to `window`.
  *
@@ -37,7 +37,7 @@ private[weir] final class OrderWindow[F[_]] private (window: Int)(using F: Async
 
   /** Waits until position `seq` may start. Only the wait is cancelable (through `poll`). */
   def admit(poll: Poll[F], seq: Long): F[Unit] =
-    F.delay(admittedNow(seq)).flatMap { admitted =>
+    F.delay(admitted(seq)).flatMap { admitted =>
       if admitted then F.unit
       else
         F.deferred[Unit].flatMap { d =>
@@ -47,17 +47,15 @@ private[weir] final class OrderWindow[F[_]] private (window: Int)(using F: Async
         }
     }
 
-  /** Whether position `seq` may start now (a plain read: the worker's fast path asks it inside an effect). */
-  def admittedNow(seq: Long): Boolean = seq < prefix + window
-
-  /** Marks position `seq` finished (once per position), sliding the window and waking whom it now admits. */
-  def finished(seq: Long): F[Unit] = F.delay(finishedNow(seq)).flatMap(_.getOrElse(F.unit))
+  /** Whether position `seq` may start now: a plain read, to be made inside an effect. */
+  def admitted(seq: Long): Boolean = seq < prefix + window
 
   /**
-   * [[finished]] as a plain call, for the worker's fast path (inside an effect): returns what wakes the
-   * admissions the slide let in, or `None` when none waits (the common case, which allocates nothing).
+   * Marks position `seq` finished (once per position) and slides the window; returns what wakes the
+   * admissions the slide let in, or `None` when none waits (the common case, which allocates nothing). A
+   * plain call, to be made inside an effect that runs what it returns.
    */
-  def finishedNow(seq: Long): Option[F[Unit]] =
+  def finished(seq: Long): Option[F[Unit]] =
     val woken = mark(seq)
     if woken.isEmpty then None else Some(woken.traverse_(_.complete(()).void))
 

@@ -11,7 +11,7 @@ import fs2.{Chunk, Pull, Stream}
  * its error in `sourceErrors`, and the others go on.
  */
 private[weir] final class Producer[F[_], A](
-    ledger: Ledger[F, A],
+    ledger: Ledger[A],
     buffer: TaskBuffer[F, A],
     pool: WorkerPool[F],
     sourceErrors: Ref[F, List[Throwable]]
@@ -36,18 +36,21 @@ private[weir] final class Producer[F[_], A](
           // counted received before it can be taken (so a snapshot never shows a task started but not
           // received), and again by the slow offer only if the fast one placed nothing, so that a producer
           // cancelled before the slow offer runs leaves no task counted and unplaced
-          ledger.receivedNow(chunk.size)
+          ledger.received(chunk.size)
           val unserved = buffer.unsafe.tryOffer(chunk)
           if unserved == UnsafeTaskBuffer.NoRoom then
-            ledger.receivedNow(-chunk.size)
+            ledger.received(-chunk.size)
             Pull.eval(slowOffer(chunk)).flatMap(accepted => if accepted then go(rest) else Pull.done)
           else
-            pool.growNow(unserved) match
+            pool.grow(unserved) match
               case None => go(rest)
               case Some(start) => Pull.eval(F.uncancelable(_ => start)).flatMap(_ => go(rest))
         case None => Pull.done
       }
     go(stream).stream.compile.drain.handleErrorWith(e => sourceErrors.update(e :: _))
+
+  /** Starts workers for `n` elements no taker got, as far as the pool has room. */
+  private val grow: Int => F[Unit] = n => F.defer(pool.grow(n).getOrElse(F.unit))
 
   /**
    * Offers what the fast offer could not place, waiting for room; false once the buffer refuses tasks (the
@@ -55,8 +58,8 @@ private[weir] final class Producer[F[_], A](
    */
   private def slowOffer(chunk: Chunk[A]): F[Boolean] =
     F.uncancelable { poll =>
-      ledger.received(chunk.size) *>
-        buffer.offer(poll, chunk, pool.grow, rest => ledger.notStarted(rest.toList)).flatMap { refused =>
-          if refused.isEmpty then F.pure(true) else ledger.notStarted(refused.toList).as(false)
+      F.delay(ledger.received(chunk.size)) *>
+        buffer.offer(poll, chunk, grow, rest => F.delay(ledger.notStarted(rest.toList))).flatMap { refused =>
+          if refused.isEmpty then F.pure(true) else F.delay(ledger.notStarted(refused.toList)).as(false)
         }
     }

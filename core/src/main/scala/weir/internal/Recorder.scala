@@ -14,9 +14,9 @@ import scala.concurrent.duration.*
 private[weir] final class Recorder[F[_], A, B](
     policy: FailurePolicy[F, A],
     emit: Option[Engine.Emit[F, A, B]],
-    ledger: Ledger[F, A],
+    ledger: Ledger[A],
     window: Option[OrderWindow[F]],
-    stopRequest: Deferred[F, Engine.StopRequest],
+    stopRequest: Deferred[F, Stop.Request],
     requestStop: (StopReason, FiniteDuration) => F[Boolean]
 )(using F: Async[F]):
 
@@ -28,14 +28,14 @@ private[weir] final class Recorder[F[_], A, B](
 
   def succeeded(entry: Entry[A], value: B, latency: FiniteDuration, attempts: Int): F[Unit] =
     if tracked then
-      ledger.succeeded(latency) *> finished(entry) *>
-        publish(entry.seq, Outcome.Succeeded(entry.task, value, attempts))
-    else ledger.succeeded(latency)
+      F.delay(ledger.succeeded(latency.toNanos)) *> finished(entry) *>
+        publish(entry.seq, TaskOutcome.Succeeded(entry.task, value, attempts))
+    else F.delay(ledger.succeeded(latency.toNanos))
 
   def failed(entry: Entry[A], error: Throwable, latency: FiniteDuration, attempts: Int): F[Unit] =
     def record(disposition: Disposition): F[Unit] =
-      val outcome = new Outcome.Failed(entry.task, error, disposition, attempts)
-      ledger.failed(outcome, Some(latency)) *> finished(entry) *> publish(entry.seq, outcome)
+      val outcome = new TaskOutcome.Failed(entry.task, error, disposition, attempts)
+      F.delay(ledger.failed(outcome, latency.toNanos)) *> finished(entry) *> publish(entry.seq, outcome)
     policy match
       case FailurePolicy.FailFast() =>
         // the first failure stops the run; one that lands while it is stopping is only recorded
@@ -55,22 +55,23 @@ private[weir] final class Recorder[F[_], A, B](
     stopRequest.tryGet.flatMap { request =>
       val why = request.fold("the run was cancelled")(r => s"the run stopped (${r.reason})")
       val outcome =
-        new Outcome.Failed(entry.task, new TaskInterrupted(why), Disposition.Interrupted, attempts)
-      ledger.failed(outcome, Some(latency)) *> finished(entry) *> publish(entry.seq, outcome)
+        new TaskOutcome.Failed(entry.task, new TaskInterrupted(why), Disposition.Interrupted, attempts)
+      F.delay(ledger.failed(outcome, latency.toNanos)) *> finished(entry) *> publish(entry.seq, outcome)
     }
 
   /** A task taken from the buffer that will not start (the run is stopping): returned as not started. */
   def unstarted(entry: Entry[A]): F[Unit] =
-    ledger.notStarted(List(entry.task)) *> finished(entry) // frees its place in the reorder window
+    F.delay(ledger.notStarted(List(entry.task))) *> finished(entry) // frees its place in the reorder window
 
   /**
    * Hands an outcome to the consumer, if there is one (the outcome is not even built otherwise). Not
    * cancelable: an outcome recorded in the ledger always reaches the stream too, so a consumer that stops
    * reading can hold up a drain's deadline (releasing the stream closes the channel and frees it).
    */
-  def publish(position: Long, outcome: => Outcome[A, B]): F[Unit] =
+  def publish(position: Long, outcome: => TaskOutcome[A, B]): F[Unit] =
     emit match
       case Some(out) => out(position, outcome)
       case None => F.unit
 
-  private def finished(entry: Entry[A]): F[Unit] = window.fold(F.unit)(_.finished(entry.seq))
+  private def finished(entry: Entry[A]): F[Unit] =
+    window.fold(F.unit)(w => F.defer(w.finished(entry.seq).getOrElse(F.unit)))

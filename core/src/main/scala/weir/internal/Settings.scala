@@ -1,6 +1,6 @@
 package weir.internal
 
-import weir.{FailurePolicy, Limit, Ordering, RateLimiter, Retry, Source}
+import weir.{FailurePolicy, Limit, TaskOrder, RateLimiter, Retry, Source}
 
 import scala.concurrent.duration.FiniteDuration
 
@@ -10,7 +10,7 @@ private[weir] final case class Settings[F[_], A, B](
     handler: A => F[B],
     limit: Limit,
     bufferCapacity: Int,
-    ordering: Ordering[A],
+    order: TaskOrder[A],
     policy: FailurePolicy[F, A],
     releaseGrace: FiniteDuration,
     retry: Retry,

@@ -11,7 +11,7 @@ import scala.collection.immutable.Queue as ScalaQueue
 /**
  * The bounded buffer between producers and workers: FIFO, counted in elements (never in chunks), at
  * most `capacity` elements held. Each element is numbered in the order it entered (its input
- * position), which [[weir.Ordering.inputOrder]] relies on.
+ * position), which [[weir.TaskOrder.inputOrder]] relies on.
  *
  * This is the effectful shell: waiting (a full buffer for offers, an empty one for takes), waking, and
  * cancellation. The state and the plain calls of the hot paths are in [[unsafe]] ([[UnsafeTaskBuffer]]).
@@ -19,7 +19,7 @@ import scala.collection.immutable.Queue as ScalaQueue
  * Life cycle: open → `close` (no more offers; takers drain what is left, then see `None`) or `stop`
  * (no more takes; everything still held is collected by `remaining`). Both wake every waiter.
  *
- * Per-key admission ([[weir.Ordering.byKey]], [[KeyClaims]]): with a key function, taking an element
+ * Per-key admission ([[weir.TaskOrder.byKey]], [[KeyClaims]]): with a key function, taking an element
  * claims its key; an element whose key is claimed is parked behind it instead of being handed out, and
  * the claimant gets the parked elements one by one from [[finishKey]]. Parked elements keep their places
  * (the capacity counts them) until they are handed out. Claiming happens inside the same state change as

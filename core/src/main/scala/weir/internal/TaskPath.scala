@@ -28,10 +28,10 @@ import scala.util.control.NonFatal
 private[weir] final class TaskPath[F[_], A, B](
     settings: Settings[F, A, B],
     val buffer: TaskBuffer[F, A],
-    val ledger: Ledger[F, A],
+    val ledger: Ledger[A],
     val window: Option[OrderWindow[F]],
     val record: Recorder[F, A, B],
-    stopRequest: Deferred[F, Engine.StopRequest]
+    stopRequest: Deferred[F, Stop.Request]
 )(using F: Async[F]):
   import TaskPath.Stage
 
@@ -47,11 +47,14 @@ private[weir] final class TaskPath[F[_], A, B](
    */
   val lean: Boolean = retry.maxAttempts == 1 && settings.taskTimeout.isEmpty && settings.rateLimit.isEmpty
 
-  /** Whether `entry` can take the lean way now: admitted (a plain read), and with a key that did not fail. */
-  def leanNow(entry: Entry[A]): Boolean =
+  /**
+   * Whether `entry` takes the lean way: the path is [[lean]], the entry is admitted now (a plain read, to be
+   * made inside an effect), and its key did not fail.
+   */
+  def leanFor(entry: Entry[A]): Boolean =
     lean && !entry.key.isInstanceOf[KeyFailure] &&
       (window match
-        case Some(w) => w.admittedNow(entry.seq)
+        case Some(w) => w.admitted(entry.seq)
         case None => true)
 
   /**
@@ -70,18 +73,18 @@ private[weir] final class TaskPath[F[_], A, B](
       case Some(w) =>
         (poll, entry) =>
           // a task admitted after the run began to stop must not start: it goes back as not started
-          w.admit(poll, entry.seq).onCancel(ledger.notStarted(List(entry.task))) *>
+          w.admit(poll, entry.seq).onCancel(F.delay(ledger.notStarted(List(entry.task)))) *>
             buffer.isStopped.ifM(record.unstarted(entry), next(poll, entry))
       case None =>
-        settings.ordering match
-          case Ordering.ByKey(_) => (poll, entry) => keyed(next, poll, entry)
+        settings.order match
+          case TaskOrder.ByKey(_) => (poll, entry) => keyed(next, poll, entry)
           case _ => next
 
   private def keyed(next: Stage[F, A], poll: Poll[F], entry: Entry[A]): F[Unit] =
     entry.key match
       case null => next(poll, entry) // the key function returned null: no key to wait for
       case failure: KeyFailure => // the key function is part of handling the task
-        ledger.started *> record.failed(entry, failure.error, Duration.Zero, 1)
+        F.delay(ledger.started()) *> record.failed(entry, failure.error, Duration.Zero, 1)
       case key => keyChain(next, poll, key, entry)
 
   /** Runs `entry`, whose key it claimed, then the tasks parked behind that key, one by one. */
@@ -98,7 +101,7 @@ private[weir] final class TaskPath[F[_], A, B](
       case Some(limiter) =>
         (poll, entry) =>
           poll(F.race(limiter.acquire, stopRequest.get))
-            .onCancel(ledger.notStarted(List(entry.task)))
+            .onCancel(F.delay(ledger.notStarted(List(entry.task))))
             .flatMap(granted => if granted.isLeft then next(poll, entry) else record.unstarted(entry))
 
   /** A retry's permit (the first attempt's was granted by [[permit]]). */
@@ -110,7 +113,7 @@ private[weir] final class TaskPath[F[_], A, B](
   private def attempt: Stage[F, A] =
     if retry.maxAttempts == 1 && settings.taskTimeout.isEmpty then
       (poll, entry) =>
-        ledger.started *> F.monotonic.flatMap { t0 =>
+        F.delay(ledger.started()) *> F.monotonic.flatMap { t0 =>
           poll(handle(entry.task))
             .onCancel(F.monotonic.flatMap(t1 => record.interrupted(entry, t1 - t0, 1)))
             .redeemWith(
@@ -118,7 +121,7 @@ private[weir] final class TaskPath[F[_], A, B](
               value => F.monotonic.flatMap(t1 => record.succeeded(entry, value, t1 - t0, 1))
             )
         }
-    else (poll, entry) => ledger.started *> F.monotonic.flatMap(t0 => attempts(poll, entry, t0, 1))
+    else (poll, entry) => F.delay(ledger.started()) *> F.monotonic.flatMap(t0 => attempts(poll, entry, t0, 1))
 
   /** Attempt number `n` of a task started at `t0`; a retry's backoff is waited out in the same slot. */
   private def attempts(poll: Poll[F], entry: Entry[A], t0: FiniteDuration, n: Int): F[Unit] =
@@ -127,9 +130,10 @@ private[weir] final class TaskPath[F[_], A, B](
       .onCancel(onCancel)
       .redeemWith(
         error =>
-          ledger.timedOut.whenA(error.isInstanceOf[TaskTimedOut]) *> {
+          F.delay(ledger.timedOut()).whenA(error.isInstanceOf[TaskTimedOut]) *> {
             if n < retry.maxAttempts && retry.retryable(error) then
-              backoff(n).flatMap(d => poll(F.sleep(d) *> retryPermit).onCancel(onCancel)) *> ledger.retried *>
+              backoff(n).flatMap(d => poll(F.sleep(d) *> retryPermit).onCancel(onCancel)) *>
+                F.delay(ledger.retried()) *>
                 attempts(poll, entry, t0, n + 1)
             else F.monotonic.flatMap(t1 => record.failed(entry, error, t1 - t0, n))
           },

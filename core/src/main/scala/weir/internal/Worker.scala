@@ -41,17 +41,17 @@ private[weir] final class Worker[F[_], A, B](
 
   /** The fast take, as one plain step; [[TakeLater]]: retire or take the slow way. */
   private def next(): Took[A] =
-    if pool.overLimitNow then TakeLater
+    if pool.overLimit then TakeLater
     else
       buffer.unsafe.tryTake() match
         case entry: Entry[A] =>
-          if path.leanNow(entry) then claim(entry)
+          if path.leanFor(entry) then claim(entry)
           entry
         case TakeLater => TakeLater
 
   /** A lean task starts as it is taken: counted started and held in `current` for the finalizer. */
   private def claim(entry: Entry[A]): Unit =
-    ledger.startedNow()
+    ledger.started()
     current = entry
 
   private val dispatch: Took[A] => F[Boolean] = {
@@ -86,7 +86,7 @@ private[weir] final class Worker[F[_], A, B](
     current = null
     result match
       case Right(_) if silent =>
-        ledger.succeededNow(latency)
+        ledger.succeeded(latency)
         carryOn(entry, now)
       case Right(value) => record.succeeded(entry, value, latency.nanos, 1).flatMap(_ => after(entry))
       case Left(error) => record.failed(entry, error, latency.nanos, 1).flatMap(_ => after(entry))
@@ -98,7 +98,7 @@ private[weir] final class Worker[F[_], A, B](
    */
   private def carryOn(entry: Entry[A], now: Long): F[Boolean] =
     val woken = window match
-      case Some(w) => w.finishedNow(entry.seq)
+      case Some(w) => w.finished(entry.seq)
       case None => None
     woken match
       case Some(wake) => wake.flatMap(_ => loop)
@@ -150,7 +150,7 @@ private[weir] final class Worker[F[_], A, B](
       else
         buffer.take(poll).flatMap {
           case Some(entry) =>
-            if path.leanNow(entry) then
+            if path.leanFor(entry) then
               F.monotonic.flatMap { at =>
                 claim(entry) // in the continuation, like `recorded`'s bookkeeping
                 started(at)

@@ -4,6 +4,9 @@ import cats.effect.kernel.{Async, Deferred, Outcome as FiberOutcome}
 import cats.effect.syntax.all.*
 import cats.syntax.all.*
 
+import java.util.concurrent.atomic.AtomicReference
+import scala.annotation.tailrec
+
 /**
  * An elastic pool of long-lived workers under a limit that may change while it runs.
  *
@@ -15,32 +18,29 @@ import cats.syntax.all.*
  * way (left, retired, failed, cancelled) is counted out exactly once.
  */
 private[weir] final class WorkerPool[F[_]] private (
-    state: AtomicState[F, WorkerPool.State],
+    state: AtomicReference[WorkerPool.State],
     exited: Deferred[F, Unit],
     workers: FiberGroup[F],
     body: WorkerPool[F] => F[Boolean] // runs one worker; true when it retired through tryRetire
 )(using F: Async[F]):
 
-  def limit: F[Int] = state.get.map(_.limit)
-  def live: F[Int] = state.get.map(_.live)
-
-  /** Starts up to `demand` workers, as far as the limit allows. No-op once stopped. */
-  def grow(demand: Int): F[Unit] = F.defer(growNow(demand).getOrElse(F.unit))
+  def limit: F[Int] = F.delay(state.get.limit)
+  def live: F[Int] = F.delay(state.get.live)
 
   /**
-   * [[grow]] for the producer's fast path: decides now, with a plain read, whether the pool has room, and
-   * returns what starts the workers, or `None` when there is nothing to start (the common case: the pool
-   * is full), so that the fast path allocates nothing for it. The check is repeated atomically when the
-   * workers start. A plain call, to be made inside an effect that runs what it returns.
+   * What starts up to `demand` workers, as far as the limit allows, or `None` when there is nothing to
+   * start (the common case: the pool is full, or stopped), decided now with a plain read so that the
+   * producer's fast path allocates nothing for it. The check is repeated atomically when the workers
+   * start. A plain call, to be made inside an effect that runs what it returns.
    */
-  def growNow(demand: Int): Option[F[Unit]] =
+  def grow(demand: Int): Option[F[Unit]] =
     if demand <= 0 then None
     else
-      val seen = state.now
+      val seen = state.get
       if seen.live >= seen.limit || !seen.open then None else Some(growBy(demand))
 
   private def growBy(demand: Int): F[Unit] =
-    state.modify { s =>
+    modify { s =>
       val n = if s.open then math.max(0, math.min(demand.toLong, s.limit.toLong - s.live).toInt) else 0
       (s.copy(live = s.live + n), n)
     }.flatMap(n => spawn.replicateA_(n))
@@ -50,7 +50,7 @@ private[weir] final class WorkerPool[F[_]] private (
    * workers; negative: workers that should retire).
    */
   def setLimit(n: Int): F[Int] =
-    state.modify(s => (s.copy(limit = n), n.toLong - s.live)).map(d =>
+    modify(s => (s.copy(limit = n), n.toLong - s.live)).map(d =>
       math.max(Int.MinValue.toLong, math.min(Int.MaxValue.toLong, d)).toInt
     )
 
@@ -58,15 +58,15 @@ private[weir] final class WorkerPool[F[_]] private (
    * True when the pool has more workers than its limit allows, read now: the worker's fast path asks this
    * (a plain read, inside an effect) and calls [[tryRetire]] only when it is true.
    */
-  def overLimitNow: Boolean =
-    val s = state.now
+  def overLimit: Boolean =
+    val s = state.get
     s.live > s.limit
 
   /** Atomically leaves the pool if it has more workers than its limit allows. */
   val tryRetire: F[Boolean] =
-    state.get.flatMap { seen =>
+    F.delay(state.get).flatMap { seen =>
       if seen.live <= seen.limit then F.pure(false) // the common case: a read, no write
-      else state.modify(s => if s.live > s.limit then (s.copy(live = s.live - 1), true) else (s, false))
+      else modify(s => if s.live > s.limit then (s.copy(live = s.live - 1), true) else (s, false))
     }
 
   /**
@@ -74,7 +74,7 @@ private[weir] final class WorkerPool[F[_]] private (
    * the buffer is finished). With `stop`, no worker starts any more either.
    */
   def finishing(stop: Boolean): F[Unit] =
-    state.modify { s =>
+    modify { s =>
       (s.copy(draining = true, open = s.open && !stop), s.live == 0)
     }.flatMap(empty => exited.complete(()).void.whenA(empty))
 
@@ -87,15 +87,24 @@ private[weir] final class WorkerPool[F[_]] private (
    * starts no worker, and is done. Idempotent.
    */
   def kill: F[Unit] =
-    workers.close *> state.update(_.copy(live = 0, open = false, killed = true)) *> exited.complete(()).void
+    workers.close *> modify(s => (s.copy(live = 0, open = false, killed = true), ())) *>
+      exited.complete(()).void
 
   private def leave: F[Unit] =
-    state.modify { s =>
+    modify { s =>
       if s.killed then (s, false)
       else
         val live = s.live - 1
         (s.copy(live = live), live == 0 && s.draining)
     }.flatMap(last => exited.complete(()).void.whenA(last))
+
+  /** Applies `f` to the state by compare-and-set (`f` may run more than once: it must be pure). */
+  private def modify[R](f: WorkerPool.State => (WorkerPool.State, R)): F[R] =
+    @tailrec def loop(): R =
+      val seen = state.get
+      val (next, result) = f(seen)
+      if state.compareAndSet(seen, next) then result else loop()
+    F.delay(loop())
 
   /*
    * A worker counted in by `growBy` and then not started — its group was closed meanwhile, which happens
@@ -120,6 +129,6 @@ private[weir] object WorkerPool:
       workers: FiberGroup[F]
   )(body: WorkerPool[F] => F[Boolean])(using F: Async[F]): F[WorkerPool[F]] =
     for
-      state <- F.delay(new AtomicState[F, State](State(initialLimit, 0, open = true, draining = false)))
+      state <- F.delay(new AtomicReference(State(initialLimit, 0, open = true, draining = false)))
       exited <- Deferred[F, Unit]
     yield new WorkerPool(state, exited, workers, body)

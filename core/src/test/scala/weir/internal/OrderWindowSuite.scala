@@ -12,6 +12,9 @@ class OrderWindowSuite extends CatsEffectSuite with ScalaCheckSuite:
 
   private def admit(w: OrderWindow[IO], seq: Long) = IO.uncancelable(poll => w.admit(poll, seq))
 
+  /** Marks `seq` finished and runs what wakes the admissions it let in, as the recorder does. */
+  private def finish(w: OrderWindow[IO], seq: Long): IO[Unit] = IO.defer(w.finished(seq).getOrElse(IO.unit))
+
   test("positions inside the window are admitted at once; the next one waits for the oldest to finish") {
     val run =
       for
@@ -22,10 +25,10 @@ class OrderWindowSuite extends CatsEffectSuite with ScalaCheckSuite:
         _ <- IO.sleep(1.second)
         before <- admitted.get
         waiting <- w.waiting
-        _ <- w.finished(1) *> w.finished(2) // not the oldest: the window does not move
+        _ <- finish(w, 1) *> finish(w, 2) // not the oldest: the window does not move
         _ <- IO.sleep(1.second)
         stillBefore <- admitted.get
-        _ <- w.finished(0) // slides over 0, 1, 2: prefix 3
+        _ <- finish(w, 0) // slides over 0, 1, 2: prefix 3
         _ <- waiter.joinWithNever
         oldest <- w.oldestUnfinished
         left <- w.waiting
@@ -48,7 +51,7 @@ class OrderWindowSuite extends CatsEffectSuite with ScalaCheckSuite:
         waitingBefore <- w.waiting
         _ <- waiter.cancel
         waitingAfter <- w.waiting
-        _ <- (0L until 6L).toList.traverse_(w.finished)
+        _ <- (0L until 6L).toList.traverse_(finish(w, _))
         oldest <- w.oldestUnfinished
       yield (waitingBefore, waitingAfter, oldest)
     TestControl.executeEmbed(run).map { (before, after, oldest) =>
@@ -61,15 +64,15 @@ class OrderWindowSuite extends CatsEffectSuite with ScalaCheckSuite:
   test("a position finished beyond the ring (never admitted) is counted when the window reaches it") {
     for
       w <- OrderWindow[IO](2)
-      _ <- w.finished(5) // beyond prefix + window: kept aside
-      _ <- w.finished(3) // beyond too
-      _ <- w.finished(1) // inside the ring
+      _ <- finish(w, 5) // beyond prefix + window: kept aside
+      _ <- finish(w, 3) // beyond too
+      _ <- finish(w, 1) // inside the ring
       a <- w.oldestUnfinished
-      _ <- w.finished(0) // slides over 0, 1
+      _ <- finish(w, 0) // slides over 0, 1
       b <- w.oldestUnfinished
-      _ <- w.finished(2) // slides over 2, 3
+      _ <- finish(w, 2) // slides over 2, 3
       c <- w.oldestUnfinished
-      _ <- w.finished(4) // slides over 4, 5
+      _ <- finish(w, 4) // slides over 4, 5
       d <- w.oldestUnfinished
     yield assertEquals(List(a, b, c, d), List(0L, 2L, 4L, 6L))
   }
@@ -106,7 +109,7 @@ class OrderWindowSuite extends CatsEffectSuite with ScalaCheckSuite:
                 val i = rnd.nextInt(running.size)
                 val p = running(i)
                 val done = finished + p
-                w.finished(p) *> w.oldestUnfinished.flatMap { oldest =>
+                finish(w, p) *> w.oldestUnfinished.flatMap { oldest =>
                   val expected = (0L until n.toLong).find(!done(_)).getOrElse(n.toLong)
                   if oldest != expected then IO.pure(Some(s"oldest $oldest, expected $expected after $p"))
                   else loop(next, running.patch(i, Nil, 1), done)

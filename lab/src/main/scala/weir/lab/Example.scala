@@ -33,7 +33,7 @@ object Example:
         .process(handle)
         .withLimit(Limit.fixed(limit))
         .withBuffer(200)
-        .withOrdering(Ordering.unordered)
+        .withOrder(TaskOrder.unordered)
         .withFailurePolicy(FailurePolicy.deadLetter((task, _) => deadLetters.update(_ :+ task)))
         .start
         .use { running =>

@@ -42,9 +42,18 @@ class GuideExamplesSuite extends CatsEffectSuite:
     )
   }
 
-  test("ordering: the outcomes come in input order") {
+  test("pipe form: every photo has one outcome; with input order the thumbnails come in order") {
     TestControl
-      .executeEmbed(OrderingExample.inOrder.compile.toVector)
+      .executeEmbed(PipeExample.anyOrder.compile.toVector.both(PipeExample.inOrder.compile.toVector))
+      .map { (outcomes, thumbs) =>
+        assertEquals(outcomes.map(_.task).sorted, Vector.range(0, 500))
+        assertEquals(thumbs, Vector.tabulate(500)(i => s"thumb $i"))
+      }
+  }
+
+  test("order: the outcomes come in input order") {
+    TestControl
+      .executeEmbed(OrderExample.inOrder.compile.toVector)
       .map(pages => assertEquals(pages, Vector.tabulate(1000)(i => s"page $i")))
   }
 

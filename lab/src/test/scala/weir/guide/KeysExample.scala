@@ -19,5 +19,5 @@ object KeysExample:
     Pipeline(transfers)
       .process(book)
       .withLimit(Limit.fixed(8))
-      .withOrdering(Ordering.byKey((t: Transfer) => t.account))
+      .withOrder(TaskOrder.byKey((t: Transfer) => t.account))
       .run

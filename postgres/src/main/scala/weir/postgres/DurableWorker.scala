@@ -4,7 +4,7 @@ import cats.effect.kernel.{Async, Deferred, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
 import doobie.FC
-import weir.{Disposition, Outcome, Pipeline, Running, Source}
+import weir.{Disposition, TaskOutcome, Pipeline, Running, Source}
 import weir.postgres.internal.*
 
 import java.util.concurrent.ThreadLocalRandom
@@ -20,7 +20,7 @@ import java.util.concurrent.ThreadLocalRandom
  * }.use(worker => IO.never)
  * }}}
  *
- * What becomes of a claimed task, by its [[Outcome]] in the pipeline:
+ * What becomes of a claimed task, by its [[TaskOutcome]] in the pipeline:
  *   - succeeded: completed (kept in `finished` or deleted, see [[WorkerConfig.keepCompleted]]);
  *   - failed: available again after the configured backoff, with its error recorded, or dead once it has
  *     used its `maxAttempts` (or at once when `backoff.retryOn` rejects the error); a task interrupted
@@ -214,12 +214,12 @@ object DurableWorker:
 
   private val unwritten = "the worker stopped before the result of this attempt was written"
 
-  private def finishOf[A, B](config: WorkerConfig, outcome: Outcome[Job[A], B]): Finish = outcome match
-    case Outcome.Succeeded(job, _, _) => Finish.Complete(job.token)
-    case Outcome.NotStarted(job, _) => Finish.Release(job.token)
-    case Outcome.Failed(job, _, Disposition.Interrupted, _) =>
+  private def finishOf[A, B](config: WorkerConfig, outcome: TaskOutcome[Job[A], B]): Finish = outcome match
+    case TaskOutcome.Succeeded(job, _, _) => Finish.Complete(job.token)
+    case TaskOutcome.NotStarted(job, _) => Finish.Release(job.token)
+    case TaskOutcome.Failed(job, _, Disposition.Interrupted, _) =>
       Finish.Fail(job.token, "interrupted: the worker stopped while the task ran", 0L)
-    case Outcome.Failed(job, error, _, _) =>
+    case TaskOutcome.Failed(job, error, _, _) =>
       val delay =
         if config.backoff.retryable(error) then
           config.backoff.backoff(job.attempt, ThreadLocalRandom.current()).toMillis

@@ -158,20 +158,26 @@ object AdaptiveLab extends Experiment:
         if quick then Vector(8.seconds -> math.max(1, k / 2), 14.seconds -> k)
         else Vector(10.seconds -> math.max(1, k / 2), 20.seconds -> k)
       )
-      scala.util.Try(Upstream.Model(k, ch.sortBy(_._1), base, hardCap, errorLatency.getOrElse(base)))
+      scala.util.Try(Upstream.Model(
+        capacity = k,
+        changes = ch.sortBy(_._1),
+        base = base,
+        hardCap = hardCap,
+        errorLatency = errorLatency.getOrElse(base)
+      ))
         .toEither.left.map(_.getMessage)
         .map { model =>
           Settings(
-            model,
-            dur,
-            if fixed.nonEmpty then fixed.distinct else Vector(math.max(1, k / 4), k, 4 * k),
-            if algorithms.nonEmpty then algorithms.distinct else Vector("gradient", "aimd"),
-            tolerance,
-            clock.getOrElse(if quick then Clock.Virtual else Clock.Real),
-            every,
-            settleTarget,
-            json,
-            chart
+            model = model,
+            duration = dur,
+            fixed = if fixed.nonEmpty then fixed.distinct else Vector(math.max(1, k / 4), k, 4 * k),
+            algorithms = if algorithms.nonEmpty then algorithms.distinct else Vector("gradient", "aimd"),
+            tolerance = tolerance,
+            clock = clock.getOrElse(if quick then Clock.Virtual else Clock.Real),
+            every = every,
+            settleTarget = settleTarget,
+            json = json,
+            chart = chart
           )
         }
 

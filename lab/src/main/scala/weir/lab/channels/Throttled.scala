@@ -2,7 +2,7 @@ package weir.lab.channels
 
 import cats.effect.IO
 import fs2.Stream
-import weir.{Limit, Outcome, Pipeline, RateLimiter}
+import weir.{Limit, TaskOutcome, Pipeline, RateLimiter}
 
 import scala.concurrent.duration.*
 
@@ -57,7 +57,7 @@ object Throttled:
             .process(i => first.task(i).as(i))
             .withLimit(Limit.unbounded)
             .outcomes
-            .collect { case Outcome.Succeeded(_, i, _) => i }
+            .collect { case TaskOutcome.Succeeded(_, i, _) => i }
           Pipeline(firstDone)
             .process(second.task)
             .withLimit(Limit.unbounded)

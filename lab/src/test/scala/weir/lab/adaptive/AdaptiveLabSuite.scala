@@ -115,7 +115,13 @@ class AdaptiveLabSuite extends CatsEffectSuite:
   test(
     "the upstream: within K a request takes the base latency, beyond it in proportion, beyond the cap it fails"
   ) {
-    val model = Upstream.Model(10, Vector.empty, 100.millis, Upstream.HardCap.Times(2.0), 5.millis)
+    val model = Upstream.Model(
+      capacity = 10,
+      changes = Vector.empty,
+      base = 100.millis,
+      hardCap = Upstream.HardCap.Times(2.0),
+      errorLatency = 5.millis
+    )
     assertEquals(model.phases(10.seconds), Vector((Duration.Zero, 10.seconds, 10)))
     val program = Upstream(model).flatMap { up =>
       (1 to 25).toVector.parTraverse(_ => up.call.attempt.flatMap(r => IO.monotonic.map(t => (t, r.isLeft))))

@@ -1,8 +1,9 @@
-package weir
+package weir.lab
 
 import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
 import me.tongfei.progressbar.{ProgressBar, ProgressBarBuilder, ProgressBarStyle}
+import weir.{Running, Snapshot}
 
 import scala.concurrent.duration.*
 
@@ -11,6 +12,9 @@ import scala.concurrent.duration.*
  * from [[Running.metrics]] snapshots: finished out of `total` (or a count when the total is unknown),
  * with in-flight, buffered and failed tasks beside it. It costs one snapshot per `every`, nothing per
  * task.
+ *
+ * It lives in the lab, not in weir-core, so that the core depends on Cats Effect and FS2 only: a program
+ * that wants a bar draws it from [[Running.metrics]] with the library of its choice, as this does.
  */
 object Progress:
 

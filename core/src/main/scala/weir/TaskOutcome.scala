@@ -3,7 +3,7 @@ package weir
 /**
  * What happened to one task. Every task a pipeline takes from its source ends in exactly one outcome.
  */
-enum Outcome[+A, +B]:
+enum TaskOutcome[+A, +B]:
 
   /** The handler returned `value`, at attempt number `attempts` (1 unless it was retried). */
   case Succeeded(task: A, value: B, attempts: Int)

@@ -3,14 +3,14 @@ package weir
 /**
  * In which order a pipeline runs tasks and emits their outcomes, and what that costs.
  *
- *   - [[Ordering.unordered]] (the default): outcomes are emitted as tasks complete. No head-of-line
+ *   - [[TaskOrder.unordered]] (the default): outcomes are emitted as tasks complete. No head-of-line
  *     blocking: a slow task holds only its own slot; every other slot keeps taking tasks.
- *   - [[Ordering.inputOrder]]: outcomes are emitted in the order tasks entered the buffer (with several
+ *   - [[TaskOrder.inputOrder]]: outcomes are emitted in the order tasks entered the buffer (with several
  *     producers, the order in which their tasks were interleaved into it). The reorder window `w`
  *     bounds the memory held for out-of-order results: a task with input position `p` starts only
  *     when every task before `p - w` has completed, so at most `w` outcomes are ever held back. A slow
  *     task therefore stalls new starts once `w` tasks past it have been started.
- *   - [[Ordering.byKey]]: tasks with the same key run one at a time, in input order; tasks with different
+ *   - [[TaskOrder.byKey]]: tasks with the same key run one at a time, in input order; tasks with different
  *     keys run concurrently, within the pipeline's limit. A task whose key is busy is parked, without a
  *     slot, until the tasks of its key before it have finished, so a slow key holds one slot and never
  *     blocks other keys. Parked tasks still count against the buffer's capacity (they have not started),
@@ -18,18 +18,18 @@ package weir
  *     the limit, not by the number of distinct keys. Outcomes are emitted as tasks complete (so in input
  *     order within each key).
  */
-sealed trait Ordering[-A]
+sealed trait TaskOrder[-A]
 
-object Ordering:
+object TaskOrder:
 
   /** Emit outcomes as tasks complete. */
-  val unordered: Ordering[Any] = Unordered
+  val unordered: TaskOrder[Any] = Unordered
 
   /** Emit outcomes in input order, with a reorder window of [[Defaults.reorderWindow]]`(limit)` tasks. */
-  def inputOrder: Ordering[Any] = InputOrder(None)
+  def inputOrder: TaskOrder[Any] = InputOrder(None)
 
   /** Emit outcomes in input order, with a reorder window of `window` tasks. */
-  def inputOrder(window: Int): Ordering[Any] =
+  def inputOrder(window: Int): TaskOrder[Any] =
     require(window > 0, s"reorder window must be > 0, was: $window")
     InputOrder(Some(window))
 
@@ -40,13 +40,13 @@ object Ordering:
    * inside the buffer's compare-and-set, so a take that loses a race with another worker evaluates it
    * again. Keys are compared with `==` and `hashCode`. A `key` that throws fails that task only.
    */
-  def byKey[A, K](key: A => K): Ordering[A] = ByKey(key)
+  def byKey[A, K](key: A => K): TaskOrder[A] = ByKey(key)
 
-  private[weir] case object Unordered extends Ordering[Any]:
-    override def toString: String = "Ordering.unordered"
+  private[weir] case object Unordered extends TaskOrder[Any]:
+    override def toString: String = "TaskOrder.unordered"
 
-  private[weir] final case class InputOrder(window: Option[Int]) extends Ordering[Any]:
-    override def toString: String = window.fold("Ordering.inputOrder")(w => s"Ordering.inputOrder($w)")
+  private[weir] final case class InputOrder(window: Option[Int]) extends TaskOrder[Any]:
+    override def toString: String = window.fold("TaskOrder.inputOrder")(w => s"TaskOrder.inputOrder($w)")
 
-  private[weir] final case class ByKey[A, K](key: A => K) extends Ordering[A]:
-    override def toString: String = "Ordering.byKey"
+  private[weir] final case class ByKey[A, K](key: A => K) extends TaskOrder[A]:
+    override def toString: String = "TaskOrder.byKey"

@@ -7,7 +7,7 @@ import fs2.Stream
 import weir.*
 import scala.concurrent.duration.*
 
-object OrderingExample:
+object OrderExample:
   def render(page: Int): IO[String] = IO.sleep((page % 7).millis).as(s"page $page")
 
   // results in input order; a task starts only once every task more than 256 places before it has finished
@@ -15,6 +15,6 @@ object OrderingExample:
     Pipeline(Stream.range(0, 1000).covary[IO])
       .process(render)
       .withLimit(Limit.fixed(32))
-      .withOrdering(Ordering.inputOrder(window = 256))
+      .withOrder(TaskOrder.inputOrder(window = 256))
       .outcomes
-      .collect { case Outcome.Succeeded(_, html, _) => html }
+      .collect { case TaskOutcome.Succeeded(_, html, _) => html }

@@ -1,0 +1,118 @@
+package weir.internal
+
+import weir.Latency
+
+import scala.concurrent.duration.*
+
+/**
+ * A histogram of non-negative `Long` values (latencies in nanoseconds) with a relative precision of
+ * 2^-[[LogHistogram.SubBits]] (under 0.1%): log-bucketed, with linear sub-buckets in each power of two, after
+ * the layout of Gil Tene's HdrHistogram.
+ *
+ * Values below `2 * Sub` are counted exactly. A larger value `v`, with its highest bit at `e`, falls in
+ * group `e - SubBits`, sub-bucket `(v >>> (e - SubBits)) - Sub`: each group covers one power of two with
+ * `Sub` buckets of equal width, so a bucket is never wider than `1 / Sub` of the values it holds. A group's
+ * counts are allocated on its first value, so a histogram of latencies that span a few powers of two holds
+ * a few groups of 8 KiB.
+ *
+ * Count, sum and maximum are kept exactly; percentiles are nearest-rank, reported as the highest value of
+ * the bucket that holds the rank (capped by the maximum), so a reported percentile is never below the
+ * exact one and exceeds it by less than 2^-`SubBits` of it. The sum is a `Long`: it overflows after about
+ * 292 years of summed latency.
+ *
+ * Not thread-safe: one writer, and reads after the writes (see [[LatencyRecorder]]).
+ */
+private[weir] final class LogHistogram:
+  import LogHistogram.*
+
+  private val groups = new Array[Array[Long]](Groups)
+  private var total = 0L
+  private var sum = 0L
+  private var maximum = 0L
+
+  def count: Long = total
+
+  /** Counts `value`; a negative value (a clock that went back) counts as zero. */
+  def record(value: Long): Unit =
+    val v = math.max(0L, value)
+    val g = groupOf(v)
+    var counts = groups(g)
+    if counts == null then
+      counts = new Array[Long](if g == 0 then 2 * Sub else Sub)
+      groups(g) = counts
+    counts(indexIn(g, v)) += 1
+    total += 1
+    sum += v
+    if v > maximum then maximum = v
+
+  /** Adds every value of `other` to this one; `other` is unchanged. */
+  def add(other: LogHistogram): Unit =
+    var g = 0
+    while g < Groups do
+      val theirs = other.groups(g)
+      if theirs != null then
+        var mine = groups(g)
+        if mine == null then
+          mine = new Array[Long](theirs.length)
+          groups(g) = mine
+        var i = 0
+        while i < theirs.length do
+          mine(i) += theirs(i)
+          i += 1
+      g += 1
+    total += other.total
+    sum += other.sum
+    if other.maximum > maximum then maximum = other.maximum
+
+  /** Count, mean, the nearest-rank percentiles 50, 90, 99 and 99.9, and the maximum. */
+  def latency: Latency =
+    if total == 0 then Latency.empty
+    else
+      // nearest rank in integers: ceil(permille * total / 1000), at least 1
+      val ranks = PerMille.map(pm => math.max(1L, (pm * total + 999) / 1000))
+      val values = new Array[Long](ranks.length)
+      var next = 0 // the first percentile not found yet
+      var seen = 0L
+      var g = 0
+      while g < Groups && next < ranks.length do
+        val counts = groups(g)
+        if counts != null then
+          var i = 0
+          while i < counts.length && next < ranks.length do
+            seen += counts(i)
+            while next < ranks.length && seen >= ranks(next) do
+              values(next) = math.min(highestIn(g, i), maximum)
+              next += 1
+            i += 1
+        g += 1
+      Latency(
+        count = total,
+        mean = (sum / total).nanos,
+        p50 = values(0).nanos,
+        p90 = values(1).nanos,
+        p99 = values(2).nanos,
+        p999 = values(3).nanos,
+        max = maximum.nanos
+      )
+
+private[weir] object LogHistogram:
+
+  /** Sub-buckets per power of two: `2^SubBits`, so a bucket spans under 0.1% of its values. */
+  final val SubBits = 10
+  private final val Sub = 1 << SubBits
+
+  /** Group 0 holds the values below `2 * Sub` exactly; group `g >= 1` the values whose top bit is `g + SubBits`. */
+  private final val Groups = 64 - SubBits - 1
+
+  /** The percentiles reported, in thousandths: 50, 90, 99 and 99.9. */
+  private val PerMille = Array(500L, 900L, 990L, 999L)
+
+  private def groupOf(v: Long): Int =
+    if v < 2 * Sub then 0 else 63 - java.lang.Long.numberOfLeadingZeros(v) - SubBits
+
+  private def indexIn(group: Int, v: Long): Int =
+    if group == 0 then v.toInt else (v >>> group).toInt - Sub
+
+  /** The highest value that falls in bucket `index` of `group`. */
+  private def highestIn(group: Int, index: Int): Long =
+    if group == 0 then index.toLong else ((index.toLong + Sub + 1) << group) - 1

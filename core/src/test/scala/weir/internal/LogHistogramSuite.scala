@@ -1,0 +1,76 @@
+package weir.internal
+
+import munit.ScalaCheckSuite
+import org.scalacheck.{Gen, Prop}
+
+import scala.concurrent.duration.*
+
+class LogHistogramSuite extends ScalaCheckSuite:
+
+  private val values: Gen[Vector[Long]] =
+    val one = Gen.frequency(
+      3 -> Gen.choose(0L, 5000L), // exact buckets and the first groups
+      3 -> Gen.choose(100000L, 5000000000L), // I/O-like latencies
+      1 -> Gen.choose(0L, Long.MaxValue), // the top groups
+      1 -> Gen.choose(Long.MinValue, -1L) // a clock that went back: zero
+    )
+    Gen.choose(1, 2000).flatMap(n => Gen.containerOfN[Vector, Long](n, one))
+
+  private def histogramOf(vs: Seq[Long]): LogHistogram =
+    val h = new LogHistogram
+    vs.foreach(h.record)
+    h
+
+  /** The exact nearest-rank percentile: the smallest value with at least `p`% of the values at or below it. */
+  private def nearestRank(sorted: Vector[Long], perMille: Int): Long =
+    sorted(((BigInt(perMille) * sorted.size + 999) / 1000).toInt.max(1) - 1)
+
+  property("count and maximum are exact; each percentile is the exact one or above it by less than 2^-10") {
+    Prop.forAll(values) { raw =>
+      val vs = raw.map(_.max(0L))
+      val sorted = vs.sorted
+      val latency = histogramOf(raw).latency
+      assertEquals(latency.count, vs.size.toLong)
+      assertEquals(latency.max, sorted.last.nanos)
+      List(500 -> latency.p50, 900 -> latency.p90, 990 -> latency.p99, 999 -> latency.p999).foreach {
+        (p, reported) =>
+          val exact = nearestRank(sorted, p)
+          val r = reported.toNanos
+          assert(
+            r >= exact && BigInt(r - exact) * 1024 <= BigInt(exact),
+            s"per mille $p: reported $r, exact $exact"
+          )
+      }
+    }
+  }
+
+  property("the mean is the exact sum over the count, rounded down, while the sum fits a Long") {
+    Prop.forAll(Gen.nonEmptyContainerOf[Vector, Long](Gen.choose(0L, 1L << 40))) { vs =>
+      assertEquals(histogramOf(vs).latency.mean, (vs.sum / vs.size).nanos)
+    }
+  }
+
+  property("adding histograms is recording their values into one, in any split") {
+    Prop.forAll(values, Gen.choose(0, 2000)) { (vs, at) =>
+      val (a, b) = vs.splitAt(at)
+      val merged = histogramOf(a)
+      merged.add(histogramOf(b))
+      assertEquals(merged.latency, histogramOf(vs).latency)
+    }
+  }
+
+  test("values below 2048 are exact: the percentiles of 1..1000 are their nearest ranks") {
+    val latency = histogramOf(1L to 1000L).latency
+    assertEquals(
+      (latency.p50, latency.p90, latency.p99, latency.p999, latency.max, latency.mean),
+      (500.nanos, 900.nanos, 990.nanos, 999.nanos, 1000.nanos, 500.nanos)
+    )
+  }
+
+  test("a bucket above 2048 reports its highest value, capped by the maximum") {
+    // 1 ms lies in group 10 (top bit 19): buckets of 2^9 = 512 ns; 1,000,000 is in [999,936, 1,000,447]
+    val one = histogramOf(List(1000000L, 1000000L, 2000000L)).latency
+    assertEquals(one.p50, 1000447.nanos)
+    assertEquals(one.p999, 2000000.nanos)
+    assertEquals(histogramOf(List(1000000L)).latency.p50, 1000000.nanos)
+  }

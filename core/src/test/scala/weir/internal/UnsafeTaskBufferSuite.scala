@@ -1,0 +1,190 @@
+package weir.internal
+
+import cats.effect.IO
+import fs2.Chunk
+import munit.ScalaCheckSuite
+import org.scalacheck.{Gen, Prop}
+
+import java.util.concurrent.{ConcurrentLinkedQueue, CountDownLatch}
+import java.util.concurrent.atomic.{AtomicBoolean, AtomicInteger}
+import scala.jdk.CollectionConverters.*
+
+/**
+ * The plain protocol of [[UnsafeTaskBuffer]] on its own: every offered entry is taken exactly once, with
+ * the input position it was offered at; an offer never fills the buffer beyond its capacity; one key's entries
+ * are handed out in input order; and a call that cannot complete changes nothing.
+ */
+class UnsafeTaskBufferSuite extends ScalaCheckSuite:
+
+  // each run of the threaded property starts four threads on a machine that may have two cores; the
+  // single-threaded property checks ten scripts per run instead
+  override def scalaCheckTestParameters = super.scalaCheckTestParameters.withMinSuccessfulTests(40)
+
+  private sealed trait Op
+  private final case class Offer(n: Int) extends Op
+  private case object Take extends Op
+  private final case class Finish(i: Int) extends Op // finish the i-th held entry (mod the number held)
+  private final case class GiveBack(i: Int) extends Op // a cancelled taker's entry goes back
+
+  private def ops(capacity: Int): Gen[List[Op]] =
+    Gen.listOf(
+      Gen.frequency(
+        3 -> Gen.choose(1, capacity + 2).map(Offer(_)),
+        4 -> Gen.const(Take),
+        3 -> Gen.choose(0, 50).map(Finish(_)),
+        1 -> Gen.choose(0, 50).map(GiveBack(_))
+      )
+    )
+
+  private def buffer(capacity: Int, keys: Option[Int]): UnsafeTaskBuffer[IO, Int] =
+    new UnsafeTaskBuffer(BufferState.empty[IO, Int](capacity, keys.map(k => (i: Int) => i % k)))
+
+  private def held(b: UnsafeTaskBuffer[IO, Int]): Int = b.state.size + b.state.parked
+
+  property("every offered entry is taken exactly once, at its input position; capacity is never exceeded") {
+    val scenario =
+      for
+        capacity <- Gen.choose(1, 12)
+        keys <- Gen.option(Gen.choose(1, 4))
+        script <- ops(capacity)
+      yield (capacity, keys, script)
+    Prop.forAllNoShrink(Gen.listOfN(10, scenario))(_.foreach(run))
+  }
+
+  /** Runs one script against a fresh buffer, checking the invariants after each step, then drains it. */
+  private def run(capacity: Int, keys: Option[Int], script: List[Op]): Unit =
+    val b = buffer(capacity, keys)
+    var offered = 0 // tasks are 0, 1, 2, ... so a task's input position is the task itself
+    var holding = Vector.empty[Entry[Int]] // taken (or handed on by a key) and not finished
+    var finished = Vector.empty[Entry[Int]]
+    var givenBack = 0 // entries given back by (simulated) cancelled takers
+
+    def finish(e: Entry[Int]): Unit =
+      finished :+= e
+      if e.key != null then
+        b.tryFinishKey(e.key) match
+          case next: Entry[Int] =>
+            assertEquals(next.key, e.key)
+            holding :+= next
+          case KeyReleased => ()
+          case KeyTurnLater => fail("no producer waits, so a key's hand-on never has to wake one")
+
+    def step(op: Op): Unit = op match
+      case Offer(n) =>
+        val before = b.state
+        val free = capacity - held(b)
+        val unserved = b.tryOffer(Chunk.from(offered until offered + n))
+        if n > free then
+          assertEquals(unserved, UnsafeTaskBuffer.NoRoom)
+          assert(b.state eq before, "a refused offer changes nothing")
+        else
+          assertEquals(unserved, n) // no taker waits: none of the chunk was handed over
+          offered += n
+      case Take =>
+        b.tryTake() match
+          case e: Entry[Int] =>
+            assertEquals(e.seq, e.task.toLong)
+            holding :+= e
+          case TakeLater => ()
+      case Finish(i) =>
+        if holding.nonEmpty then
+          val e = holding(i % holding.size)
+          holding = holding.filterNot(_ eq e)
+          finish(e)
+      case GiveBack(i) =>
+        if holding.nonEmpty then
+          val e = holding(i % holding.size)
+          holding = holding.filterNot(_ eq e)
+          b.giveBack(e)
+
+    script.foreach { op =>
+      step(op)
+      op match
+        case GiveBack(_) => givenBack += 1
+        case _ => ()
+      // an offer is accepted only if all of it fits; only an entry a cancelled taker gives back can go over,
+      // since its place was freed when it was handed out (one entry per cancelled taker)
+      assert(held(b) <= capacity + givenBack, s"holds ${held(b)} > capacity $capacity + $givenBack after $op")
+      // every accepted task is in exactly one place: in the buffer, held by the test, or finished
+      assertEquals(held(b) + holding.size + finished.size, offered, s"after $op")
+    }
+    // drain: finish what is held, take the rest
+    var more = true
+    while more do
+      if holding.nonEmpty then
+        val e = holding.head
+        holding = holding.tail
+        finish(e)
+      else
+        b.tryTake() match
+          case e: Entry[Int] => holding :+= e
+          case TakeLater => more = false
+    val done = finished
+    assertEquals(held(b), 0)
+    assertEquals(done.map(_.task).sorted, Vector.range(0, offered))
+    assertEquals(done.map(_.seq).distinct.size, offered)
+    keys.foreach { k =>
+      done.groupBy(_.task % k).foreach { (key, es) =>
+        assertEquals(es.map(_.seq), es.map(_.seq).sorted, s"key $key out of input order")
+      }
+    }
+
+  property("offering and taking from several threads at once: each entry taken once, capacity kept") {
+    val scenario =
+      for
+        capacity <- Gen.choose(1, 16)
+        keys <- Gen.option(Gen.choose(1, 8))
+        chunks <- Gen.listOfN(2, Gen.listOfN(60, Gen.choose(1, 4)))
+      yield (capacity, keys, chunks)
+    Prop.forAllNoShrink(scenario) { (capacity, keys, chunks) =>
+      val b = buffer(capacity, keys)
+      val sizes = chunks.map(_.map(_.min(capacity)))
+      val total = sizes.map(_.sum).sum
+      val taken = new ConcurrentLinkedQueue[Entry[Int]]
+      val done = new AtomicInteger(0)
+      val overfull = new AtomicBoolean(false)
+      val go = new CountDownLatch(1)
+      // producer p offers the tasks p * 1_000_000 + 0, 1, 2, ... in chunks of its sizes, retrying when full
+      val producers = sizes.zipWithIndex.map { (mine, p) =>
+        new Thread(() =>
+          go.await()
+          var next = p * 1000000
+          mine.foreach { n =>
+            val chunk = Chunk.from(next until next + n)
+            while b.tryOffer(chunk) == UnsafeTaskBuffer.NoRoom do Thread.`yield`()
+            if held(b) > capacity then overfull.set(true)
+            next += n
+          }
+        )
+      }
+      val consumers = List.fill(2)(new Thread(() =>
+        go.await()
+        while done.get < total do
+          b.tryTake() match
+            case e: Entry[Int] =>
+              var current = e
+              var chain = true
+              while chain do
+                taken.add(current)
+                done.incrementAndGet()
+                if current.key == null then chain = false
+                else
+                  b.tryFinishKey(current.key) match
+                    case next: Entry[Int] => current = next
+                    case KeyReleased => chain = false
+                    case KeyTurnLater => throw new AssertionError("no producer waits")
+            case TakeLater => Thread.`yield`()
+      ))
+      val threads = producers ++ consumers
+      threads.foreach(_.start())
+      go.countDown()
+      threads.foreach(_.join(20000))
+      assert(threads.forall(!_.isAlive), "a thread did not finish")
+      assert(!overfull.get, "the buffer held more than its capacity")
+      val got = taken.asScala.toVector
+      val expected = sizes.zipWithIndex.flatMap((mine, p) => (0 until mine.sum).map(p * 1000000 + _)).sorted
+      assertEquals(got.map(_.task).sorted, expected.toVector)
+      assertEquals(got.map(_.seq).sorted, Vector.range(0L, total.toLong))
+      assertEquals(held(b), 0)
+    }
+  }
