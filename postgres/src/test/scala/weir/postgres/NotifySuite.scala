@@ -56,7 +56,11 @@ class NotifySuite extends DbSuite:
           IO.blocking(pg.getNotifications(250).toVector.map(_.getParameter))
             .flatMap(ns => received(want, got ++ ns))
       for
-        _ <- IO.blocking(c.createStatement().execute("LISTEN \"" + channel + "\""))
+        _ <- IO.blocking {
+          val st = c.createStatement()
+          try st.execute("LISTEN \"" + channel + "\"")
+          finally st.close()
+        }
         serverTls <- scalar("SHOW ssl")
         sessionTls <-
           scalar("SELECT coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false)")

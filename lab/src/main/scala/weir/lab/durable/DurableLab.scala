@@ -185,7 +185,7 @@ object DurableLab extends Experiment:
           Option.when(k.lost != 0)(s"${k.lost} task(s) lost"),
           Option.when(k.unexplainedDuplicates != 0)(
             s"${k.unexplainedDuplicates} duplicate(s) not preceded by the kill of the worker that ran the task before: " +
-              k.unexplainedExamples.mkString(", ")
+              k.unexplained.take(5).mkString(", ")
           ),
           Option.when(k.keyViolations != 0)(s"${k.keyViolations} key(s) out of order")
         ).flatten

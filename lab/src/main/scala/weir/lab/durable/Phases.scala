@@ -130,29 +130,21 @@ object Phases:
     yield latencies
 
   /**
-   * A SIGKILL: the database's clock just before the signal, and once the process was gone. A run the
-   * worker recorded in between is still its own.
+   * A SIGKILL: the database's clock just before the signal, and what the other workers saw of the victim
+   * then: whether its session held its lock, and how many other workers' sessions did.
    */
-  final case class Kill(
-      workerId: Long,
-      atMillis: Double,
-      deadAtMillis: Double,
-      sessionHeld: Boolean,
-      othersAlive: Int
-  )
+  final case class Kill(workerId: Long, atMillis: Double, sessionHeld: Boolean, othersAlive: Int)
 
+  /** `unexplained` names each task whose repeat no kill explains; `rescueOfKill`, per kill, its first rescue. */
   final case class KillRun(
       tasks: Int,
       workSeconds: Double,
       lost: Long,
       executions: Long,
       duplicates: Long,
-      unexplainedDuplicates: Long,
-      unexplainedExamples: Vector[String],
+      unexplained: Vector[String],
       keyViolations: Long,
       kills: Vector[Kill],
-      rescueMillis: Vector[Double],
-      rescuedBySession: Int,
       rescueOfKill: Vector[Option[(Double, Boolean)]],
       falseRescues: Long,
       rerunMillis: Vector[Double],
@@ -160,6 +152,14 @@ object Phases:
       backlogP99Ms: Double
   ):
     def tasksPerSecond: Double = tasks / workSeconds
+
+    def unexplainedDuplicates: Long = unexplained.size.toLong
+
+    /** From each kill to its worker's first rescue, for the kills whose worker held tasks. */
+    def rescueMillis: Vector[Double] = rescueOfKill.flatten.map(_._1)
+
+    /** How many of those rescues found the worker dead by its ended session rather than by `deadAfter`. */
+    def rescuedBySession: Int = rescueOfKill.flatten.count(_._2)
 
   /**
    * `n` tasks (every 4th keyed) worked by `workers` processes that record each execution; with `killEvery`,
@@ -234,11 +234,9 @@ object Phases:
                       val others = ws.count(w => w.id != victim.workerId && w.sessionHeld)
                       clock.transact(lab.admin).flatMap(at =>
                         IO.blocking(victim.process.destroyForcibly().waitFor()) *>
-                          clock.transact(lab.admin).flatMap(dead =>
-                            kills.update(_ :+ Kill(victim.workerId, at, dead, held, others)) *>
-                              IO.realTimeInstant.flatMap(now =>
-                                IO.consoleForIO.errorln(s"  [lab] $now SIGKILL of worker ${victim.workerId}")
-                              )
+                          kills.update(_ :+ Kill(victim.workerId, at, held, others)) *>
+                          IO.realTimeInstant.flatMap(now =>
+                            IO.consoleForIO.errorln(s"  [lab] $now SIGKILL of worker ${victim.workerId}")
                           )
                       )
                     } *> release *> live.update(_.filterNot(_._1 eq victim)) *> spawn
@@ -261,7 +259,7 @@ object Phases:
    * kill of the worker that ran the task before, ahead of the repeat's start. A repeat of a task whose
    * worker was alive (a false rescue, say) is not. The first run's own time is not compared with the
    * kill: every run of a killed worker began before it died, though its record, sent just before the
-   * signal, may reach the server after the lab read the clock. `runs` are (task, worker, key, start ms) in
+   * signal, may reach the server after the kill's time was read. `runs` are (task, worker, key, start ms) in
    * the order they were recorded.
    */
   def unexplained(runs: Vector[(Long, Long, Option[String], Double)], kills: Vector[Kill]): Vector[String] =
@@ -316,7 +314,6 @@ object Phases:
     yield
       val byTask = runs.groupBy(_._1)
       val twice = byTask.filter(_._2.size > 1)
-      val unexplainedRuns = unexplained(runs, kills)
       val rescuedAt = rescueEvents.groupMap(_._1)(_._2)
       // how each killed worker's first rescue found it dead: its ended session, or `deadAfter` of silence
       val rescueOfKill = kills.map(k =>
@@ -324,7 +321,6 @@ object Phases:
           (e._2 - k.atMillis, e._3)
         )
       )
-      val firstRescues = rescueOfKill.flatten
       // a rescue of a worker before its kill, or of one never killed: a live worker taken for dead
       val falseRescues =
         rescuedAt.count((w, ats) => killOf.get(w).forall(k => ats.exists(_ < k.atMillis))).toLong
@@ -347,12 +343,9 @@ object Phases:
         lost = lost,
         executions = runs.size.toLong,
         duplicates = twice.size.toLong,
-        unexplainedDuplicates = unexplainedRuns.size.toLong,
-        unexplainedExamples = unexplainedRuns.take(5),
+        unexplained = unexplained(runs, kills),
         keyViolations = violations.toLong,
         kills = kills,
-        rescueMillis = firstRescues.map(_._1),
-        rescuedBySession = firstRescues.count(_._2),
         rescueOfKill = rescueOfKill,
         falseRescues = falseRescues,
         rerunMillis = reruns,
