@@ -328,6 +328,10 @@ object DurableLab extends Experiment:
             s"${fair.size} of ${k.kills.size}; ${meanMax(fair.flatMap(_._2).map(_._1))}"
           }
         ),
+        Vector(
+          "kill run: kill → the server freed its session lock, mean / max (kills where it was seen)",
+          s"${meanMax(k.lockFreed.flatten)} (${k.lockFreed.flatten.size} of ${k.kills.size})"
+        ),
         Vector("kill run: kill → first re-run of a task it held, mean / max", meanMax(k.rerunMillis)),
         Vector("kill run: live workers taken for dead (rescued before any kill)", k.falseRescues.toString),
         Vector("kill run: lost tasks", k.lost.toString),
@@ -418,15 +422,17 @@ object DurableLab extends Experiment:
             "kills" -> k.kills.size.asJson,
             "rescue_ms" -> k.rescueMillis.map(number).asJson,
             "rescued_by_session" -> k.rescuedBySession.asJson,
-            "kill_details" -> k.kills.zip(k.rescueOfKill).map((kill, rescue) =>
-              Json.obj(
-                "worker" -> kill.workerId.asJson,
-                "session_held" -> kill.sessionHeld.asJson,
-                "others_alive" -> kill.othersAlive.asJson,
-                "rescue_ms" -> rescue.fold(Json.Null)(r => number(r._1)),
-                "by_session" -> rescue.fold(Json.Null)(_._2.asJson)
-              )
-            ).asJson,
+            "kill_details" ->
+              k.kills.zip(k.rescueOfKill).zip(k.lockFreed).map { case ((kill, rescue), freed) =>
+                Json.obj(
+                  "worker" -> kill.workerId.asJson,
+                  "session_held" -> kill.sessionHeld.asJson,
+                  "others_alive" -> kill.othersAlive.asJson,
+                  "rescue_ms" -> rescue.fold(Json.Null)(r => number(r._1)),
+                  "by_session" -> rescue.fold(Json.Null)(_._2.asJson),
+                  "lock_freed_ms" -> freed.fold(Json.Null)(number)
+                )
+              }.asJson,
             "rerun_ms" -> k.rerunMillis.map(number).asJson,
             "false_rescues" -> k.falseRescues.asJson,
             "lost" -> k.lost.asJson,

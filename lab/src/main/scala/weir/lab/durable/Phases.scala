@@ -1,6 +1,7 @@
 package weir.lab.durable
 
 import cats.effect.{IO, Ref, Resource}
+import cats.effect.std.Supervisor
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
@@ -135,7 +136,10 @@ object Phases:
    */
   final case class Kill(workerId: Long, atMillis: Double, sessionHeld: Boolean, othersAlive: Int)
 
-  /** `unexplained` names each task whose repeat no kill explains; `rescueOfKill`, per kill, its first rescue. */
+  /**
+   * `unexplained` names each task whose repeat no kill explains; `rescueOfKill`, per kill, its first rescue;
+   * `lockFreed`, per kill, when the server freed the worker's session lock (see [[KillWatch]]).
+   */
   final case class KillRun(
       tasks: Int,
       workSeconds: Double,
@@ -146,6 +150,7 @@ object Phases:
       keyViolations: Long,
       kills: Vector[Kill],
       rescueOfKill: Vector[Option[(Double, Boolean)]],
+      lockFreed: Vector[Option[Double]],
       falseRescues: Long,
       rerunMillis: Vector[Double],
       backlogP50Ms: Double,
@@ -206,52 +211,62 @@ object Phases:
       enqueued <-
         TaskQueue[IO, Int](db, queue).enqueueMany((1 to n).map(i => NewTask(i, orderingKey = key(i, keys))))
       kills <- Ref[IO].of(Vector.empty[Kill])
+      freed <- Ref[IO].of(Map.empty[Long, Double])
       live <- Ref[IO].of(Vector.empty[(Children.Child, IO[Unit])])
       spawn = Children.start(args).allocated.flatMap(c => live.update(_ :+ c))
       // the first workers start together: one started after another would find its elder already
       // working through the backlog on both cores, and take seconds to come up
       _ <- List.fill(workers)(spawn).parSequence_
-      killer = killEvery.fold(IO.unit) { every =>
-        def loop: IO[Unit] =
-          IO(ThreadLocalRandom.current().nextLong(every.toMillis / 2, every.toMillis * 3 / 2 + 1)).flatMap(
-            ms =>
-              IO.sleep(ms.millis)
-          ) *> anyLeft.flatMap { left =>
-            if !left then IO.unit
-            else
-              live.get.flatMap { cs =>
-                val alive = cs.filter(_._1.process.isAlive)
-                if alive.isEmpty then loop
-                else
-                  val (victim, release) = alive(ThreadLocalRandom.current().nextInt(alive.size))
-                  // the kill's time is read before the signal, so a rescue is never timed short; a kill and
-                  // its replacement are not interrupted, so that every started child is in `live`
-                  // what the other workers see of the victim: whether its session holds its lock (then its
-                  // death is seen within a heartbeat), and how many others are alive to rescue its tasks
-                  IO.uncancelable(_ =>
-                    TaskAdmin(db).workers.flatMap { ws =>
-                      val held = ws.exists(w => w.id == victim.workerId && w.sessionHeld)
-                      val others = ws.count(w => w.id != victim.workerId && w.sessionHeld)
-                      clock.transact(lab.admin).flatMap(at =>
-                        IO.blocking(victim.process.destroyForcibly().waitFor()) *>
-                          kills.update(_ :+ Kill(victim.workerId, at, held, others)) *>
-                          IO.realTimeInstant.flatMap(now =>
-                            IO.consoleForIO.errorln(s"  [lab] $now SIGKILL of worker ${victim.workerId}")
-                          )
-                      )
-                    } *> release *> live.update(_.filterNot(_._1 eq victim)) *> spawn
-                  ) *> loop
-              }
-          }
-        loop
-      }
-      _ <- Resource.make(IO.unit)(_ => live.get.flatMap(_.traverse_(_._2))).use { _ =>
-        // the killer is stopped as soon as the queue is empty, rather than after its next nap
-        killer.background.surround((IO.sleep(200.millis) *> anyLeft).iterateUntil(!_)) *>
-          live.get.flatMap(_.traverse_(c => IO.interruptible(c._1.process.waitFor()).void))
-      }
+      // each kill's watch (see `KillWatch`) outlives the kill; the run waits for the watches before it is analysed
+      killer = (watchers: Supervisor[IO]) =>
+        killEvery.fold(IO.unit) { every =>
+          def loop: IO[Unit] =
+            IO(ThreadLocalRandom.current().nextLong(every.toMillis / 2, every.toMillis * 3 / 2 + 1)).flatMap(
+              ms =>
+                IO.sleep(ms.millis)
+            ) *> anyLeft.flatMap { left =>
+              if !left then IO.unit
+              else
+                live.get.flatMap { cs =>
+                  val alive = cs.filter(_._1.process.isAlive)
+                  if alive.isEmpty then loop
+                  else
+                    val (victim, release) = alive(ThreadLocalRandom.current().nextInt(alive.size))
+                    // the kill's time is read before the signal, so a rescue is never timed short; a kill and
+                    // its replacement are not interrupted, so that every started child is in `live`
+                    // what the other workers see of the victim: whether its session holds its lock (then its
+                    // death is seen within a heartbeat), and how many others are alive to rescue its tasks
+                    IO.uncancelable(_ =>
+                      TaskAdmin(db).workers.flatMap { ws =>
+                        val held = ws.exists(w => w.id == victim.workerId && w.sessionHeld)
+                        val others = ws.count(w => w.id != victim.workerId && w.sessionHeld)
+                        clock.transact(lab.admin).flatMap(at =>
+                          IO.blocking(victim.process.destroyForcibly().waitFor()) *>
+                            kills.update(_ :+ Kill(victim.workerId, at, held, others)) *>
+                            watchers.supervise(
+                              KillWatch.follow(lab, victim.workerId, at, deadAfter * 3).flatMap(
+                                _.traverse_(ms => freed.update(_ + (victim.workerId -> ms)))
+                              )
+                            ) *>
+                            IO.realTimeInstant.flatMap(now =>
+                              IO.consoleForIO.errorln(s"  [lab] $now SIGKILL of worker ${victim.workerId}")
+                            )
+                        )
+                      } *> release *> live.update(_.filterNot(_._1 eq victim)) *> spawn
+                    ) *> loop
+                }
+            }
+          loop
+        }
+      _ <- (Supervisor[IO](await = true), Resource.make(IO.unit)(_ => live.get.flatMap(_.traverse_(_._2))))
+        .tupled.use { (watchers, _) =>
+          // the killer is stopped as soon as the queue is empty, rather than after its next nap
+          killer(watchers).background.surround((IO.sleep(200.millis) *> anyLeft).iterateUntil(!_)) *>
+            live.get.flatMap(_.traverse_(c => IO.interruptible(c._1.process.waitFor()).void))
+        }
       killed <- kills.get
-      result <- analyse(lab, queue, enqueued.map(_.taskId), killed).transact(lab.admin)
+      lockFreed <- freed.get
+      result <- analyse(lab, queue, enqueued.map(_.taskId), killed, lockFreed).transact(lab.admin)
     yield result
 
   /**
@@ -272,8 +287,13 @@ object Phases:
       }.take(1)
     }
 
-  private def analyse(lab: LabDatabase, queue: String, ids: Vector[Long], kills: Vector[Kill])
-      : ConnectionIO[KillRun] =
+  private def analyse(
+      lab: LabDatabase,
+      queue: String,
+      ids: Vector[Long],
+      kills: Vector[Kill],
+      lockFreed: Map[Long, Double]
+  ): ConnectionIO[KillRun] =
     val s = lab.schema
     val killOf = kills.map(k => k.workerId -> k).toMap
     for
@@ -347,6 +367,7 @@ object Phases:
         keyViolations = violations.toLong,
         kills = kills,
         rescueOfKill = rescueOfKill,
+        lockFreed = kills.map(k => lockFreed.get(k.workerId)),
         falseRescues = falseRescues,
         rerunMillis = reruns,
         backlogP50Ms = backlog._1,
