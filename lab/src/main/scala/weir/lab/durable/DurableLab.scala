@@ -329,7 +329,7 @@ object DurableLab extends Experiment:
           }
         ),
         Vector(
-          "kill run: kill → the server freed its session lock, mean / max (kills where it was seen)",
+          "kill run: kill → its session lock first seen freed, mean / max (kills where it was seen)",
           s"${meanMax(k.lockFreed.flatten)} (${k.lockFreed.flatten.size} of ${k.kills.size})"
         ),
         Vector("kill run: kill → first re-run of a task it held, mean / max", meanMax(k.rerunMillis)),

@@ -22,8 +22,8 @@ object KillWatch:
 
   /**
    * Polls every 50 ms from the kill (`atMillis`, the database's clock) until the lock is freed and no task
-   * runs under the worker's name, or `limit` has passed; the time from the kill to the lock's freeing, if
-   * seen.
+   * runs under the worker's name, or `limit` has passed; the time from the kill to the first poll that
+   * found the lock freed, if one did (an upper bound: on a starved machine the lab's own polls come late).
    */
   def follow(lab: LabDatabase, workerId: Long, atMillis: Double, limit: FiniteDuration): IO[Option[Double]] =
     val lockId = workerId % 2147483648L

@@ -32,6 +32,8 @@ class DurableLabSuite extends CatsEffectSuite:
     run.map { (r, text) =>
       val k = r.killRun.getOrElse(fail("no kill run"))
       assert(k.kills.nonEmpty, k.toString)
+      // every killed worker's session lock is freed by the server once its process is gone, and seen so
+      assert(k.lockFreed.size == k.kills.size && k.lockFreed.forall(_.exists(_ >= 0)), k.toString)
       assertEquals(k.lost, 0L)
       assertEquals(k.keyViolations, 0L)
       assertEquals(k.unexplainedDuplicates, 0L)
@@ -58,6 +60,13 @@ class DurableLabSuite extends CatsEffectSuite:
       assertEquals(kill.get[Long]("false_rescues"), Right(k.falseRescues), text)
       assertEquals(kill.get[Int]("kills"), Right(k.kills.size), text)
       assertEquals(kill.get[Vector[Double]]("rerun_ms").map(_.size), Right(k.rerunMillis.size), text)
+      assertEquals(
+        kill.get[Vector[io.circe.Json]](
+          "kill_details"
+        ).map(_.map(_.hcursor.get[Double]("lock_freed_ms").toOption)),
+        Right(k.lockFreed),
+        text
+      )
       assertEquals(records.get[String]("status"), Right("ok"), text)
       assert(records.downField("history").focus.exists(_.isNull), text)
       assertEquals(records.downField("enqueue_concurrent").get[Int]("enqueuers"), Right(2), text)
