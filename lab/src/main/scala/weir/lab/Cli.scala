@@ -44,7 +44,8 @@ object Cli:
       note("  lab <experiment> [options]   an experiment; `weir lab <experiment> --help` for its options:"),
       note(Experiments.all.map(e => s"    ${e.name.padTo(12, ' ')} ${e.summary}").mkString("\n")),
       note("  compare [options]            the same as `lab compare`"),
-      note("  durable <migrate|stats>      weir-postgres's schema; `weir durable --help`\n"),
+      note("  durable <migrate|stats>      weir-postgres's schema; `weir durable --help`"),
+      note("  train                        short runs for the launcher's ahead-of-time cache (JDK 25)\n"),
       checkConfig(o =>
         if o.command.isEmpty then
           failure("a command is required: example | soak | compare | lab <experiment>")

@@ -14,6 +14,7 @@ object Main extends WeirApp:
       case "lab" :: rest => Experiments.run(rest)
       case "compare" :: rest => Experiments.run("compare" :: rest)
       case "durable" :: rest => DurableCli.run(rest)
+      case "train" :: Nil => Train.run
       case _ => command(args)
 
   private def command(args: List[String]): IO[ExitCode] =
@@ -33,4 +34,5 @@ object Main extends WeirApp:
       case "lab" :: rest => Experiments.check(rest)
       case "compare" :: rest => Experiments.check("compare" :: rest)
       case "durable" :: rest => ExperimentIo.check(DurableCli.parser, rest, DurableCli.Options())
+      case "train" :: Nil => Train.check
       case _ => Cli.check(args)
