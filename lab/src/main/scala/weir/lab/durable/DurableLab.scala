@@ -159,7 +159,7 @@ object DurableLab extends Experiment:
       throughput: Vector[Phases.Round],
       idleNotify: Vector[Phases.Latency],
       idlePoll: Vector[Phases.Latency],
-      killRun: Option[Phases.KillRun],
+      killRun: Option[KillPhase.KillRun],
       history: Option[HistoryPhase.History]
   ):
     /** weir's median throughput round, tasks per second. */
@@ -235,7 +235,7 @@ object DurableLab extends Experiment:
               // this JVM's claim path is compiled by now: a few tasks warm the new worker's connections
               Phases.idleLatency(db, "idle-poll", s.samples, warmup = 10, listen = false, poll = 100.millis)
             ))
-            kill <- phase(Phase.Kill)(timed("kill run")(Phases.killRun(
+            kill <- phase(Phase.Kill)(timed("kill run")(KillPhase.run(
               lab,
               db,
               "kill",

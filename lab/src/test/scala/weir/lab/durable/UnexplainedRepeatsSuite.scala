@@ -6,21 +6,21 @@ import munit.FunSuite
 class UnexplainedRepeatsSuite extends FunSuite:
 
   // worker 1 is killed at 1,000 ms; worker 2 is never killed
-  private val kills = Vector(Phases.Kill(1L, 1000.0, sessionHeld = true, othersAlive = 1))
+  private val kills = Vector(KillPhase.Kill(1L, 1000.0, sessionHeld = true, othersAlive = 1))
   private def run(task: Long, worker: Long, at: Double) = (task, worker, None, at)
 
   test("a repeat after the kill of the worker that ran the task before is explained") {
-    assertEquals(Phases.unexplained(Vector(run(7, 1, 900), run(7, 2, 1800)), kills), Vector.empty)
+    assertEquals(KillPhase.unexplained(Vector(run(7, 1, 900), run(7, 2, 1800)), kills), Vector.empty)
   }
 
   test(
     "so is one whose first run was recorded after the lab read the clock, if the repeat followed the kill"
   ) {
-    assertEquals(Phases.unexplained(Vector(run(7, 1, 1070), run(7, 2, 1800)), kills), Vector.empty)
+    assertEquals(KillPhase.unexplained(Vector(run(7, 1, 1070), run(7, 2, 1800)), kills), Vector.empty)
   }
 
   test("a repeat that started before the kill, or of a worker never killed, is not") {
-    val found = Phases.unexplained(
+    val found = KillPhase.unexplained(
       Vector(run(7, 1, 100), run(8, 2, 200), run(7, 2, 900), run(8, 1, 950), run(9, 2, 300)),
       kills
     )
@@ -35,5 +35,5 @@ class UnexplainedRepeatsSuite extends FunSuite:
 
   test("a task run three times needs each repeat explained") {
     val runs = Vector(run(5, 1, 500), run(5, 2, 1500), run(5, 2, 1600))
-    assertEquals(Phases.unexplained(runs, kills).size, 1)
+    assertEquals(KillPhase.unexplained(runs, kills).size, 1)
   }
