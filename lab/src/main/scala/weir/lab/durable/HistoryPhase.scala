@@ -46,8 +46,8 @@ object HistoryPhase:
       claimMillis: Vector[Double],
       workedPerSecond: Double
   ):
-    def p50: Double = DurableLab.pct(claimMillis, 0.5)
-    def p99: Double = DurableLab.pct(claimMillis, 0.99)
+    def p50: Double = DurableReport.pct(claimMillis, 0.5)
+    def p99: Double = DurableReport.pct(claimMillis, 0.99)
 
   final case class History(backlog: Int, sizes: Vector[Size]):
     /** `f` at the largest history over `f` at the empty one. */
