@@ -12,23 +12,15 @@ import cats.syntax.all.*
  */
 object Train:
 
-  /** Each experiment's command line: weir's engine on the real clock, its blocking mode, its HTTP client. */
+  /**
+   * Each experiment's command line: weir's engine on the real clock, its blocking mode, its HTTP client, and
+   * the delay server in this JVM too, since the lab's child JVMs start from the same cache.
+   */
   val runs: List[List[String]] = List(
-    List("compare", "--quick", "--clock", "real", "--approaches", "weir", "--no-live"),
-    List("blocking", "--quick", "--approaches", "io-interruptible,weir-blocking"),
-    List(
-      "requests",
-      "--n",
-      "4000",
-      "--concurrency",
-      "1000",
-      "--max-delay",
-      "300",
-      "--approach",
-      "weir",
-      "--no-progress"
-    )
-  )
+    "compare --quick --clock real --approaches weir --no-live",
+    "blocking --quick --approaches io-interruptible,weir-blocking",
+    "requests --n 4000 --concurrency 1000 --max-delay 300 --approach weir --server same --no-progress"
+  ).map(_.split(' ').toList)
 
   def run: IO[ExitCode] =
     runs.traverse(Experiments.run).map(_.find(_ != ExitCode.Success).getOrElse(ExitCode.Success))

@@ -16,8 +16,10 @@ object Children:
     val command = List(
       java,
       "--sun-misc-unsafe-memory-access=allow",
+      "--enable-native-access=ALL-UNNAMED",
       "-Xmx512m",
-      "-Dcats.effect.tracing.mode=none",
+      "-Dcats.effect.tracing.mode=none"
+    ) ++ weir.lab.AotCache.childFlags ++ List(
       "-cp",
       System.getProperty("java.class.path"),
       "weir.lab.durable.LabWorker"

@@ -22,7 +22,7 @@ object LabJvm:
   def command(jvmFlags: List[String], args: List[String]): List[String] =
     val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
     List(java, "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED") ++ tracing ++
-      jvmFlags ++
+      weir.lab.AotCache.childFlags ++ jvmFlags ++
       List("-cp", System.getProperty("java.class.path"), "weir.lab.Main") ++ args
 
   /**
