@@ -33,7 +33,7 @@ object KillWatch:
                 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.objid::bigint = $lockId
                   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())),
         (SELECT count(*) FROM ${lab.schema("tasks")} WHERE state = 'running' AND lease_owner = """) ++
-        fr0"$workerId" ++ Fragment.const(")")).query[(Double, Boolean, Long)].unique.transact(lab.admin)
+        fr0"$workerId" ++ Fragment.const(")")).query[(Double, Boolean, Long)].unique
     val busy =
       Fragment.const(s"""SELECT a.pid, a.state, coalesce(a.wait_event_type || ':' || a.wait_event, '-'),
         coalesce(round(extract(epoch FROM clock_timestamp() - a.query_start) * 1000)::bigint, 0),
@@ -50,9 +50,9 @@ object KillWatch:
           Long,
           String,
           Boolean
-      )].to[Vector].transact(lab.admin)
-    def say(since: Double, held: Boolean, running: Long): IO[Unit] =
-      busy.flatMap { backends =>
+      )].to[Vector]
+    def say(db: Transactor[IO], since: Double, held: Boolean, running: Long): IO[Unit] =
+      busy.transact(db).flatMap { backends =>
         val lines = backends.map { (pid, st, wait, ms, query, holder) =>
           s"$pid${if holder then " (its session)" else ""} $st $wait ${ms} ms: $query"
         }
@@ -62,14 +62,15 @@ object KillWatch:
             lines.map("\n    " + _).mkString
         )
       }
-    def loop(freed: Option[Double], reported: Int): IO[Option[Double]] =
-      state.flatMap { (now, held, running) =>
+    def loop(db: Transactor[IO], freed: Option[Double], reported: Int): IO[Option[Double]] =
+      state.transact(db).flatMap { (now, held, running) =>
         val since = now - atMillis
         val freedNow = freed.orElse(Option.when(!held)(since))
         if (freedNow.isDefined && running == 0) || since > limit.toMillis then IO.pure(freedNow)
         else
           val due = running > 0 && since >= reportEvery * (reported + 1)
-          say(since, held, running).whenA(due) *> IO.sleep(every) *>
-            loop(freedNow, if due then reported + 1 else reported)
+          say(db, since, held, running).whenA(due) *> IO.sleep(every) *>
+            loop(db, freedNow, if due then reported + 1 else reported)
       }
-    loop(None, 0)
+    // one connection for the whole watch: a new one every 50 ms would load the machine it watches
+    lab.session.use(loop(_, None, 0))

@@ -18,6 +18,15 @@ final case class LabDatabase(url: String, embedded: Boolean, schema: Schema):
     val (jdbc, props) = DatabaseConfig.toJdbc(url)
     Transactor.fromDriverManager[IO]("org.postgresql.Driver", jdbc, props, None)
 
+  /** One connection for a series of short reads (each a transaction of its own), closed when released. */
+  def session: Resource[IO, Transactor[IO]] =
+    Resource
+      .make(IO.blocking {
+        val (jdbc, props) = DatabaseConfig.toJdbc(url)
+        java.sql.DriverManager.getConnection(jdbc, props)
+      })(c => IO.blocking(c.close()))
+      .map(c => Transactor.fromConnection[IO](c, None))
+
   /** Runs `sql` on a connection of its own in autocommit: VACUUM and CREATE DATABASE refuse a transaction. */
   def autocommit(sql: String): IO[Unit] = IO.blocking {
     val (jdbc, props) = DatabaseConfig.toJdbc(url)
