@@ -20,17 +20,22 @@ private[weir] final class Recorder[F[_], A, B](
     requestStop: (StopReason, FiniteDuration) => F[Boolean]
 )(using F: Async[F]):
 
-  /** Whether anything but the ledger hears of a success: a reorder window or an outcome stream. */
-  private val tracked = window.isDefined || emit.isDefined
-
-  /** Whether outcomes are published; without a stream none is even built. */
-  val publishes: Boolean = emit.isDefined
-
-  def succeeded(entry: Entry[A], value: B, latency: FiniteDuration, attempts: Int): F[Unit] =
-    if tracked then
-      F.delay(ledger.succeeded(latency.toNanos)) *> finished(entry) *>
-        publish(entry.seq, TaskOutcome.Succeeded(entry.task, value, attempts))
-    else F.delay(ledger.succeeded(latency.toNanos))
+  /**
+   * The record of a success, as a plain step: counted, its latency recorded, its place in the reorder
+   * window freed. Returns the rest as an effect — waking the admissions the window now lets in, handing the
+   * outcome to the stream — or `None` when nothing is left (no stream, no admission woken: the common
+   * case, which allocates nothing). A plain call, to be made in a continuation that runs what it returns.
+   */
+  def succeeded(entry: Entry[A], value: B, latencyNanos: Long, attempts: Int): Option[F[Unit]] =
+    ledger.succeeded(latencyNanos)
+    val woken = window match
+      case Some(w) => w.finished(entry.seq)
+      case None => None
+    emit match
+      case None => woken
+      case Some(out) =>
+        val published = out(entry.seq, TaskOutcome.Succeeded(entry.task, value, attempts))
+        Some(woken.fold(published)(_ *> published))
 
   def failed(entry: Entry[A], error: Throwable, latency: FiniteDuration, attempts: Int): F[Unit] =
     def record(disposition: Disposition): F[Unit] =
