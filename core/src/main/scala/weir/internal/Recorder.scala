@@ -10,6 +10,10 @@ import scala.concurrent.duration.*
  * The record stage, the last of a task's path ([[TaskPath]]): how a task ended goes to the [[Ledger]], to
  * the reorder window (its place is freed), to the outcome stream if there is one, and through the failure
  * policy. Every task that started is recorded here exactly once: succeeded, failed, or interrupted.
+ *
+ * A success is a plain step ([[succeeded]]) that returns what is left to do as an effect, so that the
+ * worker records it in its own continuation; the other records, rarer and bound to the failure policy or
+ * a cancellation, are effects.
  */
 private[weir] final class Recorder[F[_], A, B](
     policy: FailurePolicy[F, A],

@@ -29,7 +29,7 @@ import scala.util.control.NonFatal
  * |---|---|---|
  * | admit | [[ready]]: the window admits the position (no window: always) | [[enter]]: wait for the window; a failed key is recorded |
  * | permit | [[ready]]: no rate limiter | [[enter]]: the limiter's permit, or a stop |
- * | attempt | — (`Worker`: counted started, the handler under [[attempt]]) | [[retry]]: a backoff and a permit |
+ * | attempt | one try: [[attempt]] (the handler, under the timeout if any) | [[retry]]: a backoff and a permit |
  * | record | [[Recorder.succeeded]]: ledger and window | what it returns; the failure policy ([[Recorder.failed]]) |
  * | the key's chain | [[handOn]]: the next task parked behind the key | [[handOnLater]]: wakes a waiting producer |
  *
