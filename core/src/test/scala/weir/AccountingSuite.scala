@@ -3,6 +3,7 @@ package weir
 import cats.effect.{IO, Ref}
 import cats.effect.testkit.TestControl
 import cats.effect.unsafe.implicits.global
+import cats.syntax.all.*
 import fs2.Stream
 import munit.ScalaCheckSuite
 import org.scalacheck.{Gen, Prop}
@@ -91,7 +92,12 @@ class AccountingSuite extends ScalaCheckSuite:
       producersFinalized: Int
   )
 
-  private def execute(sc: Scenario): Observed =
+  /**
+   * Runs `sc`; `withOutcomes = false` runs it without an outcome stream (so `outcomes` stays empty and a
+   * success is recorded by the record stage's plain step), `rate` under a token bucket of that many
+   * permits per second (burst 4).
+   */
+  private def execute(sc: Scenario, withOutcomes: Boolean = true, rate: Option[Int] = None): Observed =
     val program =
       for
         inFlight <- Ref.of[IO, (Int, Int)]((0, 0)) // (now, max)
@@ -138,19 +144,31 @@ class AccountingSuite extends ScalaCheckSuite:
             else Retry.exponential(5.millis, sc.attempts, jitter = Retry.Jitter.None)
           )
         base = sc.timeout.fold(untimed)(t => untimed.withTaskTimeout((t * 1000 + 500).micros))
+        limiter <- rate.traverse(r => RateLimiter.tokenBucket[IO](r.toDouble, burst = 4))
+        limited = limiter.fold(base)(base.withRateLimit)
         pipeline = sc.policy match
-          case 0 => base.withFailurePolicy(FailurePolicy.skip)
-          case 1 => base.withFailurePolicy(FailurePolicy.deadLetter((i, _) => dead.update(_ :+ i)))
-          case _ => base.withFailurePolicy(FailurePolicy.failFast)
-        summary <- pipeline.startWithOutcomes.use { (running, outcomes) =>
-          val collect = outcomes.evalMap(o => collected.update(_ :+ o)).compile.drain
-          sc.stop match
-            case Stop.Never => IO.both(collect, running.join).map(r => Some(r._2))
-            case Stop.Drain(at, deadline) =>
-              IO.both(collect, IO.sleep(at.millis) *> running.drain(deadline.millis)).map(r => Some(r._2))
-            case Stop.Cancel(at) =>
-              IO.race(collect *> running.join, IO.sleep(at.millis)).map(_.left.toOption)
-        }
+          case 0 => limited.withFailurePolicy(FailurePolicy.skip)
+          case 1 => limited.withFailurePolicy(FailurePolicy.deadLetter((i, _) => dead.update(_ :+ i)))
+          case _ => limited.withFailurePolicy(FailurePolicy.failFast)
+        summary <-
+          if withOutcomes then
+            pipeline.startWithOutcomes.use { (running, outcomes) =>
+              val collect = outcomes.evalMap(o => collected.update(_ :+ o)).compile.drain
+              sc.stop match
+                case Stop.Never => IO.both(collect, running.join).map(r => Some(r._2))
+                case Stop.Drain(at, deadline) =>
+                  IO.both(collect, IO.sleep(at.millis) *> running.drain(deadline.millis)).map(r => Some(r._2))
+                case Stop.Cancel(at) =>
+                  IO.race(collect *> running.join, IO.sleep(at.millis)).map(_.left.toOption)
+            }
+          else
+            pipeline.start.use { running =>
+              sc.stop match
+                case Stop.Never => running.join.map(Some(_))
+                case Stop.Drain(at, deadline) =>
+                  (IO.sleep(at.millis) *> running.drain(deadline.millis)).map(Some(_))
+                case Stop.Cancel(at) => IO.race(running.join, IO.sleep(at.millis)).map(_.left.toOption)
+            }
         // the run is over: nothing of it may still be running, even in virtual time's future
         _ <- IO.sleep(1.hour)
         flight <- inFlight.get
@@ -215,6 +233,49 @@ class AccountingSuite extends ScalaCheckSuite:
         // input order holds for the tasks that ran (not-started ones come last)
         val ran = ob.outcomes.takeWhile(!_.isInstanceOf[TaskOutcome.NotStarted[?, ?]])
         if sc.producers == 1 then assertEquals(ran.map(_.task), ran.map(_.task).sorted)
+      }
+    }
+  }
+
+  property(
+    "without an outcome stream, with or without a rate limit: every received task is counted exactly once"
+  ) {
+    Prop.forAllNoShrink(scenarios, Gen.option(Gen.choose(200, 5000))) { (sc, rate) =>
+      val ob = execute(sc, withOutcomes = false, rate = rate)
+      assert(ob.maxInFlight <= sc.limit, s"max in flight ${ob.maxInFlight} > limit ${sc.limit}")
+      assertEquals(ob.stillRunning, 0, "a handler outlived its run")
+      assertEquals(ob.producersFinalized, ob.producersStarted, "a producer outlived its run")
+      ob.summary.foreach { s =>
+        assertEquals(s.received, s.succeeded + s.failed + s.notStarted)
+        val failed = s.failures.map(_.task)
+        assertEquals(
+          failed.distinct.size,
+          failed.size,
+          s"a task failed twice: ${failed.diff(failed.distinct)}"
+        )
+        assertEquals(s.unstarted.distinct.size, s.unstarted.size, "a task was returned twice")
+        assertEquals(failed.toSet.intersect(s.unstarted.toSet), Set.empty[Int])
+        s.failures.foreach { f =>
+          if f.disposition != Disposition.Interrupted then assert(sc.fails(f.task), s"task ${f.task} failed")
+        }
+        // a task runs until it succeeds or its last attempt fails: it starts at least once per outcome
+        assert(
+          ob.firstStarts.size.toLong >= s.succeeded,
+          s"${s.succeeded} succeeded, ${ob.firstStarts.size} ran"
+        )
+        if sc.stop == Stop.Never && (sc.policy != 2 || !(0 until sc.tasks).exists(sc.fails)) then
+          assertEquals(s.received, sc.tasks.toLong)
+          assertEquals(s.notStarted, 0L)
+          assertEquals(s.succeeded + s.failed, sc.tasks.toLong)
+          assertEquals(failed.toSet, (0 until sc.tasks).filter(sc.fails).toSet)
+      }
+      sc.keys.foreach { k =>
+        if ob.firstStarts.nonEmpty then assertEquals(ob.maxPerKey, 1, s"two tasks of one key ran together")
+        if sc.producers == 1 then
+          (0 until k).foreach { key =>
+            val mine = ob.firstStarts.filter(_ % k == key)
+            assertEquals(mine, mine.sorted, s"key $key started out of order")
+          }
       }
     }
   }

@@ -10,6 +10,10 @@ import scala.concurrent.duration.*
  * The record stage, the last of a task's path ([[TaskPath]]): how a task ended goes to the [[Ledger]], to
  * the reorder window (its place is freed), to the outcome stream if there is one, and through the failure
  * policy. Every task that started is recorded here exactly once: succeeded, failed, or interrupted.
+ *
+ * A success is a plain step ([[succeeded]]) that returns what is left to do as an effect, so that the
+ * worker records it in its own continuation; the other records, rarer and bound to the failure policy or
+ * a cancellation, are effects.
  */
 private[weir] final class Recorder[F[_], A, B](
     policy: FailurePolicy[F, A],
@@ -20,17 +24,22 @@ private[weir] final class Recorder[F[_], A, B](
     requestStop: (StopReason, FiniteDuration) => F[Boolean]
 )(using F: Async[F]):
 
-  /** Whether anything but the ledger hears of a success: a reorder window or an outcome stream. */
-  private val tracked = window.isDefined || emit.isDefined
-
-  /** Whether outcomes are published; without a stream none is even built. */
-  val publishes: Boolean = emit.isDefined
-
-  def succeeded(entry: Entry[A], value: B, latency: FiniteDuration, attempts: Int): F[Unit] =
-    if tracked then
-      F.delay(ledger.succeeded(latency.toNanos)) *> finished(entry) *>
-        publish(entry.seq, TaskOutcome.Succeeded(entry.task, value, attempts))
-    else F.delay(ledger.succeeded(latency.toNanos))
+  /**
+   * The record of a success, as a plain step: counted, its latency recorded, its place in the reorder
+   * window freed. Returns the rest as an effect — waking the admissions the window now lets in, handing the
+   * outcome to the stream — or `None` when nothing is left (no stream, no admission woken: the common
+   * case, which allocates nothing). A plain call, to be made in a continuation that runs what it returns.
+   */
+  def succeeded(entry: Entry[A], value: B, latencyNanos: Long, attempts: Int): Option[F[Unit]] =
+    ledger.succeeded(latencyNanos)
+    val woken = window match
+      case Some(w) => w.finished(entry.seq)
+      case None => None
+    emit match
+      case None => woken
+      case Some(out) =>
+        val published = out(entry.seq, TaskOutcome.Succeeded(entry.task, value, attempts))
+        Some(woken.fold(published)(_ *> published))
 
   def failed(entry: Entry[A], error: Throwable, latency: FiniteDuration, attempts: Int): F[Unit] =
     def record(disposition: Disposition): F[Unit] =

@@ -10,144 +10,155 @@ import scala.concurrent.duration.*
 import scala.util.control.NonFatal
 
 /**
- * What happens to a task once a worker took it from the buffer: a chain of stages, composed once from the
+ * What happens to a task once a worker took it from the buffer: a chain of stages, built once from the
  * settings when the run starts.
  *
  * {{{
  * admit (reorder window | key)  →  permit (rate limiter)  →  attempt (timeout, retry)  →  record
  * }}}
  *
- * A stage a run does not use is absent from the chain (`admit` and `permit` are then the next stage
- * itself, `attempt` is one plain try), so a run pays only for what its settings ask for. Each stage
- * records what a cancellation or a stop leaves behind at the place it waits, so that every task taken
- * ends in the [[Recorder]] or as not started, exactly once.
+ * Each stage has one implementation, in two parts: a plain step, which completes the stage when it needs
+ * no wait and no effect, and an effect for the rest. The worker ([[Worker]]) composes them: it runs the
+ * plain steps in its own continuations and turns to a stage's effect only when the plain step cannot
+ * complete. A stage a run does not use has a plain step that always completes and an effect that is
+ * never run, so a run pays only for what its settings ask for, and a run without a permit, a retry, a
+ * timeout or an outcome stream runs its tasks without a single effect besides the handler, its clock
+ * readings and what a wait or a wake-up needs.
  *
- * Every stage runs inside the worker's `uncancelable` life and wraps only its waits and the handler in
- * `poll`.
+ * | stage | plain step | effect |
+ * |---|---|---|
+ * | admit | [[ready]]: the window admits the position (no window: always) | [[enter]]: wait for the window; a failed key is recorded |
+ * | permit | [[ready]]: no rate limiter | [[enter]]: the limiter's permit, or a stop |
+ * | attempt | one try: [[attempt]] (the handler, under the timeout if any) | [[retry]]: a backoff and a permit |
+ * | record | [[Recorder.succeeded]]: ledger and window | what it returns; the failure policy ([[Recorder.failed]]) |
+ * | the key's chain | [[handOn]]: the next task parked behind the key | [[handOnLater]]: wakes a waiting producer |
+ *
+ * Each effect wraps only its waits in the worker's `poll` and records at the place it waits what a
+ * cancellation or a stop leaves behind, so that every task taken ends in the [[Recorder]] or as not
+ * started, exactly once: before the attempt, [[enter]] hands the task back as not started; from the
+ * attempt on, the worker's finalizer records it interrupted.
  */
 private[weir] final class TaskPath[F[_], A, B](
     settings: Settings[F, A, B],
     val buffer: TaskBuffer[F, A],
     val ledger: Ledger[A],
-    val window: Option[OrderWindow[F]],
+    window: Option[OrderWindow[F]],
     val record: Recorder[F, A, B],
     stopRequest: Deferred[F, Stop.Request]
 )(using F: Async[F]):
-  import TaskPath.Stage
+  import TaskPath.Front
 
-  private val retry = settings.retry
+  private val retries = settings.retry
+  private val timeout = settings.taskTimeout
+  private val unlimited = settings.rateLimit.isEmpty
+  private val once = retries.maxAttempts == 1 && timeout.isEmpty // an attempt is one plain try
 
-  /** The chain, composed once. */
-  val run: Stage[F, A] = admit(permit(attempt))
-
-  /**
-   * Whether the chain's middle is empty — no rate limit, no retry, no timeout — so that a task, once
-   * admitted, is one plain try of the handler. The worker then runs it fused into its own loop (the same
-   * chain, written as plain steps: see [[Worker]]).
-   */
-  val lean: Boolean = retry.maxAttempts == 1 && settings.taskTimeout.isEmpty && settings.rateLimit.isEmpty
+  // ---- admit and permit ---------------------------------------------------------------------------
 
   /**
-   * Whether `entry` takes the lean way: the path is [[lean]], the entry is admitted now (a plain read, to be
-   * made inside an effect), and its key did not fail.
+   * The plain steps of admit and permit: whether `entry` may start now, its key having not failed, the
+   * reorder window admitting its position, and no rate limiter asking for a permit. A plain read, to be
+   * made inside an effect; when it is false, the task goes through [[enter]].
    */
-  def leanFor(entry: Entry[A]): Boolean =
-    lean && !entry.key.isInstanceOf[KeyFailure] &&
+  def ready(entry: Entry[A]): Boolean =
+    unlimited && !entry.key.isInstanceOf[KeyFailure] &&
       (window match
         case Some(w) => w.admitted(entry.seq)
         case None => true)
 
   /**
-   * The handler's effect for `task`; a handler that throws instead of returning a failed effect fails
-   * that task like any other error (it would otherwise escape the worker and lose the task).
+   * Admit and permit as effects, composed once: true when the task may start; false when it was recorded
+   * (not started, or failed) and the worker goes on with another task.
    */
-  def handle(task: A): F[B] =
-    try settings.handler(task)
-    catch case NonFatal(e) => F.raiseError(e)
+  val enter: Front[F, A] =
+    val admitted = F.pure(true)
+    admit(permit((_, _) => admitted))
 
-  // ---- admit ----------------------------------------------------------------------------------
-
-  /** In input order, the reorder window's admission; per key, the key's chain; otherwise nothing. */
-  private def admit(next: Stage[F, A]): Stage[F, A] =
+  /** In input order, the reorder window's admission; per key, a key that failed; otherwise nothing. */
+  private def admit(next: Front[F, A]): Front[F, A] =
     window match
       case Some(w) =>
         (poll, entry) =>
-          // a task admitted after the run began to stop must not start: it goes back as not started
+          // a stop may have come while it waited: a task admitted after the run began to stop must not
+          // start, and goes back as not started (one admitted by `ready` was taken in the same step)
           w.admit(poll, entry.seq).onCancel(F.delay(ledger.notStarted(List(entry.task)))) *>
-            buffer.isStopped.ifM(record.unstarted(entry), next(poll, entry))
+            buffer.isStopped.ifM(record.unstarted(entry).as(false), next(poll, entry))
       case None =>
         settings.order match
-          case TaskOrder.ByKey(_) => (poll, entry) => keyed(next, poll, entry)
+          case TaskOrder.ByKey(_) =>
+            (poll, entry) =>
+              entry.key match
+                case failure: KeyFailure => // the key function is part of handling the task
+                  F.delay(ledger.started()) *> record.failed(entry, failure.error, Duration.Zero, 1).as(false)
+                case _ => next(poll, entry)
           case _ => next
 
-  private def keyed(next: Stage[F, A], poll: Poll[F], entry: Entry[A]): F[Unit] =
-    entry.key match
-      case null => next(poll, entry) // the key function returned null: no key to wait for
-      case failure: KeyFailure => // the key function is part of handling the task
-        F.delay(ledger.started()) *> record.failed(entry, failure.error, Duration.Zero, 1)
-      case key => keyChain(next, poll, key, entry)
-
-  /** Runs `entry`, whose key it claimed, then the tasks parked behind that key, one by one. */
-  private def keyChain(next: Stage[F, A], poll: Poll[F], key: Any, entry: Entry[A]): F[Unit] =
-    // once the run stops, tasks parked behind the key stay in the buffer and are returned as not started
-    next(poll, entry) *> buffer.finishKey(key).flatMap(_.fold(F.unit)(keyChain(next, poll, key, _)))
-
-  // ---- permit ---------------------------------------------------------------------------------
-
   /** Waits for the rate limiter's permit, if there is a limiter; a stop while it waits wins. */
-  private def permit(next: Stage[F, A]): Stage[F, A] =
+  private def permit(next: Front[F, A]): Front[F, A] =
     settings.rateLimit match
       case None => next
       case Some(limiter) =>
         (poll, entry) =>
           poll(F.race(limiter.acquire, stopRequest.get))
             .onCancel(F.delay(ledger.notStarted(List(entry.task))))
-            .flatMap(granted => if granted.isLeft then next(poll, entry) else record.unstarted(entry))
+            .flatMap(granted =>
+              if granted.isLeft then next(poll, entry) else record.unstarted(entry).as(false)
+            )
+
+  /**
+   * The key's chain, after a task: the next task parked behind its key (the key stays claimed by the
+   * caller, which runs it next, from [[ready]] on), [[KeyReleased]] (no key, or nothing parked), or
+   * [[KeyTurnLater]] when the hand-on must wake a producer ([[handOnLater]]). A plain call, inside an
+   * effect.
+   */
+  def handOn(entry: Entry[A]): KeyTurn[A] =
+    if entry.keyed then buffer.unsafe.tryFinishKey(entry.key) else KeyReleased
+
+  /**
+   * The key's hand-on as an effect: the next task parked behind `key`, or `None` (the key is released; or
+   * the run stopped, and tasks parked behind the key stay in the buffer, to be returned as not started).
+   */
+  def handOnLater(key: Any): F[Option[Entry[A]]] = buffer.finishKey(key)
+
+  // ---- attempt --------------------------------------------------------------------------------
+
+  /** One attempt of `task`: the handler, under the task timeout if there is one. */
+  def attempt(task: A): F[B] =
+    timeout match
+      case None => handle(task)
+      case Some(limit) => F.timeoutTo(handle(task), limit, F.raiseError(new TaskTimedOut(limit)))
+
+  /**
+   * After attempt `n` of a task failed with `error`: the wait before attempt `n + 1` (its backoff, then a
+   * rate-limit permit; counted retried once it is over), or `None` when the task has failed. Counts a
+   * timeout. A plain call, to be made in a continuation that runs what it returns; the wait is cancelable
+   * (through `poll`), and a cancellation there is the worker's to record, the task having started.
+   */
+  def retry(poll: Poll[F], error: Throwable, n: Int): Option[F[Unit]] =
+    if once then None
+    else
+      if error.isInstanceOf[TaskTimedOut] then ledger.timedOut()
+      if n < retries.maxAttempts && retries.retryable(error) then
+        Some(backoff(n).flatMap(d => poll(F.sleep(d) *> retryPermit)) *> F.delay(ledger.retried()))
+      else None
 
   /** A retry's permit (the first attempt's was granted by [[permit]]). */
   private val retryPermit: F[Unit] = settings.rateLimit.fold(F.unit)(_.acquire)
 
-  // ---- attempt --------------------------------------------------------------------------------
-
-  /** Starts the task and runs its attempts: one plain try, or with a timeout and retries. */
-  private def attempt: Stage[F, A] =
-    if retry.maxAttempts == 1 && settings.taskTimeout.isEmpty then
-      (poll, entry) =>
-        F.delay(ledger.started()) *> F.monotonic.flatMap { t0 =>
-          poll(handle(entry.task))
-            .onCancel(F.monotonic.flatMap(t1 => record.interrupted(entry, t1 - t0, 1)))
-            .redeemWith(
-              error => F.monotonic.flatMap(t1 => record.failed(entry, error, t1 - t0, 1)),
-              value => F.monotonic.flatMap(t1 => record.succeeded(entry, value, t1 - t0, 1))
-            )
-        }
-    else (poll, entry) => F.delay(ledger.started()) *> F.monotonic.flatMap(t0 => attempts(poll, entry, t0, 1))
-
-  /** Attempt number `n` of a task started at `t0`; a retry's backoff is waited out in the same slot. */
-  private def attempts(poll: Poll[F], entry: Entry[A], t0: FiniteDuration, n: Int): F[Unit] =
-    val onCancel = F.monotonic.flatMap(t1 => record.interrupted(entry, t1 - t0, n))
-    poll(timed(handle(entry.task)))
-      .onCancel(onCancel)
-      .redeemWith(
-        error =>
-          F.delay(ledger.timedOut()).whenA(error.isInstanceOf[TaskTimedOut]) *> {
-            if n < retry.maxAttempts && retry.retryable(error) then
-              backoff(n).flatMap(d => poll(F.sleep(d) *> retryPermit).onCancel(onCancel)) *>
-                F.delay(ledger.retried()) *>
-                attempts(poll, entry, t0, n + 1)
-            else F.monotonic.flatMap(t1 => record.failed(entry, error, t1 - t0, n))
-          },
-        value => F.monotonic.flatMap(t1 => record.succeeded(entry, value, t1 - t0, n))
-      )
-
-  private def timed(attempt: F[B]): F[B] =
-    settings.taskTimeout match
-      case Some(limit) => F.timeoutTo(attempt, limit, F.raiseError(new TaskTimedOut(limit)))
-      case None => attempt
-
   private def backoff(failed: Int): F[FiniteDuration] =
-    F.delay(retry.backoff(failed, ThreadLocalRandom.current()))
+    F.delay(retries.backoff(failed, ThreadLocalRandom.current()))
+
+  /**
+   * The handler's effect for `task`; a handler that throws instead of returning a failed effect fails
+   * that task like any other error (it would otherwise escape the worker and lose the task).
+   */
+  private def handle(task: A): F[B] =
+    try settings.handler(task)
+    catch case NonFatal(e) => F.raiseError(e)
 
 private[weir] object TaskPath:
-  /** One stage of a task's path, given the worker's `poll` and the task taken. */
-  type Stage[F[_], A] = (Poll[F], Entry[A]) => F[Unit]
+  /**
+   * The stages in front of the attempt, given the worker's `poll` and the task taken: true when the task
+   * may start, false when it was recorded.
+   */
+  type Front[F[_], A] = (Poll[F], Entry[A]) => F[Boolean]

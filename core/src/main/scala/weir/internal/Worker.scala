@@ -7,22 +7,30 @@ import cats.syntax.all.*
 import scala.concurrent.duration.*
 
 /**
- * One worker of a run: takes a task, runs it through the run's [[TaskPath]], again, until the buffer is
- * finished (`life` ends with false) or the pool has too many workers (true: it retired).
+ * One worker of a run: take a task, run it through the chain of the run's [[TaskPath]], loop — until the
+ * buffer is finished (`life` ends with false) or the pool has too many workers (true: it retired).
  *
- * Its whole life is masked: it can be cancelled only where it waits (a take, a stage's wait) or runs a
- * handler, all inside `poll`, and each of those places records what a cancellation leaves behind.
+ * ==The chain, as continuations==
+ * The worker composes the path's stages once, into continuations built when it starts (the `val`s
+ * below), and runs each stage's plain step inside them: the take, the retire check, admit and permit
+ * ([[TaskPath.ready]]), the started and succeeded counters, the latency, the window's mark
+ * ([[Recorder.succeeded]]) and the key's hand-on ([[TaskPath.handOn]]) are plain calls in the
+ * continuations of the handler and of one clock reading, which also serves as the next task's start. A
+ * stage's effect runs only when its plain step cannot complete — a wait, a wake-up, an outcome to
+ * publish, a failure, a retry — so a run whose settings use no such stage runs each task as the handler
+ * and one clock reading, whatever stages the engine has.
  *
- * ==The lean way==
- * When the path is lean (no permit, one plain attempt: [[TaskPath.lean]]) and the task is admitted at
- * once, the worker runs the same chain written as plain steps of its own loop: the take, the retire
- * check, the started and succeeded counters, the latency record, the window's mark and the key's hand-on
- * are plain calls fused into the continuations of the handler and of one clock reading, which also serves
- * as the next task's start. Its continuations are built once per worker, and one finalizer for the
- * worker's life (it reads `current`) replaces a finalizer per task. Whatever needs an effect — a wait, a
- * producer or an admission to wake, an outcome to publish, a failure — goes through the path's effectful
- * stages and the [[Recorder]]. The mutable fields are confined to this worker's fiber: its continuations
- * and delays, which write and read them, run one after another.
+ * ==Cancellation==
+ * Its whole life is masked: it can be cancelled only where it waits (a take, an admission, a permit, a
+ * retry's backoff) or runs the handler, all inside `poll`. A task is `current` from the moment it is
+ * counted started until its record begins, and one finalizer for the worker's life records it
+ * interrupted; a cancellation before the start is recorded by the stage that waited ([[TaskPath.enter]],
+ * not started) or by the buffer (a take's element goes back). No poll lies between a start and the
+ * handler, or between clearing `current` and the end of the record, so every task taken ends recorded or
+ * not started exactly once.
+ *
+ * The mutable fields are confined to this worker's fiber: its continuations, which write and read them,
+ * run one after another.
  */
 private[weir] final class Worker[F[_], A, B](
     path: TaskPath[F, A, B],
@@ -31,117 +39,29 @@ private[weir] final class Worker[F[_], A, B](
 )(using
     F: Async[F]
 ):
-  import path.{buffer, ledger, record, window}
+  import path.{buffer, ledger, record}
 
-  private var current: Entry[A] = null // the lean task running now; null between lean tasks
+  private var current: Entry[A] = null // the task started and not yet recorded; null between tasks
   private var t0 = 0L // when it started (monotonic nanoseconds)
+  private var tries = 1 // its attempts so far, the one running included
   private var result: Either[Throwable, B] = Left(null) // how it ended, between `ended` and `recorded`
 
-  private val silent = !record.publishes
+  // ---- take ---------------------------------------------------------------------------------------
 
-  /** The fast take, as one plain step; [[TakeLater]]: retire or take the slow way. */
+  /** The fast take, as one plain step, and the task started if it is [[TaskPath.ready]]. */
   private def next(): Took[A] =
     if pool.overLimit then TakeLater
     else
       buffer.unsafe.tryTake() match
         case entry: Entry[A] =>
-          if path.leanFor(entry) then claim(entry)
+          if path.ready(entry) then start(entry)
           entry
         case TakeLater => TakeLater
 
-  /** A lean task starts as it is taken: counted started and held in `current` for the finalizer. */
-  private def claim(entry: Entry[A]): Unit =
-    ledger.started()
-    current = entry
-
   private val dispatch: Took[A] => F[Boolean] = {
     case TakeLater => slowTake
-    case entry: Entry[A] =>
-      if current ne null then F.monotonic.flatMap(started) // claimed by `next`
-      else path.run(poll, entry).flatMap(_ => loop)
+    case entry: Entry[A] => if current ne null then clockThenAttempt else enter(entry)
   }
-
-  private val started: FiniteDuration => F[Boolean] = at =>
-    t0 = at.toNanos
-    attempt(current)
-
-  /** Runs the lean task `entry` (already counted started, `t0` set), then [[ended]]. */
-  private def attempt(entry: Entry[A]): F[Boolean] =
-    poll(path.handle(entry.task)).attempt.flatMap(ended)
-
-  private val ended: Either[Throwable, B] => F[Boolean] = r =>
-    result = r
-    clockThenRecorded
-
-  /*
-   * After a lean task: one clock reading serves as its end and, when the next task can be taken at once,
-   * as that task's start. The success is counted and the next task taken right here in the continuation,
-   * not in a further `F.delay`: the continuation runs once, in this worker's fiber, when the clock reading
-   * arrives, which is all a delay would guarantee.
-   */
-  private val recorded: FiniteDuration => F[Boolean] = at =>
-    val entry = current
-    val now = at.toNanos
-    val latency = now - t0
-    current = null
-    result match
-      case Right(_) if silent =>
-        ledger.succeeded(latency)
-        carryOn(entry, now)
-      case Right(value) => record.succeeded(entry, value, latency.nanos, 1).flatMap(_ => after(entry))
-      case Left(error) => record.failed(entry, error, latency.nanos, 1).flatMap(_ => after(entry))
-
-  /**
-   * After a lean success with nothing to publish, as plain steps: mark the reorder window, hand the key on
-   * to the task parked behind it, take the next task. Only a step that must wake someone (admissions the
-   * window lets in, a producer waiting for the place a handed-on task frees) goes the effectful way.
-   */
-  private def carryOn(entry: Entry[A], now: Long): F[Boolean] =
-    val woken = window match
-      case Some(w) => w.finished(entry.seq)
-      case None => None
-    woken match
-      case Some(wake) => wake.flatMap(_ => loop)
-      case None =>
-        if entry.key == null then proceed(next(), now)
-        else
-          buffer.unsafe.tryFinishKey(entry.key) match
-            case following: Entry[A] => // the key's next task, already claimed for this worker
-              claim(following)
-              proceed(following, now)
-            case KeyReleased => proceed(next(), now)
-            case KeyTurnLater => afterKey(entry.key)
-
-  /** Goes on with `following` (taken, or [[TakeLater]]) from the clock reading `now`. */
-  private def proceed(following: Took[A], now: Long): F[Boolean] =
-    following match
-      case TakeLater => slowTake
-      case entry: Entry[A] =>
-        if current ne null then // claimed: a lean task
-          t0 = now
-          attempt(entry)
-        else path.run(poll, entry).flatMap(_ => loop)
-
-  /** After a lean task that took a slower way to its end: the key's next task, or any. */
-  private def after(entry: Entry[A]): F[Boolean] =
-    if entry.key == null then loop else afterKey(entry.key)
-
-  /** The key's next task (claimed for this worker), or any task once the key is released. */
-  private def afterKey(key: Any): F[Boolean] =
-    buffer.finishKey(key).flatMap {
-      case Some(following) =>
-        F.monotonic.flatMap { at =>
-          claim(following)
-          started(at)
-        }
-      case None => loop
-    }
-
-  // built once per worker, after the continuations they use
-  private val clockThenRecorded: F[Boolean] = F.monotonic.flatMap(recorded)
-  private val loop: F[Boolean] = F.delay(next()).flatMap(dispatch)
-
-  def life: F[Boolean] = loop.onCancel(F.defer(interrupted))
 
   /** Retires if the pool is over its limit; otherwise takes a task, waiting for one if need be. */
   private def slowTake: F[Boolean] =
@@ -149,21 +69,117 @@ private[weir] final class Worker[F[_], A, B](
       if retired then F.pure(true)
       else
         buffer.take(poll).flatMap {
-          case Some(entry) =>
-            if path.leanFor(entry) then
-              F.monotonic.flatMap { at =>
-                claim(entry) // in the continuation, like `recorded`'s bookkeeping
-                started(at)
-              }
-            else path.run(poll, entry).flatMap(_ => loop)
+          case Some(entry) => if path.ready(entry) then startNow(entry) else enter(entry)
           case None => buffer.isFinished.flatMap(done => if done then F.pure(false) else loop)
         }
     }
 
-  /** What a cancelled worker leaves: the lean task it was running, if any, is recorded interrupted. */
+  // ---- admit, permit ------------------------------------------------------------------------------
+
+  /** The stages in front of the attempt, as effects; then the task starts, or the worker takes another. */
+  private def enter(entry: Entry[A]): F[Boolean] =
+    path.enter(poll, entry).flatMap(admitted => if admitted then startNow(entry) else loop)
+
+  // ---- attempt ------------------------------------------------------------------------------------
+
+  /** The task starts: counted started, and held in `current` for the finalizer. */
+  private def start(entry: Entry[A]): Unit =
+    ledger.started()
+    current = entry
+    tries = 1
+
+  /** Starts `entry` at a clock reading of its own (in the continuation, like `recorded`'s bookkeeping). */
+  private def startNow(entry: Entry[A]): F[Boolean] =
+    F.monotonic.flatMap { at =>
+      start(entry)
+      attempt(at)
+    }
+
+  private val attempt: FiniteDuration => F[Boolean] = at =>
+    t0 = at.toNanos
+    run(current)
+
+  /** Attempt `tries` of `entry` (started, `t0` set), then [[ended]]. */
+  private def run(entry: Entry[A]): F[Boolean] =
+    poll(path.attempt(entry.task)).attempt.flatMap(ended)
+
+  private val ended: Either[Throwable, B] => F[Boolean] = r =>
+    r match
+      case Left(error) =>
+        path.retry(poll, error, tries) match
+          case Some(wait) => wait.flatMap(retried)
+          case None => finished(r)
+      case _ => finished(r)
+
+  private val retried: Unit => F[Boolean] = _ =>
+    tries += 1
+    run(current)
+
+  private def finished(r: Either[Throwable, B]): F[Boolean] =
+    result = r
+    clockThenRecorded
+
+  // ---- record, the key's hand-on, the next task ---------------------------------------------------
+
+  /*
+   * After a task: one clock reading serves as its end and, when the next task can be taken and started
+   * at once, as that task's start. The record's plain step and the next take happen right here in the
+   * continuation, not in a further `F.delay`: the continuation runs once, in this worker's fiber, when
+   * the clock reading arrives, which is all a delay would guarantee.
+   */
+  private val recorded: FiniteDuration => F[Boolean] = at =>
+    val entry = current
+    val now = at.toNanos
+    val latency = now - t0
+    current = null // from here on the task is the record's: no poll until its record is done
+    result match
+      case Right(value) =>
+        record.succeeded(entry, value, latency, tries) match
+          case None => handOn(entry, now)
+          case Some(rest) => rest.flatMap(_ => after(entry))
+      case Left(error) => record.failed(entry, error, latency.nanos, tries).flatMap(_ => after(entry))
+
+  /** The key's hand-on as a plain step, then the next task from the clock reading `now`. */
+  private def handOn(entry: Entry[A], now: Long): F[Boolean] =
+    path.handOn(entry) match
+      case KeyReleased => proceed(next(), now)
+      case following: Entry[A] => // the key's next task, already claimed for this worker
+        if path.ready(following) then start(following)
+        proceed(following, now)
+      case KeyTurnLater => afterKey(entry.key)
+
+  /** Goes on with `following` (taken, or [[TakeLater]]) from the clock reading `now`. */
+  private def proceed(following: Took[A], now: Long): F[Boolean] =
+    following match
+      case TakeLater => slowTake
+      case entry: Entry[A] =>
+        if current ne null then // started: `now` is its start
+          t0 = now
+          run(entry)
+        else enter(entry)
+
+  /** After a task whose record took an effect: the key's next task, or any. */
+  private def after(entry: Entry[A]): F[Boolean] =
+    if entry.keyed then afterKey(entry.key) else loop
+
+  /** The key's next task (claimed for this worker), or any task once the key is released. */
+  private def afterKey(key: Any): F[Boolean] =
+    path.handOnLater(key).flatMap {
+      case Some(following) => if path.ready(following) then startNow(following) else enter(following)
+      case None => loop
+    }
+
+  // built once per worker, after the continuations they use
+  private val clockThenAttempt: F[Boolean] = F.monotonic.flatMap(attempt)
+  private val clockThenRecorded: F[Boolean] = F.monotonic.flatMap(recorded)
+  private val loop: F[Boolean] = F.delay(next()).flatMap(dispatch)
+
+  def life: F[Boolean] = loop.onCancel(F.defer(interrupted))
+
+  /** What a cancelled worker leaves: the task it was running, if any, is recorded interrupted. */
   private def interrupted: F[Unit] =
     val entry = current
     if entry eq null then F.unit
     else
       current = null
-      F.monotonic.flatMap(at => record.interrupted(entry, (at.toNanos - t0).nanos, 1))
+      F.monotonic.flatMap(at => record.interrupted(entry, (at.toNanos - t0).nanos, tries))
