@@ -97,6 +97,17 @@ class AccountingSuite extends ScalaCheckSuite:
    * success is recorded by the record stage's plain step), `rate` under a token bucket of that many
    * permits per second (burst 4).
    */
+  /** Per key: one task at a time, and (with one producer) the key's tasks started in input order. */
+  private def assertKeyOrder(sc: Scenario, ob: Observed): Unit =
+    sc.keys.foreach { k =>
+      if ob.firstStarts.nonEmpty then assertEquals(ob.maxPerKey, 1, s"two tasks of one key ran together")
+      if sc.producers == 1 then
+        (0 until k).foreach { key =>
+          val mine = ob.firstStarts.filter(_ % k == key)
+          assertEquals(mine, mine.sorted, s"key $key started out of order")
+        }
+    }
+
   private def execute(sc: Scenario, withOutcomes: Boolean = true, rate: Option[Int] = None): Observed =
     val program =
       for
@@ -220,15 +231,7 @@ class AccountingSuite extends ScalaCheckSuite:
           if sc.timesOut(t) && !sc.failing(t) then assert(e.isInstanceOf[TaskTimedOut], e.toString)
         case TaskOutcome.NotStarted(_, _) => ()
       }
-      sc.keys.foreach { k =>
-        // one task per key at a time, and each key's tasks started in input order
-        if ob.firstStarts.nonEmpty then assertEquals(ob.maxPerKey, 1, s"two tasks of one key ran together")
-        if sc.producers == 1 then
-          (0 until k).foreach { key =>
-            val mine = ob.firstStarts.filter(_ % k == key)
-            assertEquals(mine, mine.sorted, s"key $key started out of order")
-          }
-      }
+      assertKeyOrder(sc, ob)
       sc.window.foreach { _ =>
         // input order holds for the tasks that ran (not-started ones come last)
         val ran = ob.outcomes.takeWhile(!_.isInstanceOf[TaskOutcome.NotStarted[?, ?]])
@@ -269,14 +272,7 @@ class AccountingSuite extends ScalaCheckSuite:
           assertEquals(s.succeeded + s.failed, sc.tasks.toLong)
           assertEquals(failed.toSet, (0 until sc.tasks).filter(sc.fails).toSet)
       }
-      sc.keys.foreach { k =>
-        if ob.firstStarts.nonEmpty then assertEquals(ob.maxPerKey, 1, s"two tasks of one key ran together")
-        if sc.producers == 1 then
-          (0 until k).foreach { key =>
-            val mine = ob.firstStarts.filter(_ % k == key)
-            assertEquals(mine, mine.sorted, s"key $key started out of order")
-          }
-      }
+      assertKeyOrder(sc, ob)
     }
   }
 
