@@ -66,6 +66,9 @@ sealed abstract class RateLimiter[F[_]]:
   /** Waits for `n` permits (0 ≤ n ≤ burst), granted together. */
   def acquireN(n: Int): F[Unit]
 
+  /** [[acquire]], telling whether it had to wait (the engine counts those in [[Snapshot.rateLimited]]). */
+  private[weir] def acquireWaiting: F[Boolean]
+
   /** Takes one permit if one is available now and nobody is waiting; never waits. */
   def tryAcquire: F[Boolean] = tryAcquireN(1)
 
@@ -182,23 +185,28 @@ object RateLimiter:
 
     def permitsPerSecond: Double = interval.permitsPerSecond
 
-    def acquireN(n: Int): F[Unit] =
-      if n == 0 then F.unit
+    def acquireN(n: Int): F[Unit] = acquiring(n).void
+
+    def acquireWaiting: F[Boolean] = acquiring(1)
+
+    /** Waits for `n` permits; true when they were not granted at once. */
+    private def acquiring(n: Int): F[Boolean] =
+      if n == 0 then F.pure(false)
       else
         checked(n) *> F.uncancelable { poll =>
           F.monotonic.flatMap { now =>
             state.modify(take(_, now.toNanos, n)).flatMap { granted =>
-              if granted then F.unit
+              if granted then F.pure(false)
               else
                 F.deferred[Signal].flatMap { gate =>
                   val w = Waiter(n, gate)
                   state.modify(enqueue(_, now.toNanos, w)).flatMap {
-                    case Queued.Granted => F.unit
-                    case Queued.Head => keepTime(poll, w)
+                    case Queued.Granted => F.pure(false)
+                    case Queued.Head => keepTime(poll, w).as(true)
                     case Queued.Behind =>
                       poll(gate.get).onCancel(leave(w)).flatMap {
-                        case Signal.Granted => F.unit
-                        case Signal.Arm => keepTime(poll, w)
+                        case Signal.Granted => F.pure(true)
+                        case Signal.Arm => keepTime(poll, w).as(true)
                       }
                   }
                 }

@@ -57,6 +57,14 @@ trait Running[F[_], A]:
   def snapshot: F[Snapshot]
 
   /**
+   * The latencies of the tasks that ran so far, as a histogram (the live form of [[Summary.latency]], for
+   * metrics exporters). Tasks finishing while it is read may be missing from it; once the run has ended it
+   * holds every task that ran. Costs a merge of a few histograms (one per thread that recorded), nothing
+   * per task: read it every few seconds, not per task.
+   */
+  def latencies: F[DurationHistogram]
+
+  /**
    * A snapshot now, then one every `every`, and a last one when the run ends (then the stream ends).
    * Any number of these streams may run; each costs one timer per interval, nothing per task.
    */

@@ -7,9 +7,11 @@ import scala.concurrent.duration.FiniteDuration
  * reads). Counters only grow; `inFlight`, `buffered`, `limit` and `workers` are gauges.
  *
  * `received` counts tasks taken from the sources; `started` tasks whose handler began; `retries` the
- * attempts beyond each task's first; `timeouts` the attempts that hit the task timeout. At any instant
- * `received == buffered + inFlight + succeeded + failed + notStarted`, up to the tasks being moved
- * between two of these states while the snapshot is read.
+ * attempts beyond each task's first; `timeouts` the attempts that hit the task timeout; `rateLimited` the
+ * attempts that waited for a rate-limit permit (one granted at once is not counted); `dispositions` the
+ * failed tasks by what became of them (every [[Disposition]] is a key). At any instant
+ * `received == buffered + inFlight + succeeded + failed + notStarted` and the dispositions sum to `failed`,
+ * up to the tasks being moved between two of these states while the snapshot is read.
  */
 final case class Snapshot(
     elapsed: FiniteDuration,
@@ -23,7 +25,9 @@ final case class Snapshot(
     limit: Int,
     workers: Int,
     retries: Long,
-    timeouts: Long
+    timeouts: Long,
+    rateLimited: Long,
+    dispositions: Map[Disposition, Long]
 ):
   /** Tasks that have reached an outcome. */
   def finished: Long = succeeded + failed + notStarted

@@ -2,6 +2,7 @@ package weir
 
 import cats.effect.IO
 import cats.effect.testkit.TestControl
+import cats.syntax.all.*
 import fs2.Stream
 import munit.CatsEffectSuite
 
@@ -48,5 +49,58 @@ class MetricsSuite extends CatsEffectSuite:
       // the buffer (two places) is free, so it refilled two of the three places the workers freed
       assert(s.buffered == 4L || s.buffered == 5L, s)
       assertEquals(s.received, 3L + s.buffered + 1L)
+    }
+  }
+
+  test("snapshot: failed tasks by disposition, and the attempts that waited for a rate-limit permit") {
+    // tasks 3 and 7 fail both their attempts; the sink takes 3 and fails on 7. Twelve attempts ask for a
+    // permit (one each, and the two retries): the burst of two is granted at once, and since every task
+    // is instant, the other ten find the bucket empty and wait
+    val run = RateLimiter.tokenBucket[IO](1.0, burst = 2).flatMap { limiter =>
+      Pipeline(Stream.range(0, 10).covary[IO])
+        .process(i => if i == 3 || i == 7 then IO.raiseError(new RuntimeException(s"task $i")) else IO.unit)
+        .withLimit(Limit.fixed(4))
+        .withRateLimit(limiter)
+        .withRetry(Retry.exponential(Duration.Zero, maxAttempts = 2, jitter = Retry.Jitter.None))
+        .withFailurePolicy(FailurePolicy.deadLetter[IO, Int]((i, _) =>
+          IO.raiseError(new RuntimeException("sink")).whenA(i == 7)
+        ))
+        .start
+        .use(r => r.join *> r.snapshot)
+    }
+    TestControl.executeEmbed(run).map { s =>
+      assertEquals(s.failed, 2L)
+      assertEquals(
+        s.dispositions,
+        Map(
+          Disposition.Skipped -> 0L,
+          Disposition.DeadLettered -> 1L,
+          Disposition.DeadLetterFailed -> 1L,
+          Disposition.Aborted -> 0L,
+          Disposition.Interrupted -> 0L
+        )
+      )
+      assertEquals(s.retries, 2L)
+      assertEquals(s.rateLimited, 10L)
+    }
+  }
+
+  test(
+    "latencies: the live histogram grows as tasks finish and ends holding every task, as the summary does"
+  ) {
+    // task i sleeps i ms, ten at a time: in virtual time each latency is exactly i ms
+    val run = Pipeline(Stream.range(1, 101).covary[IO])
+      .process(i => IO.sleep(i.millis))
+      .withLimit(Limit.fixed(10))
+      .start
+      .use(r => (IO.sleep(30.millis) *> r.latencies, r.join, r.latencies).tupled)
+    TestControl.executeEmbed(run).map { (during, summary, after) =>
+      assert(during.count > 0 && during.count < 100, during.count)
+      assertEquals(after.count, 100L)
+      assertEquals(after.sum, (1 to 100).sum.millis)
+      assertEquals(after.max, 100.millis)
+      assertEquals(after.latency, summary.latency)
+      assertEquals(after.bucketCounts(Vector(10.millis, 50.millis)), Vector(10L, 40L, 50L))
+      intercept[IllegalArgumentException](after.bucketCounts(Vector(50.millis, 10.millis)))
     }
   }

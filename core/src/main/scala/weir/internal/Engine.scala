@@ -60,6 +60,8 @@ private[weir] final class Engine[F[_], A, B] private (
       F.delay(ledger.snapshot(elapsed = now - startedAt, buffered = buffered, limit = limit, workers = live))
     }
 
+  def latencies: F[DurationHistogram] = F.delay(ledger.latencyHistogram)
+
   def metrics(every: FiniteDuration): Stream[F, Snapshot] =
     require(every > Duration.Zero, s"metrics interval must be > 0, was: $every")
     (Stream.eval(snapshot) ++ Stream.fixedDelay[F](every).evalMap(_ => snapshot))

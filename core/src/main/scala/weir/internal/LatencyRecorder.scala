@@ -25,7 +25,8 @@ import java.util.concurrent.atomic.AtomicInteger
  * count (the engine reads once every worker has left the pool, which orders each worker's records before
  * the read). The summary also lets the threads' histograms go: a thread keeps only a small empty slot of a
  * finished run in its thread-local map until that map drops it, not the histogram. Recording after a
- * summary starts again from nothing.
+ * summary starts again from nothing. [[histogram]], the live read for metrics, keeps what the summaries
+ * let go (one merged histogram), so it counts everything ever recorded.
  */
 private[weir] final class LatencyRecorder:
   import LatencyRecorder.*
@@ -45,12 +46,29 @@ private[weir] final class LatencyRecorder:
   /** Records one latency in nanoseconds (a negative one, from a clock that went back, as zero). */
   def record(nanos: Long): Unit = slot.get().record(math.max(0L, nanos))
 
+  private val summarised = new LogHistogram // every summary's values, for `histogram`; guarded by `this`
+
   /** Count, mean, percentiles and maximum of everything recorded since the last summary (see "Reading"). */
-  def summary: Latency =
+  def summary: Latency = synchronized {
     val merged = new LogHistogram
     slots.forEach(_.drainInto(merged))
     sharedSlot.drainInto(merged)
+    summarised.add(merged)
     merged.latency
+  }
+
+  /**
+   * Everything recorded so far, summaries or not, as a new histogram; read while threads record, so a
+   * record in progress may show in part (its count and not yet its sum) or not at all, and once recording
+   * is over (see "Reading") the read is exact.
+   */
+  def histogram: LogHistogram = synchronized {
+    val copy = new LogHistogram
+    copy.add(summarised)
+    slots.forEach(_.copyInto(copy))
+    sharedSlot.copyInto(copy)
+    copy
+  }
 
   /** How many histograms hold values now (for tests: at most `OwnHistograms + 1`). */
   private[internal] def histograms: Int =
@@ -67,6 +85,9 @@ private[weir] object LatencyRecorder:
 
     /** Adds the values recorded so far to `into` and lets the histogram go. */
     def drainInto(into: LogHistogram): Unit
+
+    /** Adds the values recorded so far to `into`, keeping them. */
+    def copyInto(into: LogHistogram): Unit
 
   /** A histogram of one thread's own: a single writer, no synchronisation. */
   private final class OwnSlot extends Slot:
@@ -86,6 +107,10 @@ private[weir] object LatencyRecorder:
       if h != null then
         into.add(h)
         histogram = null
+
+    def copyInto(into: LogHistogram): Unit =
+      val h = histogram
+      if h != null then into.add(h)
 
   /**
    * The histogram the threads beyond the first [[OwnHistograms]] share: every access holds this slot's
@@ -109,6 +134,11 @@ private[weir] object LatencyRecorder:
       if h != null then
         into.add(h)
         shared = null
+    }
+
+    def copyInto(into: LogHistogram): Unit = synchronized {
+      val h = shared
+      if h != null then into.add(h)
     }
 
   /**

@@ -1,6 +1,6 @@
 package weir.internal
 
-import weir.{Snapshot, StopReason, Summary, TaskOutcome}
+import weir.{Disposition, DurationHistogram, Snapshot, StopReason, Summary, TaskOutcome}
 
 import java.util.concurrent.atomic.{AtomicReference, LongAdder}
 import scala.concurrent.duration.FiniteDuration
@@ -22,6 +22,8 @@ private[weir] final class Ledger[A]:
   private val notStartedN = new LongAdder
   private val retriedN = new LongAdder
   private val timedOutN = new LongAdder
+  private val rateLimitedN = new LongAdder
+  private val failedAs = Array.fill(Disposition.values.length)(new LongAdder) // by disposition ordinal
   private val latencies = new LatencyRecorder
   // each a value replaced by compare-and-set, so a batch of not-started tasks is added as one
   private val failures = new AtomicReference(Vector.empty[TaskOutcome.Failed[A, Nothing]])
@@ -33,12 +35,16 @@ private[weir] final class Ledger[A]:
   def retried(): Unit = retriedN.increment()
   def timedOut(): Unit = timedOutN.increment()
 
+  /** An attempt waited for a rate-limit permit. */
+  def rateLimited(): Unit = rateLimitedN.increment()
+
   def succeeded(latencyNanos: Long): Unit =
     succeededN.increment()
     latencies.record(latencyNanos)
 
   def failed(failure: TaskOutcome.Failed[A, Nothing], latencyNanos: Long): Unit =
     failedN.increment()
+    failedAs(failure.disposition.ordinal).increment()
     latencies.record(latencyNanos)
     val _ = failures.updateAndGet(_ :+ failure)
 
@@ -67,8 +73,13 @@ private[weir] final class Ledger[A]:
       limit = limit,
       workers = workers,
       retries = retriedN.sum,
-      timeouts = timedOutN.sum
+      timeouts = timedOutN.sum,
+      rateLimited = rateLimitedN.sum,
+      dispositions = Disposition.values.iterator.map(d => d -> failedAs(d.ordinal).sum).toMap
     )
+
+  /** The latencies recorded so far (see [[LatencyRecorder.histogram]]). */
+  def latencyHistogram: DurationHistogram = new DurationHistogram(latencies.histogram)
 
   /**
    * The run's summary. Read it once every task is recorded: the latencies are read without

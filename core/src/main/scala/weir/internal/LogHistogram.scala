@@ -32,6 +32,12 @@ private[weir] final class LogHistogram:
 
   def count: Long = total
 
+  /** The sum of the values counted. */
+  def sumOfValues: Long = sum
+
+  /** The largest value counted (zero when none). */
+  def max: Long = maximum
+
   /** Counts `value`; a negative value (a clock that went back) counts as zero. */
   def record(value: Long): Unit =
     val v = math.max(0L, value)
@@ -63,6 +69,30 @@ private[weir] final class LogHistogram:
     total += other.total
     sum += other.sum
     if other.maximum > maximum then maximum = other.maximum
+
+  /**
+   * How many values fall in each bucket bounded by `bounds` (ascending, each an inclusive upper bound):
+   * `bounds.length + 1` counts, the last for the values above every bound. A bucket of this histogram
+   * that straddles a bound is counted below it, so a value above a bound by less than this histogram's
+   * precision (2^-[[SubBits]] of the bound) may be counted below it.
+   */
+  def countsUpTo(bounds: Array[Long]): Array[Long] =
+    val counts = new Array[Long](bounds.length + 1)
+    var b = 0 // the first bound at or above the current bucket's lowest value
+    var g = 0
+    while g < Groups do
+      val mine = groups(g)
+      if mine != null then
+        var i = 0
+        while i < mine.length do
+          val n = mine(i)
+          if n != 0 then
+            val lowest = lowestIn(g, i)
+            while b < bounds.length && bounds(b) < lowest do b += 1
+            counts(b) += n
+          i += 1
+      g += 1
+    counts
 
   /** Count, mean, the nearest-rank percentiles 50, 90, 99 and 99.9, and the maximum. */
   def latency: Latency =
@@ -112,6 +142,10 @@ private[weir] object LogHistogram:
 
   private def indexIn(group: Int, v: Long): Int =
     if group == 0 then v.toInt else (v >>> group).toInt - Sub
+
+  /** The lowest value that falls in bucket `index` of `group`. */
+  private def lowestIn(group: Int, index: Int): Long =
+    if group == 0 then index.toLong else (index.toLong + Sub) << group
 
   /** The highest value that falls in bucket `index` of `group`. */
   private def highestIn(group: Int, index: Int): Long =

@@ -98,8 +98,9 @@ private[weir] final class TaskPath[F[_], A, B](
     settings.rateLimit match
       case None => next
       case Some(limiter) =>
+        val acquire = waitedFor(limiter)
         (poll, entry) =>
-          poll(F.race(limiter.acquire, stopRequest.get))
+          poll(F.race(acquire, stopRequest.get))
             .onCancel(F.delay(ledger.notStarted(List(entry.task))))
             .flatMap(granted =>
               if granted.isLeft then next(poll, entry) else record.unstarted(entry).as(false)
@@ -143,7 +144,11 @@ private[weir] final class TaskPath[F[_], A, B](
       else None
 
   /** A retry's permit (the first attempt's was granted by [[permit]]). */
-  private val retryPermit: F[Unit] = settings.rateLimit.fold(F.unit)(_.acquire)
+  private val retryPermit: F[Unit] = settings.rateLimit.fold(F.unit)(waitedFor)
+
+  /** A permit from `limiter`, counted rate-limited when it was not granted at once. */
+  private def waitedFor(limiter: RateLimiter[F]): F[Unit] =
+    limiter.acquireWaiting.flatMap(waited => if waited then F.delay(ledger.rateLimited()) else F.unit)
 
   private def backoff(failed: Int): F[FiniteDuration] =
     F.delay(retries.backoff(failed, ThreadLocalRandom.current()))

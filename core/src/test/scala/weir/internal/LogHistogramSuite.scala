@@ -74,3 +74,26 @@ class LogHistogramSuite extends ScalaCheckSuite:
     assertEquals(one.p999, 2000000.nanos)
     assertEquals(histogramOf(List(1000000L)).latency.p50, 1000000.nanos)
   }
+
+  property("counts up to bounds: each bound's count is exact, or holds values above it by less than 2^-10") {
+    val bounds = Gen
+      .choose(1, 12)
+      .flatMap(n => Gen.containerOfN[Vector, Long](n, Gen.choose(0L, 6000000000L)))
+      .map(_.distinct.sorted)
+    Prop.forAll(values, bounds) { (raw, bs) =>
+      val vs = raw.map(_.max(0L))
+      val counts = histogramOf(raw).countsUpTo(bs.toArray)
+      assertEquals(counts.length, bs.size + 1)
+      assertEquals(counts.sum, vs.size.toLong)
+      bs.indices.foreach { i =>
+        val upTo = counts.take(i + 1).sum // counted at or below bound i
+        val exact = vs.count(_ <= bs(i)).toLong
+        val near =
+          vs.count(v => v > bs(i) && v - bs(i) <= bs(i) / 1024).toLong // within the precision above it
+        assert(
+          upTo >= exact && upTo <= exact + near,
+          s"bound ${bs(i)}: $upTo counted, $exact exact, $near near"
+        )
+      }
+    }
+  }

@@ -99,6 +99,14 @@ class GuideExamplesSuite extends CatsEffectSuite:
     }
   }
 
+  test("OpenTelemetry: the run reports to the SDK the environment configures (here: no exporter)") {
+    val none = Vector("otel.metrics.exporter", "otel.traces.exporter", "otel.logs.exporter")
+    IO(none.foreach(sys.props.update(_, "none"))) *>
+      OtelExample.run
+        .map(s => assertEquals((s.received, s.succeeded), (10_000L, 10_000L)))
+        .guarantee(IO(none.foreach(sys.props.remove)))
+  }
+
   test("runtime: the app runs its job and a runtime of one's own runs one") {
     NightlyJob.run *> IO.blocking(RuntimeExample.runOnce(IO.pure(42))).map(assertEquals(_, 42))
   }

@@ -1,0 +1,146 @@
+package weir.otel
+
+import cats.effect.kernel.{Async, Resource}
+import cats.effect.std.Dispatcher
+import cats.syntax.all.*
+import fs2.Stream
+import org.typelevel.otel4s.metrics.Meter
+import weir.{Pipeline, Running, Summary, TaskOutcome}
+
+import scala.concurrent.duration.*
+
+/**
+ * OpenTelemetry metrics for weir pipelines: counters and gauges through otel4s' [[Meter]], and the task
+ * latency histogram through a [[LatencyProducer]] of the OpenTelemetry Java SDK.
+ *
+ * {{{
+ * WeirMetrics.register(meter).use { metrics =>
+ *   metrics.run(Pipeline(tasks).process(send), pipeline = "emails")
+ * }
+ * }}}
+ *
+ * ==What it costs==
+ * Nothing per task: the engine counts every transition and records every latency anyway (the counters of
+ * [[weir.Snapshot]], the histogram of [[Running.latencies]]); this module reads them when the metrics are
+ * collected. Counters and gauges are observable instruments, read by one callback per collection; the
+ * latency histogram is produced from the engine's histogram at each collection, because OpenTelemetry
+ * has no observable histogram and recording each task a second time would cost more than the task itself
+ * for small tasks (ADR 0021).
+ *
+ * ==Series==
+ * Every metric carries `weir.pipeline.name` and, for a durable queue, `weir.queue.name`. Runs under the
+ * same names add up: a series counts every run that used its names since the first, and its gauges sum
+ * the runs going on. [[MetricNames]] lists the metrics.
+ *
+ * Cancellation: releasing an instrumented run releases the run first (it stops as [[Pipeline.start]]
+ * says), then keeps its final counts in its series.
+ */
+final class WeirMetrics[F[_]] private (registry: Registry[F], bounds: Vector[FiniteDuration])(using
+    F: Async[F]
+):
+
+  /** `run` (from [[Pipeline.start]]), reported under `pipeline` and `queue` while it lives and after. */
+  def instrument[A](
+      run: Resource[F, Running[F, A]],
+      pipeline: String,
+      queue: Option[String] = None
+  ): Resource[F, Running[F, A]] =
+    attached(run, SeriesKey(pipeline, queue))(identity)
+
+  /** [[Pipeline.run]], reported under `pipeline` and `queue`. */
+  def run[A](pipe: Pipeline[F, A, ?], pipeline: String, queue: Option[String] = None): F[Summary[A]] =
+    instrument(pipe.start, pipeline, queue).use(_.join)
+
+  /** [[Pipeline.outcomes]], reported under `pipeline` and `queue`. */
+  def outcomes[A, B](
+      pipe: Pipeline[F, A, B],
+      pipeline: String,
+      queue: Option[String] = None
+  ): Stream[F, TaskOutcome[A, B]] =
+    Stream.resource(attached(pipe.startWithOutcomes, SeriesKey(pipeline, queue))(_._1)).flatMap(_._2)
+
+  /**
+   * Attaches the run of `resource` to its series once it started, and retires it once the resource is
+   * released: after the run's own release, so that what it counted last is kept.
+   */
+  private def attached[R](
+      resource: Resource[F, R],
+      key: SeriesKey
+  )(running: R => Running[F, ?]): Resource[F, R] =
+    for
+      slot <-
+        Resource.make(F.ref(Option.empty[(Long, Running[F, ?])]))(_.get.flatMap(_.traverse_(retire(key))))
+      r <- resource
+      _ <- Resource.eval(F.uncancelable { _ =>
+        F.realTime.flatMap { now =>
+          val run = running(r)
+          F.delay(registry.attach(key, run, now.toNanos, Buckets.zero(bounds))).flatMap(id =>
+            slot.set(Some(id -> run))
+          )
+        }
+      })
+    yield r
+
+  private def retire(key: SeriesKey)(id: Long, run: Running[F, ?]): F[Unit] =
+    (run.snapshot, run.latencies).flatMapN { (last, latencies) =>
+      F.delay(registry.retire(key, id, Counts.of(last), Buckets.of(latencies, bounds)))
+    }
+
+object WeirMetrics:
+
+  /**
+   * The explicit bucket bounds of the latency histogram by default: those OpenTelemetry's semantic
+   * conventions advise for request durations, from 5 ms to 10 s, below them the fast tasks a task engine
+   * sees: 10 µs to 2.5 ms.
+   */
+  val DefaultLatencyBounds: Vector[FiniteDuration] =
+    Vector(
+      10.micros,
+      100.micros,
+      500.micros,
+      1.milli,
+      2500.micros,
+      5.millis,
+      10.millis,
+      25.millis,
+      50.millis,
+      75.millis,
+      100.millis,
+      250.millis,
+      500.millis,
+      750.millis,
+      1.second,
+      2500.millis,
+      5.seconds,
+      7500.millis,
+      10.seconds
+    )
+
+  /**
+   * Registers weir's counters and gauges with `meter`, and binds `latencies` (registered with the
+   * application's `SdkMeterProvider`, see [[LatencyProducer]]) to produce the latency histogram; without
+   * one, no histogram is exported. Releasing it unregisters both. Fails with `IllegalArgumentException`
+   * when the bounds are empty, not strictly ascending, or negative.
+   */
+  def register[F[_]](
+      meter: Meter[F],
+      latencies: Option[LatencyProducer] = None,
+      latencyBounds: Vector[FiniteDuration] = DefaultLatencyBounds
+  )(using F: Async[F]): Resource[F, WeirMetrics[F]] =
+    for
+      _ <- Resource.eval(F.delay(checkBounds(latencyBounds)))
+      registry <- Resource.eval(F.delay(new Registry[F]))
+      _ <- Observers.register(meter, registry)
+      _ <- latencies.traverse_(producer =>
+        Dispatcher.parallel[F](await = false).flatMap(d =>
+          producer.bind(new LatencyPoints(registry, latencyBounds, d))
+        )
+      )
+    yield new WeirMetrics(registry, latencyBounds)
+
+  private def checkBounds(bounds: Vector[FiniteDuration]): Unit =
+    require(
+      bounds.nonEmpty && bounds.head >= Duration.Zero &&
+        bounds.indices.drop(1).forall(i => bounds(i) > bounds(i - 1)),
+      s"latency bounds must be non-empty, >= 0 and strictly ascending, were: ${bounds.mkString(", ")}"
+    )
