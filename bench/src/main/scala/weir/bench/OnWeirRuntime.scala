@@ -21,9 +21,19 @@ abstract class OnWeirRuntime:
     val (rt, stop) = WeirRuntime.unsafeCreate()
     runtime = rt
     shutdown = stop
+    started()
 
   @TearDown(Level.Trial)
-  def stopRuntime(): Unit = shutdown()
+  def stopRuntime(): Unit =
+    try stopping()
+    finally shutdown()
+
+  /**
+   * What a benchmark sets up on the runtime once it runs, and takes down before it stops: hooks rather than
+   * annotated methods of its own, whose order against this class's JMH does not promise.
+   */
+  protected def started(): Unit = ()
+  protected def stopping(): Unit = ()
 
   /** Runs `io` on this trial's runtime from the JMH thread, waiting for its result. */
   protected final def unsafeRun[A](io: IO[A]): A = io.unsafeRunSync()(using runtime)

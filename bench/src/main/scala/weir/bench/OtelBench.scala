@@ -39,8 +39,7 @@ class OtelBench extends OnWeirRuntime:
   @volatile private var collecting = false
   private var collector: Thread = scala.compiletime.uninitialized
 
-  @Setup(Level.Trial)
-  def startMetrics(): Unit =
+  override protected def started(): Unit =
     if metrics == "on" then
       val reader = InMemoryMetricReader.create()
       val latencies = LatencyProducer()
@@ -68,8 +67,7 @@ class OtelBench extends OnWeirRuntime:
       collector.setDaemon(true)
       collector.start()
 
-  @TearDown(Level.Trial)
-  def stopMetrics(): Unit =
+  override protected def stopping(): Unit =
     collecting = false
     if collector != null then collector.join()
     unsafeRun(release)
