@@ -12,14 +12,15 @@ import weir.lab.report.ExperimentIo.positive
 object Cli:
 
   enum Command:
-    case Example(tasks: Int, limit: Int)
-    case Soak(tasks: Long, limit: Int, progress: Boolean)
+    case Example(tasks: Int, limit: Int, otel: Option[Int])
+    case Soak(tasks: Long, limit: Int, progress: Boolean, otel: Option[Int])
 
   final case class Options(
       command: Option[String] = None,
       tasks: Long = -1,
       limit: Int = 64,
-      progress: Boolean = false
+      progress: Boolean = false,
+      otel: Option[Int] = None
   )
 
   private val builder = OParser.builder[Options]
@@ -32,13 +33,14 @@ object Cli:
       cmd("example")
         .action((_, o) => o.copy(command = Some("example")))
         .text("run the README's example pipeline (two producers, a limit, dead letters, a drain)")
-        .children(tasksOpt, limitOpt),
+        .children(tasksOpt, limitOpt, otelOpt),
       cmd("soak")
         .action((_, o) => o.copy(command = Some("soak")))
         .text("push many lazily generated no-op tasks through weir and report time and heap")
         .children(
           tasksOpt,
           limitOpt,
+          otelOpt,
           opt[Unit]("progress").action((_, o) => o.copy(progress = true)).text("show a progress bar")
         ),
       note("  lab <experiment> [options]   an experiment; `weir lab <experiment> --help` for its options:"),
@@ -67,13 +69,24 @@ object Cli:
     .action((n, o) => o.copy(limit = n))
     .text("concurrency limit (default 64)")
 
+  private def otelOpt = builder
+    .opt[Int]("otel")
+    .valueName("PORT")
+    .validate(p =>
+      if p >= 1 && p <= 65535 then builder.success
+      else builder.failure(s"--otel must be a port, 1 to 65535, was: $p")
+    )
+    .action((p, o) => o.copy(otel = Some(p)))
+    .text("serve the run's OpenTelemetry metrics for Prometheus at http://127.0.0.1:PORT/metrics")
+
   /** The command, or None when scopt has already printed the error or the help. */
   def parse(args: Seq[String]): Option[Command] =
     OParser.parse(parser, args, Options()).flatMap { o =>
       o.command match
-        case Some("example") => Some(Command.Example(if o.tasks > 0 then o.tasks.toInt else 20000, o.limit))
+        case Some("example") =>
+          Some(Command.Example(if o.tasks > 0 then o.tasks.toInt else 20000, o.limit, o.otel))
         case Some("soak") =>
-          Some(Command.Soak(if o.tasks > 0 then o.tasks else 10_000_000L, o.limit, o.progress))
+          Some(Command.Soak(if o.tasks > 0 then o.tasks else 10_000_000L, o.limit, o.progress, o.otel))
         case _ => None
     }
 

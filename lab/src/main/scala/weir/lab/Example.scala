@@ -7,6 +7,7 @@ import weir.*
 
 import scala.concurrent.duration.*
 import scala.util.Random
+import scala.util.chaining.*
 
 /**
  * The README's example, runnable: two producers feed a bounded buffer; handlers take 1–20 ms and every
@@ -15,7 +16,8 @@ import scala.util.Random
  */
 object Example:
 
-  def run(tasks: Int, limit: Int): IO[Unit] =
+  /** Runs it; `instrument` reports the run's metrics (see [[OtelEndpoint]]). */
+  def run(tasks: Int, limit: Int, instrument: OtelEndpoint.Instrument = OtelEndpoint.none): IO[Unit] =
     val half = tasks / 2
     def producer(p: Int): Stream[IO, Int] =
       Stream.range(p * half, (p + 1) * half).chunkN(100).flatMap(c =>
@@ -36,6 +38,7 @@ object Example:
         .withOrder(TaskOrder.unordered)
         .withFailurePolicy(FailurePolicy.deadLetter((task, _) => deadLetters.update(_ :+ task)))
         .start
+        .pipe(instrument[Int]("example"))
         .use { running =>
           Progress.console(running, total = Some(tasks.toLong)).surround {
             // let it run for a while, then drain: in-flight tasks get 1 s, the rest come back

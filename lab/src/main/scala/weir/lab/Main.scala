@@ -20,9 +20,10 @@ object Main extends WeirApp:
   private def command(args: List[String]): IO[ExitCode] =
     Cli.parse(args) match
       case None => IO.pure(ExitCode(2))
-      case Some(Cli.Command.Example(tasks, limit)) => Example.run(tasks, limit).as(ExitCode.Success)
-      case Some(Cli.Command.Soak(tasks, limit, progress)) =>
-        Soak.run(tasks, limit, progress).as(ExitCode.Success)
+      case Some(Cli.Command.Example(tasks, limit, otel)) =>
+        OtelEndpoint.around(otel)(Example.run(tasks, limit, _)).as(ExitCode.Success)
+      case Some(Cli.Command.Soak(tasks, limit, progress, otel)) =>
+        OtelEndpoint.around(otel)(Soak.run(tasks, limit, progress, _)).as(ExitCode.Success)
 
   /**
    * Parses a `./weir` command line (the lab CLI's part: not `test` or `bench`, which the launcher runs) as

@@ -13,7 +13,13 @@ import scala.jdk.CollectionConverters.*
  */
 object Soak:
 
-  def run(tasks: Long, limit: Int, progress: Boolean): IO[Unit] =
+  /** Runs it; `instrument` reports the run's metrics (see [[OtelEndpoint]]). */
+  def run(
+      tasks: Long,
+      limit: Int,
+      progress: Boolean,
+      instrument: OtelEndpoint.Instrument = OtelEndpoint.none
+  ): IO[Unit] =
     // generated lazily, 1024 at a time: nothing but the buffer and the workers' tasks is ever in memory
     val source = Stream.unfoldChunk[IO, Long, Long](0L) { from =>
       Option.when(from < tasks)((Chunk.from(from until math.min(from + 1024, tasks)), from + 1024))
@@ -22,9 +28,9 @@ object Soak:
       .process(_ => IO.unit)
       .withLimit(Limit.fixed(limit))
     for
-      summary <-
-        if progress then pipeline.start.use(r => Progress.console(r, Some(tasks)).surround(r.join))
-        else pipeline.run
+      summary <- instrument("soak")(pipeline.start).use { r =>
+        if progress then Progress.console(r, Some(tasks)).surround(r.join) else r.join
+      }
       heap <- IO(peakHeapMiB)
       maxHeap <- IO(Runtime.getRuntime.maxMemory / (1024 * 1024))
       _ <- IO.println(summary)
