@@ -45,7 +45,7 @@ final class WeirMetrics[F[_]] private (registry: Registry[F], bounds: Vector[Fin
       pipeline: String,
       queue: Option[String] = None
   ): Resource[F, Running[F, A]] =
-    attached(run, SeriesKey(pipeline, queue))(identity)
+    instrumentBy(run, pipeline, queue)(identity)
 
   /** [[Pipeline.run]], reported under `pipeline` and `queue`. */
   def run[A](pipe: Pipeline[F, A, ?], pipeline: String, queue: Option[String] = None): F[Summary[A]] =
@@ -57,16 +57,18 @@ final class WeirMetrics[F[_]] private (registry: Registry[F], bounds: Vector[Fin
       pipeline: String,
       queue: Option[String] = None
   ): Stream[F, TaskOutcome[A, B]] =
-    Stream.resource(attached(pipe.startWithOutcomes, SeriesKey(pipeline, queue))(_._1)).flatMap(_._2)
+    Stream.resource(instrumentBy(pipe.startWithOutcomes, pipeline, queue)(_._1)).flatMap(_._2)
 
   /**
-   * Attaches the run of `resource` to its series once it started, and retires it once the resource is
-   * released: after the run's own release, so that what it counted last is kept.
+   * A resource that holds a run (`running` finds it), reported under `pipeline` and `queue`: the run is
+   * attached to its series once the resource is acquired, and retired once it is released — after the
+   * run's own release, so that what it counted last is kept. For a durable worker:
+   * `metrics.instrumentBy(DurableWorker.start(db, config)(build), "emails", Some("emails"))(_.running)`.
    */
-  private def attached[R](
-      resource: Resource[F, R],
-      key: SeriesKey
-  )(running: R => Running[F, ?]): Resource[F, R] =
+  def instrumentBy[R](resource: Resource[F, R], pipeline: String, queue: Option[String] = None)(
+      running: R => Running[F, ?]
+  ): Resource[F, R] =
+    val key = SeriesKey(pipeline, queue)
     for
       slot <-
         Resource.make(F.ref(Option.empty[(Long, Running[F, ?])]))(_.get.flatMap(_.traverse_(retire(key))))

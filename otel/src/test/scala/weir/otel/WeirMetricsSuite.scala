@@ -209,3 +209,18 @@ class WeirMetricsSuite extends CatsEffectSuite:
       assert(twice.left.exists(_.getMessage.contains("already bound")), twice)
       assertEquals(again, Right(()))
   }
+
+  test("outcomes: the stream's run is reported once it ends, every outcome counted") {
+    setup().use { s =>
+      val pipeline = Pipeline(Stream.range(0, 50).covary[IO])
+        .process(i => IO.raiseError(new RuntimeException("odd")).whenA(i % 2 == 1))
+      for
+        outcomes <- s.metrics.outcomes(pipeline, "streamed").compile.toVector
+        ms <- s.collect
+      yield
+        assertEquals(outcomes.size, 50)
+        val finished = longs(ms, MetricNames.Finished)
+        assertEquals((finished(("streamed", "succeeded")), finished(("streamed", "skipped"))), (25L, 25L))
+        assertEquals(histogram(ms, "streamed").getCount, 50L)
+    }
+  }

@@ -29,7 +29,9 @@ class WeirTracingSuite extends CatsEffectSuite:
         IO(
           OpenTelemetrySdk
             .builder()
-            .setTracerProvider(SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(exporter)).build())
+            .setTracerProvider(
+              SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(exporter)).build()
+            )
             .setPropagators(ContextPropagators.create(W3CTraceContextPropagator.getInstance()))
             .build()
         )
@@ -43,7 +45,9 @@ class WeirTracingSuite extends CatsEffectSuite:
 
   private val pipelineKey = AttributeKey.stringKey(MetricNames.PipelineName)
 
-  test("traced: a span per attempt, named, a consumer's, with the pipeline; failed attempts carry the error") {
+  test(
+    "traced: a span per attempt, named, a consumer's, with the pipeline; failed attempts carry the error"
+  ) {
     tracing.use { (tracer, exporter) =>
       given Tracer[IO] = tracer
       val handler = WeirTracing.traced[IO, Int, Unit]("send", "emails") { i =>
@@ -51,13 +55,19 @@ class WeirTracingSuite extends CatsEffectSuite:
       }
       Pipeline(Stream.range(1, 11).covary[IO])
         .process(handler)
-        .withRetry(Retry.exponential(scala.concurrent.duration.Duration.Zero, maxAttempts = 2, jitter = Retry.Jitter.None))
+        .withRetry(Retry.exponential(
+          scala.concurrent.duration.Duration.Zero,
+          maxAttempts = 2,
+          jitter = Retry.Jitter.None
+        ))
         .run
         .map { summary =>
           assertEquals((summary.succeeded, summary.failed), (8L, 2L))
           val all = spans(exporter, "send")
           assertEquals(all.size, 12) // 8 attempts that succeeded, 2 tasks that failed twice
-          assert(all.forall(s => s.getKind == SpanKind.CONSUMER && s.getAttributes.get(pipelineKey) == "emails"))
+          assert(all.forall(s =>
+            s.getKind == SpanKind.CONSUMER && s.getAttributes.get(pipelineKey) == "emails"
+          ))
           val failed = all.filter(_.getStatus.getStatusCode == StatusCode.ERROR)
           assertEquals(failed.size, 4)
           assert(failed.forall(_.getEvents.asScala.exists(_.getName == "exception")), failed)
@@ -78,7 +88,8 @@ class WeirTracingSuite extends CatsEffectSuite:
         val parent = spans(exporter, "enqueue").head
         val work = spans(exporter, "work")
         assertEquals(work.size, 2)
-        val child = work.find(_.getParentSpanId == parent.getSpanId).getOrElse(fail(s"no child of $parent in $work"))
+        val child =
+          work.find(_.getParentSpanId == parent.getSpanId).getOrElse(fail(s"no child of $parent in $work"))
         assertEquals(child.getTraceId, parent.getTraceId)
         val root = work.filterNot(_ eq child).head
         assert(!root.getParentSpanContext.isValid, root) // no headers: a root span of a trace of its own
@@ -89,8 +100,9 @@ class WeirTracingSuite extends CatsEffectSuite:
   test("with the no-op tracer a wrapped handler runs as it is, and the headers are empty") {
     given Tracer[IO] = Tracer.noop[IO]
     val handler = WeirTracing.traced[IO, Int, Int]("x", "p")(i => IO.pure(i * 2))
-    (Stream.range(0, 3).covary[IO].evalMap(handler).compile.toVector, WeirTracing.headers[IO]).tupled.map { (out, h) =>
-      assertEquals(out, Vector(0, 2, 4))
-      assertEquals(h, Map.empty[String, String])
+    (Stream.range(0, 3).covary[IO].evalMap(handler).compile.toVector, WeirTracing.headers[IO]).tupled.map {
+      (out, h) =>
+        assertEquals(out, Vector(0, 2, 4))
+        assertEquals(h, Map.empty[String, String])
     }
   }
