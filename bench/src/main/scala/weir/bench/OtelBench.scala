@@ -1,15 +1,12 @@
 package weir.bench
 
-import cats.effect.{IO, Resource}
+import cats.effect.IO
 import fs2.Stream
-import io.opentelemetry.sdk.OpenTelemetrySdk
-import io.opentelemetry.sdk.metrics.SdkMeterProvider
 import io.opentelemetry.sdk.testing.exporter.InMemoryMetricReader
 import org.openjdk.jmh.annotations.*
-import org.typelevel.otel4s.oteljava.OtelJava
 import weir.{Limit, Pipeline}
 import weir.bench.Workload.*
-import weir.otel.{LatencyProducer, WeirMetrics}
+import weir.otel.WeirMetrics
 
 import java.util.concurrent.TimeUnit
 
@@ -42,22 +39,9 @@ class OtelBench extends OnWeirRuntime:
   override protected def started(): Unit =
     if metrics == "on" then
       val reader = InMemoryMetricReader.create()
-      val latencies = LatencyProducer()
-      val sdk = OpenTelemetrySdk
-        .builder()
-        .setMeterProvider(
-          SdkMeterProvider.builder().registerMetricReader(reader).registerMetricProducer(latencies).build()
-        )
-        .build()
-      val (m, free) = unsafeRun(
-        Resource
-          .eval(OtelJava.fromJOpenTelemetry[IO](sdk))
-          .evalMap(_.meterProvider.get("weir-bench"))
-          .flatMap(meter => WeirMetrics.register(meter, Some(latencies)))
-          .allocated
-      )
+      val (m, free) = unsafeRun(WeirMetrics.onSdk[IO](reader).allocated)
       instrumented = Some(m)
-      release = free *> IO.blocking(sdk.close())
+      release = free
       collecting = true
       collector = new Thread(() =>
         while collecting do

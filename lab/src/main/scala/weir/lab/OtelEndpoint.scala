@@ -2,11 +2,8 @@ package weir.lab
 
 import cats.effect.{IO, Resource}
 import io.opentelemetry.exporter.prometheus.PrometheusHttpServer
-import io.opentelemetry.sdk.OpenTelemetrySdk
-import io.opentelemetry.sdk.metrics.SdkMeterProvider
-import org.typelevel.otel4s.oteljava.OtelJava
 import weir.Running
-import weir.otel.{LatencyProducer, WeirMetrics}
+import weir.otel.WeirMetrics
 
 /**
  * `--otel PORT` of `./weir example` and `./weir soak`: the run's OpenTelemetry metrics (weir-otel4s, the
@@ -33,25 +30,10 @@ object OtelEndpoint:
       }
     }
 
-  /** The SDK with the Prometheus reader on `port` and weir's latency histogram; weir's metrics on it. */
+  /** weir's metrics on an SDK of their own, read by the Prometheus endpoint on `port`. */
   def serve(port: Int): Resource[IO, WeirMetrics[IO]] =
-    val latencies = LatencyProducer()
     for
       server <- Resource.eval(IO(PrometheusHttpServer.builder().setHost("127.0.0.1").setPort(port).build()))
-      sdk <- Resource.make(
-        IO(
-          OpenTelemetrySdk
-            .builder()
-            .setMeterProvider(
-              SdkMeterProvider.builder().registerMetricReader(
-                server
-              ).registerMetricProducer(latencies).build()
-            )
-            .build()
-        )
-      )(sdk => IO.blocking(sdk.close())) // closes the server too
+      metrics <- WeirMetrics.onSdk[IO](server) // closing the SDK closes the server
       _ <- Resource.eval(IO.println(s"metrics for Prometheus: http://127.0.0.1:$port/metrics"))
-      otel <- Resource.eval(OtelJava.fromJOpenTelemetry[IO](sdk))
-      meter <- Resource.eval(otel.meterProvider.get("weir-lab"))
-      metrics <- WeirMetrics.register(meter, Some(latencies))
     yield metrics

@@ -4,7 +4,12 @@ import cats.effect.kernel.{Async, Resource}
 import cats.effect.std.Dispatcher
 import cats.syntax.all.*
 import fs2.Stream
+import io.opentelemetry.sdk.OpenTelemetrySdk
+import io.opentelemetry.sdk.metrics.SdkMeterProvider
+import io.opentelemetry.sdk.metrics.`export`.MetricReader
 import org.typelevel.otel4s.metrics.Meter
+import org.typelevel.otel4s.oteljava.OtelJava
+import org.typelevel.otel4s.oteljava.context.LocalContextProvider
 import weir.{Pipeline, Running, Summary, TaskOutcome}
 
 import scala.concurrent.duration.*
@@ -139,6 +144,36 @@ object WeirMetrics:
         )
       )
     yield new WeirMetrics(registry, latencyBounds)
+
+  /**
+   * weir's metrics, histogram included, on an OpenTelemetry Java SDK of their own that exports through
+   * `reader` (a Prometheus endpoint, a periodic OTLP exporter, an in-memory reader in tests). For an
+   * application that has no SDK yet or wants weir's metrics apart; one that has one registers a
+   * [[LatencyProducer]] with it and calls [[register]]. Releasing it closes the SDK and the reader.
+   */
+  def onSdk[F[_]: Async: LocalContextProvider](
+      reader: MetricReader,
+      latencyBounds: Vector[FiniteDuration] = DefaultLatencyBounds
+  ): Resource[F, WeirMetrics[F]] =
+    val F = Async[F]
+    val latencies = LatencyProducer()
+    for
+      sdk <- Resource.make(
+        F.delay(
+          OpenTelemetrySdk
+            .builder()
+            .setMeterProvider(
+              SdkMeterProvider.builder().registerMetricReader(
+                reader
+              ).registerMetricProducer(latencies).build()
+            )
+            .build()
+        )
+      )(sdk => F.blocking(sdk.close()))
+      otel <- Resource.eval(OtelJava.fromJOpenTelemetry[F](sdk))
+      meter <- Resource.eval(otel.meterProvider.get("weir"))
+      metrics <- register(meter, Some(latencies), latencyBounds)
+    yield metrics
 
   private def checkBounds(bounds: Vector[FiniteDuration]): Unit =
     require(

@@ -23,23 +23,27 @@ class WeirMetricsSuite extends CatsEffectSuite:
     /** Collects now (the SDK's readers collect on threads that may block: so does this). */
     def collect: IO[Vector[MetricData]] = IO.blocking(reader.collectAllMetrics().asScala.toVector)
 
+  /** With the histogram: weir's own SDK ([[WeirMetrics.onSdk]]); without: an SDK with no producer. */
   private def setup(
       latencies: Boolean = true,
       bounds: Vector[FiniteDuration] = WeirMetrics.DefaultLatencyBounds
-  ) =
+  ): Resource[IO, Setup] =
     val reader = InMemoryMetricReader.create()
-    val producer = LatencyProducer()
-    val provider = SdkMeterProvider.builder().registerMetricReader(reader)
-    val withLatencies = if latencies then provider.registerMetricProducer(producer) else provider
-    for
-      sdk <-
-        Resource.make(IO(OpenTelemetrySdk.builder().setMeterProvider(withLatencies.build()).build()))(s =>
-          IO.blocking(s.close())
-        )
-      otel <- Resource.eval(OtelJava.fromJOpenTelemetry[IO](sdk))
-      meter <- Resource.eval(otel.meterProvider.get("weir-test"))
-      metrics <- WeirMetrics.register(meter, Option.when(latencies)(producer), bounds)
-    yield Setup(metrics, reader)
+    if latencies then WeirMetrics.onSdk[IO](reader, bounds).map(Setup(_, reader))
+    else
+      for
+        sdk <- Resource.make(
+          IO(
+            OpenTelemetrySdk
+              .builder()
+              .setMeterProvider(SdkMeterProvider.builder().registerMetricReader(reader).build())
+              .build()
+          )
+        )(s => IO.blocking(s.close()))
+        otel <- Resource.eval(OtelJava.fromJOpenTelemetry[IO](sdk))
+        meter <- Resource.eval(otel.meterProvider.get("weir-test"))
+        metrics <- WeirMetrics.register(meter, None, bounds)
+      yield Setup(metrics, reader)
 
   private val pipelineKey = AttributeKey.stringKey(MetricNames.PipelineName)
   private val outcomeKey = AttributeKey.stringKey(MetricNames.Outcome)

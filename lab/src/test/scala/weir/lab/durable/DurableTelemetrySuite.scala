@@ -2,14 +2,11 @@ package weir.lab.durable
 
 import cats.effect.{IO, Resource}
 import io.opentelemetry.api.common.AttributeKey
-import io.opentelemetry.sdk.OpenTelemetrySdk
-import io.opentelemetry.sdk.metrics.SdkMeterProvider
 import io.opentelemetry.sdk.metrics.data.MetricData
 import io.opentelemetry.sdk.testing.exporter.InMemoryMetricReader
 import munit.CatsEffectSuite
-import org.typelevel.otel4s.oteljava.OtelJava
 import weir.{Limit, Pipeline}
-import weir.otel.{LatencyProducer, MetricNames, WeirMetrics}
+import weir.otel.{MetricNames, WeirMetrics}
 import weir.postgres.*
 
 import scala.concurrent.duration.*
@@ -25,24 +22,7 @@ class DurableTelemetrySuite extends CatsEffectSuite:
 
   private def metricsOnSdk: Resource[IO, (WeirMetrics[IO], InMemoryMetricReader)] =
     val reader = InMemoryMetricReader.create()
-    val latencies = LatencyProducer()
-    for
-      sdk <- Resource.make(
-        IO(
-          OpenTelemetrySdk
-            .builder()
-            .setMeterProvider(
-              SdkMeterProvider.builder().registerMetricReader(
-                reader
-              ).registerMetricProducer(latencies).build()
-            )
-            .build()
-        )
-      )(s => IO.blocking(s.close()))
-      otel <- Resource.eval(OtelJava.fromJOpenTelemetry[IO](sdk))
-      meter <- Resource.eval(otel.meterProvider.get("weir-test"))
-      metrics <- WeirMetrics.register(meter, Some(latencies))
-    yield (metrics, reader)
+    WeirMetrics.onSdk[IO](reader).map(_ -> reader)
 
   test("a durable worker's run: every task counted under the pipeline and the queue, its latencies too") {
     val queueKey = AttributeKey.stringKey(MetricNames.QueueName)
