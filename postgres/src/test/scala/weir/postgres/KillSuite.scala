@@ -74,11 +74,14 @@ class KillSuite extends DbSuite:
       ids <- queue.enqueueMany(tasks).map(_.map(_.taskId))
       killed <- (child(db, "kill", 8, liveness), child(db, "kill", 8, liveness)).parTupled.use {
         case ((victim, victimId), (survivor, _)) =>
-          // killed once a quarter has run and while it holds claims, which only a rescue can then free
+          // killed once a quarter has run, once it has run tasks of its own (a JVM slow to start could
+          // otherwise be killed before it ran any, leaving nothing to test), and while it holds claims,
+          // which only a rescue can then free
           val holding = TaskAdmin(db).workers.map(_.exists(w => w.id == victimId && w.running > 0))
+          val ranOnVictim = Rows.count(db, "executions", s"worker = $victimId")
           for
-            _ <- (IO.sleep(50.millis) *> (executions(db), holding).tupled).iterateUntil((ran, held) =>
-              ran >= n / 4 && held
+            _ <- (IO.sleep(50.millis) *> (executions(db), ranOnVictim, holding).tupled).iterateUntil(
+              (ran, own, held) => ran >= n / 4 && own > 0 && held
             )
             _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
             _ <- child(db, "kill", 8, liveness).use { (replacement, _) =>
