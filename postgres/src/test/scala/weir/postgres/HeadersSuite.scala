@@ -73,7 +73,7 @@ class HeadersSuite extends DbSuite:
         kept.foreach((i, json) => assertEquals(HeaderCodec.decode(json), Right(sets(i)), s"finished task $i"))
   }
 
-  withDb("headers survive a retry, a rescue, death and TaskAdmin.retry") { db =>
+  withDb("headers survive a retry, a rescue, death, a hand-back, cancel and TaskAdmin.retry") { db =>
     val sql = new Sql(db.schema)
     val queue = TaskQueue[IO, Int](db, "r")
     val headers =
@@ -81,6 +81,12 @@ class HeadersSuite extends DbSuite:
     // jsonb keeps its own spacing and key order: compared as headers, not as text
     def read(c: Sql.Claimed) = HeaderCodec.decode(c.headers).toOption
     def claimOne(owner: Long) = run(db, sql.claim("r", owner, 10, 60000)).map(_.toList)
+    def finishedHeaders(id: Long) = Fragment
+      .const(s"SELECT headers::text FROM ${db.schema("finished")} WHERE id = $id")
+      .query[Option[String]]
+      .unique
+      .transact(TestDatabase.admin)
+      .map(HeaderCodec.decode)
     for
       id <- queue.enqueue(NewTask(1, maxAttempts = 3, headers = headers)).map(_.taskId)
       _ <- queue.enqueue(NewTask(2))
@@ -97,21 +103,25 @@ class HeadersSuite extends DbSuite:
       third <- claimOne(other)
       // its last attempt fails: dead, then put back by hand
       _ <- run(db, sql.fail(Array(third.head.token), Array("boom"), Array(0L)))
-      deadHeaders <- Fragment
-        .const(s"SELECT headers::text FROM ${db.schema("finished")} WHERE id = $id")
-        .query[Option[String]]
-        .unique
-        .transact(TestDatabase.admin)
+      deadHeaders <- finishedHeaders(id)
       back <- TaskAdmin(db).retry(id)
       fourth <- claimOne(other)
+      // handed back unstarted, then cancelled while it waits, then put back again
+      _ <- run(db, sql.release(Array(fourth.head.token)))
+      cancelled <- TaskAdmin(db).cancel(id)
+      cancelledHeaders <- finishedHeaders(id)
+      _ <- TaskAdmin(db).retry(id)
+      fifth <- claimOne(other)
     yield
       assertEquals(first.map(c => (c.id, read(c))), List((id, Some(headers)), (id + 1, Some(Map.empty))))
       assertEquals(second.map(c => (c.id, c.attempt, read(c))), List((id, 2, Some(headers))))
       assertEquals(rescued, (1, 0))
       assertEquals(third.map(c => (c.id, c.attempt, read(c))), List((id, 3, Some(headers))))
-      assertEquals(HeaderCodec.decode(deadHeaders), Right(headers))
+      assertEquals(deadHeaders, Right(headers))
       assert(back)
       assertEquals(fourth.map(c => (c.id, c.attempt, read(c))), List((id, 1, Some(headers))))
+      assertEquals((cancelled, cancelledHeaders), (Cancel.Cancelled, Right(headers)))
+      assertEquals(fifth.map(c => (c.id, c.attempt, read(c))), List((id, 1, Some(headers))))
   }
 
   withDb(
