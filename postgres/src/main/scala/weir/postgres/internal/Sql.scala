@@ -115,8 +115,8 @@ private[postgres] final class Sql(schema: Schema):
    * the tasks marked `head` (see [[nextHeads]]), so a key's waiting tasks cost the claim nothing.
    *
    * The statement is the schema's `claim_with_headers` function (migration 5: migration 4's `claim`, which
-   * the previous release's workers call, with the headers as one more column), planned with bitmap and sequential
-   * scans off so that stale statistics cannot turn it into a scan of the whole backlog. It asks for an
+   * the previous release's workers call, with the headers as one more column), planned with bitmap and
+   * sequential scans off so that stale statistics cannot turn it into a scan of the whole backlog. It asks for an
    * asynchronous commit of its own transaction, so that it can run in autocommit ([[Run.single]]); the
    * setting is made here, outside the function, whose own settings end when it returns.
    *
