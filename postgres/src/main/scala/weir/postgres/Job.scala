@@ -8,8 +8,10 @@ import java.time.Instant
 /**
  * A task a worker has claimed: what its handler receives.
  *
- * `attempt` counts from 1 and includes this one; `maxAttempts` is the task's own limit. [[completeIn]]
- * finishes the task inside the handler's own transaction (see there).
+ * `attempt` counts from 1 and includes this one; `maxAttempts` is the task's own limit. `headers` are the
+ * ones the task was enqueued with ([[NewTask.headers]]), the same on every attempt; empty for a task
+ * enqueued without any, or by a release before they existed. [[completeIn]] finishes the task inside the
+ * handler's own transaction (see there).
  */
 final class Job[+A] private[postgres] (
     val id: Long,
@@ -20,6 +22,7 @@ final class Job[+A] private[postgres] (
     val priority: Int,
     val orderingKey: Option[String],
     val createdAt: Instant,
+    val headers: Map[String, String],
     private[postgres] val token: Long,
     sql: Sql,
     keepCompleted: Boolean

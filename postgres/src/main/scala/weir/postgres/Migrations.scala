@@ -23,7 +23,13 @@ object Migrations:
 
   /** Every migration this library knows, in order. */
   lazy val all: Vector[Migration] =
-    Vector("0001-tasks", "0002-claim-path", "0003-worker-sessions", "0004-claim-function").map { file =>
+    Vector(
+      "0001-tasks",
+      "0002-claim-path",
+      "0003-worker-sessions",
+      "0004-claim-function",
+      "0005-task-headers"
+    ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))
         .getOrElse(throw new IllegalStateException(s"migration $path is missing from the class path"))
@@ -37,7 +43,10 @@ object Migrations:
   def latest: Int = all.last.version
 
   /** Applies every missing migration to `schema`; returns the versions applied (empty when up to date). */
-  def migrate(schema: Schema): ConnectionIO[Vector[Int]] =
+  def migrate(schema: Schema): ConnectionIO[Vector[Int]] = migrateTo(schema, latest)
+
+  /** Applies the missing migrations up to `version` only: a schema as an earlier release left it. */
+  private[postgres] def migrateTo(schema: Schema, version: Int): ConnectionIO[Vector[Int]] =
     for
       // the lock key: a hash of the schema's name, in the namespace of weir's migrations
       _ <- sql"SELECT pg_advisory_xact_lock(${schema.key("migrate")})".query[Unit].unique
@@ -50,7 +59,7 @@ object Migrations:
         .run
       done <- Fragment.const(s"SELECT version FROM ${schema("migrations")}").query[Int].to[Set]
       _ <- tooNew(schema, done)
-      missing = all.filterNot(m => done(m.version))
+      missing = all.filter(m => m.version <= version && !done(m.version))
       _ <- missing.traverse_ { m =>
         Fragment.const(m.sql.replace("weir_schema", schema.name)).update.run *>
           (Fragment.const(s"INSERT INTO ${schema("migrations")} (version, name) VALUES (") ++

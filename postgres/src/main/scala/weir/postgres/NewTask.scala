@@ -12,6 +12,10 @@ import scala.concurrent.duration.*
  *     worker claims them (see the guide's per-key section for what a failing head does).
  *   - `uniqueKey`: while a task of the queue with this key has not finished, enqueueing another is a
  *     no-op that returns the holder's id ([[Enqueued.Duplicate]]).
+ *   - `headers`: strings stored with the task and handed to its handler as [[Job.headers]] (trace context,
+ *     a tenant, a correlation id), kept through retries and rescues. Keys are not empty; keys and values
+ *     are text without NUL or a lone surrogate (what PostgreSQL's `jsonb` stores exactly), and together
+ *     take at most [[NewTask.maxHeaderBytes]] bytes of UTF-8. No headers (the default) store nothing.
  */
 final case class NewTask[+A](
     payload: A,
@@ -19,7 +23,8 @@ final case class NewTask[+A](
     delay: FiniteDuration = Duration.Zero,
     maxAttempts: Int = NewTask.defaultMaxAttempts,
     orderingKey: Option[String] = None,
-    uniqueKey: Option[String] = None
+    uniqueKey: Option[String] = None,
+    headers: Map[String, String] = Map.empty
 ):
   require(
     priority >= Short.MinValue && priority <= Short.MaxValue,
@@ -29,10 +34,73 @@ final case class NewTask[+A](
   require(maxAttempts >= 1, s"maxAttempts must be >= 1, was: $maxAttempts")
   require(orderingKey.forall(_.nonEmpty), "orderingKey must not be empty, was: \"\"")
   require(uniqueKey.forall(_.nonEmpty), "uniqueKey must not be empty, was: \"\"")
+  NewTask.checkHeaders(headers)
 
 object NewTask:
   /** Attempts in all unless a task says otherwise (the SQL function's default too). */
   val defaultMaxAttempts: Int = 20
+
+  /**
+   * The most a task's headers may take, keys and values together, in bytes of UTF-8. Headers are metadata
+   * read with every claim of the task, beside up to a claim's worth of others; data belongs in the payload.
+   * 8 KiB is the header budget HTTP servers commonly allow a request, which is where such metadata comes
+   * from.
+   */
+  val maxHeaderBytes: Int = 8192
+
+  private def checkHeaders(headers: Map[String, String]): Unit =
+    if headers.nonEmpty then
+      var bytes = 0L
+      headers.foreach { (k, v) =>
+        require(k != null && k.nonEmpty, s"header keys must not be empty, was: ${show(k)} (value ${show(v)})")
+        require(v != null, s"header ${show(k)} must have a value, was: null")
+        require(isStorable(k), s"header keys must be text without NUL or a lone surrogate, was: ${show(k)}")
+        require(
+          isStorable(v),
+          s"header ${show(k)} must be text without NUL or a lone surrogate, was: ${show(v)}"
+        )
+        bytes += utf8Length(k) + utf8Length(v)
+      }
+      require(
+        bytes <= maxHeaderBytes,
+        s"headers must take at most $maxHeaderBytes bytes of UTF-8, keys and values, was: $bytes bytes " +
+          s"(keys: ${headers.keys.map(show).mkString(", ")})"
+      )
+
+  // jsonb refuses \u0000, and UTF-8 cannot encode half of a surrogate pair (the driver would send '?')
+  private def isStorable(s: String): Boolean =
+    var i = 0
+    var ok = true
+    while ok && i < s.length do
+      val c = s.charAt(i)
+      if c == '\u0000' || Character.isLowSurrogate(c) then ok = false
+      else if Character.isHighSurrogate(c) then
+        ok = i + 1 < s.length && Character.isLowSurrogate(s.charAt(i + 1))
+        i += 1
+      i += 1
+    ok
+
+  private def utf8Length(s: String): Long =
+    var n = 0L
+    var i = 0
+    while i < s.length do
+      val c = s.charAt(i)
+      n +=
+        (if c < 0x80 then 1
+         else if c < 0x800 then 2
+         else if Character.isHighSurrogate(c) then { i += 1; 4 }
+         else 3)
+      i += 1
+    n
+
+  /** A header key or value for a message: quoted, control characters and surrogates escaped, cut at 100. */
+  private def show(s: String | Null): String =
+    if s == null then "null"
+    else
+      val shown = s.take(100).flatMap { c =>
+        if c.isControl || c.isSurrogate then f"\\u${c.toInt}%04x" else c.toString
+      }
+      s"'$shown${if s.length > 100 then "…" else ""}'"
 
 /** What an enqueue did. */
 enum Enqueued:

@@ -3,7 +3,7 @@ package weir.postgres
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
-import weir.postgres.internal.Sql
+import weir.postgres.internal.{HeaderCodec, Sql}
 
 /**
  * Adds tasks to one queue. [[enqueue]] and [[enqueueMany]] run in a transaction of their own;
@@ -80,7 +80,8 @@ final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
       delayMillis = task.delay.toMillis,
       maxAttempts = task.maxAttempts,
       orderingKey = task.orderingKey,
-      uniqueKey = task.uniqueKey
+      uniqueKey = task.uniqueKey,
+      headers = HeaderCodec.encode(task.headers)
     )
 
   override def toString: String = s"TaskQueue(${db.schema}.$name)"

@@ -28,59 +28,64 @@ class ClaimSuite extends DbSuite:
       }
   }
 
-  withDb("a claim planned on statistics that say the table is empty still reads the claim index in order") {
-    db =>
-      val sql = new Sql(db.schema)
-      val q = TaskQueue[IO, Int](db, "stale")
-      val tasks = db.schema("tasks")
-      def connect() =
-        val (jdbc, props) = DatabaseConfig.toJdbc(TestDatabase.url)
-        java.sql.DriverManager.getConnection(jdbc, props)
-      // the statistics of a queue analyzed while it was empty (pages left, no live row), then a burst
-      val emptied =
-        q.enqueueMany((1 to 5000).map(NewTask(_))) *>
-          IO.blocking {
-            val c = connect()
-            try
-              val st = c.createStatement()
-              st.execute(s"DELETE FROM $tasks")
-              st.execute(s"ANALYZE $tasks")
-            finally c.close()
-          }
-      // the plan of the claim's statement, as auto_explain reports it to the client
-      def claimWithPlan(owner: Long): IO[(Vector[Long], String)] = IO.blocking {
-        val c = connect()
-        try
-          val st = c.createStatement()
-          st.execute(
-            "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; " +
-              "SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice"
+  // the claim of this release, and that of the previous one, which its workers call during an upgrade
+  Vector("claim_with_headers", "claim").foreach { function =>
+    withDb(
+      s"$function planned on statistics that say the table is empty still reads the claim index in order"
+    ) {
+      db =>
+        val sql = new Sql(db.schema)
+        val q = TaskQueue[IO, Int](db, "stale")
+        val tasks = db.schema("tasks")
+        def connect() =
+          val (jdbc, props) = DatabaseConfig.toJdbc(TestDatabase.url)
+          java.sql.DriverManager.getConnection(jdbc, props)
+        // the statistics of a queue analyzed while it was empty (pages left, no live row), then a burst
+        val emptied =
+          q.enqueueMany((1 to 5000).map(NewTask(_))) *>
+            IO.blocking {
+              val c = connect()
+              try
+                val st = c.createStatement()
+                st.execute(s"DELETE FROM $tasks")
+                st.execute(s"ANALYZE $tasks")
+              finally c.close()
+            }
+        // the plan of the claim's statement, as auto_explain reports it to the client
+        def claimWithPlan(owner: Long): IO[(Vector[Long], String)] = IO.blocking {
+          val c = connect()
+          try
+            val st = c.createStatement()
+            st.execute(
+              "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; " +
+                "SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice"
+            )
+            val rs = st.executeQuery(
+              s"SELECT c.id FROM ${db.schema(function)}('stale', $owner, 500, 60000) AS c"
+            )
+            val ids = Vector.newBuilder[Long]
+            while rs.next() do ids += rs.getLong(1)
+            val notes =
+              Iterator.iterate(st.getWarnings)(_.getNextWarning).takeWhile(_ != null).map(_.getMessage)
+            (ids.result(), notes.mkString("\n"))
+          finally c.close()
+        }
+        for
+          _ <- emptied
+          ids <- q.enqueueMany((1 to 20000).map(NewTask(_))).map(_.map(_.taskId))
+          owner <- sql.register("w", 1000).transact(db.transactor)
+          stats <- sql"SELECT reltuples::bigint FROM pg_class WHERE oid = ${tasks}::regclass"
+            .query[Long].unique.transact(db.transactor)
+          claimed <- claimWithPlan(owner)
+        yield
+          val (claimedIds, plan) = claimed
+          assertEquals(stats, 0L, "the planted statistics say the table is empty")
+          assertEquals(claimedIds, ids.take(500))
+          val inner = plan.linesIterator.dropWhile(!_.contains("WITH picked")).mkString("\n")
+          assert(inner.contains("Index Scan using tasks_claim"), plan)
+          assert(
+            !inner.contains("Bitmap") && !inner.contains("Seq Scan") && !inner.contains("Nested Loop"),
+            plan
           )
-          val rs = st.executeQuery(
-            s"SELECT c.id FROM ${db.schema("claim")}('stale', $owner, 500, 60000) AS c"
-          )
-          val ids = Vector.newBuilder[Long]
-          while rs.next() do ids += rs.getLong(1)
-          val notes =
-            Iterator.iterate(st.getWarnings)(_.getNextWarning).takeWhile(_ != null).map(_.getMessage)
-          (ids.result(), notes.mkString("\n"))
-        finally c.close()
-      }
-      for
-        _ <- emptied
-        ids <- q.enqueueMany((1 to 20000).map(NewTask(_))).map(_.map(_.taskId))
-        owner <- sql.register("w", 1000).transact(db.transactor)
-        stats <- sql"SELECT reltuples::bigint FROM pg_class WHERE oid = ${tasks}::regclass"
-          .query[Long].unique.transact(db.transactor)
-        claimed <- claimWithPlan(owner)
-      yield
-        val (claimedIds, plan) = claimed
-        assertEquals(stats, 0L, "the planted statistics say the table is empty")
-        assertEquals(claimedIds, ids.take(500))
-        val inner = plan.linesIterator.dropWhile(!_.contains("WITH picked")).mkString("\n")
-        assert(inner.contains("Index Scan using tasks_claim"), plan)
-        assert(
-          !inner.contains("Bitmap") && !inner.contains("Seq Scan") && !inner.contains("Nested Loop"),
-          plan
-        )
+    }
   }

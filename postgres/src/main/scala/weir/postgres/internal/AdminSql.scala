@@ -49,8 +49,8 @@ private[postgres] final class AdminSql(schema: Schema):
     (const(s"""WITH c AS (DELETE FROM $tasks WHERE id = """) ++ fr0"$id" ++
       const(s""" AND state = 'available' RETURNING *)
     , moved AS (
-      INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
-      SELECT id, queue, payload, priority, 'cancelled', attempt, max_attempts, ordering_key, unique_key, errors, created_at FROM c
+      INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers)
+      SELECT id, queue, payload, priority, 'cancelled', attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers FROM c
       RETURNING 1)""") ++ sql.nextHeads("c") ++ const("""
     SELECT count(*) = 1 FROM moved""")).query[Boolean].unique
 
@@ -64,8 +64,8 @@ private[postgres] final class AdminSql(schema: Schema):
    * queue if that worked.
    */
   def retry(id: Long): ConnectionIO[Boolean] =
-    (const(s"""INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key, errors, created_at)
-      SELECT id, queue, payload, priority, now(), max_attempts, ordering_key, unique_key, errors, created_at
+    (const(s"""INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key, errors, created_at, headers)
+      SELECT id, queue, payload, priority, now(), max_attempts, ordering_key, unique_key, errors, created_at, headers
       FROM $finished WHERE state IN ('dead', 'cancelled') AND id = """) ++ fr0"$id" ++ const("""
       ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
       RETURNING t.queue""")).query[String].option.flatMap {

@@ -17,8 +17,8 @@ import scala.concurrent.duration.*
  * A claim is uncancelable: once the database has given tasks to this worker they are recorded in
  * [[Claims]] before anything else happens, so a drain can hand them back.
  *
- * A payload that does not decode is sent to dead with its decode error through the completer and never
- * emitted. Database errors are counted and retried with backoff (up to the poll interval): the stream
+ * A payload (or headers) that does not decode is sent to dead with its decode error through the completer
+ * and never emitted. Database errors are counted and retried with backoff (up to the poll interval): the stream
  * itself never fails. It ends when `stop` is completed (at once, even while it waits), or, with
  * `stopWhenEmpty`, at the first empty claim after which the queue has no unfinished task left.
  */
@@ -119,8 +119,15 @@ private[postgres] final class Claimer[F[_], A](
         val jobs = Vector.newBuilder[Job[A]]
         val undecodable = Vector.newBuilder[Finish]
         rows.foreach { r =>
-          codec.decode(r.payload) match
-            case Right(payload) =>
+          val decoded =
+            for
+              payload <-
+                codec.decode(r.payload).left.map(e => s"payload does not decode: ${Errors.describe(e)}")
+              headers <-
+                HeaderCodec.decode(r.headers).left.map(e => s"headers do not decode: ${Errors.describe(e)}")
+            yield (payload, headers)
+          decoded match
+            case Right((payload, headers)) =>
               jobs += new Job(
                 r.id,
                 config.queue,
@@ -130,13 +137,13 @@ private[postgres] final class Claimer[F[_], A](
                 r.priority,
                 r.orderingKey,
                 r.createdAt,
+                headers,
                 r.token,
                 sql,
                 keepCompleted
               )
-            case Left(e) =>
-              undecodable +=
-                Finish.Fail(r.token, s"payload does not decode: ${Errors.describe(e)}", -1L)
+            case Left(error) =>
+              undecodable += Finish.Fail(r.token, error, -1L)
         }
         (jobs.result(), undecodable.result(), rows.size)
       }.flatMap { (jobs, undecodable, got) =>

@@ -35,7 +35,10 @@ private[postgres] final class Sql(schema: Schema):
   def enqueueOne(queue: String, t: EncodedTask): ConnectionIO[(Long, Boolean)] =
     (const(s"SELECT task_id, inserted FROM ${schema("enqueue")}(") ++
       fr0"$queue, ${t.payload}::jsonb, ${t.priority}, now() + ${t.delayMillis} * interval '1 millisecond', " ++
-      fr0"${t.maxAttempts}, ${t.orderingKey}, ${t.uniqueKey})").query[(Long, Boolean)].unique
+      fr0"${t.maxAttempts}, ${t.orderingKey}, ${t.uniqueKey}, ${t.headers}::jsonb)").query[(
+        Long,
+        Boolean
+    )].unique
 
   /**
    * A batch without unique keys in one statement: the rows are inserted in input order, each drawing its id
@@ -48,15 +51,18 @@ private[postgres] final class Sql(schema: Schema):
     val maxAttempts = batch.map(_.maxAttempts).toArray
     val orderingKeys = batch.map(_.orderingKey).toArray
     val firsts = firstOfKey(batch)
+    val headers = batch.map(_.headers).toArray
     (const(
-      s"INSERT INTO $tasks (queue, payload, priority, run_at, max_attempts, ordering_key, head) SELECT "
+      s"INSERT INTO $tasks (queue, payload, priority, run_at, max_attempts, ordering_key, head, headers) SELECT "
     ) ++
       fr0"$queue" ++
       const(""", payload::jsonb, priority::smallint, now() + delay_ms * interval '1 millisecond',
-             max_attempts, ordering_key, """) ++ headAtInsert(queue) ++ const("""
+             max_attempts, ordering_key, """) ++ headAtInsert(queue) ++ const(""", headers::jsonb
       FROM unnest(""") ++
-      fr0"$payloads::text[], $priorities::int[], $delays::bigint[], $maxAttempts::int[], $orderingKeys::text[], $firsts::int[]" ++
-      const(") AS i(payload, priority, delay_ms, max_attempts, ordering_key, first_of_key) RETURNING id"))
+      fr0"$payloads::text[], $priorities::int[], $delays::bigint[], $maxAttempts::int[], $orderingKeys::text[], $firsts::int[], $headers::text[]" ++
+      const(
+        ") AS i(payload, priority, delay_ms, max_attempts, ordering_key, first_of_key, headers) RETURNING id"
+      ))
       .query[Long]
       .to[Vector]
       .map(_.sorted)
@@ -75,17 +81,18 @@ private[postgres] final class Sql(schema: Schema):
     val orderingKeys = batch.map(_.orderingKey).toArray
     val uniqueKeys = batch.map(_.uniqueKey).toArray
     val firsts = firstOfKey(batch)
+    val headers = batch.map(_.headers).toArray
     (const(s"""WITH input AS (
       SELECT i.*, nextval('${tasks}_id_seq') AS id
       FROM unnest(""") ++
-      fr0"$payloads::text[], $priorities::int[], $delays::bigint[], $maxAttempts::int[], $orderingKeys::text[], $uniqueKeys::text[], $firsts::int[]" ++
-      const(s""") WITH ORDINALITY AS i(payload, priority, delay_ms, max_attempts, ordering_key, unique_key, first_of_key, n)
+      fr0"$payloads::text[], $priorities::int[], $delays::bigint[], $maxAttempts::int[], $orderingKeys::text[], $uniqueKeys::text[], $firsts::int[], $headers::text[]" ++
+      const(s""") WITH ORDINALITY AS i(payload, priority, delay_ms, max_attempts, ordering_key, unique_key, first_of_key, headers, n)
       ORDER BY i.n
     ), ins AS (
-      INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key, head)
+      INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key, head, headers)
       SELECT id, """) ++ fr0"$queue" ++ const(s""", payload::jsonb, priority::smallint,
              now() + delay_ms * interval '1 millisecond', max_attempts, ordering_key, unique_key, """) ++
-      headAtInsert(queue) ++ const(s"""
+      headAtInsert(queue) ++ const(s""", headers::jsonb
       FROM input AS i ORDER BY n
       ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
       RETURNING t.id
@@ -107,8 +114,9 @@ private[postgres] final class Sql(schema: Schema):
    * claim that races another one for the same key (the caller claims again). The claim index holds only
    * the tasks marked `head` (see [[nextHeads]]), so a key's waiting tasks cost the claim nothing.
    *
-   * The statement is the schema's `claim` function (migration 4), planned with bitmap and sequential
-   * scans off so that stale statistics cannot turn it into a scan of the whole backlog. It asks for an
+   * The statement is the schema's `claim_with_headers` function (migration 5: migration 4's `claim`, which
+   * the previous release's workers call, with the headers as one more column), planned with bitmap and
+   * sequential scans off so that stale statistics cannot turn it into a scan of the whole backlog. It asks for an
    * asynchronous commit of its own transaction, so that it can run in autocommit ([[Run.single]]); the
    * setting is made here, outside the function, whose own settings end when it returns.
    *
@@ -117,7 +125,9 @@ private[postgres] final class Sql(schema: Schema):
    * rather than parsing a timestamp's text.
    */
   def claim(queue: String, owner: Long, limit: Int, leaseMillis: Long): ConnectionIO[Vector[Claimed]] =
-    (const(s"SELECT c.* FROM set_config('synchronous_commit', 'off', true) AS async, ${schema("claim")}(") ++
+    (const(
+      s"SELECT c.* FROM set_config('synchronous_commit', 'off', true) AS async, ${schema("claim_with_headers")}("
+    ) ++
       fr0"$queue, $owner, $limit, $leaseMillis" ++ const(") AS c")).query[Claimed].to[Vector]
 
   // ---- finish
@@ -133,8 +143,8 @@ private[postgres] final class Sql(schema: Schema):
         const(") AND t.state = 'running'")
     if keep then
       (const("WITH done AS (") ++ deleted ++ const(s""" RETURNING t.*)
-      , moved AS (INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
-        SELECT id, queue, payload, priority, 'completed', attempt, max_attempts, ordering_key, unique_key, errors, created_at FROM done
+      , moved AS (INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers)
+        SELECT id, queue, payload, priority, 'completed', attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers FROM done
         RETURNING 1)
       """) ++ (if keyed then nextHeads("done") else Fragment.empty) ++ const("""
       SELECT count(*)::int FROM moved""")).query[Int].unique
@@ -162,9 +172,10 @@ private[postgres] final class Sql(schema: Schema):
       WHERE t.lease_token = ANY(""") ++ fr0"$tokens" ++ const(s""") AND t.id = c.id AND c.dead
       RETURNING t.*, c.error)
     , moved AS (
-      INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
+      INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers)
       SELECT id, queue, payload, priority, 'dead', attempt, max_attempts, ordering_key, unique_key,
-             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', now(), 'error', error)), created_at
+             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', now(), 'error', error)), created_at,
+             headers
       FROM dead RETURNING 1)
     """) ++ nextHeads("dead") ++ const(s"""
     , retried AS (
@@ -286,9 +297,10 @@ private[postgres] final class Sql(schema: Schema):
       WHERE t.id = ANY(ARRAY(SELECT id FROM lost)) AND t.id = lost.id AND t.attempt >= t.max_attempts
       RETURNING t.*, lost.reason
     ), moved AS (
-      INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at)
+      INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers)
       SELECT id, queue, payload, priority, 'dead', attempt, max_attempts, ordering_key, unique_key,
-             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', clock_timestamp(), 'error', reason)), created_at
+             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', clock_timestamp(), 'error', reason)), created_at,
+             headers
       FROM dead RETURNING 1
     )""") ++ nextHeads("dead") ++ const(s"""
     , rescued AS (
@@ -393,17 +405,21 @@ private[postgres] final class Sql(schema: Schema):
 
 object Sql:
 
-  /** A task ready for the database: payload as JSON text, run-at as a delay from the server's now. */
+  /**
+   * A task ready for the database: payload as JSON text, run-at as a delay from the server's now, headers as
+   * a JSON object's text or `None` (stored as NULL).
+   */
   final case class EncodedTask(
       payload: String,
       priority: Int,
       delayMillis: Long,
       maxAttempts: Int,
       orderingKey: Option[String],
-      uniqueKey: Option[String]
+      uniqueKey: Option[String],
+      headers: Option[String]
   )
 
-  /** A claimed row, its payload not yet decoded. */
+  /** A claimed row, its payload and headers not yet decoded. */
   final case class Claimed(
       id: Long,
       token: Long,
@@ -412,7 +428,8 @@ object Sql:
       priority: Int,
       orderingKey: Option[String],
       payload: String,
-      createdAtMicros: Long
+      createdAtMicros: Long,
+      headers: Option[String]
   ):
     def createdAt: Instant =
       Instant.ofEpochSecond(
