@@ -2,11 +2,21 @@ package weir.lab.durable
 
 import cats.effect.{IO, Resource}
 import io.opentelemetry.api.common.AttributeKey
+import io.opentelemetry.api.trace.StatusCode
+import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator
+import io.opentelemetry.context.propagation.ContextPropagators
+import io.opentelemetry.sdk.OpenTelemetrySdk
+import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter
+import io.opentelemetry.sdk.trace.SdkTracerProvider
+import io.opentelemetry.sdk.trace.`export`.SimpleSpanProcessor
 import io.opentelemetry.sdk.metrics.data.MetricData
 import io.opentelemetry.sdk.testing.exporter.InMemoryMetricReader
 import munit.CatsEffectSuite
-import weir.{Limit, Pipeline}
-import weir.otel.{MetricNames, WeirMetrics}
+import org.typelevel.otel4s.oteljava.OtelJava
+import org.typelevel.otel4s.trace.Tracer
+import cats.syntax.all.*
+import weir.{Limit, Pipeline, Retry}
+import weir.otel.{MetricNames, WeirMetrics, WeirTracing}
 import weir.postgres.*
 
 import scala.concurrent.duration.*
@@ -53,6 +63,61 @@ class DurableTelemetrySuite extends CatsEffectSuite:
           assertEquals(succeeded.map(_.getValue), Vector(200L))
           val latency: MetricData = ms.find(_.getName == MetricNames.Duration).getOrElse(fail("no histogram"))
           assertEquals(latency.getHistogramData.getPoints.asScala.map(_.getCount).toVector, Vector(200L))
+      }
+    }
+  }
+
+  test("the trace context travels with a durable task: each attempt's span is a child of the enqueuer's") {
+    val exporter = InMemorySpanExporter.create()
+    val tracing = Resource.make(
+      IO(
+        OpenTelemetrySdk
+          .builder()
+          .setTracerProvider(
+            SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(exporter)).build()
+          )
+          .setPropagators(ContextPropagators.create(W3CTraceContextPropagator.getInstance()))
+          .build()
+      )
+    )(s => IO.blocking(s.close())).evalMap(sdk => OtelJava.fromJOpenTelemetry[IO](sdk)).evalMap(
+      _.tracerProvider.get("weir-test")
+    )
+    Database.migrateAndConnect[IO](database().config()).use { db =>
+      tracing.use { tracer =>
+        given Tracer[IO] = tracer
+        val queue = TaskQueue[IO, Int](db, "traced")
+        val handler = WeirTracing.tracedFrom[IO, Job[Int], Unit]("send", "emails")(_.headers) { job =>
+          // the first attempt of every third task fails: its retry is a span of the same trace too
+          IO.raiseError(new RuntimeException("first try")).whenA(job.payload % 3 == 0 && job.attempt == 1)
+        }
+        val worker = DurableWorker.start[IO, Int, Unit](
+          db,
+          WorkerConfig(
+            queue = "traced",
+            stopWhenEmpty = true,
+            pollInterval = 50.millis,
+            backoff = Retry.exponential(Duration.Zero, maxAttempts = Int.MaxValue, jitter = Retry.Jitter.None)
+          )
+        )(source => Pipeline(source).process(handler).withLimit(Limit.fixed(4)))
+        for
+          _ <- tracer.span("checkout").surround(
+            WeirTracing.headers[IO].flatMap(h =>
+              queue.enqueueMany((1 to 30).map(i => NewTask(i, headers = h)))
+            )
+          )
+          _ <- queue.enqueue(NewTask(31)) // enqueued outside any span: no context to carry
+          summary <- worker.use(_.running.join)
+        yield
+          assertEquals(summary.received, 41L) // 31 tasks, the 10 that failed once claimed again
+          val finished = exporter.getFinishedSpanItems.asScala.toVector
+          val checkout = finished.find(_.getName == "checkout").getOrElse(fail("no enqueuer span"))
+          val (children, roots) =
+            finished.filter(_.getName == "send").partition(_.getParentSpanId == checkout.getSpanId)
+          assertEquals(children.size, 40) // 30 tasks, 10 of them twice
+          assert(children.forall(_.getTraceId == checkout.getTraceId))
+          assertEquals(children.count(_.getStatus.getStatusCode == StatusCode.ERROR), 10)
+          assertEquals(roots.size, 1)
+          assert(!roots.head.getParentSpanContext.isValid, roots.head)
       }
     }
   }
