@@ -54,3 +54,52 @@ class IdealSuite extends FunSuite:
     val w = Workload.slowConsumer.copy(burst = Some(Burst(3, 500)))
     assertEquals(Plan.draw(w, 0L, 0).produceMs.take(7), Vector(10L, 10L, 10L, 510L, 10L, 10L, 510L))
   }
+
+  test(
+    "bounded buffer: a burst larger than buffer and slots delays the producer's pause, and its next burst"
+  ) {
+    // batch 0 (tasks 0-2) is due at 10 ms, batch 1 (tasks 3-4) 1000 ms after batch 0 is all in; one slot,
+    // one place: task 2 gets in only when task 0 ends (110), so batch 1 is due at 1110, not at 1010
+    val w = Workload(
+      "burst",
+      tasks = 5,
+      batch = 3,
+      producers = 1,
+      slots = 1,
+      buffer = 1,
+      produce = Delay.Fixed(10),
+      consume = Delay.Fixed(100),
+      burst = Some(Burst(batches = 1, pauseMs = 990))
+    )
+    val plan = Plan.draw(w, seed = 0L, run = 0)
+    assertEquals(plan.produceMs, Vector(10L, 1000L))
+    assertEquals(Ideal.of(plan, 1).makespan, 1210L)
+    assertEquals(BoundedIdeal.makespan(plan, 1, buffer = 1), 1310L)
+    assertEquals(BoundedIdeal.makespan(plan, 1, buffer = 2), 1210L) // task 2 waits in the buffer instead
+  }
+
+  test("bounded buffer: a buffer that holds every task gives the unbounded ideal, on random workloads") {
+    val rng = new scala.util.Random(7)
+    (1 to 300).foreach { i =>
+      val batch = 1 + rng.nextInt(8)
+      val w = Workload(
+        s"random-$i",
+        tasks = 1 + rng.nextInt(60),
+        batch = batch,
+        producers = 1 + rng.nextInt(4),
+        slots = 1 + rng.nextInt(6),
+        buffer = 1,
+        produce = Delay.Uniform(0, 1 + rng.nextInt(50)),
+        consume = Delay.Uniform(0, 1 + rng.nextInt(200)),
+        burst = Option.when(rng.nextBoolean())(Burst(1 + rng.nextInt(3), rng.nextInt(300).toLong))
+      )
+      val plan = Plan.draw(w, seed = i.toLong, run = 0)
+      (1 to 4).foreach { producers =>
+        assertEquals(
+          BoundedIdeal.makespan(plan, producers, buffer = w.tasks),
+          Ideal.of(plan, producers).makespan,
+          s"$w with $producers producers"
+        )
+      }
+    }
+  }
