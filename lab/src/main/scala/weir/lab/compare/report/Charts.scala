@@ -1,71 +1,81 @@
 package weir.lab.compare.report
 
-import cats.effect.IO
 import org.knowm.xchart.*
+import org.knowm.xchart.internal.chartpart.Chart
 import org.knowm.xchart.style.lines.SeriesLines
 import org.knowm.xchart.style.markers.SeriesMarkers
 import weir.lab.compare.{Measurement, Status}
 import weir.lab.compare.scenarios.{Ideal, Plan, Workload}
 
-import java.nio.file.{Files, Path}
 import scala.jdk.CollectionConverters.*
 
 /**
- * `--report DIR`: PNG charts drawn with XChart and an `index.html` that shows them beside the table.
+ * `compare`'s charts, drawn with XChart; each is named as its PNG file in `--report DIR` and as its id in the
+ * HTML page (`chart-NAME`).
  *
- *   - `ratios.png`: ratio to ideal (median over runs) per approach and load shape;
- *   - `timeline-<shape>.png`: tasks completed over time by every approach in run 0, with the ideal;
- *   - `timeline-<shape>-<approach>.png`: one approach in run 0: produced, completed and the ideal's completed.
+ *   - `ratios`: ratio to ideal (median over runs) per approach and load shape; absent when no run finished;
+ *   - `timeline-<shape>`: tasks completed over time by every approach in run 0, with the ideal;
+ *   - `timeline-<shape>-<approach>`: one approach in run 0: produced, completed and the ideal's completed.
  */
-object Report:
+final case class Charts(ratios: Option[Charts.Named], timelines: Vector[Charts.Timeline]):
+  def all: Vector[Charts.Named] = ratios.toVector ++ timelines.flatMap(t => t.all +: t.singles)
 
-  def write(
-      dir: Path,
+object Charts:
+
+  final case class Named(name: String, chart: Chart[?, ?])
+
+  /**
+   * A load shape's charts: every approach together, then each finished approach alone. A single depends on
+   * its approach's run 0 alone, so once drawn it stays the same for the rest of the run.
+   */
+  final case class Timeline(workload: Workload, all: Named, singles: Vector[Named])
+
+  /** The charts of the load shapes that have measurements, in `workloads`' order. */
+  def of(
       env: JsonReport.Environment,
       workloads: Vector[Workload],
       measurements: Vector[Measurement]
-  ): IO[Unit] =
-    IO.blocking {
-      System.setProperty("java.awt.headless", "true")
-      val _ = Files.createDirectories(dir)
-      val rows = Rows.of(measurements)
-      val shapes = workloads.filter(w => rows.exists(_.scenario == w.name))
-      save(ratioChart(rows, shapes.map(_.name)), dir.resolve("ratios"))
-      val timelines = shapes.map { w =>
-        val plan = Plan.draw(w, env.seed, 0)
-        val firstRun = measurements.filter(m => m.scenario == w.name && m.run == 0)
-        val scale = firstRun.headOption.fold(1.0)(m =>
-          if m.idealMs > 0 then m.idealMs / Ideal.of(plan, m.producers).makespan else 1.0
-        )
-        save(allTimeline(w, plan, firstRun, env.timeScale), dir.resolve(s"timeline-${w.name}"))
-        val singles = firstRun.filter(_.status == Status.Ok).map { m =>
-          save(oneTimeline(w, plan, m, scale), dir.resolve(s"timeline-${w.name}-${m.approach}"))
-          m.approach
-        }
-        (w, singles)
-      }
-      val _ = Files.writeString(dir.resolve("index.html"), Html.page(env, rows, shapes, timelines))
+  ): Charts =
+    System.setProperty("java.awt.headless", "true")
+    val rows = Rows.of(measurements)
+    val shapes = workloads.filter(w => rows.exists(_.scenario == w.name))
+    val timelines = shapes.flatMap { w =>
+      val firstRun = measurements.filter(m => m.scenario == w.name && m.run == 0)
+      Option.when(firstRun.nonEmpty)(timeline(env, w, firstRun))
     }
+    Charts(ratioChart(rows, shapes.map(_.name)).map(Named("ratios", _)), timelines)
 
-  private def save(chart: org.knowm.xchart.internal.chartpart.Chart[?, ?], base: Path): Unit =
-    BitmapEncoder.saveBitmap(chart, base.toString, BitmapEncoder.BitmapFormat.PNG)
+  private def timeline(env: JsonReport.Environment, w: Workload, firstRun: Vector[Measurement]): Timeline =
+    val plan = Plan.draw(w, env.seed, 0)
+    // each approach's own time scale (the blocking demo's differs on the virtual clock): a single timeline
+    // is then drawn from its own measurement alone, and never changes once drawn
+    val singles = firstRun.filter(_.status == Status.Ok).map { m =>
+      val scale = if m.idealMs > 0 then m.idealMs / Ideal.of(plan, m.producers).makespan else 1.0
+      Named(s"timeline-${w.name}-${m.approach}", oneTimeline(w, plan, m, scale))
+    }
+    Timeline(w, Named(s"timeline-${w.name}", allTimeline(w, plan, firstRun, env.timeScale)), singles)
 
-  private def ratioChart(rows: Vector[Row], shapes: Vector[String]): CategoryChart =
+  private def ratioChart(rows: Vector[Row], shapes: Vector[String]): Option[CategoryChart] =
     val chart = new CategoryChartBuilder().width(
       1000
     ).height(500).title("makespan / ideal (median over runs; lower is better)")
       .xAxisTitle("load shape").yAxisTitle("ratio to ideal").build()
     chart.getStyler.setLegendPosition(org.knowm.xchart.style.Styler.LegendPosition.OutsideE)
-    rows.map(_.approach).distinct.foreach { a =>
+    val series = rows.map(_.approach).distinct.flatMap { a =>
       val values = shapes.map(s =>
         rows.find(r => r.scenario == s && r.approach == a).map(
           _.ratio.median
         ).filterNot(_.isNaN).getOrElse(0.0)
       )
-      if values.exists(_ > 0) then
-        val _ = chart.addSeries(a, shapes.asJava, values.map(v => Double.box(v): Number).asJava)
+      Option.when(values.exists(_ > 0))(a -> values)
     }
-    chart
+    // XChart cannot draw a category chart without a series
+    Option.when(series.nonEmpty) {
+      series.foreach { (a, values) =>
+        val _ = chart.addSeries(a, shapes.asJava, values.map(v => Double.box(v): Number).asJava)
+      }
+      chart
+    }
 
   /** A cumulative count as a step curve: (t, count) after each event, times in ms. */
   private def steps(timesMs: Vector[Double], weights: Vector[Int]): (Array[Double], Array[Double]) =

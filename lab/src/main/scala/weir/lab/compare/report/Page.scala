@@ -1,58 +1,74 @@
 package weir.lab.compare.report
 
+import weir.lab.compare.Measurement
 import weir.lab.compare.scenarios.Workload
+import weir.lab.report.{Html, LivePage}
 
-/** The report's `index.html`: environment, the table, and the charts. No scripts, no external resources. */
-object Html:
+/**
+ * `compare`'s self-contained HTML page (`--html FILE`, and `index.html` of `--report DIR`): the
+ * environment, the ratio chart, then per load shape its table, its timeline and each approach's timeline,
+ * and the approach × shape matrix. While the run goes, it says how far it got and reloads itself.
+ */
+object Page:
 
-  private def esc(s: String): String = s.flatMap {
-    case '<' => "&lt;"
-    case '>' => "&gt;"
-    case '&' => "&amp;"
-    case '"' => "&quot;"
-    case c => c.toString
-  }
-
-  def page(
+  /**
+   * @param measurements what finished so far, in the run's order
+   * @param expected     how many measurements the whole run makes
+   * @param embed        how a chart gets into the page: [[chart]], or a copy kept from an earlier page
+   */
+  def render(
       env: JsonReport.Environment,
-      rows: Vector[Row],
-      shapes: Vector[Workload],
-      timelines: Vector[(Workload, Vector[String])]
+      workloads: Vector[Workload],
+      measurements: Vector[Measurement],
+      charts: Charts,
+      stage: LivePage.Stage,
+      expected: Int,
+      embed: Charts.Named => Html = chart
   ): String =
-    def cell(s: Stats, digits: Int) =
-      if s.isEmpty then "—"
-      else if s.min == s.max then s"%.${digits}f".format(s.median)
-      else s"%.${digits}f <small>[%.${digits}f–%.${digits}f]</small>".format(s.median, s.min, s.max)
-    val tables = shapes.map { w =>
-      val mine = rows.filter(_.scenario == w.name)
-      val trs = mine.map { r =>
-        s"<tr><td>${esc(r.approach)}</td><td>${r.producers}</td><td>${cell(r.ideal, 1)}</td><td>${cell(r.makespan, 1)}</td>" +
-          s"<td>${cell(r.ratio, 3)}</td><td>${r.peakInFlight}</td><td>${r.peakThreads.fold("n/a")(_.toString)}</td><td>${r.peakHeapMiB.fold("n/a")(_.toString)}</td><td>${esc(r.status)}</td></tr>"
-      }.mkString("\n")
-      s"""<h2>${esc(w.name)}</h2><p>${esc(w.describe)}</p>
-         |<table><tr><th>approach</th><th>producers</th><th>ideal ms</th><th>makespan ms</th><th>ratio to ideal</th><th>peak in flight</th>
-         |<th>peak threads</th><th>peak heap MiB</th><th>status</th></tr>
-         |$trs</table>""".stripMargin
-    }.mkString("\n")
-    val charts = timelines.map { (w, approaches) =>
-      val singles = approaches.map(a =>
-        s"""<img src="timeline-${esc(w.name)}-${esc(a)}.png" alt="${esc(a)}">"""
-      ).mkString("\n")
-      s"""<h2>Timeline: ${esc(w.name)}</h2><img src="timeline-${esc(w.name)}.png" alt="${esc(
-          w.name
-        )}"><div class="grid">$singles</div>"""
-    }.mkString("\n")
-    s"""<!doctype html>
-       |<html><head><meta charset="utf-8"><title>weir compare</title>
-       |<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}
-       |td:first-child,th:first-child{text-align:left}.grid img{width:48%}</style></head><body>
-       |<h1>weir compare</h1>
-       |<p>Clock: ${esc(env.clock)}, time scale ${env.timeScale}, seed ${env.seed}, ${env.runs} run(s);
-       |JDK ${esc(env.jdk)} (${esc(env.vm)}), ${esc(env.os)}, ${env.cores} cores, max heap ${env.maxHeapMiB} MiB.</p>
-       |<p>The ideal: tasks available when their producer has waited out its batches' delays, started first-come
-       |first-served on the same number of slots as soon as one is free, with no overhead. Ratio = makespan / ideal.</p>
-       |<img src="ratios.png" alt="ratio to ideal">
-       |$tables
-       |$charts
-       |</body></html>
-       |""".stripMargin
+    val rows = Rows.of(measurements)
+    val status = stage match
+      case LivePage.Stage.Running(every) =>
+        Html.status(
+          s"Running: ${measurements.size} of $expected measurements finished; this page reloads every " +
+            s"${math.max(1L, every.toSeconds)} s."
+        )
+      case LivePage.Stage.Stopped =>
+        Html.status(s"Stopped before the end: ${measurements.size} of $expected measurements finished.")
+      case LivePage.Stage.Finished => Html.empty
+    val shapes = charts.timelines.map { t =>
+      val w = t.workload
+      Html.concat(Vector(
+        Html.heading(2, w.name),
+        Html.paragraph(w.describe),
+        Html.table(w.name, ResultsTable.shape(rows, w, env.runs), ResultsTable.shapeNumbers),
+        embed(t.all),
+        Html.grid(t.singles.map(embed))
+      ))
+    }
+    val matrix = ResultsTable.matrix(rows, workloads).fold(Html.empty) { cells =>
+      Html.concat(Vector(
+        Html.heading(2, s"makespan ms (ratio to ideal)${if env.runs > 1 then ", medians" else ""}"),
+        Html.table("matrix", cells, (1 until cells.head.size).toSet)
+      ))
+    }
+    Html.page(
+      "weir compare",
+      stage.refresh,
+      status,
+      Html.paragraph(
+        s"Clock: ${env.clock}, time scale ${env.timeScale}, seed ${env.seed}, ${env.runs} run(s); " +
+          s"weir ${env.weirVersion}, JDK ${env.jdk} (${env.vm}), ${env.os}, ${env.cores} cores, " +
+          s"max heap ${env.maxHeapMiB} MiB."
+      ),
+      Html.paragraph(
+        "The ideal: tasks available when their producer has waited out its batches' delays, started " +
+          "first-come first-served on the same number of slots as soon as one is free, with no overhead. " +
+          "Ratio = makespan / ideal."
+      ),
+      charts.ratios.fold(Html.empty)(embed),
+      Html.concat(shapes),
+      matrix
+    )
+
+  /** The chart drawn as a PNG into the page. */
+  def chart(c: Charts.Named): Html = Html.chart(c.name, c.chart)
