@@ -38,7 +38,8 @@ object AdaptiveLab extends Experiment:
       every: FiniteDuration,
       settleTarget: FiniteDuration,
       json: Option[Path],
-      chart: Option[Path]
+      chart: Option[Path],
+      html: Option[Path]
   ):
     def toJson: Json = Json.obj(
       "clock" -> clock.toString.toLowerCase.asJson,
@@ -117,8 +118,12 @@ object AdaptiveLab extends Experiment:
         } *> IO.println(s"wrote $path")
       }
       _ <- s.chart.traverse_ { path =>
-        val charted = outcome.results.filter(_.name.startsWith("adaptive"))
-        IO.blocking(AdaptiveReport.chart(path, charted, s.model)) *> IO.println(s"wrote $path")
+        val charted = AdaptiveReport.charted(outcome.results)
+        IO.blocking(AdaptiveReport.writeChart(path, charted, s.model)) *> IO.println(s"wrote $path")
+      }
+      _ <- s.html.traverse_ { path =>
+        IO.blocking(AdaptiveReport.html(header(s), outcome.results, outcome.verdicts, s.model, outcome.best))
+          .flatMap(ExperimentIo.writeAtomically(path, _)) *> IO.println(s"wrote $path")
       }
     yield outcome
 
@@ -147,7 +152,8 @@ object AdaptiveLab extends Experiment:
       every: FiniteDuration = 100.millis,
       settleTarget: FiniteDuration = 3.seconds,
       json: Option[Path] = None,
-      chart: Option[Path] = None
+      chart: Option[Path] = None,
+      html: Option[Path] = None
   ):
     /** The full run's defaults, or `--quick`'s (virtual clock, smaller and slower upstream, 20 s). */
     def resolve: Either[String, Settings] =
@@ -177,7 +183,8 @@ object AdaptiveLab extends Experiment:
             every = every,
             settleTarget = settleTarget,
             json = json,
-            chart = chart
+            chart = chart,
+            html = html
           )
         }
 
@@ -253,6 +260,8 @@ object AdaptiveLab extends Experiment:
         .text("write every result, the time series and the verdicts as JSON"),
       opt[String]("chart").valueName("FILE.png").action((f, o) => o.copy(chart = Some(Paths.get(f))))
         .text("draw the adaptive limits and their in-flight counts over time, with K and the hard cap"),
+      opt[String]("html").valueName("FILE").action((f, o) => o.copy(html = Some(Paths.get(f))))
+        .text("write one self-contained HTML page: the settings, the table, the targets and the chart"),
       checkConfig(o => o.resolve.map(_ => ()).fold(failure, _ => success))
     )
 

@@ -6,13 +6,13 @@ import org.knowm.xchart.*
 import org.knowm.xchart.style.Styler
 import org.knowm.xchart.style.lines.SeriesLines
 import org.knowm.xchart.style.markers.SeriesMarkers
-import weir.lab.report.Table
+import weir.lab.report.{Html, Table}
 
 import java.awt.{BasicStroke, Color}
 import java.nio.file.{Files, Path}
 import scala.concurrent.duration.*
 
-/** The terminal table, `--json FILE` and `--chart FILE` (PNG) of `./weir lab adaptive`. */
+/** The terminal table, `--json FILE`, `--chart FILE` (PNG) and `--html FILE` of `./weir lab adaptive`. */
 object AdaptiveReport:
 
   private def ms(d: FiniteDuration): String = f"${d.toNanos / 1e6}%.1f"
@@ -26,6 +26,29 @@ object AdaptiveReport:
       model: Upstream.Model,
       best: Option[Trial.Result]
   ): String =
+    s"\n${upstream(results, model)}\n" +
+      Table.grid(cells(results, model, best), rightAligned = numbers) +
+      s"$targetsHeading:\n" + targets(verdicts).map(t => s"  $t").mkString("\n") + "\n"
+
+  /** The columns of [[cells]] that hold numbers. */
+  private val numbers = Set(1, 2, 3, 4, 5, 6)
+
+  private val targetsHeading =
+    "targets (adaptive limits, never told K; settled = limit within [K, 2K] for a whole second)"
+
+  /** The upstream's phases and latencies, in one line. */
+  def upstream(results: Vector[Trial.Result], model: Upstream.Model): String =
+    val phases = model.phases(results.headOption.fold(Duration.Zero)(_.duration))
+      .map((from, to, k) => s"K = $k from ${from.toSeconds} s to ${to.toSeconds} s").mkString(", ")
+    s"upstream: $phases; unloaded latency ${ms(model.base)} ms; hard cap ${model.hardCap}; " +
+      s"refusals take ${ms(model.errorLatency)} ms"
+
+  /** The table, header first: one row per limit. */
+  def cells(
+      results: Vector[Trial.Result],
+      model: Upstream.Model,
+      best: Option[Trial.Result]
+  ): Vector[Vector[String]] =
     val header = Vector(
       "limit",
       "throughput/s",
@@ -48,19 +71,16 @@ object AdaptiveReport:
         settledText(Analysis.settled(r, model))
       )
     }
-    val phases = model.phases(results.headOption.fold(Duration.Zero)(_.duration))
-      .map((from, to, k) => s"K = $k from ${from.toSeconds} s to ${to.toSeconds} s").mkString(", ")
-    val targets = verdicts.values.toVector.sortBy(_.name).map { v =>
+    header +: rows
+
+  /** Each adaptive limit against the targets, with PASS or FAIL. */
+  def targets(verdicts: Map[String, Analysis.Verdict]): Vector[String] =
+    verdicts.values.toVector.sortBy(_.name).map { v =>
       def mark(ok: Boolean) = if ok then "PASS" else "FAIL"
-      s"  ${v.name}: throughput ${f"${100 * v.throughputRatio}%.1f"}% of the best fixed limit (target ≥ 90%) " +
+      s"${v.name}: throughput ${f"${100 * v.throughputRatio}%.1f"}% of the best fixed limit (target ≥ 90%) " +
         s"${mark(v.throughputOk)}; p99 ${f"${v.p99Ratio}%.2f"} × unloaded (target ≤ 2) ${mark(v.latencyOk)}; " +
         s"settled within ${v.settleTarget.toSeconds} s of every change (${settledText(v.settled)}) ${mark(v.followsOk)}"
     }
-    s"\nupstream: $phases; unloaded latency ${ms(model.base)} ms; hard cap ${model.hardCap}; " +
-      s"refusals take ${ms(model.errorLatency)} ms\n" +
-      Table.grid(header +: rows, rightAligned = Set(1, 2, 3, 4, 5, 6)) +
-      "targets (adaptive limits, never told K; settled = limit within [K, 2K] for a whole second):\n" +
-      targets.mkString("\n") + "\n"
 
   def json(
       settings: Json,
@@ -105,10 +125,45 @@ object AdaptiveReport:
       }.asJson
     )
 
-  /** The capacity, the hard cap, and each charted run's limit and in-flight count over time. */
-  def chart(path: Path, results: Vector[Trial.Result], model: Upstream.Model): Unit =
-    System.setProperty("java.awt.headless", "true")
+  /**
+   * `--html FILE`: one self-contained page with the settings, the upstream, the table, the targets and the
+   * chart (`chart-adaptive`).
+   */
+  def html(
+      settings: String,
+      results: Vector[Trial.Result],
+      verdicts: Map[String, Analysis.Verdict],
+      model: Upstream.Model,
+      best: Option[Trial.Result]
+  ): String =
+    val shown = charted(results)
+    Html.page(
+      "weir lab adaptive",
+      None,
+      Html.paragraph(settings),
+      Html.paragraph(upstream(results, model)),
+      Html.table("results", cells(results, model, best), numbers),
+      Html.paragraph(s"$targetsHeading:"),
+      Html.list(targets(verdicts)),
+      if shown.isEmpty then Html.empty else Html.chart("adaptive", chart(shown, model))
+    )
+
+  /** The runs the chart shows: the adaptive limits (a fixed limit is a flat line). */
+  def charted(results: Vector[Trial.Result]): Vector[Trial.Result] =
+    results.filter(_.name.startsWith("adaptive"))
+
+  /** [[chart]] as a PNG exactly at `path`. */
+  def writeChart(path: Path, results: Vector[Trial.Result], model: Upstream.Model): Unit =
     Option(path.toAbsolutePath.getParent).foreach(p => Files.createDirectories(p))
+    BitmapEncoder.saveBitmap(
+      chart(results, model),
+      path.toString.stripSuffix(".png"),
+      BitmapEncoder.BitmapFormat.PNG
+    )
+
+  /** The capacity, the hard cap, and each run's limit and in-flight count over time. */
+  def chart(results: Vector[Trial.Result], model: Upstream.Model): XYChart =
+    System.setProperty("java.awt.headless", "true")
     val chart = new XYChartBuilder().width(1100).height(600)
       .title(
         "weir lab adaptive: limit and in-flight over time"
@@ -139,4 +194,4 @@ object AdaptiveReport:
       inFlight.setLineColor(color.brighter())
       inFlight.setLineStyle(SeriesLines.DOT_DOT)
     }
-    BitmapEncoder.saveBitmap(chart, path.toString.stripSuffix(".png"), BitmapEncoder.BitmapFormat.PNG)
+    chart

@@ -1,22 +1,23 @@
 package weir.lab
 package compare
 
-import cats.effect.{ExitCode, IO}
+import cats.effect.{ExitCode, IO, Resource}
 import cats.syntax.all.*
 import scopt.OParser
 import weir.lab.compare.approaches.*
 import weir.lab.compare.report.*
 import weir.lab.compare.scenarios.*
-import weir.lab.report.ExperimentIo
+import weir.lab.report.{ExperimentIo, Html, LivePage}
 import weir.lab.report.ExperimentIo.positive
 
 import java.nio.file.{Files, Path, Paths}
+import scala.collection.concurrent.TrieMap
 import scala.concurrent.duration.*
 
 /**
  * `./weir lab compare` (or `./weir compare`): the write-up's experiment (seed 000) — every approach on every
- * load shape, each run against the ideal schedule of the same delays — as a terminal table, optionally JSON
- * and an HTML report.
+ * load shape, each run against the ideal schedule of the same delays — as a terminal table, optionally JSON,
+ * PNG charts and a self-contained HTML page that follows the run while it goes.
  */
 object Compare extends Experiment:
 
@@ -31,6 +32,7 @@ object Compare extends Experiment:
    *                  the peak threads and heap, which are then the JVM's and not reported
    * @param orderedWindow how many tasks the write-up's ordered approaches may have started and not yet
    *                  emitted (default: the slots, as fs2 3's `parEvalMap(slots)`); see [[Bench.ordered]]
+   * @param html      the self-contained HTML page, rewritten every `htmlEvery` while the run goes
    */
   final case class Settings(
       clock: Clock = Clock.Real,
@@ -41,6 +43,8 @@ object Compare extends Experiment:
       approaches: Vector[Approach] = Approach.all,
       json: Option[Path] = None,
       report: Option[Path] = None,
+      html: Option[Path] = None,
+      htmlEvery: FiniteDuration = 2.seconds,
       live: Boolean = true,
       parallel: Boolean = false,
       orderedWindow: Option[Int] = None
@@ -72,11 +76,14 @@ object Compare extends Experiment:
         if !readFiles && o.workload.nonEmpty then Right(None) else settings(o).map(Some(_))
 
   def execute(s: Settings): IO[Vector[Measurement]] =
+    val env = JsonReport.Environment.current(s.seed, s.clock.toString.toLowerCase, s.scale, s.runs)
     for
       _ <- IO.println(header(s))
-      measurements <- measureAll(s, m => IO(System.err.println(progressLine(m))))
+      measurements <- livePage(s, env).use { page =>
+        measureAll(s, m => IO(System.err.println(progressLine(m))) *> page(m))
+      }
+      _ <- s.html.traverse_(path => IO.println(s"wrote $path"))
       _ <- IO.println(ResultsTable.render(Rows.of(measurements), s.workloads, s.runs))
-      env = JsonReport.Environment.current(s.seed, s.clock.toString.toLowerCase, s.scale, s.runs)
       _ <- s.json.traverse_ { path =>
         IO.blocking(Files.writeString(path, JsonReport.render(env, measurements).spaces2)) *>
           IO.println(s"wrote $path")
@@ -85,6 +92,39 @@ object Compare extends Experiment:
         Report.write(dir, env, s.workloads, measurements) *> IO.println(s"wrote ${dir.resolve("index.html")}")
       }
     yield measurements
+
+  /**
+   * With `--html`: the page, drawn from the measurements finished so far (in the run's order), and what
+   * records one; without, a no-op.
+   */
+  private def livePage(s: Settings, env: JsonReport.Environment): Resource[IO, Measurement => IO[Unit]] =
+    s.html.fold(Resource.pure[IO, Measurement => IO[Unit]](_ => IO.unit)) { path =>
+      val expected = s.workloads.size * s.runs * s.approaches.size
+      // the single approaches' timelines never change once drawn (Charts.Timeline): drawing a PNG is most
+      // of a page's cost, so each is drawn once, not on every write while the approaches that follow run
+      val singles = TrieMap.empty[String, Html]
+      LivePage.resource[Measurement](path, s.htmlEvery) { (finished, stage) =>
+        val ms = inRunOrder(s, finished)
+        val charts = Charts.of(env, s.workloads, ms)
+        val kept = charts.timelines.flatMap(_.singles).map(_.name).toSet
+        Page.render(
+          env,
+          s.workloads,
+          ms,
+          charts,
+          stage,
+          expected,
+          c =>
+            if kept(c.name) then singles.getOrElseUpdate(c.name, Page.chart(c)) else Page.chart(c)
+        )
+      }.map(page => page.add)
+    }
+
+  /** By load shape, run, then approach: the order of a sequential run, whatever order they finished in. */
+  def inRunOrder(s: Settings, ms: Vector[Measurement]): Vector[Measurement] =
+    val shapes = s.workloads.map(_.name).zipWithIndex.toMap
+    val approaches = s.approaches.map(_.name).zipWithIndex.toMap
+    ms.sortBy(m => (shapes(m.scenario), m.run, approaches(m.approach)))
 
   /**
    * Every (load shape, run, approach), one at a time so that peaks and timings are each approach's own.
@@ -104,14 +144,10 @@ object Compare extends Experiment:
     if !s.parallel then s.workloads.flatTraverse(measure(_, s.approaches))
     else
       val (alone, sideBySide) = s.approaches.partition(_.blocksThreads)
-      val rank = (
-        s.workloads.map(_.name).zipWithIndex.toMap,
-        s.approaches.map(_.name).zipWithIndex.toMap
-      )
       for
         together <- s.workloads.parFlatTraverse(measure(_, sideBySide))
         apart <- s.workloads.flatTraverse(measure(_, alone))
-      yield (together ++ apart).sortBy(m => (rank._1(m.scenario), m.run, rank._2(m.approach)))
+      yield inRunOrder(s, together ++ apart)
 
   def measureOne(s: Settings, plan: Plan, approach: Approach, idealWorkloadMs: Long): IO[Measurement] =
     val w = plan.workload
@@ -160,6 +196,7 @@ object Compare extends Experiment:
       producers: Option[Int] = None,
       json: Option[Path] = None,
       report: Option[Path] = None,
+      html: Option[Path] = None,
       live: Boolean = true,
       parallel: Boolean = false,
       orderedWindow: Option[Int] = None
@@ -221,7 +258,11 @@ object Compare extends Experiment:
       opt[String]("json").valueName("FILE").action((f, o) => o.copy(json = Some(Paths.get(f))))
         .text("also write one JSON record per (shape, approach, run)"),
       opt[String]("report").valueName("DIR").action((f, o) => o.copy(report = Some(Paths.get(f))))
-        .text("also write charts (PNG) and index.html into DIR"),
+        .text("also write every chart as a PNG into DIR, and index.html: the same page as --html"),
+      opt[String]("html").valueName("FILE").action((f, o) => o.copy(html = Some(Paths.get(f))))
+        .text(
+          s"also write one self-contained HTML page (environment, tables, charts); rewritten every ${Settings().htmlEvery.toSeconds} s while the run goes, and reloaded by a browser open on it"
+        ),
       opt[Unit]("no-live").action((_, o) => o.copy(live = false))
         .text("do not draw the live P/C lines"),
       opt[Int]("ordered-window").valueName("W")
@@ -258,6 +299,7 @@ object Compare extends Experiment:
       approaches = approaches,
       json = c.json,
       report = c.report,
+      html = c.html,
       live = c.live && System.console() != null,
       parallel = c.parallel,
       orderedWindow = c.orderedWindow

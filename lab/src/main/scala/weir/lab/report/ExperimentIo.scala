@@ -8,7 +8,7 @@ import org.knowm.xchart.internal.chartpart.Chart
 import scopt.{OEffect, OParser}
 
 import java.lang.management.ManagementFactory
-import java.nio.file.{Files, Path}
+import java.nio.file.{AtomicMoveNotSupportedException, Files, Path, Paths, StandardCopyOption}
 
 /**
  * What the `./weir lab` experiments share: scopt parsing that returns the error instead of printing it
@@ -86,6 +86,25 @@ object ExperimentIo:
       Option(path.toAbsolutePath.getParent).foreach(Files.createDirectories(_))
       val _ = Files.writeString(path, json.spaces2)
     } *> IO.println(s"wrote $path")
+
+  /**
+   * Writes `text` to `path` through a temporary file in the same directory, moved over `path` in one
+   * step: a reader (a browser reloading a live page) sees the old file or the new one, never half of one.
+   */
+  def writeAtomically(path: Path, text: String): IO[Unit] =
+    IO.blocking {
+      val dir = Option(path.toAbsolutePath.getParent).getOrElse(Paths.get("."))
+      val _ = Files.createDirectories(dir)
+      val tmp = Files.createTempFile(dir, s".${path.getFileName}", ".tmp")
+      try
+        val _ = Files.writeString(tmp, text)
+        try Files.move(tmp, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING)
+        catch
+          case _: AtomicMoveNotSupportedException =>
+            Files.move(tmp, path, StandardCopyOption.REPLACE_EXISTING)
+      finally
+        val _ = Files.deleteIfExists(tmp)
+    }.void
 
   /** Writes `chart` as a PNG exactly at `path` (XChart would otherwise append its own extension). */
   def writePng(path: Path, chart: Chart[?, ?]): IO[Unit] =

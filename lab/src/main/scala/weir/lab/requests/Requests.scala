@@ -34,6 +34,7 @@ object Requests extends Experiment:
       upFrontHeapMiB: Int = 256,
       json: Option[Path] = None,
       chart: Option[Path] = None,
+      html: Option[Path] = None,
       progress: Boolean = true,
       childResult: Option[Path] = None,
       warmup: Long = 0L,
@@ -102,6 +103,10 @@ object Requests extends Experiment:
         .text("also write the results as JSON"),
       opt[String]("chart").valueName("DIR").action((f, s) => s.copy(chart = Some(Paths.get(f))))
         .text("also draw requests in flight and completed over time, one PNG per approach, into DIR"),
+      opt[String]("html").valueName("FILE").action((f, s) => s.copy(html = Some(Paths.get(f))))
+        .text(
+          "also write one self-contained HTML page: the parameters, the table and every approach's chart"
+        ),
       opt[Long]("warmup").valueName("N")
         .validate(n => if n >= 0 then success else failure(s"--warmup must be >= 0, was: $n"))
         .action((n, s) => s.copy(warmup = n))
@@ -225,6 +230,7 @@ object Requests extends Experiment:
             IO.println(s"charts: ${fs.mkString(", ")}")
           )
         )
+        _ <- s.html.traverse_(f => RequestsReport.writeHtml(f, env, results) *> IO.println(s"HTML: $f"))
       yield results
     }
 

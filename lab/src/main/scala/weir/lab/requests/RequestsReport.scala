@@ -3,13 +3,13 @@ package weir.lab.requests
 import cats.effect.IO
 import io.circe.Json
 import io.circe.syntax.*
-import org.knowm.xchart.{BitmapEncoder, XYChartBuilder, XYSeries}
+import org.knowm.xchart.{BitmapEncoder, XYChart, XYChartBuilder, XYSeries}
 import org.knowm.xchart.style.markers.SeriesMarkers
-import weir.lab.report.Table
+import weir.lab.report.{ExperimentIo, Html, Table}
 
 import java.nio.file.{Files, Path}
 
-/** `./weir lab requests`' outputs: the table, `--json FILE` and `--chart DIR`. */
+/** `./weir lab requests`' outputs: the table, `--json FILE`, `--chart DIR` and `--html FILE`. */
 object RequestsReport:
 
   /** The run's parameters, printed above the table and written in the JSON. */
@@ -56,6 +56,13 @@ object RequestsReport:
     )
 
   def table(results: Vector[RequestResult]): String =
+    Table.grid(cells(results), rightAligned = numbers) + notes(results).map(n => s"  $n\n").mkString
+
+  /** The columns of [[cells]] that hold numbers. */
+  private val numbers: Set[Int] = (2 to 16).toSet
+
+  /** The table, header first: one row per approach. */
+  def cells(results: Vector[RequestResult]): Vector[Vector[String]] =
     val header = Vector(
       "approach",
       "status",
@@ -96,8 +103,11 @@ object RequestsReport:
         f"${r.cpuMs / 1000.0}%.1f/${r.serverCpuMs / 1000.0}%.1f"
       )
     }
-    val notes = results.flatMap(r => r.detail.map(d => s"  ${r.approach}: $d"))
-    Table.grid(header +: rows, rightAligned = (2 to 16).toSet) + notes.map(_ + "\n").mkString
+    header +: rows
+
+  /** What an approach reported beside its numbers (why it failed, what it could not measure). */
+  def notes(results: Vector[RequestResult]): Vector[String] =
+    results.flatMap(r => r.detail.map(d => s"${r.approach}: $d"))
 
   def json(env: Environment, results: Vector[RequestResult]): Json =
     Json.obj("environment" -> env.toJson, "results" -> results.map(_.toJson).asJson)
@@ -108,27 +118,51 @@ object RequestsReport:
       val _ = Files.writeString(file, json(env, results).spaces2)
     }
 
-  /** One PNG per approach: `requests-<approach>.png`, in flight (left axis) and completed (right axis). */
+  /** One PNG per approach: `requests-<approach>.png` (see [[chart]]). */
   def writeCharts(dir: Path, env: Environment, results: Vector[RequestResult]): IO[Vector[Path]] =
     IO.blocking {
-      System.setProperty("java.awt.headless", "true")
       val _ = Files.createDirectories(dir)
       results.filter(_.samples.nonEmpty).map { r =>
-        val chart = new XYChartBuilder().width(900).height(450)
-          .title(f"${r.approach}: ${env.n}%,d requests, concurrency ${env.concurrency}%,d (${r.status})")
-          .xAxisTitle("s").yAxisTitle("in flight").build()
-        chart.getStyler.setMarkerSize(0)
-        chart.getStyler.setYAxisGroupPosition(1, org.knowm.xchart.style.Styler.YAxisPosition.Right)
-        val t = r.samples.map(_.tMs / 1000.0).toArray
-        val inFlight = chart.addSeries("in flight", t, r.samples.map(_.inFlight.toDouble).toArray)
-        inFlight.setMarker(SeriesMarkers.NONE)
-        inFlight.setXYSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Line)
-        val done = chart.addSeries("completed", t, r.samples.map(_.completed.toDouble).toArray)
-        done.setMarker(SeriesMarkers.NONE)
-        done.setYAxisGroup(1)
-        chart.setYAxisGroupTitle(1, "completed")
         val base = dir.resolve(s"requests-${r.approach}")
-        BitmapEncoder.saveBitmap(chart, base.toString, BitmapEncoder.BitmapFormat.PNG)
+        BitmapEncoder.saveBitmap(chart(env, r), base.toString, BitmapEncoder.BitmapFormat.PNG)
         dir.resolve(s"requests-${r.approach}.png")
       }
     }
+
+  /**
+   * `--html FILE`: one self-contained page with the run's parameters, the table, the notes and every
+   * approach's chart (`chart-requests-<approach>`).
+   */
+  def html(env: Environment, results: Vector[RequestResult]): String =
+    val noted = notes(results)
+    Html.page(
+      "weir lab requests",
+      None,
+      Html.paragraph(env.describe),
+      Html.table("results", cells(results), numbers),
+      if noted.isEmpty then Html.empty else Html.list(noted),
+      Html.concat(results.filter(_.samples.nonEmpty).map(r =>
+        Html.chart(s"requests-${r.approach}", chart(env, r))
+      ))
+    )
+
+  def writeHtml(file: Path, env: Environment, results: Vector[RequestResult]): IO[Unit] =
+    IO.blocking(html(env, results)).flatMap(ExperimentIo.writeAtomically(file, _))
+
+  /** One approach's run over time: requests in flight (left axis) and completed (right axis). */
+  def chart(env: Environment, r: RequestResult): XYChart =
+    System.setProperty("java.awt.headless", "true")
+    val chart = new XYChartBuilder().width(900).height(450)
+      .title(f"${r.approach}: ${env.n}%,d requests, concurrency ${env.concurrency}%,d (${r.status})")
+      .xAxisTitle("s").yAxisTitle("in flight").build()
+    chart.getStyler.setMarkerSize(0)
+    chart.getStyler.setYAxisGroupPosition(1, org.knowm.xchart.style.Styler.YAxisPosition.Right)
+    val t = r.samples.map(_.tMs / 1000.0).toArray
+    val inFlight = chart.addSeries("in flight", t, r.samples.map(_.inFlight.toDouble).toArray)
+    inFlight.setMarker(SeriesMarkers.NONE)
+    inFlight.setXYSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Line)
+    val done = chart.addSeries("completed", t, r.samples.map(_.completed.toDouble).toArray)
+    done.setMarker(SeriesMarkers.NONE)
+    done.setYAxisGroup(1)
+    chart.setYAxisGroupTitle(1, "completed")
+    chart

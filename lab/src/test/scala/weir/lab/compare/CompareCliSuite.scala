@@ -112,9 +112,14 @@ class CompareCliSuite extends CatsEffectSuite:
           records.map(_.hcursor.get[String]("scenario").toOption.get).distinct,
           Vector("slow-producer", "balanced", "slow-consumer")
         )
-        assert(Files.exists(dir.resolve("report/index.html")))
         assert(Files.exists(dir.resolve("report/ratios.png")))
         assert(Files.exists(dir.resolve("report/timeline-balanced-weir.png")))
+        // index.html is the self-contained page: the same charts, embedded rather than linked
+        val index = Files.readString(dir.resolve("report/index.html"))
+        assert(index.contains(
+          """<figure class="chart" id="chart-timeline-balanced-weir"><img src="data:image/png;base64,"""
+        ))
+        assert(!index.contains(".png\""), "no chart is linked from the page")
       }
     }
   }
