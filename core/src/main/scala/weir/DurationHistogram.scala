@@ -34,11 +34,14 @@ final class DurationHistogram private[weir] (histogram: LogHistogram):
    * strictly ascending or one is negative.
    */
   def bucketCounts(bounds: Seq[FiniteDuration]): Vector[Long] =
-    val nanos = bounds.iterator.map(_.toNanos).toArray
-    require(
-      nanos.headOption.forall(_ >= 0) && nanos.indices.drop(1).forall(i => nanos(i) > nanos(i - 1)),
-      s"bucket bounds must be >= 0 and strictly ascending, were: ${bounds.mkString(", ")}"
-    )
-    histogram.countsUpTo(nanos).toVector
+    DurationHistogram.checkBounds(bounds)
+    histogram.countsUpTo(bounds.iterator.map(_.toNanos).toArray).toVector
 
   override def toString: String = s"DurationHistogram($latency)"
+
+private[weir] object DurationHistogram:
+
+  /** Bucket bounds must be >= 0 and strictly ascending; fails with `IllegalArgumentException` naming them. */
+  def checkBounds(bounds: Seq[FiniteDuration]): Unit =
+    val ok = bounds.headOption.forall(_ >= Duration.Zero) && bounds.lazyZip(bounds.drop(1)).forall(_ < _)
+    require(ok, s"bucket bounds must be >= 0 and strictly ascending, were: ${bounds.mkString(", ")}")

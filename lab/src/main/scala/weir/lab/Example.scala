@@ -4,6 +4,7 @@ import cats.effect.{IO, Ref}
 import cats.syntax.all.*
 import fs2.Stream
 import weir.*
+import weir.otel.WeirMetrics
 
 import scala.concurrent.duration.*
 import scala.util.Random
@@ -16,8 +17,8 @@ import scala.util.chaining.*
  */
 object Example:
 
-  /** Runs it; `instrument` reports the run's metrics (see [[OtelEndpoint]]). */
-  def run(tasks: Int, limit: Int, instrument: OtelEndpoint.Instrument = OtelEndpoint.none): IO[Unit] =
+  /** Runs it, reporting the run to `metrics` if given (see [[OtelEndpoint]]). */
+  def run(tasks: Int, limit: Int, metrics: Option[WeirMetrics[IO]] = None): IO[Unit] =
     val half = tasks / 2
     def producer(p: Int): Stream[IO, Int] =
       Stream.range(p * half, (p + 1) * half).chunkN(100).flatMap(c =>
@@ -38,7 +39,7 @@ object Example:
         .withOrder(TaskOrder.unordered)
         .withFailurePolicy(FailurePolicy.deadLetter((task, _) => deadLetters.update(_ :+ task)))
         .start
-        .pipe(instrument[Int]("example"))
+        .pipe(OtelEndpoint.reported(metrics, "example"))
         .use { running =>
           Progress.console(running, total = Some(tasks.toLong)).surround {
             // let it run for a while, then drain: in-flight tasks get 1 s, the rest come back

@@ -12,23 +12,15 @@ import weir.otel.WeirMetrics
  */
 object OtelEndpoint:
 
-  /** Wraps a run's resource so that the run is reported under a pipeline name. */
-  trait Instrument:
-    def apply[A](pipeline: String)(run: Resource[IO, Running[IO, A]]): Resource[IO, Running[IO, A]]
+  /** Runs `body` with weir's metrics served on `port` if there is one. */
+  def around[B](port: Option[Int])(body: Option[WeirMetrics[IO]] => IO[B]): IO[B] =
+    port.fold(body(None))(p => serve(p).use(metrics => body(Some(metrics))))
 
-  /** No reporting. */
-  val none: Instrument = new Instrument:
-    def apply[A](pipeline: String)(run: Resource[IO, Running[IO, A]]) = run
-
-  /** Runs `body` with an endpoint on `port` if there is one, handing it the way to report its runs. */
-  def around[B](port: Option[Int])(body: Instrument => IO[B]): IO[B] =
-    port.fold(body(none)) { p =>
-      serve(p).use { metrics =>
-        body(new Instrument:
-          def apply[A](pipeline: String)(run: Resource[IO, Running[IO, A]]) =
-            metrics.instrument(run, pipeline))
-      }
-    }
+  /** `run`, reported under `pipeline` when there are metrics. */
+  def reported[A](metrics: Option[WeirMetrics[IO]], pipeline: String)(
+      run: Resource[IO, Running[IO, A]]
+  ): Resource[IO, Running[IO, A]] =
+    metrics.fold(run)(_.instrument(run, pipeline))
 
   /** weir's metrics on an SDK of their own, read by the Prometheus endpoint on `port`. */
   def serve(port: Int): Resource[IO, WeirMetrics[IO]] =

@@ -3,6 +3,7 @@ package weir.lab
 import cats.effect.IO
 import fs2.{Chunk, Stream}
 import weir.*
+import weir.otel.WeirMetrics
 
 import java.lang.management.ManagementFactory
 import scala.jdk.CollectionConverters.*
@@ -13,12 +14,12 @@ import scala.jdk.CollectionConverters.*
  */
 object Soak:
 
-  /** Runs it; `instrument` reports the run's metrics (see [[OtelEndpoint]]). */
+  /** Runs it, reporting the run to `metrics` if given (see [[OtelEndpoint]]). */
   def run(
       tasks: Long,
       limit: Int,
       progress: Boolean,
-      instrument: OtelEndpoint.Instrument = OtelEndpoint.none
+      metrics: Option[WeirMetrics[IO]] = None
   ): IO[Unit] =
     // generated lazily, 1024 at a time: nothing but the buffer and the workers' tasks is ever in memory
     val source = Stream.unfoldChunk[IO, Long, Long](0L) { from =>
@@ -28,7 +29,7 @@ object Soak:
       .process(_ => IO.unit)
       .withLimit(Limit.fixed(limit))
     for
-      summary <- instrument("soak")(pipeline.start).use { r =>
+      summary <- OtelEndpoint.reported(metrics, "soak")(pipeline.start).use { r =>
         if progress then Progress.console(r, Some(tasks)).surround(r.join) else r.join
       }
       heap <- IO(peakHeapMiB)

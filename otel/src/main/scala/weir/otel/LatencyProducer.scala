@@ -34,7 +34,12 @@ final class LatencyProducer extends MetricProducer:
   def produce(resource: SdkResource): java.util.Collection[MetricData] =
     source.get match
       case null => java.util.Collections.emptyList()
-      case points: LatencyPoints[?] => points.produce(resource)
+      case points: LatencyPoints[?] =>
+        // a collection racing the release of its WeirMetrics finds the dispatcher closed: nothing to report
+        try points.produce(resource)
+        catch
+          case _: IllegalStateException | _: java.util.concurrent.CancellationException =>
+            java.util.Collections.emptyList()
 
   /** Binds `points` while the resource lives. */
   private[otel] def bind[F[_]](points: LatencyPoints[F])(using F: Sync[F]): Resource[F, Unit] =

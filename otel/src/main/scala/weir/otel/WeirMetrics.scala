@@ -10,7 +10,7 @@ import io.opentelemetry.sdk.metrics.`export`.MetricReader
 import org.typelevel.otel4s.metrics.Meter
 import org.typelevel.otel4s.oteljava.OtelJava
 import org.typelevel.otel4s.oteljava.context.LocalContextProvider
-import weir.{Pipeline, Running, Summary, TaskOutcome}
+import weir.{DurationHistogram, Pipeline, Running, Summary, TaskOutcome}
 
 import scala.concurrent.duration.*
 
@@ -176,8 +176,5 @@ object WeirMetrics:
     yield metrics
 
   private def checkBounds(bounds: Vector[FiniteDuration]): Unit =
-    require(
-      bounds.nonEmpty && bounds.head >= Duration.Zero &&
-        bounds.indices.drop(1).forall(i => bounds(i) > bounds(i - 1)),
-      s"latency bounds must be non-empty, >= 0 and strictly ascending, were: ${bounds.mkString(", ")}"
-    )
+    require(bounds.nonEmpty, "latency bounds must not be empty")
+    DurationHistogram.checkBounds(bounds)

@@ -7,7 +7,7 @@ import fs2.Stream
 import io.opentelemetry.api.common.AttributeKey
 import io.opentelemetry.sdk.OpenTelemetrySdk
 import io.opentelemetry.sdk.metrics.SdkMeterProvider
-import io.opentelemetry.sdk.metrics.data.{HistogramPointData, LongPointData, MetricData}
+import io.opentelemetry.sdk.metrics.data.{HistogramPointData, LongPointData, MetricData, MetricDataType}
 import io.opentelemetry.sdk.testing.exporter.InMemoryMetricReader
 import munit.CatsEffectSuite
 import org.typelevel.otel4s.oteljava.OtelJava
@@ -55,8 +55,8 @@ class WeirMetricsSuite extends CatsEffectSuite:
   private def longs(ms: Vector[MetricData], name: String): Map[(String, String), Long] =
     val m = metric(ms, name)
     val points: Iterable[LongPointData] =
-      if m.getType.name.endsWith("SUM") then m.getLongSumData.getPoints.asScala
-      else m.getLongGaugeData.getPoints.asScala
+      if m.getType == MetricDataType.LONG_GAUGE then m.getLongGaugeData.getPoints.asScala
+      else m.getLongSumData.getPoints.asScala
     points.map { p =>
       (p.getAttributes.get(pipelineKey), Option(p.getAttributes.get(outcomeKey)).getOrElse("")) -> p.getValue
     }.toMap
