@@ -77,6 +77,14 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
     copy(settings.copy(releaseGrace = grace))
 
   /**
+   * Measures how long each task waits for its start: from entering the buffer to the start of its first
+   * attempt (so a wait for the reorder window, a key or a rate-limit permit counts, a retry's backoff does
+   * not). The waits go to [[Running.queueWaits]] and [[Summary.queueWait]]. Off by default: on, each chunk
+   * a producer offers costs a clock reading, and each task an entry a few bytes larger.
+   */
+  def withQueueWaits: Pipeline[F, A, B] = copy(settings.copy(queueWaits = true))
+
+  /**
    * Runs every task and returns the summary. Outcomes are counted, not kept, except for failed and
    * unstarted tasks, so memory does not grow with the number of tasks that succeed.
    *
@@ -182,6 +190,7 @@ object Pipeline:
           releaseGrace = Defaults.releaseGrace,
           retry = Retry.none,
           taskTimeout = None,
-          rateLimit = None
+          rateLimit = None,
+          queueWaits = false
         )
       )

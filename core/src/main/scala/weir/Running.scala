@@ -65,6 +65,13 @@ trait Running[F[_], A]:
   def latencies: F[DurationHistogram]
 
   /**
+   * How long the tasks that started so far waited for their start, from entering the buffer to the start
+   * of their first attempt, as a histogram; `None` unless the pipeline was built with
+   * [[Pipeline.withQueueWaits]]. Read like [[latencies]]: live, cumulative, a few histograms merged.
+   */
+  def queueWaits: F[Option[DurationHistogram]]
+
+  /**
    * A snapshot now, then one every `every`, and a last one when the run ends (then the stream ends).
    * Any number of these streams may run; each costs one timer per interval, nothing per task.
    */

@@ -7,7 +7,9 @@ import scala.concurrent.duration.*
  *
  * Accounting: `received == succeeded + failed + notStarted` always holds; `failures` holds every failed
  * task (so its size is `failed`) and `unstarted` every task that never started. `retries` counts attempts
- * beyond each task's first, `timeouts` the attempts that hit the task timeout.
+ * beyond each task's first, `timeouts` the attempts that hit the task timeout. `queueWait`, for a pipeline
+ * built with [[Pipeline.withQueueWaits]], is how long the tasks that started waited for it: from entering
+ * the buffer to the start of their first attempt.
  */
 final case class Summary[+A](
     received: Long,
@@ -20,7 +22,8 @@ final case class Summary[+A](
     latency: Latency,
     stop: StopReason,
     retries: Long,
-    timeouts: Long
+    timeouts: Long,
+    queueWait: Option[Latency] = None
 ):
 
   /** Completed tasks (succeeded or failed) per second of wall time. */
@@ -33,7 +36,8 @@ final case class Summary[+A](
 
   override def toString: String =
     f"Summary(received=$received, succeeded=$succeeded, failed=$failed, notStarted=$notStarted, " +
-      f"retries=$retries, timeouts=$timeouts, elapsed=${elapsed.toMillis}ms, throughput=$throughput%.1f/s, latency=$latency, stop=$stop)"
+      f"retries=$retries, timeouts=$timeouts, elapsed=${elapsed.toMillis}ms, throughput=$throughput%.1f/s, latency=$latency, " +
+      queueWait.fold("")(w => s"queueWait=$w, ") + s"stop=$stop)"
 
 /** Why a run ended. */
 enum StopReason:

@@ -14,7 +14,8 @@ import java.util.concurrent.TimeUnit
  * What weir's OpenTelemetry metrics (`weir-otel4s`) add per task: the no-op workloads of [[WeirBench]]
  * (unordered, one chunk or one task per chunk) run plainly (`metrics = off`) and through
  * `WeirMetrics.run` on the OpenTelemetry Java SDK with the latency histogram (`on`), while a thread
- * collects every metric every 100 ms (ten to a hundred times more often than an exporter would).
+ * collects every metric every 100 ms (ten to a hundred times more often than an exporter would); and
+ * with the engine measuring queue waits (`queueWaits = on`, `Pipeline.withQueueWaits`) or not.
  *
  * {{{
  * ./weir bench 'weir.bench.OtelBench' -prof gc
@@ -30,6 +31,9 @@ class OtelBench extends OnWeirRuntime:
 
   @Param(Array("off", "on"))
   var metrics: String = scala.compiletime.uninitialized
+
+  @Param(Array("off"))
+  var queueWaits: String = scala.compiletime.uninitialized
 
   private var instrumented: Option[WeirMetrics[IO]] = None
   private var release: IO[Unit] = IO.unit
@@ -57,7 +61,8 @@ class OtelBench extends OnWeirRuntime:
     unsafeRun(release)
 
   private def run(tasks: Stream[IO, Int]): Long =
-    val pipeline = Pipeline(tasks).process(_ => IO.unit).withLimit(Limit.fixed(Concurrency))
+    val plain = Pipeline(tasks).process(_ => IO.unit).withLimit(Limit.fixed(Concurrency))
+    val pipeline = if queueWaits == "on" then plain.withQueueWaits else plain
     unsafeRun(instrumented.fold(pipeline.run)(_.run(pipeline, "bench")).map(_.succeeded))
 
   @Benchmark

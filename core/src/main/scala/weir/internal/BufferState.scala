@@ -18,7 +18,8 @@ import scala.collection.immutable.Queue as ScalaQueue
  * entry a cancelled taker puts back can exceed it, by one per such taker: its place was freed when it was
  * handed out, and a producer may have filled it since); takers wait only while no queued entry is
  * claimable (or the ones there are left for spinners); an offerer waits until `need` places are free (or
- * was just woken); `next` is the input position of the next entry appended.
+ * was just woken); `next` is the input position of the next entry appended; `times` holds one reading
+ * per chunk of `head` and `rest` when the run measures queue waits ([[EnqueueTimes]]).
  */
 private[weir] final case class BufferState[F[_], A](
     capacity: Int,
@@ -28,6 +29,7 @@ private[weir] final case class BufferState[F[_], A](
     pos: Int = 0,
     headSeq: Long = 0L, // input position of head(0)
     rest: ScalaQueue[Chunk[A]] = ScalaQueue.empty[Chunk[A]],
+    times: EnqueueTimes = EnqueueTimes.Off,
     size: Int = 0,
     claimed: KeyClaims.Claims[A] = KeyClaims.empty,
     parked: Int = 0,
@@ -47,9 +49,10 @@ private[weir] final case class BufferState[F[_], A](
 
   /**
    * Appends what fits and serves waiting takers, as long as either makes progress; registers `space` (if
-   * given) when some of the chunk is left over.
+   * given) when some of the chunk is left over. `now` is when it is appended, if the run measures queue
+   * waits (otherwise unread).
    */
-  def append(chunk: Chunk[A], space: Option[Deferred[F, Unit]]): (BufferState[F, A], Appended[A]) =
+  def append(chunk: Chunk[A], space: Option[Deferred[F, Unit]], now: Long): (BufferState[F, A], Appended[A]) =
     if stopped then (this, Appended(Nil, 0, 0, refused = true))
     else
       var s = this
@@ -59,7 +62,7 @@ private[weir] final case class BufferState[F[_], A](
       while progress do
         val stored = math.min(chunk.size - accepted, s.free)
         if stored > 0 then
-          s = s.enqueue(chunk.drop(accepted).take(stored))
+          s = s.enqueue(chunk.drop(accepted).take(stored), now)
           accepted += stored
         val (next, more) = s.serveTakers
         s = next
@@ -74,10 +77,24 @@ private[weir] final case class BufferState[F[_], A](
         case _ => s
       (waiting, Appended(served, accepted, math.max(0, s.size - size), refused = false))
 
-  private def enqueue(c: Chunk[A]): BufferState[F, A] =
+  private def enqueue(c: Chunk[A], now: Long): BufferState[F, A] =
     if size == 0 && front.isEmpty then
-      copy(head = c, pos = 0, headSeq = next, rest = ScalaQueue.empty, size = c.size, next = next + c.size)
-    else copy(rest = rest.enqueue(c), size = size + c.size, next = next + c.size)
+      copy(
+        head = c,
+        pos = 0,
+        headSeq = next,
+        rest = ScalaQueue.empty,
+        times = times.appended(now, asHead = true),
+        size = c.size,
+        next = next + c.size
+      )
+    else
+      copy(
+        rest = rest.enqueue(c),
+        times = times.appended(now, asHead = false),
+        size = size + c.size,
+        next = next + c.size
+      )
 
   /** Hands claimable queued entries to waiting takers, in order, leaving `spinning` entries for spinners. */
   private def serveTakers: (BufferState[F, A], Served[A]) =
@@ -161,6 +178,7 @@ private[weir] final case class BufferState[F[_], A](
     var pos = this.pos
     var headSeq = this.headSeq
     var rest = this.rest
+    var times = this.times
     var size = this.size
     var claimed = this.claimed
     var parked = this.parked
@@ -177,7 +195,8 @@ private[weir] final case class BufferState[F[_], A](
             head = c
             pos = 0
             rest = more
-          val queued = entryOf(headSeq + pos, head(pos))
+            times = times.nextHead
+          val queued = entryOf(times, headSeq + pos, head(pos))
           pos += 1
           queued
       size -= 1
@@ -199,20 +218,21 @@ private[weir] final case class BufferState[F[_], A](
           pos = pos,
           headSeq = headSeq,
           rest = rest,
+          times = times,
           size = size,
           claimed = claimed,
           parked = parked
         )
     if found == null then NoneClaimable(s) else Claimed(s, found)
 
-  private def entryOf(seq: Long, task: A): Entry[A] =
+  private def entryOf(times: EnqueueTimes, seq: Long, task: A): Entry[A] =
     keyOf match
-      case None => Entry(seq, task, null)
+      case None => times.entry(seq, task, null)
       case Some(f) =>
         val key =
           try f(task)
           catch case scala.util.control.NonFatal(e) => KeyFailure(e)
-        Entry(seq, task, key)
+        times.entry(seq, task, key)
 
   /** Wakes the first waiting producer if all it waits for fits now. */
   private def wakeOfferer: (BufferState[F, A], F[Unit]) =
@@ -264,6 +284,7 @@ private[weir] final case class BufferState[F[_], A](
       pos = 0,
       headSeq = next,
       rest = ScalaQueue.empty,
+      times = EnqueueTimes(measured = times ne EnqueueTimes.Off),
       size = 0,
       claimed = KeyClaims.empty,
       parked = 0
@@ -271,9 +292,9 @@ private[weir] final case class BufferState[F[_], A](
 
 private[weir] object BufferState:
 
-  /** An empty buffer: every field but these two at its default. */
-  def empty[F[_]: Async, A](capacity: Int, keyOf: Option[A => Any]): BufferState[F, A] =
-    BufferState[F, A](capacity = capacity, keyOf = keyOf)
+  /** An empty buffer: every field but these at its default; `measured`: it keeps [[EnqueueTimes]]. */
+  def empty[F[_]: Async, A](capacity: Int, keyOf: Option[A => Any], measured: Boolean): BufferState[F, A] =
+    BufferState[F, A](capacity = capacity, keyOf = keyOf, times = EnqueueTimes(measured))
 
   /** What an append did: takers to hand entries to, entries accepted, of those how many no taker got. */
   final case class Appended[A](served: Served[A], accepted: Int, unserved: Int, refused: Boolean)

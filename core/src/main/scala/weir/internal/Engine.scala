@@ -62,6 +62,8 @@ private[weir] final class Engine[F[_], A, B] private (
 
   def latencies: F[DurationHistogram] = F.delay(ledger.latencyHistogram)
 
+  def queueWaits: F[Option[DurationHistogram]] = F.delay(ledger.queueWaitHistogram)
+
   def metrics(every: FiniteDuration): Stream[F, Snapshot] =
     require(every > Duration.Zero, s"metrics interval must be > 0, was: $every")
     (Stream.eval(snapshot) ++ Stream.fixedDelay[F](every).evalMap(_ => snapshot))
@@ -116,8 +118,8 @@ private[weir] object Engine:
       wired <- Resource.eval(
         for
           startedAt <- F.monotonic
-          ledger <- F.delay(new Ledger[A])
-          buffer <- TaskBuffer[F, A](settings.bufferCapacity, keyOf)
+          ledger <- F.delay(new Ledger[A](settings.queueWaits))
+          buffer <- TaskBuffer[F, A](settings.bufferCapacity, keyOf, settings.queueWaits)
           window <- settings.order match
             case TaskOrder.InputOrder(w) =>
               OrderWindow[F](w.getOrElse(Defaults.reorderWindow(settings.limit.initial))).map(Some(_))

@@ -7,9 +7,17 @@ package weir.internal
  * It is also the value of the buffer's plain results ([[Took]], [[KeyTurn]]), so that handing out a task
  * allocates no wrapper around it.
  */
-private[weir] final class Entry[+A](val seq: Long, val task: A, val key: Any) extends Took[A], KeyTurn[A]:
+private[weir] class Entry[+A](val seq: Long, val task: A, val key: Any) extends Took[A], KeyTurn[A]:
   /** Whether this task waits for its key: it has one, and the key function did not fail on it. */
   def keyed: Boolean = key != null && !key.isInstanceOf[KeyFailure]
+
+/**
+ * An [[Entry]] of a run that measures queue waits: `enqueuedAt` is when its chunk entered the buffer
+ * (monotonic nanoseconds of the run's clock). A subclass rather than a field, so that a run that does not
+ * measure allocates no larger entry.
+ */
+private[weir] final class TimedEntry[+A](seq: Long, task: A, key: Any, val enqueuedAt: Long)
+    extends Entry[A](seq, task, key)
 
 /** The key of a task whose key function threw: never equal to another key, so it never waits. */
 private[weir] final class KeyFailure(val error: Throwable)

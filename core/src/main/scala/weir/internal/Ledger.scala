@@ -7,14 +7,14 @@ import scala.concurrent.duration.FiniteDuration
 
 /**
  * The accounts of one run: counters for every transition a task makes, the failed and unstarted tasks
- * themselves, and the task latencies. Every method is a plain call, safe from any thread, to be made inside
+ * themselves, the task latencies, and the queue waits when the run measures them (`measured`). Every method is a plain call, safe from any thread, to be made inside
  * an effect (the worker's and the producer's fast paths make them in their continuations, the stages in
  * `F.delay`): a counter is a `LongAdder` increment, a latency a plain write to the recording thread's own
  * histogram ([[LatencyRecorder]]), so the ledger is always on.
  *
  * Invariant at the end of a run: `received == succeeded + failed + notStarted`.
  */
-private[weir] final class Ledger[A]:
+private[weir] final class Ledger[A](measured: Boolean):
   private val receivedN = new LongAdder
   private val startedN = new LongAdder
   private val succeededN = new LongAdder
@@ -25,6 +25,7 @@ private[weir] final class Ledger[A]:
   private val rateLimitedN = new LongAdder
   private val failedAs = Array.fill(Disposition.values.length)(new LongAdder) // by disposition ordinal
   private val latencies = new LatencyRecorder
+  private val queueWaits = if measured then Some(new LatencyRecorder) else None
   // each a value replaced by compare-and-set, so a batch of not-started tasks is added as one
   private val failures = new AtomicReference(Vector.empty[TaskOutcome.Failed[A, Nothing]])
   private val unstarted = new AtomicReference(Vector.empty[A])
@@ -47,6 +48,9 @@ private[weir] final class Ledger[A]:
     failedAs(failure.disposition.ordinal).increment()
     latencies.record(latencyNanos)
     val _ = failures.updateAndGet(_ :+ failure)
+
+  /** A task started `nanos` after it entered the buffer (only called when the run measures queue waits). */
+  def waited(nanos: Long): Unit = queueWaits.foreach(_.record(nanos))
 
   def notStarted(tasks: Iterable[A]): Unit =
     if tasks.nonEmpty then
@@ -81,6 +85,9 @@ private[weir] final class Ledger[A]:
   /** The latencies recorded so far (see [[LatencyRecorder.histogram]]). */
   def latencyHistogram: DurationHistogram = new DurationHistogram(latencies.histogram)
 
+  /** The queue waits recorded so far, if the run measures them. */
+  def queueWaitHistogram: Option[DurationHistogram] = queueWaits.map(r => new DurationHistogram(r.histogram))
+
   /**
    * The run's summary. Read it once every task is recorded: the latencies are read without
    * synchronisation (see [[LatencyRecorder]]), and the read lets their histograms go.
@@ -97,5 +104,6 @@ private[weir] final class Ledger[A]:
       latency = latencies.summary,
       stop = stop,
       retries = retriedN.sum,
-      timeouts = timedOutN.sum
+      timeouts = timedOutN.sum,
+      queueWait = queueWaits.map(_.summary)
     )

@@ -27,27 +27,34 @@ private[weir] final class Producer[F[_], A](
    * One pull step per chunk, and usually nothing else: the fast offer ([[UnsafeTaskBuffer.tryOffer]]) is
    * a plain call made in the step's continuation, which runs once, in this producer's fiber, when the
    * chunk arrives, and cannot be interrupted half-way. An effect is evaluated only when one is needed:
-   * workers to start, or the slow offer (the buffer is full or stopped).
+   * workers to start, the slow offer (the buffer is full or stopped), or a clock reading per chunk when
+   * the run measures queue waits.
    */
   private def one(stream: Stream[F, A]): F[Unit] =
     def go(s: Stream[F, A]): Pull[F, Nothing, Unit] =
       s.pull.uncons.flatMap {
         case Some((chunk, rest)) =>
-          // counted received before it can be taken (so a snapshot never shows a task started but not
-          // received), and again by the slow offer only if the fast one placed nothing, so that a producer
-          // cancelled before the slow offer runs leaves no task counted and unplaced
-          ledger.received(chunk.size)
-          val unserved = buffer.unsafe.tryOffer(chunk)
-          if unserved == UnsafeTaskBuffer.NoRoom then
-            ledger.received(-chunk.size)
-            Pull.eval(slowOffer(chunk)).flatMap(accepted => if accepted then go(rest) else Pull.done)
-          else
-            pool.grow(unserved) match
-              case None => go(rest)
-              case Some(start) => Pull.eval(F.uncancelable(_ => start)).flatMap(_ => go(rest))
+          if measured then Pull.eval(F.monotonic).flatMap(now => place(chunk, rest, now.toNanos))
+          else place(chunk, rest, 0L)
         case None => Pull.done
       }
+    def place(chunk: Chunk[A], rest: Stream[F, A], now: Long): Pull[F, Nothing, Unit] =
+      // counted received before it can be taken (so a snapshot never shows a task started but not
+      // received), and again by the slow offer only if the fast one placed nothing, so that a producer
+      // cancelled before the slow offer runs leaves no task counted and unplaced
+      ledger.received(chunk.size)
+      val unserved = buffer.unsafe.tryOffer(chunk, now)
+      if unserved == UnsafeTaskBuffer.NoRoom then
+        ledger.received(-chunk.size)
+        Pull.eval(slowOffer(chunk)).flatMap(accepted => if accepted then go(rest) else Pull.done)
+      else
+        pool.grow(unserved) match
+          case None => go(rest)
+          case Some(start) => Pull.eval(F.uncancelable(_ => start)).flatMap(_ => go(rest))
     go(stream).stream.compile.drain.handleErrorWith(e => sourceErrors.update(e :: _))
+
+  /** Whether offers carry the time they are made (the run measures queue waits). */
+  private val measured = buffer.unsafe.measured
 
   /** Starts workers for `n` elements no taker got, as far as the pool has room. */
   private val grow: Int => F[Unit] = n => F.defer(pool.grow(n).getOrElse(F.unit))

@@ -15,5 +15,6 @@ private[weir] final case class Settings[F[_], A, B](
     releaseGrace: FiniteDuration,
     retry: Retry,
     taskTimeout: Option[FiniteDuration],
-    rateLimit: Option[RateLimiter[F]]
+    rateLimit: Option[RateLimiter[F]],
+    queueWaits: Boolean
 )

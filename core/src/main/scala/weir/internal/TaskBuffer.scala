@@ -69,7 +69,7 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   ): F[Chunk[A]] =
     // `space` is allocated only once an offer has to wait: the common case is one `modify` per chunk
     def loop(rest: Chunk[A], space: Option[Deferred[F, Unit]]): F[Chunk[A]] =
-      modify(_.append(rest, space)).flatMap { appended =>
+      append(rest, space).flatMap { appended =>
         val left = rest.drop(appended.accepted)
         handOver(appended.served) *> demand(appended.unserved).whenA(appended.unserved > 0) *> {
           if appended.refused || left.isEmpty then F.pure(left)
@@ -81,6 +81,11 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
         }
       }
     if chunk.isEmpty then F.pure(Chunk.empty) else loop(chunk, None)
+
+  /** Appends what fits of `chunk` now, reading the clock only when the buffer keeps [[EnqueueTimes]]. */
+  private def append(chunk: Chunk[A], space: Option[Deferred[F, Unit]]): F[Appended[A]] =
+    if unsafe.measured then F.monotonic.flatMap(now => modify(_.append(chunk, space, now.toNanos)))
+    else modify(_.append(chunk, space, 0L))
 
   /**
    * Takes the oldest element (whose key is not claimed, under per-key admission), waiting while there is
@@ -177,9 +182,15 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
 
 private[weir] object TaskBuffer:
 
-  def apply[F[_], A](capacity: Int, keyOf: Option[A => Any] = None)(using F: Async[F]): F[TaskBuffer[F, A]] =
+  /** A buffer; `measured`: it keeps the time each chunk entered, for queue waits ([[TimedEntry]]). */
+  def apply[F[_], A](capacity: Int, keyOf: Option[A => Any] = None, measured: Boolean = false)(using
+      F: Async[F]
+  ): F[TaskBuffer[F, A]] =
     require(capacity > 0, s"buffer capacity must be > 0, was: $capacity")
-    F.delay(new TaskBuffer(capacity, new UnsafeTaskBuffer(BufferState.empty[F, A](capacity, keyOf))))
+    F.delay(new TaskBuffer(
+      capacity,
+      new UnsafeTaskBuffer(BufferState.empty[F, A](capacity, keyOf, measured))
+    ))
 
   /** How many times a spinning taker yields before it parks. */
   private val Spins = 16

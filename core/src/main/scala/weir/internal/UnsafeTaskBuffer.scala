@@ -40,14 +40,17 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](initial: BufferState[F, A]):
     val (next, result) = f(seen)
     if ref.compareAndSet(seen, next) then result else modify(f)
 
+  /** Whether the buffer keeps [[EnqueueTimes]]: its offers need the time they are made. */
+  val measured: Boolean = initial.times ne EnqueueTimes.Off
+
   /**
    * Appends all of `chunk` if it all fits, handing entries to waiting takers on the way, and returns how
    * many of its elements no taker received (the demand for more workers); or returns [[NoRoom]] (negative)
-   * when the chunk does not all fit or the buffer is stopped.
+   * when the chunk does not all fit or the buffer is stopped. `now`: see [[BufferState.append]].
    */
-  def tryOffer(chunk: Chunk[A]): Int =
+  def tryOffer(chunk: Chunk[A], now: Long): Int =
     val appended =
-      modify(s => if s.stopped || chunk.size > s.free then (s, noRoom) else s.append(chunk, None))
+      modify(s => if s.stopped || chunk.size > s.free then (s, noRoom) else s.append(chunk, None, now))
     if appended.refused then NoRoom
     else
       Taker.handOver(appended.served)
@@ -58,7 +61,8 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](initial: BufferState[F, A]):
     val seen = ref.get()
     val next = seen.takeFromHead
     if next eq seen then modify(_.takeIfFree)
-    else if ref.compareAndSet(seen, next) then Entry(seen.headSeq + seen.pos, seen.head(seen.pos), null)
+    else if ref.compareAndSet(seen, next) then
+      seen.times.entry(seen.headSeq + seen.pos, seen.head(seen.pos), null)
     else tryTake()
 
   /**

@@ -97,7 +97,14 @@ private[weir] final class Worker[F[_], A, B](
 
   private val attempt: FiniteDuration => F[Boolean] = at =>
     t0 = at.toNanos
+    waited(current)
     run(current)
+
+  /** The queue wait of a task started at `t0`, if the run measures them. */
+  private def waited(entry: Entry[A]): Unit =
+    entry match
+      case timed: TimedEntry[?] => ledger.waited(t0 - timed.enqueuedAt)
+      case _ => ()
 
   /** Attempt `tries` of `entry` (started, `t0` set), then [[ended]]. */
   private def run(entry: Entry[A]): F[Boolean] =
@@ -155,6 +162,7 @@ private[weir] final class Worker[F[_], A, B](
       case entry: Entry[A] =>
         if current ne null then // started: `now` is its start
           t0 = now
+          waited(entry)
           run(entry)
         else enter(entry)
 

@@ -173,7 +173,8 @@ class TaskBufferSuite extends CatsEffectSuite:
         takers <- take(b).start.replicateA(3)
         _ <- IO.cede.replicateA_(10)
         offered =
-          if fast then IO(b.unsafe.tryOffer(Chunk(1, 2, 3))).map(r => assert(r != UnsafeTaskBuffer.NoRoom))
+          if fast then
+            IO(b.unsafe.tryOffer(Chunk(1, 2, 3), 0L)).map(r => assert(r != UnsafeTaskBuffer.NoRoom))
           else offer(b, Chunk(1, 2, 3))
         _ <- (offered, takers.traverse_(_.cancel)).parTupled
         outcomes <- takers.traverse(_.join)

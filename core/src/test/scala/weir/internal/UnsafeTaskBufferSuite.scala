@@ -37,7 +37,11 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
     )
 
   private def buffer(capacity: Int, keys: Option[Int]): UnsafeTaskBuffer[IO, Int] =
-    new UnsafeTaskBuffer(BufferState.empty[IO, Int](capacity, keys.map(k => (i: Int) => i % k)))
+    new UnsafeTaskBuffer(BufferState.empty[IO, Int](
+      capacity,
+      keys.map(k => (i: Int) => i % k),
+      measured = false
+    ))
 
   private def held(b: UnsafeTaskBuffer[IO, Int]): Int = b.state.size + b.state.parked
 
@@ -73,7 +77,7 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
       case Offer(n) =>
         val before = b.state
         val free = capacity - held(b)
-        val unserved = b.tryOffer(Chunk.from(offered until offered + n))
+        val unserved = b.tryOffer(Chunk.from(offered until offered + n), 0L)
         if n > free then
           assertEquals(unserved, UnsafeTaskBuffer.NoRoom)
           assert(b.state eq before, "a refused offer changes nothing")
@@ -151,7 +155,7 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
           var next = p * 1000000
           mine.foreach { n =>
             val chunk = Chunk.from(next until next + n)
-            while b.tryOffer(chunk) == UnsafeTaskBuffer.NoRoom do Thread.`yield`()
+            while b.tryOffer(chunk, 0L) == UnsafeTaskBuffer.NoRoom do Thread.`yield`()
             if held(b) > capacity then overfull.set(true)
             next += n
           }

@@ -38,6 +38,7 @@ object Example:
         .withBuffer(200)
         .withOrder(TaskOrder.unordered)
         .withFailurePolicy(FailurePolicy.deadLetter((task, _) => deadLetters.update(_ :+ task)))
+        .withQueueWaits
         .start
         .pipe(OtelEndpoint.reported(metrics, "example"))
         .use { running =>

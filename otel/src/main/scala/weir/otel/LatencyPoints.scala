@@ -12,8 +12,10 @@ import scala.concurrent.duration.FiniteDuration
 import scala.jdk.CollectionConverters.*
 
 /**
- * One collection of the latency histogram: every series' ended runs' buckets plus those of its runs going
- * on, as one cumulative explicit-bucket histogram point per series, in seconds.
+ * One collection of the histograms: every series' ended runs' buckets plus those of its runs going on, as
+ * one cumulative explicit-bucket histogram point per series, in seconds — the task latencies
+ * (`weir.task.duration`) of every series, and the queue waits (`weir.task.queue_wait`) of the series that
+ * have a run that measured them.
  */
 private[otel] final class LatencyPoints[F[_]](
     registry: Registry[F],
@@ -24,35 +26,53 @@ private[otel] final class LatencyPoints[F[_]](
   private val scope = InstrumentationScopeInfo.create("weir")
 
   def produce(resource: SdkResource): java.util.Collection[MetricData] =
-    val points = dispatcher.unsafeRunSync(read)
-    if points.isEmpty then java.util.Collections.emptyList()
-    else
-      java.util.List.of(LatencyMetric(
+    val (durations, waits) = dispatcher.unsafeRunSync(read)
+    def metric(name: String, description: String, points: Vector[HistogramPointData]) =
+      Option.when(points.nonEmpty)(HistogramMetric(
         resource,
         scope,
+        name,
+        description,
         HistogramData.create(AggregationTemporality.CUMULATIVE, points.asJava)
       ))
+    (metric(
+      MetricNames.Duration,
+      "Task latency, from the start of a task to the end of its handler",
+      durations
+    ) ++
+      metric(
+        MetricNames.QueueWait,
+        "Time a task waited, from entering the buffer to its start",
+        waits
+      )).toList
+      .asJava
 
-  private def read: F[Vector[HistogramPointData]] =
+  private def read: F[(Vector[HistogramPointData], Vector[HistogramPointData])] =
     F.realTime.flatMap { now =>
       registry.series.toVector.traverse { (key, series) =>
-        series.live.values.toVector.traverse(_.latencies).map { live =>
-          val b = live.foldLeft(series.endedLatencies)(_ + Buckets.of(_, bounds))
-          HistogramPointData.create(
-            series.startEpochNanos,
-            now.toNanos,
-            attributes(key),
-            seconds(b.sumNanos),
-            false, // the engine keeps no minimum
-            0.0,
-            b.count > 0,
-            seconds(b.maxNanos),
-            boundaries,
-            b.counts.map(java.lang.Long.valueOf).asJava
-          )
+        series.live.values.toVector.traverse(r => (r.latencies, r.queueWaits).tupled).map { live =>
+          val durations = live.foldLeft(series.endedLatencies)((b, h) => b + Buckets.of(h._1, bounds))
+          val waits =
+            Buckets.sum(series.endedQueueWaits.toList ++ live.flatMap(_._2.map(Buckets.of(_, bounds))))
+          val point = (b: Buckets) => pointOf(b, series.startEpochNanos, now.toNanos, attributes(key))
+          (point(durations), waits.map(point))
         }
-      }
+      }.map(points => (points.map(_._1), points.flatMap(_._2)))
     }
+
+  private def pointOf(b: Buckets, start: Long, now: Long, attributes: JavaAttributes): HistogramPointData =
+    HistogramPointData.create(
+      start,
+      now,
+      attributes,
+      seconds(b.sumNanos),
+      false, // the engine keeps no minimum
+      0.0,
+      b.count > 0,
+      seconds(b.maxNanos),
+      boundaries,
+      b.counts.map(java.lang.Long.valueOf).asJava
+    )
 
   private def seconds(nanos: Long): Double = nanos / 1e9
 
@@ -61,16 +81,18 @@ private[otel] final class LatencyPoints[F[_]](
     key.queue.foreach(q => b.put(MetricNames.QueueName, q))
     b.build()
 
-/** `weir.task.duration` as the SDK's exporters read a metric. */
-private final case class LatencyMetric(
+/** One of weir's histograms as the SDK's exporters read a metric. */
+private final case class HistogramMetric(
     resource: SdkResource,
     scope: InstrumentationScopeInfo,
+    name: String,
+    description: String,
     data: HistogramData
 ) extends MetricData:
   def getResource: SdkResource = resource
   def getInstrumentationScopeInfo: InstrumentationScopeInfo = scope
-  def getName: String = MetricNames.Duration
-  def getDescription: String = "Task latency, from the start of a task to the end of its handler"
+  def getName: String = name
+  def getDescription: String = description
   def getUnit: String = "s"
   def getType: MetricDataType = MetricDataType.HISTOGRAM
   def getData: Data[?] = data

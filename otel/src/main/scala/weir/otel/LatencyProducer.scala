@@ -9,8 +9,9 @@ import io.opentelemetry.sdk.resources.Resource as SdkResource
 import java.util.concurrent.atomic.AtomicReference
 
 /**
- * Produces weir's task-latency histogram (`weir.task.duration`) for the OpenTelemetry Java SDK, from the
- * histogram the engine keeps anyway ([[weir.Running.latencies]]), so no task is recorded twice.
+ * Produces weir's histograms for the OpenTelemetry Java SDK: the task latencies (`weir.task.duration`) from
+ * the histogram the engine keeps anyway ([[weir.Running.latencies]]), so no task is recorded twice, and the
+ * queue waits (`weir.task.queue_wait`) of pipelines that measure them ([[weir.Running.queueWaits]]).
  *
  * Register it with the SDK's meter provider when the SDK is built, then hand it to
  * [[WeirMetrics.register]], which binds it to its pipelines:

@@ -19,6 +19,7 @@ import weir.Disposition
  * | `weir.concurrency.limit` | gauge | `{task}` | the concurrency limit now (adaptive ones move) |
  * | `weir.workers` | up-down counter | `{worker}` | worker fibers alive |
  * | `weir.task.duration` | histogram | `s` | each task from its start to the end of its handler, retries included |
+ * | `weir.task.queue_wait` | histogram | `s` | each started task from entering the buffer to its start (pipelines built `withQueueWaits`) |
  *
  * `weir.task.outcome` is `succeeded`, `not_started`, or a failed task's [[Disposition]]: `skipped`,
  * `dead_lettered`, `dead_letter_failed`, `aborted` (the failure that stopped a fail-fast run),
@@ -36,6 +37,7 @@ object MetricNames:
   val Limit = "weir.concurrency.limit"
   val Workers = "weir.workers"
   val Duration = "weir.task.duration"
+  val QueueWait = "weir.task.queue_wait"
 
   val PipelineName = "weir.pipeline.name"
   val QueueName = "weir.queue.name"

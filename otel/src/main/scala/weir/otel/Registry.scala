@@ -9,13 +9,15 @@ private[otel] final case class SeriesKey(pipeline: String, queue: Option[String]
 
 /**
  * One series: the runs going on under its key, and what the runs that ended left. `startEpochNanos` is
- * when the series began, the start of its cumulative counts.
+ * when the series began, the start of its cumulative counts; `endedQueueWaits` is empty until a run that
+ * measured queue waits ([[weir.Pipeline.withQueueWaits]]) ended.
  */
 private[otel] final case class Series[F[_]](
     startEpochNanos: Long,
     live: Map[Long, Running[F, ?]],
     endedCounts: Counts,
-    endedLatencies: Buckets
+    endedLatencies: Buckets,
+    endedQueueWaits: Option[Buckets]
 )
 
 /**
@@ -34,13 +36,13 @@ private[otel] final class Registry[F[_]]:
   def attach(key: SeriesKey, running: Running[F, ?], nowEpochNanos: Long, emptyBuckets: Buckets): Long =
     val id = ids.incrementAndGet()
     val _ = state.updateAndGet { m =>
-      val s = m.getOrElse(key, Series[F](nowEpochNanos, Map.empty, Counts.zero, emptyBuckets))
+      val s = m.getOrElse(key, Series[F](nowEpochNanos, Map.empty, Counts.zero, emptyBuckets, None))
       m.updated(key, s.copy(live = s.live.updated(id, running)))
     }
     id
 
   /** Replaces the run `id` of `key` with what it counted in the end. */
-  def retire(key: SeriesKey, id: Long, last: Counts, latencies: Buckets): Unit =
+  def retire(key: SeriesKey, id: Long, last: Counts, latencies: Buckets, queueWaits: Option[Buckets]): Unit =
     val _ = state.updateAndGet { m =>
       m.get(key) match
         case Some(s) if s.live.contains(id) =>
@@ -49,7 +51,8 @@ private[otel] final class Registry[F[_]]:
             s.copy(
               live = s.live - id,
               endedCounts = s.endedCounts + last,
-              endedLatencies = s.endedLatencies + latencies
+              endedLatencies = s.endedLatencies + latencies,
+              endedQueueWaits = Buckets.sum(s.endedQueueWaits.toList ++ queueWaits)
             )
           )
         case _ => m

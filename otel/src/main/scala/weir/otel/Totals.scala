@@ -91,6 +91,9 @@ private[otel] object Buckets:
   def zero(bounds: Vector[FiniteDuration]): Buckets =
     Buckets(counts = Vector.fill(bounds.size + 1)(0L), count = 0, sumNanos = 0, maxNanos = 0)
 
+  /** The sum of `all`, or `None` when there is none. */
+  def sum(all: Iterable[Buckets]): Option[Buckets] = all.reduceOption(_ + _)
+
   /** The count is the buckets' sum, so that it agrees with them even when read while tasks finish. */
   def of(h: DurationHistogram, bounds: Vector[FiniteDuration]): Buckets =
     val counts = h.bucketCounts(bounds)

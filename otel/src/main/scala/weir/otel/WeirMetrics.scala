@@ -16,7 +16,7 @@ import scala.concurrent.duration.*
 
 /**
  * OpenTelemetry metrics for weir pipelines: counters and gauges through otel4s' [[Meter]], and the task
- * latency histogram through a [[LatencyProducer]] of the OpenTelemetry Java SDK.
+ * latency and queue-wait histograms through a [[LatencyProducer]] of the OpenTelemetry Java SDK.
  *
  * {{{
  * WeirMetrics.register(meter).use { metrics =>
@@ -30,7 +30,9 @@ import scala.concurrent.duration.*
  * collected. Counters and gauges are observable instruments, read by one callback per collection; the
  * latency histogram is produced from the engine's histogram at each collection, because OpenTelemetry
  * has no observable histogram and recording each task a second time would cost more than the task itself
- * for small tasks (ADR 0021).
+ * for small tasks (ADR 0021). The queue-wait histogram is there for the pipelines built with
+ * [[Pipeline.withQueueWaits]], whose engine records the waits at a small cost of its own (a clock reading
+ * per chunk offered); it uses the latency histogram's bounds.
  *
  * ==Series==
  * Every metric carries `weir.pipeline.name` and, for a durable queue, `weir.queue.name`. Runs under the
@@ -89,8 +91,14 @@ final class WeirMetrics[F[_]] private (registry: Registry[F], bounds: Vector[Fin
     yield r
 
   private def retire(key: SeriesKey)(id: Long, run: Running[F, ?]): F[Unit] =
-    (run.snapshot, run.latencies).flatMapN { (last, latencies) =>
-      F.delay(registry.retire(key, id, Counts.of(last), Buckets.of(latencies, bounds)))
+    (run.snapshot, run.latencies, run.queueWaits).flatMapN { (last, latencies, waits) =>
+      F.delay(registry.retire(
+        key,
+        id,
+        Counts.of(last),
+        Buckets.of(latencies, bounds),
+        waits.map(Buckets.of(_, bounds))
+      ))
     }
 
 object WeirMetrics:

@@ -186,6 +186,38 @@ class WeirMetricsSuite extends CatsEffectSuite:
     }
   }
 
+  test("queue waits: the series whose runs measured them get weir.task.queue_wait, exactly; others none") {
+    // one slot, five tasks of 10 ms in one chunk at time zero: they wait 0, 10, 20, 30 and 40 ms
+    val waited = Pipeline(Stream.emits(0 until 5).covary[IO])
+      .process(_ => IO.sleep(10.millis))
+      .withLimit(Limit.fixed(1))
+      .withQueueWaits
+    setup().use { s =>
+      for
+        _ <- TestControl.executeEmbed(s.metrics.run(waited, "waited"))
+        _ <- TestControl.executeEmbed(s.metrics.run(waited, "waited"))
+        _ <- TestControl.executeEmbed(knownRun(s.metrics, "unmeasured"))
+        ms <- s.collect
+      yield
+        val waits = metric(ms, MetricNames.QueueWait)
+        assertEquals(waits.getUnit, "s")
+        val points = waits.getHistogramData.getPoints.asScala.toVector
+        assertEquals(points.map(_.getAttributes.get(pipelineKey)), Vector("waited"))
+        val h = points.head
+        assertEquals(h.getCount, 10L)
+        assertEqualsDouble(h.getSum, 2 * 0.100, 1e-9)
+        assertEqualsDouble(h.getMax, 0.040, 1e-12)
+        val millis = Vector(0, 10, 20, 30, 40, 0, 10, 20, 30, 40)
+        val bounds = WeirMetrics.DefaultLatencyBounds.map(_.toNanos / 1e6)
+        val expected = (bounds :+ Double.PositiveInfinity).zipWithIndex.map { (upper, i) =>
+          val lower = if i == 0 then -1.0 else bounds(i - 1)
+          millis.count(w => w > lower && w <= upper).toLong
+        }
+        assertEquals(h.getCounts.asScala.map(_.longValue).toVector, expected)
+        assertEquals(histogram(ms, "waited").getCount, 10L) // the latencies of the same runs, as ever
+    }
+  }
+
   test("without a latency producer: the counters and gauges, and no histogram") {
     setup(latencies = false).use { s =>
       for
