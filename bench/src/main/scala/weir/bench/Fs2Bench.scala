@@ -1,7 +1,7 @@
 package weir.bench
 
 import cats.effect.IO
-import fs2.Stream
+import fs2.{Pull, Stream}
 import org.openjdk.jmh.annotations.*
 import weir.bench.Workload.*
 
@@ -11,7 +11,8 @@ import scala.concurrent.duration.*
 /**
  * fs2 3.14: `parEvalMapUnordered` and `parEvalMap` at the same concurrency as weir, fed by `Stream.range`
  * (one element per chunk), and `parEvalMapUnordered` fed one chunk of all tasks; `evalMap` is the
- * sequential baseline (the same stream, one task at a time). For the sleep workload, the baseline is ten
+ * sequential baseline (the same stream, one task at a time) and `sourcePull` the stream alone, pulled as
+ * weir's producer pulls it. For the sleep workload, the baseline is ten
  * 1 ms sleeps in a row on the same runtime.
  *
  * Run (from the repository root, after building bench):
@@ -51,6 +52,18 @@ class Fs2Bench extends OnWeirRuntime:
   @Benchmark
   @OperationsPerInvocation(Tasks)
   def noopEvalMap(): Unit = unsafeRun(source(Tasks).evalMap(noop).compile.drain)
+
+  // the source alone, pulled chunk by chunk as weir's producer pulls it and nothing done with the chunks: the
+  // floor under anything fed `Stream.range` this way
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def sourcePull(): Unit =
+    def go(s: Stream[IO, Int]): Pull[IO, Nothing, Unit] =
+      s.pull.uncons.flatMap {
+        case Some((_, rest)) => go(rest)
+        case None => Pull.done
+      }
+    unsafeRun(go(source(Tasks)).stream.compile.drain)
 
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)

@@ -7,10 +7,11 @@ import scala.concurrent.duration.FiniteDuration
 
 /**
  * The accounts of one run: counters for every transition a task makes, the failed and unstarted tasks
- * themselves, the task latencies, and the queue waits when the run measures them (`measured`). Every method is a plain call, safe from any thread, to be made inside
- * an effect (the worker's and the producer's fast paths make them in their continuations, the stages in
- * `F.delay`): a counter is a `LongAdder` increment, a latency a plain write to the recording thread's own
- * histogram ([[LatencyRecorder]]), so the ledger is always on.
+ * themselves, the task latencies, and the queue waits when the run measures them (`measured`). Every
+ * method is a plain call, safe from any thread, to be made inside an effect (the worker's and the
+ * producer's fast paths make them in their continuations, the stages in `F.delay`): a counter is a
+ * `LongAdder` increment, a latency a plain write to the recording thread's own histogram
+ * ([[LatencyRecorder]]), so the ledger is always on.
  *
  * Invariant at the end of a run: `received == succeeded + failed + notStarted`.
  */

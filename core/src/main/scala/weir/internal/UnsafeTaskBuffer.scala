@@ -62,7 +62,8 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](initial: BufferState[F, A]):
     val next = seen.takeFromHead
     if next eq seen then modify(_.takeIfFree)
     else if ref.compareAndSet(seen, next) then
-      seen.times.entry(seen.headSeq + seen.pos, seen.head(seen.pos), null)
+      if measured then seen.times.entry(seen.headSeq + seen.pos, seen.head(seen.pos), null)
+      else Entry(seen.headSeq + seen.pos, seen.head(seen.pos), null) // see `Worker.measured`
     else tryTake()
 
   /**

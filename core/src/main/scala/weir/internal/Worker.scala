@@ -46,6 +46,11 @@ private[weir] final class Worker[F[_], A, B](
   private var tries = 1 // its attempts so far, the one running included
   private var result: Either[Throwable, B] = Left(null) // how it ended, between `ended` and `recorded`
 
+  // whether the run measures queue waits, asked before the type test in `waited`: a JVM whose runs do not
+  // measure then never loads `TimedEntry`, and `Entry`, a class without subclasses, is tested for with one
+  // comparison on every take
+  private val measured = buffer.unsafe.measured
+
   // ---- take ---------------------------------------------------------------------------------------
 
   /** The fast take, as one plain step, and the task started if it is [[TaskPath.ready]]. */
@@ -97,10 +102,10 @@ private[weir] final class Worker[F[_], A, B](
 
   private val attempt: FiniteDuration => F[Boolean] = at =>
     t0 = at.toNanos
-    waited(current)
+    if measured then waited(current)
     run(current)
 
-  /** The queue wait of a task started at `t0`, if the run measures them. */
+  /** The queue wait of a task started at `t0`. */
   private def waited(entry: Entry[A]): Unit =
     entry match
       case timed: TimedEntry[?] => ledger.waited(t0 - timed.enqueuedAt)
@@ -162,7 +167,7 @@ private[weir] final class Worker[F[_], A, B](
       case entry: Entry[A] =>
         if current ne null then // started: `now` is its start
           t0 = now
-          waited(entry)
+          if measured then waited(entry)
           run(entry)
         else enter(entry)
 
