@@ -27,25 +27,28 @@ private[otel] final class LatencyPoints[F[_]](
 
   def produce(resource: SdkResource): java.util.Collection[MetricData] =
     val (durations, waits) = dispatcher.unsafeRunSync(read)
-    def metric(name: String, description: String, points: Vector[HistogramPointData]) =
-      Option.when(points.nonEmpty)(HistogramMetric(
-        resource,
-        scope,
-        name,
-        description,
-        HistogramData.create(AggregationTemporality.CUMULATIVE, points.asJava)
-      ))
-    (metric(
-      MetricNames.Duration,
-      "Task latency, from the start of a task to the end of its handler",
-      durations
-    ) ++
-      metric(
-        MetricNames.QueueWait,
-        "Time a task waited, from entering the buffer to its start",
-        waits
-      )).toList
-      .asJava
+    List(
+      metric(resource, MetricNames.Duration, DurationDescription, durations),
+      metric(resource, MetricNames.QueueWait, QueueWaitDescription, waits)
+    ).flatten.asJava
+
+  private val DurationDescription = "Task latency, from the start of a task to the end of its handler"
+  private val QueueWaitDescription = "Time a task waited, from entering the buffer to its start"
+
+  /** The histogram `name`, or nothing when no series has a point of it. */
+  private def metric(
+      resource: SdkResource,
+      name: String,
+      description: String,
+      points: Vector[HistogramPointData]
+  ): Option[MetricData] =
+    Option.when(points.nonEmpty)(HistogramMetric(
+      resource,
+      scope,
+      name,
+      description,
+      HistogramData.create(AggregationTemporality.CUMULATIVE, points.asJava)
+    ))
 
   private def read: F[(Vector[HistogramPointData], Vector[HistogramPointData])] =
     F.realTime.flatMap { now =>
