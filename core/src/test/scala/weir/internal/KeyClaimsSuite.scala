@@ -62,7 +62,49 @@ class KeyClaimsSuite extends ScalaCheckSuite:
           val (next, seqs) = drain(c, key, Nil)
           (next, acc.updated(key, seqs))
       }
-      assertEquals(end, KeyClaims.empty[Int])
+      assertEquals(end.count, 0)
+      assertEquals(KeyClaims.tasks(end).toList, Nil)
       entries.groupBy(_.key).foreach((key, es) => assertEquals(handed(key), es.map(_.seq).tail))
+    }
+  }
+
+  property(
+    "claims agree with a map of claimed keys, however many keys come and go (the table grows and shrinks)"
+  ) {
+    // each step: the entry of a key (claimed if free, else parked), or a hand-on of the claimed key it picks
+    val step = Gen.oneOf(Gen.choose(0, 300).map(Left(_)), Gen.choose(0, 1000).map(Right(_)))
+    Prop.forAll(Gen.listOf(step)) { steps =>
+      var claims = KeyClaims.empty[Int]
+      var parked = 0
+      var model = Map.empty[Any, Vector[Long]] // claimed key -> seqs parked behind it
+      steps.zipWithIndex.foreach {
+        case (Left(k), seq) =>
+          // keys of two types: a `Long` key equals the `Int` of the same value, as in a `Map`
+          val key: Any = if k % 3 == 0 then k.toLong else k
+          val (next, more) = claimOrPark((claims, parked), entry(seq.toLong, key))
+          claims = next
+          parked = more
+          model = model.updated(key, model.get(key).fold(Vector.empty[Long])(_ :+ seq.toLong))
+        case (Right(i), _) =>
+          if model.nonEmpty then
+            val key = model.keys.toVector.sortBy(_.toString).apply(i % model.size)
+            val (next, turn) = handOn(claims, key)
+            claims = next
+            model(key) match
+              case first +: rest =>
+                assertEquals(turn.asInstanceOf[Entry[Int]].seq, first)
+                parked -= 1
+                model = model.updated(key, rest)
+              case _ =>
+                assertEquals(turn, KeyReleased)
+                model = model - key
+      }
+      assertEquals(claims.count, model.size)
+      assertEquals(parked, model.values.map(_.size).sum)
+      // looked up as an `Int`, whether claimed as an `Int` or as a `Long`
+      (0 to 300).foreach { k =>
+        assertEquals(Option(KeyClaims.behind(claims, k)).map(_.map(_.seq).toVector), model.get(k), s"key $k")
+      }
+      assertEquals(KeyClaims.tasks(claims).toList.sorted, model.values.flatten.map(_.toInt).toList.sorted)
     }
   }
