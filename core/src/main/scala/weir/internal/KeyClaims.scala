@@ -26,7 +26,7 @@ private[weir] object KeyClaims:
    * is never written once built, which is what makes the variance sound.
    */
   final class Claims[+A] private[KeyClaims] (
-      private[KeyClaims] val buckets: Array[Claim[A @uncheckedVariance]],
+      private[internal] val buckets: Array[Claim[A @uncheckedVariance]],
       val count: Int
   )
 

@@ -71,33 +71,44 @@ class KeyClaimsSuite extends ScalaCheckSuite:
   property(
     "claims agree with a map of claimed keys, however many keys come and go (the table grows and shrinks)"
   ) {
-    // each step: the entry of a key (claimed if free, else parked), or a hand-on of the claimed key it picks
-    val step = Gen.oneOf(Gen.choose(0, 300).map(Left(_)), Gen.choose(0, 1000).map(Right(_)))
-    Prop.forAll(Gen.listOf(step)) { steps =>
+    // each step: the entry of a key (claimed if free, else parked), or a hand-on of the claimed key it picks;
+    // mostly entries first, up to some hundred keys claimed at once, then mostly hand-ons
+    def step(entries: Int, handOns: Int) =
+      Gen.frequency(entries -> Gen.choose(0, 300).map(Left(_)), handOns -> Gen.choose(0, 1000).map(Right(_)))
+    val scenario =
+      for
+        n <- Gen.choose(0, 400)
+        growing <- Gen.listOfN(n, step(4, 1))
+        shrinking <- Gen.listOfN(n, step(1, 4))
+      yield growing ++ shrinking
+    Prop.forAllNoShrink(scenario) { steps =>
       var claims = KeyClaims.empty[Int]
       var parked = 0
       var model = Map.empty[Any, Vector[Long]] // claimed key -> seqs parked behind it
-      steps.zipWithIndex.foreach {
-        case (Left(k), seq) =>
-          // keys of two types: a `Long` key equals the `Int` of the same value, as in a `Map`
-          val key: Any = if k % 3 == 0 then k.toLong else k
-          val (next, more) = claimOrPark((claims, parked), entry(seq.toLong, key))
-          claims = next
-          parked = more
-          model = model.updated(key, model.get(key).fold(Vector.empty[Long])(_ :+ seq.toLong))
-        case (Right(i), _) =>
-          if model.nonEmpty then
-            val key = model.keys.toVector.sortBy(_.toString).apply(i % model.size)
-            val (next, turn) = handOn(claims, key)
+      steps.zipWithIndex.foreach { (step, seq) =>
+        step match
+          case Left(k) =>
+            // keys of two types: a `Long` key equals the `Int` of the same value, as in a `Map`
+            val key: Any = if k % 3 == 0 then k.toLong else k
+            val (next, more) = claimOrPark((claims, parked), entry(seq.toLong, key))
             claims = next
-            model(key) match
-              case first +: rest =>
-                assertEquals(turn.asInstanceOf[Entry[Int]].seq, first)
-                parked -= 1
-                model = model.updated(key, rest)
-              case _ =>
-                assertEquals(turn, KeyReleased)
-                model = model - key
+            parked = more
+            model = model.updated(key, model.get(key).fold(Vector.empty[Long])(_ :+ seq.toLong))
+          case Right(i) =>
+            if model.nonEmpty then
+              val key = model.keys.toVector.sortBy(_.toString).apply(i % model.size)
+              val (next, turn) = handOn(claims, key)
+              claims = next
+              model(key) match
+                case first +: rest =>
+                  assertEquals(turn.asInstanceOf[Entry[Int]].seq, first)
+                  parked -= 1
+                  model = model.updated(key, rest)
+                case _ =>
+                  assertEquals(turn, KeyReleased)
+                  model = model - key
+        // the table follows the claims down as well as up: its size is bounded by the keys claimed now
+        assert(claims.buckets.length <= math.max(8, 2 * claims.count), s"${claims.buckets.length} buckets")
       }
       assertEquals(claims.count, model.size)
       assertEquals(parked, model.values.map(_.size).sum)
