@@ -156,18 +156,23 @@ private[weir] final case class BufferState[F[_], A](
    * after the pops and the entry claimed, or [[TakeLater]] when none was. One copy of the state however
    * many entries it pops, and no wrapper around it: this runs on every take.
    */
-  private def popClaimable: (BufferState[F, A], Took[A]) = popClaimable(this.claimed)
+  private def popClaimable: (BufferState[F, A], Took[A]) = popClaimable(releasing = null)
 
-  /** [[popClaimable]] with `claims` in place of this state's (a key released in the same step). */
-  private def popClaimable(claims: KeyClaims.Claims[A]): (BufferState[F, A], Took[A]) =
+  /**
+   * [[popClaimable]] for the claimant of `releasing` (null: none), a key with nothing parked behind it that
+   * its claimant is done with: that key is free to the entries popped, and its claim passes to the entry
+   * taken in one change of the claims; it is released if no entry with a key is taken.
+   */
+  private def popClaimable(releasing: Any): (BufferState[F, A], Took[A]) =
     var front = this.front
     var head = this.head
     var pos = this.pos
     var headSeq = this.headSeq
     var rest = this.rest
     var size = this.size
-    var claimed = claims
+    var claimed = this.claimed
     var parked = this.parked
+    var handing = releasing
     var found: Entry[A] = null // none yet: a local sentinel, so that a take allocates no `Option`
     while found == null && size > 0 do
       val e = front match
@@ -187,13 +192,17 @@ private[weir] final case class BufferState[F[_], A](
       size -= 1
       if !e.keyed then found = e
       else
-        val queue = KeyClaims.behind(claimed, e.key)
+        val queue = if e.key == handing then null else KeyClaims.behind(claimed, e.key)
         if queue == null then
-          claimed = KeyClaims.claim(claimed, e.key)
+          claimed =
+            if handing == null then KeyClaims.claim(claimed, e.key)
+            else KeyClaims.handOver(claimed, handing, e.key)
+          handing = null
           found = e
         else
           claimed = KeyClaims.park(claimed, e, queue)
           parked += 1
+    if handing != null then claimed = KeyClaims.advance(claimed, handing, KeyReleased)
     val s =
       if size == this.size && (claimed eq this.claimed) then this
       else
@@ -244,12 +253,13 @@ private[weir] final case class BufferState[F[_], A](
       KeyClaims.next(claimed, key) match
         case KeyReleased =>
           // the common case of a per-key task: one copy of the state for the release and the take
-          val released = KeyClaims.advance(claimed, key, KeyReleased)
-          if !andTake || size == 0 then (copy(claimed = released), KeyReleased)
+          if !andTake || size == 0 then
+            (copy(claimed = KeyClaims.advance(claimed, key, KeyReleased)), KeyReleased)
           else
-            popClaimable(released) match
+            popClaimable(releasing = key) match
               case (s, entry: Entry[A]) if !s.offererFits => (s, entry)
-              case _ => (copy(claimed = released), KeyReleased)
+              case (s, TakeLater) => (s, KeyReleased) // released by the pop
+              case _ => (copy(claimed = KeyClaims.advance(claimed, key, KeyReleased)), KeyReleased)
         case turn =>
           val next = copy(claimed = KeyClaims.advance(claimed, key, turn), parked = parked - 1)
           if next.offererFits then (this, KeyTurnLater) else (next, turn)

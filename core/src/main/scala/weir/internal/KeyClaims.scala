@@ -58,6 +58,21 @@ private[weir] object KeyClaims:
       buckets(i) = Claim(key, ScalaQueue.empty, buckets(i))
       Claims(buckets, claims.count + 1)
 
+  /**
+   * The claimant of `from`, with nothing parked behind it, is done with it and claims the free `to`
+   * instead: the release and the claim in one change of the table (none when `to` is `from`).
+   */
+  def handOver[A](claims: Claims[A], from: Any, to: Any): Claims[A] =
+    val i = bucket(from, claims.buckets.length)
+    if to == from then claims
+    else if find(claims.buckets(i), from) == null then claim(claims, to)
+    else
+      val buckets = claims.buckets.clone()
+      buckets(i) = replacedIn(buckets(i), from, null)
+      val j = bucket(to, buckets.length)
+      buckets(j) = Claim(to, ScalaQueue.empty, buckets(j))
+      Claims(buckets, claims.count)
+
   /** Parks `e` behind its claimed key, whose queue is `queue` (see [[behind]]). */
   def park[A](claims: Claims[A], e: Entry[A], queue: ScalaQueue[Entry[A]]): Claims[A] =
     replaced(claims, e.key, queue.enqueue(e))

@@ -81,6 +81,8 @@ class KeyClaimsSuite extends ScalaCheckSuite:
         growing <- Gen.listOfN(n, step(4, 1))
         shrinking <- Gen.listOfN(n, step(1, 4))
       yield growing ++ shrinking
+    // keys of two types: a `Long` key equals the `Int` of the same value, as in a `Map`
+    def keyOf(k: Int): Any = if k % 3 == 0 then k.toLong else k
     Prop.forAllNoShrink(scenario) { steps =>
       var claims = KeyClaims.empty[Int]
       var parked = 0
@@ -88,8 +90,7 @@ class KeyClaimsSuite extends ScalaCheckSuite:
       steps.zipWithIndex.foreach { (step, seq) =>
         step match
           case Left(k) =>
-            // keys of two types: a `Long` key equals the `Int` of the same value, as in a `Map`
-            val key: Any = if k % 3 == 0 then k.toLong else k
+            val key = keyOf(k)
             val (next, more) = claimOrPark((claims, parked), entry(seq.toLong, key))
             claims = next
             parked = more
@@ -97,16 +98,22 @@ class KeyClaimsSuite extends ScalaCheckSuite:
           case Right(i) =>
             if model.nonEmpty then
               val key = model.keys.toVector.sortBy(_.toString).apply(i % model.size)
-              val (next, turn) = handOn(claims, key)
-              claims = next
-              model(key) match
-                case first +: rest =>
-                  assertEquals(turn.asInstanceOf[Entry[Int]].seq, first)
-                  parked -= 1
-                  model = model.updated(key, rest)
-                case _ =>
-                  assertEquals(turn, KeyReleased)
-                  model = model - key
+              val to = keyOf(i % 300)
+              if model(key).isEmpty && i % 2 == 0 && (to == key || !model.contains(to)) then
+                // done with a key with nothing parked, its claimant takes an entry of a free key
+                claims = KeyClaims.handOver(claims, key, to)
+                model = (model - key).updated(to, Vector.empty)
+              else
+                val (next, turn) = handOn(claims, key)
+                claims = next
+                model(key) match
+                  case first +: rest =>
+                    assertEquals(turn.asInstanceOf[Entry[Int]].seq, first)
+                    parked -= 1
+                    model = model.updated(key, rest)
+                  case _ =>
+                    assertEquals(turn, KeyReleased)
+                    model = model - key
         // the table follows the claims down as well as up: its size is bounded by the keys claimed now
         assert(claims.buckets.length <= math.max(8, 2 * claims.count), s"${claims.buckets.length} buckets")
       }
