@@ -146,9 +146,7 @@ private[weir] final class Worker[F[_], A, B](
   private def handOn(entry: Entry[A], now: Long): F[Boolean] =
     path.handOn(entry, andTake = !pool.overLimit) match
       case KeyReleased => proceed(next(), now)
-      case following: Entry[
-            A
-          ] => // the key's next task or the next one taken, already claimed for this worker
+      case following: Entry[A] => // the key's next task, or the one taken: claimed for this worker
         if path.ready(following) then start(following)
         proceed(following, now)
       case KeyTurnLater => afterKey(entry.key)
