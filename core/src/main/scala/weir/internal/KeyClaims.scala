@@ -12,8 +12,9 @@ import scala.collection.immutable.Queue as ScalaQueue
  * The claims are an immutable hash table of their own rather than a `Map`: every per-key task claims a key
  * when it is taken and releases it when it is done, so both are on the hot path, and a table of a few
  * buckets, each a short chain, is cheaper to change than a hash trie: a change copies the array of
- * buckets and the chain before the claim it changes, nothing else. The number of buckets follows the
- * number of claims (about four claims per bucket), so a change costs about the square root of the claims.
+ * buckets and the chain before the claim it changes, nothing else. The table keeps between √(4n) and
+ * √(32n) buckets for n claims (8 at least), so that the array a change copies and the chain it walks stay
+ * short together: 16 buckets of about 4 claims for the 64 keys of 64 workers.
  *
  * Invariant: a key is present while its claimant runs its entries; the buffer's `parked` is the total
  * length of the queues. Only claimed keys are present, so the table is bounded by the number of workers,
@@ -34,7 +35,12 @@ private[weir] object KeyClaims:
   private[KeyClaims] final class Claim[+A](val key: Any, val parked: ScalaQueue[Entry[A]], val next: Claim[A])
 
   private val MinBuckets = 8
-  private val MaxPerBucket = 4 // more claims per bucket on average, and the table doubles
+
+  // a table of b buckets doubles once it has b² / 4 claims, and halves below b² / 32 (a factor of two apart,
+  // so that a count going up and down across one threshold does not resize it every time)
+  private def full(count: Int, buckets: Int): Boolean = 4 * count >= buckets * buckets
+  private def sparse(count: Int, buckets: Int): Boolean = buckets > MinBuckets &&
+    32 * count < buckets * buckets
 
   private val Empty: Claims[Nothing] = Claims(new Array[Claim[Nothing]](MinBuckets), 0)
 
@@ -50,7 +56,7 @@ private[weir] object KeyClaims:
 
   /** Claims the free `key` (see [[behind]]). */
   def claim[A](claims: Claims[A], key: Any): Claims[A] =
-    if claims.count >= MaxPerBucket * claims.buckets.length then
+    if full(claims.count, claims.buckets.length) then
       claim(resized(claims, claims.buckets.length * 2), key)
     else
       val buckets = claims.buckets.clone()
@@ -114,7 +120,7 @@ private[weir] object KeyClaims:
 
   /**
    * The claims with `key`'s queue replaced by `parked`, or the key removed when `parked` is null (the
-   * table halves when it has fewer claims than buckets); the same claims when `key` is not claimed.
+   * table halves when it is sparse); the same claims when `key` is not claimed.
    */
   private def replaced[A](claims: Claims[A], key: Any, parked: ScalaQueue[Entry[A]]): Claims[A] =
     val i = bucket(key, claims.buckets.length)
@@ -123,7 +129,7 @@ private[weir] object KeyClaims:
       val buckets = claims.buckets.clone()
       buckets(i) = replacedIn(buckets(i), key, parked)
       if parked != null then Claims(buckets, claims.count)
-      else if buckets.length > MinBuckets && claims.count - 1 < buckets.length then
+      else if sparse(claims.count - 1, buckets.length) then
         resized(Claims(buckets, claims.count - 1), buckets.length / 2)
       else Claims(buckets, claims.count - 1)
 
