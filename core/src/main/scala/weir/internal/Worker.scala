@@ -144,7 +144,7 @@ private[weir] final class Worker[F[_], A, B](
    * takes the next task in the same step, unless the worker is to retire ([[next]]'s check).
    */
   private def handOn(entry: Entry[A], now: Long): F[Boolean] =
-    path.handOn(entry, andTake = !pool.overLimit) match
+    path.handOn(entry, andTake = entry.keyed && !pool.overLimit) match
       case KeyReleased => proceed(next(), now)
       case following: Entry[A] => // the key's next task, or the one taken: claimed for this worker
         if path.ready(following) then start(following)
