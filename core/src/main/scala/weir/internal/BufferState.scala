@@ -102,11 +102,11 @@ private[weir] final case class BufferState[F[_], A](
     var served: Served[A] = Nil
     while s.takers.nonEmpty && s.size > s.spinning do
       s.popClaimable match
-        case Claimed(popped, entry) =>
+        case (popped, entry: Entry[A]) =>
           val (taker, more) = popped.takers.dequeue
           s = popped.copy(takers = more)
           served = (taker, entry) :: served
-        case NoneClaimable(popped) => s = popped
+        case (popped, _) => s = popped
     (s, served)
 
   /** Takes an entry if one is claimable; else becomes a spinner if there is room for one. */
@@ -138,7 +138,7 @@ private[weir] final case class BufferState[F[_], A](
     if stopped || size == 0 then (this, TakeLater)
     else
       popClaimable match
-        case Claimed(s, entry) if !s.offererFits => (s, entry)
+        case taken @ (s, _: Entry[A]) if !s.offererFits => taken
         case _ => (this, TakeLater)
 
   /**
@@ -158,10 +158,10 @@ private[weir] final case class BufferState[F[_], A](
     if stopped then (this, Finished)
     else
       popClaimable match
-        case Claimed(s, entry) =>
+        case (s, entry: Entry[A]) =>
           val (woken, wake) = s.wakeOfferer
           (woken, Taken(entry, wake))
-        case NoneClaimable(s) =>
+        case (s, _) =>
           if closed then (s, Finished)
           else
             waiter match
@@ -169,10 +169,18 @@ private[weir] final case class BufferState[F[_], A](
               case Some(t) => (s.copy(takers = s.takers.enqueue(t)), MustWait)
 
   /**
-   * Pops queued entries until one whose key is free (claiming it), parking the others. One copy of the
-   * state however many entries it pops: this runs on every take.
+   * Pops queued entries until one whose key is free (claiming it), parking the others; returns the state
+   * after the pops and the entry claimed, or [[TakeLater]] when none was. One copy of the state however
+   * many entries it pops, and no wrapper around it: this runs on every take.
    */
-  private def popClaimable: Pop[F, A] =
+  private def popClaimable: (BufferState[F, A], Took[A]) = popClaimable(releasing = null)
+
+  /**
+   * [[popClaimable]] for the claimant of `releasing` (null: none), a key with nothing parked behind it that
+   * its claimant is done with: that key is free to the entries popped, and its claim passes to the entry
+   * taken in one change of the claims; it is released if no entry with a key is taken.
+   */
+  private def popClaimable(releasing: Any): (BufferState[F, A], Took[A]) =
     var front = this.front
     var head = this.head
     var pos = this.pos
@@ -182,6 +190,7 @@ private[weir] final case class BufferState[F[_], A](
     var size = this.size
     var claimed = this.claimed
     var parked = this.parked
+    var handing = releasing
     var found: Entry[A] = null // none yet: a local sentinel, so that a take allocates no `Option`
     while found == null && size > 0 do
       val e = front match
@@ -202,15 +211,19 @@ private[weir] final case class BufferState[F[_], A](
       size -= 1
       if !e.keyed then found = e
       else
-        val queue = KeyClaims.behind(claimed, e.key)
+        val queue = if e.key == handing then null else KeyClaims.behind(claimed, e.key)
         if queue == null then
-          claimed = KeyClaims.claim(claimed, e.key)
+          claimed =
+            if handing == null then KeyClaims.claim(claimed, e.key)
+            else KeyClaims.handOver(claimed, handing, e.key)
+          handing = null
           found = e
         else
           claimed = KeyClaims.park(claimed, e, queue)
           parked += 1
+    if handing != null then claimed = KeyClaims.advance(claimed, handing, KeyReleased)
     val s =
-      if size == this.size then this
+      if size == this.size && (claimed eq this.claimed) then this
       else
         copy(
           front = front,
@@ -223,7 +236,7 @@ private[weir] final case class BufferState[F[_], A](
           claimed = claimed,
           parked = parked
         )
-    if found == null then NoneClaimable(s) else Claimed(s, found)
+    (s, if found == null then TakeLater else found)
 
   private def entryOf(times: EnqueueTimes, seq: Long, task: A): Entry[A] =
     keyOf match
@@ -248,11 +261,28 @@ private[weir] final case class BufferState[F[_], A](
         case KeyReleased => (copy(claimed = KeyClaims.advance(claimed, key, KeyReleased)), KeyReleased)
         case turn => (copy(claimed = KeyClaims.advance(claimed, key, turn), parked = parked - 1), turn)
 
-  /** [[finishKey]] when it wakes no producer; [[KeyTurnLater]] and no change when it would. */
-  def finishKeyQuietly(key: Any): (BufferState[F, A], KeyTurn[A]) =
-    handOnKey(key) match
-      case (next, _: Entry[A]) if next.offererFits => (this, KeyTurnLater)
-      case handed => handed
+  /**
+   * [[finishKey]] when it wakes no producer; [[KeyTurnLater]] and no change when it would. With `andTake`,
+   * a key released (nothing parked behind it) is followed in the same step by its claimant's next take, as
+   * [[takeIfFree]] would make it: the entry taken (its key claimed) is returned instead of [[KeyReleased]],
+   * which then means that nothing was taken.
+   */
+  def finishKeyQuietly(key: Any, andTake: Boolean): (BufferState[F, A], KeyTurn[A]) =
+    if stopped then (this, KeyReleased)
+    else
+      KeyClaims.next(claimed, key) match
+        case KeyReleased =>
+          // the common case of a per-key task: one copy of the state for the release and the take
+          if !andTake || size == 0 then
+            (copy(claimed = KeyClaims.advance(claimed, key, KeyReleased)), KeyReleased)
+          else
+            popClaimable(releasing = key) match
+              case (s, entry: Entry[A]) if !s.offererFits => (s, entry)
+              case (s, TakeLater) => (s, KeyReleased) // released by the pop
+              case _ => (copy(claimed = KeyClaims.advance(claimed, key, KeyReleased)), KeyReleased)
+        case turn =>
+          val next = copy(claimed = KeyClaims.advance(claimed, key, turn), parked = parked - 1)
+          if next.offererFits then (this, KeyTurnLater) else (next, turn)
 
   /** The claimant of `key` is done with an entry: the next one parked behind it, or `None` (released). */
   def finishKey(key: Any): (BufferState[F, A], F[Option[Entry[A]]]) =
@@ -305,10 +335,6 @@ private[weir] object BufferState:
   case object Finished extends TakeResult[Nothing, Nothing]
   case object MustWait extends TakeResult[Nothing, Nothing]
   case object Spin extends TakeResult[Nothing, Nothing]
-
-  private sealed trait Pop[F[_], A]
-  private final case class Claimed[F[_], A](state: BufferState[F, A], entry: Entry[A]) extends Pop[F, A]
-  private final case class NoneClaimable[F[_], A](state: BufferState[F, A]) extends Pop[F, A]
 
   /** Takers that may spin at once. */
   val MaxSpinners = 1

@@ -32,8 +32,9 @@ private[weir] sealed trait Took[+A]
 private[weir] case object TakeLater extends Took[Nothing]
 
 /**
- * What [[UnsafeTaskBuffer.tryFinishKey]] returns: the next [[Entry]] parked behind the key (the key stays
- * claimed by the caller), [[KeyReleased]], or [[KeyTurnLater]].
+ * What [[UnsafeTaskBuffer.tryFinishKey]] returns: the caller's next [[Entry]] — parked behind the key (the
+ * key stays claimed by the caller) or, the key released, taken in the same step (its key claimed by the
+ * caller) — [[KeyReleased]], or [[KeyTurnLater]].
  */
 private[weir] sealed trait KeyTurn[+A]
 

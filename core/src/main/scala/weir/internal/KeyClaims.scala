@@ -1,52 +1,147 @@
 package weir.internal
 
+import scala.annotation.tailrec
+import scala.annotation.unchecked.uncheckedVariance
 import scala.collection.immutable.Queue as ScalaQueue
 
 /**
  * The per-key bookkeeping of [[weir.TaskOrder.byKey]], as pure functions over the claims: the keys claimed
  * now, each with the entries parked behind it in input order. The claims and the count of parked entries
- * are fields of [[BufferState]], so that they change with the rest of the buffer in one compare-and-set,
- * and so that claiming a key on every take allocates no wrapper besides the map itself.
+ * are fields of [[BufferState]], so that they change with the rest of the buffer in one compare-and-set.
+ *
+ * The claims are an immutable hash table of their own rather than a `Map`: every per-key task claims a key
+ * when it is taken and releases it when it is done, so both are on the hot path, and a table of a few
+ * buckets, each a short chain, is cheaper to change than a hash trie: a change copies the array of
+ * buckets and the chain before the claim it changes, nothing else. The table keeps between √(4n) and
+ * √(32n) buckets for n claims (8 at least), so that the array a change copies and the chain it walks stay
+ * short together: 16 buckets of about 4 claims for the 64 keys of 64 workers.
  *
  * Invariant: a key is present while its claimant runs its entries; the buffer's `parked` is the total
- * length of the queues. Only claimed keys are present, so the map is bounded by the number of workers,
+ * length of the queues. Only claimed keys are present, so the table is bounded by the number of workers,
  * not by the number of keys.
  */
 private[weir] object KeyClaims:
-  type Claims[A] = Map[Any, ScalaQueue[Entry[A]]]
 
-  def empty[A]: Claims[A] = Map.empty
+  /**
+   * The claimed keys: `count` of them, chained in `buckets` by the hash of their key. Immutable: the array
+   * is never written once built, which is what makes the variance sound.
+   */
+  final class Claims[+A] private[KeyClaims] (
+      private[internal] val buckets: Array[Claim[A @uncheckedVariance]],
+      val count: Int
+  )
+
+  /** A claimed key and the entries parked behind it; `next` is the next claim of its bucket, or null. */
+  private[KeyClaims] final class Claim[+A](val key: Any, val parked: ScalaQueue[Entry[A]], val next: Claim[A])
+
+  private val MinBuckets = 8
+
+  // a table of b buckets doubles once it has b² / 4 claims, and halves below b² / 32 (a factor of two apart,
+  // so that a count going up and down across one threshold does not resize it every time)
+  private def full(count: Int, buckets: Int): Boolean = 4 * count >= buckets * buckets
+  private def sparse(count: Int, buckets: Int): Boolean = buckets > MinBuckets &&
+    32 * count < buckets * buckets
+
+  private val Empty: Claims[Nothing] = Claims(new Array[Claim[Nothing]](MinBuckets), 0)
+
+  def empty[A]: Claims[A] = Empty
 
   /**
    * The entries parked behind `key` if it is claimed, `null` if it is free: a sentinel rather than an
    * `Option`, because every take under per-key admission asks this.
    */
-  def behind[A](claims: Claims[A], key: Any): ScalaQueue[Entry[A]] = claims.getOrElse(key, null)
+  def behind[A](claims: Claims[A], key: Any): ScalaQueue[Entry[A]] =
+    val c = find(claims.buckets(bucket(key, claims.buckets.length)), key)
+    if c == null then null else c.parked
 
   /** Claims the free `key` (see [[behind]]). */
-  def claim[A](claims: Claims[A], key: Any): Claims[A] = claims.updated(key, ScalaQueue.empty)
+  def claim[A](claims: Claims[A], key: Any): Claims[A] =
+    if full(claims.count, claims.buckets.length) then
+      claim(resized(claims, claims.buckets.length * 2), key)
+    else
+      val buckets = claims.buckets.clone()
+      val i = bucket(key, buckets.length)
+      buckets(i) = Claim(key, ScalaQueue.empty, buckets(i))
+      Claims(buckets, claims.count + 1)
+
+  /**
+   * The claimant of `from`, with nothing parked behind it, is done with it and claims the free `to`
+   * instead: the release and the claim in one change of the table (none when `to` is `from`).
+   */
+  def handOver[A](claims: Claims[A], from: Any, to: Any): Claims[A] =
+    val i = bucket(from, claims.buckets.length)
+    if to == from then claims
+    else if find(claims.buckets(i), from) == null then claim(claims, to)
+    else
+      val buckets = claims.buckets.clone()
+      buckets(i) = replacedIn(buckets(i), from, null)
+      val j = bucket(to, buckets.length)
+      buckets(j) = Claim(to, ScalaQueue.empty, buckets(j))
+      Claims(buckets, claims.count)
 
   /** Parks `e` behind its claimed key, whose queue is `queue` (see [[behind]]). */
   def park[A](claims: Claims[A], e: Entry[A], queue: ScalaQueue[Entry[A]]): Claims[A] =
-    claims.updated(e.key, queue.enqueue(e))
+    replaced(claims, e.key, queue.enqueue(e))
 
   /** What the claimant of `key` gets next: the first entry parked behind it, or [[KeyReleased]]. */
   def next[A](claims: Claims[A], key: Any): KeyTurn[A] =
-    val queue = claims.getOrElse(key, ScalaQueue.empty)
-    if queue.isEmpty then KeyReleased else queue.head
+    val c = find(claims.buckets(bucket(key, claims.buckets.length)), key)
+    if c == null || c.parked.isEmpty then KeyReleased else c.parked.head
 
   /**
    * Hands on `turn`, which is `next(claims, key)`: the parked entry leaves the key's queue (the key stays
-   * claimed), or the key is freed. Taking `turn` spares the common case (nothing parked) a second lookup.
+   * claimed), or the key is freed.
    */
   def advance[A](claims: Claims[A], key: Any, turn: KeyTurn[A]): Claims[A] =
     turn match
-      case KeyReleased => claims - key
-      case _ => claims.updated(key, claims(key).tail)
+      case KeyReleased => replaced(claims, key, null)
+      case _ => replaced(claims, key, behind(claims, key).tail)
 
   /** Releases `e`'s key (its claimant gave it back untaken) and returns the entries parked behind it. */
   def release[A](claims: Claims[A], e: Entry[A]): (Claims[A], List[Entry[A]]) =
     if !e.keyed then (claims, Nil)
-    else (claims - e.key, claims.get(e.key).fold(Nil)(_.toList))
+    else
+      val queue = behind(claims, e.key)
+      if queue == null then (claims, Nil) else (replaced(claims, e.key, null), queue.toList)
 
-  def tasks[A](claims: Claims[A]): Iterator[A] = claims.valuesIterator.flatMap(_.iterator.map(_.task))
+  def tasks[A](claims: Claims[A]): Iterator[A] =
+    all(claims).flatMap(_.parked.iterator.map(_.task))
+
+  private def all[A](claims: Claims[A]): Iterator[Claim[A]] =
+    claims.buckets.iterator.flatMap(first => Iterator.iterate(first)(_.next).takeWhile(_ != null))
+
+  // the key's hash spread over the low bits, which pick the bucket (the number of buckets is a power of two)
+  private def bucket(key: Any, buckets: Int): Int =
+    val h = key.##
+    (h ^ (h >>> 16)) & (buckets - 1)
+
+  @tailrec private def find[A](c: Claim[A], key: Any): Claim[A] =
+    if c == null || c.key == key then c else find(c.next, key)
+
+  /**
+   * The claims with `key`'s queue replaced by `parked`, or the key removed when `parked` is null (the
+   * table halves when it is sparse); the same claims when `key` is not claimed.
+   */
+  private def replaced[A](claims: Claims[A], key: Any, parked: ScalaQueue[Entry[A]]): Claims[A] =
+    val i = bucket(key, claims.buckets.length)
+    if find(claims.buckets(i), key) == null then claims
+    else
+      val buckets = claims.buckets.clone()
+      buckets(i) = replacedIn(buckets(i), key, parked)
+      if parked != null then Claims(buckets, claims.count)
+      else if sparse(claims.count - 1, buckets.length) then
+        resized(Claims(buckets, claims.count - 1), buckets.length / 2)
+      else Claims(buckets, claims.count - 1)
+
+  // copies the chain up to `key`'s claim, which must be in it; the rest of the chain is shared
+  private def replacedIn[A](c: Claim[A], key: Any, parked: ScalaQueue[Entry[A]]): Claim[A] =
+    if c.key == key then if parked == null then c.next else Claim(key, parked, c.next)
+    else Claim(c.key, c.parked, replacedIn(c.next, key, parked))
+
+  private def resized[A](claims: Claims[A], length: Int): Claims[A] =
+    val buckets = new Array[Claim[A]](length)
+    all(claims).foreach { c =>
+      val i = bucket(c.key, length)
+      buckets(i) = Claim(c.key, c.parked, buckets(i))
+    }
+    Claims(buckets, claims.count)

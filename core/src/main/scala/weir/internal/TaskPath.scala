@@ -108,12 +108,13 @@ private[weir] final class TaskPath[F[_], A, B](
 
   /**
    * The key's chain, after a task: the next task parked behind its key (the key stays claimed by the
-   * caller, which runs it next, from [[ready]] on), [[KeyReleased]] (no key, or nothing parked), or
-   * [[KeyTurnLater]] when the hand-on must wake a producer ([[handOnLater]]). A plain call, inside an
-   * effect.
+   * caller, which runs it next, from [[ready]] on); with `andTake`, once the key is released, the caller's
+   * next task, taken from the buffer in the same step (see [[UnsafeTaskBuffer.tryFinishKey]]);
+   * [[KeyReleased]] (no key, or nothing handed on or taken); or [[KeyTurnLater]] when the hand-on must wake a
+   * producer ([[handOnLater]]). A plain call, inside an effect.
    */
-  def handOn(entry: Entry[A]): KeyTurn[A] =
-    if entry.keyed then buffer.unsafe.tryFinishKey(entry.key) else KeyReleased
+  def handOn(entry: Entry[A], andTake: Boolean): KeyTurn[A] =
+    if entry.keyed then buffer.unsafe.tryFinishKey(entry.key, andTake) else KeyReleased
 
   /**
    * The key's hand-on as an effect: the next task parked behind `key`, or `None` (the key is released; or

@@ -17,7 +17,7 @@ import scala.annotation.tailrec
  * |---------------------|-------------------------------------------------------|-----------------------------|
  * | [[tryOffer]]        | the whole chunk fits and the buffer is not stopped     | [[NoRoom]]: `TaskBuffer.offer` |
  * | [[tryTake]]         | a claimable entry is queued and taking it wakes no producer | [[TakeLater]]: `TaskBuffer.take` |
- * | [[tryFinishKey]]    | handing the key on wakes no producer                  | [[KeyTurnLater]]: `TaskBuffer.finishKey` |
+ * | [[tryFinishKey]]    | handing the key on wakes no producer (a take with it: as [[tryTake]]) | [[KeyTurnLater]]: `TaskBuffer.finishKey` |
  *
  * These are plain calls with effects on shared state: call them inside an effect (an `F.delay`, or a
  * continuation that runs once), never while building one that may be run twice.
@@ -67,10 +67,15 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](initial: BufferState[F, A]):
     else tryTake()
 
   /**
-   * The claimant of `key` is done with an entry: the next entry parked behind the key (still claimed),
-   * [[KeyReleased]], or [[KeyTurnLater]] when the place it frees must wake a producer.
+   * The claimant of `key` is done with an entry: the next entry parked behind the key (still claimed);
+   * with `andTake`, once the key is released, the oldest claimable entry, taken in the same step if that
+   * wakes no producer (its key claimed for the caller, as [[tryTake]]'s); [[KeyReleased]] (nothing handed
+   * on or taken); or [[KeyTurnLater]] when the place a hand-on frees must wake a producer.
    */
-  def tryFinishKey(key: Any): KeyTurn[A] = modify(_.finishKeyQuietly(key))
+  @tailrec def tryFinishKey(key: Any, andTake: Boolean): KeyTurn[A] =
+    val seen = ref.get()
+    val (next, turn) = seen.finishKeyQuietly(key, andTake)
+    if (next eq seen) || ref.compareAndSet(seen, next) then turn else tryFinishKey(key, andTake)
 
   /** Puts back an entry a cancelled taker never received, serving it again at once if someone waits. */
   val giveBack: Entry[A] => Unit = entry => Taker.handOver(modify(_.putBack(entry)))

@@ -151,11 +151,14 @@ private[weir] final class Worker[F[_], A, B](
           case Some(rest) => rest.flatMap(_ => after(entry))
       case Left(error) => record.failed(entry, error, latency.nanos, tries).flatMap(_ => after(entry))
 
-  /** The key's hand-on as a plain step, then the next task from the clock reading `now`. */
+  /**
+   * The key's hand-on as a plain step, then the next task from the clock reading `now`. A key released
+   * takes the next task in the same step, unless the worker is to retire ([[next]]'s check).
+   */
   private def handOn(entry: Entry[A], now: Long): F[Boolean] =
-    path.handOn(entry) match
+    path.handOn(entry, andTake = entry.keyed && !pool.overLimit) match
       case KeyReleased => proceed(next(), now)
-      case following: Entry[A] => // the key's next task, already claimed for this worker
+      case following: Entry[A] => // the key's next task, or the one taken: claimed for this worker
         if path.ready(following) then start(following)
         proceed(following, now)
       case KeyTurnLater => afterKey(entry.key)

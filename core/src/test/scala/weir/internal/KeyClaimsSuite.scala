@@ -62,7 +62,68 @@ class KeyClaimsSuite extends ScalaCheckSuite:
           val (next, seqs) = drain(c, key, Nil)
           (next, acc.updated(key, seqs))
       }
-      assertEquals(end, KeyClaims.empty[Int])
+      assertEquals(end.count, 0)
+      assertEquals(KeyClaims.tasks(end).toList, Nil)
       entries.groupBy(_.key).foreach((key, es) => assertEquals(handed(key), es.map(_.seq).tail))
+    }
+  }
+
+  property(
+    "claims agree with a map of claimed keys, however many keys come and go (the table grows and shrinks)"
+  ) {
+    // each step: the entry of a key (claimed if free, else parked), or a hand-on of the claimed key it picks;
+    // mostly entries first, up to some hundred keys claimed at once, then mostly hand-ons
+    def step(entries: Int, handOns: Int) =
+      Gen.frequency(entries -> Gen.choose(0, 300).map(Left(_)), handOns -> Gen.choose(0, 1000).map(Right(_)))
+    val scenario =
+      for
+        n <- Gen.choose(0, 400)
+        growing <- Gen.listOfN(n, step(4, 1))
+        shrinking <- Gen.listOfN(n, step(1, 4))
+      yield growing ++ shrinking
+    // keys of two types: a `Long` key equals the `Int` of the same value, as in a `Map`
+    def keyOf(k: Int): Any = if k % 3 == 0 then k.toLong else k
+    Prop.forAllNoShrink(scenario) { steps =>
+      var claims = KeyClaims.empty[Int]
+      var parked = 0
+      var model = Map.empty[Any, Vector[Long]] // claimed key -> seqs parked behind it
+      steps.zipWithIndex.foreach { (step, seq) =>
+        step match
+          case Left(k) =>
+            val key = keyOf(k)
+            val (next, more) = claimOrPark((claims, parked), entry(seq.toLong, key))
+            claims = next
+            parked = more
+            model = model.updated(key, model.get(key).fold(Vector.empty[Long])(_ :+ seq.toLong))
+          case Right(i) =>
+            if model.nonEmpty then
+              val key = model.keys.toVector.sortBy(_.toString).apply(i % model.size)
+              val to = keyOf(i % 300)
+              if model(key).isEmpty && i % 2 == 0 && (to == key || !model.contains(to)) then
+                // done with a key with nothing parked, its claimant takes an entry of a free key
+                claims = KeyClaims.handOver(claims, key, to)
+                model = (model - key).updated(to, Vector.empty)
+              else
+                val (next, turn) = handOn(claims, key)
+                claims = next
+                model(key) match
+                  case first +: rest =>
+                    assertEquals(turn.asInstanceOf[Entry[Int]].seq, first)
+                    parked -= 1
+                    model = model.updated(key, rest)
+                  case _ =>
+                    assertEquals(turn, KeyReleased)
+                    model = model - key
+        // the table follows the claims down as well as up: its size is bounded by the keys claimed now
+        val b = claims.buckets.length
+        assert(b == 8 || b * b <= 32 * claims.count, s"$b buckets for ${claims.count} claims")
+      }
+      assertEquals(claims.count, model.size)
+      assertEquals(parked, model.values.map(_.size).sum)
+      // looked up as an `Int`, whether claimed as an `Int` or as a `Long`
+      (0 to 300).foreach { k =>
+        assertEquals(Option(KeyClaims.behind(claims, k)).map(_.map(_.seq).toVector), model.get(k), s"key $k")
+      }
+      assertEquals(KeyClaims.tasks(claims).toList.sorted, model.values.flatten.map(_.toInt).toList.sorted)
     }
   }

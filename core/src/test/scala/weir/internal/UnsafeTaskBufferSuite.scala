@@ -23,7 +23,8 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
   private sealed trait Op
   private final case class Offer(n: Int) extends Op
   private case object Take extends Op
-  private final case class Finish(i: Int) extends Op // finish the i-th held entry (mod the number held)
+  // finish the i-th held entry (mod the number held); `andTake`: take the next entry in the same step
+  private final case class Finish(i: Int, andTake: Boolean) extends Op
   private final case class GiveBack(i: Int) extends Op // a cancelled taker's entry goes back
 
   private def ops(capacity: Int): Gen[List[Op]] =
@@ -31,7 +32,7 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
       Gen.frequency(
         3 -> Gen.choose(1, capacity + 2).map(Offer(_)),
         4 -> Gen.const(Take),
-        3 -> Gen.choose(0, 50).map(Finish(_)),
+        3 -> Gen.zip(Gen.choose(0, 50), Gen.oneOf(false, true)).map(Finish(_, _)),
         1 -> Gen.choose(0, 50).map(GiveBack(_))
       )
     )
@@ -63,12 +64,13 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
     var finished = Vector.empty[Entry[Int]]
     var givenBack = 0 // entries given back by (simulated) cancelled takers
 
-    def finish(e: Entry[Int]): Unit =
+    def finish(e: Entry[Int], andTake: Boolean): Unit =
       finished :+= e
       if e.key != null then
-        b.tryFinishKey(e.key) match
+        b.tryFinishKey(e.key, andTake) match
           case next: Entry[Int] =>
-            assertEquals(next.key, e.key)
+            if !andTake then assertEquals(next.key, e.key) // only a take hands out another key's entry
+            assertEquals(next.seq, next.task.toLong)
             holding :+= next
           case KeyReleased => ()
           case KeyTurnLater => fail("no producer waits, so a key's hand-on never has to wake one")
@@ -90,11 +92,11 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
             assertEquals(e.seq, e.task.toLong)
             holding :+= e
           case TakeLater => ()
-      case Finish(i) =>
+      case Finish(i, andTake) =>
         if holding.nonEmpty then
           val e = holding(i % holding.size)
           holding = holding.filterNot(_ eq e)
-          finish(e)
+          finish(e, andTake)
       case GiveBack(i) =>
         if holding.nonEmpty then
           val e = holding(i % holding.size)
@@ -111,6 +113,10 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
       assert(held(b) <= capacity + givenBack, s"holds ${held(b)} > capacity $capacity + $givenBack after $op")
       // every accepted task is in exactly one place: in the buffer, held by the test, or finished
       assertEquals(held(b) + holding.size + finished.size, offered, s"after $op")
+      // a key's entries are held one at a time
+      holding.filter(_.key != null).groupBy(_.key).foreach((key, es) =>
+        assertEquals(es.size, 1, s"key $key after $op")
+      )
     }
     // drain: finish what is held, take the rest
     var more = true
@@ -118,7 +124,7 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
       if holding.nonEmpty then
         val e = holding.head
         holding = holding.tail
-        finish(e)
+        finish(e, andTake = e.seq % 2 == 0)
       else
         b.tryTake() match
           case e: Entry[Int] => holding :+= e
@@ -161,24 +167,27 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
           }
         )
       }
-      val consumers = List.fill(2)(new Thread(() =>
-        go.await()
-        while done.get < total do
-          b.tryTake() match
-            case e: Entry[Int] =>
-              var current = e
-              var chain = true
-              while chain do
-                taken.add(current)
-                done.incrementAndGet()
-                if current.key == null then chain = false
-                else
-                  b.tryFinishKey(current.key) match
-                    case next: Entry[Int] => current = next
-                    case KeyReleased => chain = false
-                    case KeyTurnLater => throw new AssertionError("no producer waits")
-            case TakeLater => Thread.`yield`()
-      ))
+      // one consumer takes its next entry with each key's hand-on, the other takes it on its own
+      val consumers = List(false, true).map(andTake =>
+        new Thread(() =>
+          go.await()
+          while done.get < total do
+            b.tryTake() match
+              case e: Entry[Int] =>
+                var current = e
+                var chain = true
+                while chain do
+                  taken.add(current)
+                  done.incrementAndGet()
+                  if current.key == null then chain = false
+                  else
+                    b.tryFinishKey(current.key, andTake) match
+                      case next: Entry[Int] => current = next
+                      case KeyReleased => chain = false
+                      case KeyTurnLater => throw new AssertionError("no producer waits")
+              case TakeLater => Thread.`yield`()
+        )
+      )
       val threads = producers ++ consumers
       threads.foreach(_.start())
       go.countDown()
