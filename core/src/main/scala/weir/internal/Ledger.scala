@@ -51,7 +51,10 @@ private[weir] final class Ledger[A](measured: Boolean):
     val _ = failures.updateAndGet(_ :+ failure)
 
   /** A task started `nanos` after it entered the buffer (only called when the run measures queue waits). */
-  def waited(nanos: Long): Unit = queueWaits.foreach(_.record(nanos))
+  def waited(nanos: Long): Unit =
+    queueWaits match
+      case Some(recorder) => recorder.record(nanos) // no closure: this runs once per task that starts
+      case None => ()
 
   def notStarted(tasks: Iterable[A]): Unit =
     if tasks.nonEmpty then
