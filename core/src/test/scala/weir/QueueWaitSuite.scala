@@ -25,7 +25,7 @@ class QueueWaitSuite extends CatsEffectSuite with ScalaCheckSuite:
       (r.join, r.queueWaits).mapN((s, h) => (s, h.getOrElse(fail("no queue waits"))))
     )
 
-  test("off by default: no histogram, no summary field, and the buffer keeps no times") {
+  test("off by default: no live histogram and no summary of the waits") {
     val run = Pipeline(Stream.range(0, 10).covary[IO]).process(_ => IO.sleep(1.milli)).start.use { r =>
       (r.join, r.queueWaits).tupled
     }
