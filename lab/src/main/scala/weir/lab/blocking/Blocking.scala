@@ -32,6 +32,7 @@ object Blocking extends Experiment:
       timeScale: Option[Double] = None,
       quick: Boolean = false,
       approaches: Seq[String] = Nil,
+      warmupRuns: Int = 0,
       json: Option[Path] = None,
       chart: Option[Path] = None
   ):
@@ -39,11 +40,16 @@ object Blocking extends Experiment:
     def scale: Double = timeScale.getOrElse(if quick then 0.01 else 1.0)
     def duration: FiniteDuration = math.round(blockMs * scale * 1e6).nanos
 
-  /** One approach's run; `elapsedMs` is NaN unless `error` is empty. */
+  /**
+   * One approach's measured run; `elapsedMs` is NaN unless `error` is empty. With warm-up runs, `firstRunMs` is
+   * the approach's first run in this JVM (the same work, before the warm-up's other runs) and `elapsedMs` the
+   * run after them.
+   */
   final case class Record(
       approach: String,
       threads: Option[Int],
       elapsedMs: Double,
+      firstRunMs: Option[Double],
       idealMs: Double,
       boundMs: Double,
       threadsStart: Int,
@@ -82,6 +88,10 @@ object Blocking extends Experiment:
         )
         .action((ns, s) => s.copy(approaches = ns))
         .text(s"only these (default all): ${Approach.all.map(_.name).mkString(", ")}"),
+      opt[Int]("warmup-runs").valueName("R")
+        .validate(r => if r >= 0 then success else failure(s"--warmup-runs must be >= 0, was: $r"))
+        .action((r, s) => s.copy(warmupRuns = r))
+        .text("run each approach R times more, the same work, before the run measured (default 0: cold)"),
       opt[Unit](
         "quick"
       ).action((_, s) => s.copy(quick = true)).text("for CI: 30 ms tasks unless --time-scale"),
@@ -105,13 +115,30 @@ object Blocking extends Experiment:
         f"weir lab blocking — ${s.tasks} tasks, each blocking ${s.duration.toNanos / 1e6}%.1f ms (${s.blockMs} ms × ${s.scale}), " +
           s"$cores cores, JDK ${System.getProperty("java.version")}"
       )
-      records <- selected(s).traverse(a =>
-        measure(a, s.tasks, s.duration, cores).flatTap(r => IO(System.err.println(progress(r))))
-      )
+      records <- selected(s).traverse(a => warmedUp(a, s, cores))
       _ <- IO.println(table(records))
       _ <- s.json.traverse_(p => ExperimentIo.writeJson(p, json(s, records)))
       _ <- s.chart.traverse_(p => ExperimentIo.writePng(p, chart(records)))
     yield records
+
+  /**
+   * `warmupRuns` runs of `approach` and then the one measured, each the same work; the first run's time is
+   * kept beside the last. A warm-up run that fails is the record: a later run would hide it.
+   */
+  def warmedUp(approach: Approach, s: Settings, cores: Int): IO[Record] =
+    def loop(done: Int, first: Option[Double]): IO[Record] =
+      measure(approach, s.tasks, s.duration, cores).flatMap { r =>
+        val firstRun = first.orElse(Option.when(s.warmupRuns > 0)(r.elapsedMs))
+        val record = r.copy(firstRunMs = firstRun)
+        if done == s.warmupRuns || r.error.nonEmpty then
+          IO(System.err.println(progress(record, None))).as(
+            record.copy(error =
+              r.error.map(e => if done < s.warmupRuns then s"warm-up run ${done + 1}: $e" else e)
+            )
+          )
+        else IO(System.err.println(progress(record, Some(done + 1)))) >> loop(done + 1, firstRun)
+      }
+    loop(0, None)
 
   def measure(approach: Approach, tasks: Int, duration: FiniteDuration, cores: Int): IO[Record] =
     val d = duration.toNanos
@@ -138,6 +165,7 @@ object Blocking extends Experiment:
         approach.name,
         approach.threads(cores),
         if error.isEmpty then (t1 - t0).toNanos / 1e6 else Double.NaN,
+        None,
         ideal / 1e6,
         bound / 1e6,
         threadsStart,
@@ -147,16 +175,19 @@ object Blocking extends Experiment:
         error
       )
 
-  private def progress(r: Record): String =
-    r.error.fold(f"  ${r.approach}%-24s ${r.elapsedMs}%9.1f ms (ideal ${r.idealMs}%.1f ms)")(e =>
-      f"  ${r.approach}%-24s failed: $e"
+  private def progress(r: Record, warmup: Option[Int]): String =
+    val what = warmup.fold(r.approach)(k => s"${r.approach} (warm-up $k)")
+    r.error.fold(f"  $what%-36s ${r.elapsedMs}%9.1f ms (ideal ${r.idealMs}%.1f ms)")(e =>
+      f"  $what%-36s failed: $e"
     )
 
   def table(records: Vector[Record]): String =
+    val warmed = records.exists(_.firstRunMs.nonEmpty)
     val header = Vector(
       "approach",
-      "threads",
-      "elapsed ms",
+      "threads"
+    ) ++ Option.when(warmed)("first run ms") ++ Vector(
+      if warmed then "warm ms" else "elapsed ms",
       "ideal ms",
       "ratio",
       "bound ms",
@@ -168,19 +199,24 @@ object Blocking extends Experiment:
     val rows = records.map { r =>
       Vector(
         r.approach,
-        r.threads.fold("grows")(_.toString),
-        r.error.fold(f"${r.elapsedMs}%.1f")(_ => "failed"),
-        f"${r.idealMs}%.1f",
-        if r.ratio.isNaN then "—" else f"${r.ratio}%.2f",
-        f"${r.boundMs}%.1f",
-        r.threadsStart.toString,
-        r.peakThreads.toString,
-        r.peakInFlight.toString,
-        r.completed.toString
-      )
+        r.threads.fold("grows")(_.toString)
+      ) ++ Option.when(warmed)(r.firstRunMs.fold("—")(ms => if ms.isNaN then "failed" else f"$ms%.1f")) ++
+        Vector(
+          r.error.fold(f"${r.elapsedMs}%.1f")(_ => "failed"),
+          f"${r.idealMs}%.1f",
+          if r.ratio.isNaN then "—" else f"${r.ratio}%.2f",
+          f"${r.boundMs}%.1f",
+          r.threadsStart.toString,
+          r.peakThreads.toString,
+          r.peakInFlight.toString,
+          r.completed.toString
+        )
     }
     "\nideal: one task's duration (nothing waits for a thread); bound: ⌈tasks / threads⌉ durations for a fixed pool\n" +
-      Table.grid(header +: rows, rightAligned = (1 to 9).toSet) +
+      Option.when(warmed)(
+        "first run: the approach's first in this JVM; warm: after the warm-up runs\n"
+      ).getOrElse("") +
+      Table.grid(header +: rows, rightAligned = (1 until header.size).toSet) +
       records.flatMap(r => r.error.map(e => s"  ${r.approach}: $e\n")).mkString
 
   def json(s: Settings, records: Vector[Record]): Json =
@@ -190,13 +226,15 @@ object Blocking extends Experiment:
       "settings" -> Json.obj(
         "tasks" -> s.tasks.asJson,
         "block_ms" -> s.blockMs.asJson,
-        "time_scale" -> s.scale.asJson
+        "time_scale" -> s.scale.asJson,
+        "warmup_runs" -> s.warmupRuns.asJson
       ),
       "records" -> records.map { r =>
         Json.obj(
           "approach" -> r.approach.asJson,
           "threads" -> r.threads.asJson,
           "elapsed_ms" -> number(r.elapsedMs),
+          "first_run_ms" -> r.firstRunMs.fold(Json.Null)(number),
           "ideal_ms" -> number(r.idealMs),
           "ratio" -> number(r.ratio),
           "bound_ms" -> number(r.boundMs),

@@ -59,7 +59,10 @@ class BlockingSuite extends CatsEffectSuite:
         )
       case other => fail(s"not parsed: $other")
     parse("--quick") match
-      case Parsed.Ok(s) => assertEquals(s.duration, 30.millis)
+      case Parsed.Ok(s) => assertEquals((s.duration, s.warmupRuns), (30.millis, 0))
+      case other => fail(s"not parsed: $other")
+    parse("--warmup-runs", "3") match
+      case Parsed.Ok(s) => assertEquals(s.warmupRuns, 3)
       case other => fail(s"not parsed: $other")
   }
 
@@ -71,6 +74,11 @@ class BlockingSuite extends CatsEffectSuite:
     )
     assertEquals(parse("--tasks", "-1"), Parsed.Bad("--tasks must be > 0, was: -1"))
     assertEquals(parse("--time-scale", "0"), Parsed.Bad("--time-scale must be in (0, 10], was: 0.0"))
+    assertEquals(parse("--warmup-runs", "-1"), Parsed.Bad("--warmup-runs must be >= 0, was: -1"))
+    assertEquals(
+      parse("--warmup-runs", "two"),
+      Parsed.Bad("Option --warmup-runs expects a number but was given 'two'")
+    )
     parse("--approaches", "future-global,green-threads") match
       case Parsed.Bad(e) =>
         assert(e.startsWith("unknown approach 'green-threads' (known: future-global, "), e)
@@ -104,4 +112,46 @@ class BlockingSuite extends CatsEffectSuite:
         assert(Files.size(dir.resolve("b.png")) > 0)
       }
     }
+  }
+
+  test(
+    "--warmup-runs: each approach runs again after its first run; both times kept, the warm one measured"
+  ) {
+    val dir = Files.createTempDirectory("weir-blocking-warm")
+    val settings = Blocking.Settings(
+      quick = true,
+      approaches = Seq("io-interruptible", "weir-blocking"),
+      warmupRuns = 1,
+      json = Some(dir.resolve("w.json"))
+    )
+    Blocking.execute(settings).flatMap { records =>
+      assertEquals(records.map(_.approach), Vector("io-interruptible", "weir-blocking"))
+      records.foreach { r =>
+        assertEquals(r.error, None, r.approach)
+        assertEquals(r.completed, 100, r.approach)
+        assert(r.firstRunMs.exists(_ > 0) && r.elapsedMs > 0, r.toString)
+      }
+      assert(Blocking.table(records).contains("first run ms"), Blocking.table(records))
+      IO.blocking {
+        val doc =
+          io.circe.parser.parse(Files.readString(dir.resolve("w.json"))).fold(e => fail(e.toString), identity)
+        assertEquals(doc.hcursor.downField("settings").downField("warmup_runs").as[Int], Right(1))
+        val firsts = doc.hcursor.downField("records").values.toVector.flatten
+          .map(_.hcursor.downField("first_run_ms").as[Double].toOption)
+        assertEquals(firsts, records.map(_.firstRunMs))
+      }
+    }
+  }
+
+  test("without warm-up runs there is no first-run column and the JSON says null") {
+    val records = Vector(
+      Blocking.Record("weir-blocking", None, 320.0, None, 300.0, 300.0, 10, 110, 100, 100, None)
+    )
+    val table = Blocking.table(records)
+    assert(!table.contains("first run") && table.contains("elapsed ms"), table)
+    val json = Blocking.json(Blocking.Settings(), records)
+    assertEquals(
+      json.hcursor.downField("records").downN(0).downField("first_run_ms").focus,
+      Some(io.circe.Json.Null)
+    )
   }
