@@ -35,7 +35,8 @@ private[weir] final class Engine[F[_], A, B] private (
     result: Deferred[F, Summary[A]],
     sourceErrors: Ref[F, List[Throwable]],
     producersDone: Deferred[F, Unit],
-    killProducers: F[Unit]
+    killProducers: F[Unit],
+    private val produce: F[Unit]
 )(using F: Async[F])
     extends Running[F, A]:
 
@@ -108,50 +109,59 @@ private[weir] object Engine:
   def start[F[_], A, B](settings: Settings[F, A, B], emit: Option[Emit[F, A, B]])(using
       F: Async[F]
   ): Resource[F, Running[F, A]] =
+    for
+      workers <- FiberGroup.resource[F]
+      producers <- FiberGroup.resource[F]
+      engine <-
+        Resource.eval(F.monotonic.flatMap(now => F.delay(wire(settings, emit, now, workers, producers))))
+      _ <- F.background(engine.conduct)
+      _ <- Resource.eval(producers.start(engine.produce))
+      running <- Resource.make(F.pure(engine))(e =>
+        e.stop.request(StopReason.Cancelled, settings.releaseGrace) *> e.join.void
+      )
+    yield running
+
+  /*
+   * The run's parts, built by plain constructors in one effect rather than by a chain of effects: every step
+   * of such a chain is a closure of its own, and a JVM makes each closure's class the first time it runs it,
+   * even with an ahead-of-time cache, which cannot hold Scala's (serializable) closures (ADR 0020).
+   */
+  private def wire[F[_], A, B](
+      settings: Settings[F, A, B],
+      emit: Option[Emit[F, A, B]],
+      startedAt: FiniteDuration,
+      workers: FiberGroup[F],
+      producers: FiberGroup[F]
+  )(using F: Async[F]): Engine[F, A, B] =
     given Parallel[F] = parallelForGenSpawn[F, Throwable]
     val keyOf = settings.order match
       case TaskOrder.ByKey(f) => Some((a: A) => f(a): Any)
       case _ => None
-    for
-      workers <- FiberGroup.resource[F]
-      producers <- FiberGroup.resource[F]
-      wired <- Resource.eval(
-        for
-          startedAt <- F.monotonic
-          ledger <- F.delay(new Ledger[A](settings.queueWaits))
-          buffer <- TaskBuffer[F, A](settings.bufferCapacity, keyOf, settings.queueWaits)
-          window <- settings.order match
-            case TaskOrder.InputOrder(w) =>
-              OrderWindow[F](w.getOrElse(Defaults.reorderWindow(settings.limit.initial))).map(Some(_))
-            case _ => F.pure(None)
-          stop <- F.deferred[Stop.Request].map(new Stop(buffer, _))
-          record = new Recorder(settings.policy, emit, ledger, window, stop.requested, stop.request)
-          path = new TaskPath(settings, buffer, ledger, window, record, stop.requested)
-          pool <- WorkerPool[F](settings.limit.initial, workers)(pool =>
-            F.uncancelable(poll => new Worker(path, pool, poll).life)
-          )
-          result <- F.deferred[Summary[A]]
-          sourceErrors <- F.ref(List.empty[Throwable])
-          producersDone <- F.deferred[Unit]
-          engine = new Engine(
-            startedAt = startedAt,
-            ledger = ledger,
-            buffer = buffer,
-            pool = pool,
-            record = record,
-            stop = stop,
-            result = result,
-            sourceErrors = sourceErrors,
-            producersDone = producersDone,
-            killProducers = producers.close
-          )
-          produce = new Producer(ledger, buffer, pool, sourceErrors).all(settings.source.producers) *>
-            producersDone.complete(()).void
-        yield (engine, produce)
-      )
-      _ <- F.background(wired._1.conduct)
-      _ <- Resource.eval(producers.start(wired._2))
-      running <- Resource.make(F.pure(wired._1))(e =>
-        e.stop.request(StopReason.Cancelled, settings.releaseGrace) *> e.join.void
-      )
-    yield running
+    val window = settings.order match
+      case TaskOrder.InputOrder(w) =>
+        Some(OrderWindow.unsafe[F](w.getOrElse(Defaults.reorderWindow(settings.limit.initial))))
+      case _ => None
+    val ledger = new Ledger[A](settings.queueWaits)
+    val buffer = TaskBuffer.unsafe[F, A](settings.bufferCapacity, keyOf, settings.queueWaits)
+    val stop = new Stop(buffer, Deferred.unsafe[F, Stop.Request])
+    val record = new Recorder(settings.policy, emit, ledger, window, stop.requested, stop.request)
+    val path = new TaskPath(settings, buffer, ledger, window, record, stop.requested)
+    val pool = WorkerPool.unsafe[F](settings.limit.initial, workers)(pool =>
+      F.uncancelable(poll => new Worker(path, pool, poll).life)
+    )
+    val sourceErrors = Ref.unsafe[F, List[Throwable]](Nil)
+    val producersDone = Deferred.unsafe[F, Unit]
+    new Engine(
+      startedAt = startedAt,
+      ledger = ledger,
+      buffer = buffer,
+      pool = pool,
+      record = record,
+      stop = stop,
+      result = Deferred.unsafe[F, Summary[A]],
+      sourceErrors = sourceErrors,
+      producersDone = producersDone,
+      killProducers = producers.close,
+      produce = new Producer(ledger, buffer, pool, sourceErrors).all(settings.source.producers) *>
+        producersDone.complete(()).void
+    )

@@ -105,6 +105,9 @@ private[weir] final class OrderWindow[F[_]] private (window: Int)(using F: Async
 
 private[weir] object OrderWindow:
 
-  def apply[F[_]](window: Int)(using F: Async[F]): F[OrderWindow[F]] =
-    F.raiseError[OrderWindow[F]](new IllegalArgumentException(s"reorder window must be > 0, was: $window"))
-      .whenA(window <= 0) *> F.delay(new OrderWindow[F](window))
+  def apply[F[_]](window: Int)(using F: Async[F]): F[OrderWindow[F]] = F.delay(unsafe(window))
+
+  /** [[apply]] as a plain call, for building a run's parts in one effect. */
+  def unsafe[F[_]](window: Int)(using F: Async[F]): OrderWindow[F] =
+    if window <= 0 then throw new IllegalArgumentException(s"reorder window must be > 0, was: $window")
+    new OrderWindow[F](window)

@@ -186,11 +186,14 @@ private[weir] object TaskBuffer:
   def apply[F[_], A](capacity: Int, keyOf: Option[A => Any] = None, measured: Boolean = false)(using
       F: Async[F]
   ): F[TaskBuffer[F, A]] =
+    F.delay(unsafe(capacity, keyOf, measured))
+
+  /** [[apply]] as a plain call, for building a run's parts in one effect. */
+  def unsafe[F[_], A](capacity: Int, keyOf: Option[A => Any], measured: Boolean)(using
+      F: Async[F]
+  ): TaskBuffer[F, A] =
     require(capacity > 0, s"buffer capacity must be > 0, was: $capacity")
-    F.delay(new TaskBuffer(
-      capacity,
-      new UnsafeTaskBuffer(BufferState.empty[F, A](capacity, keyOf, measured))
-    ))
+    new TaskBuffer(capacity, new UnsafeTaskBuffer(BufferState.empty[F, A](capacity, keyOf, measured)))
 
   /** How many times a spinning taker yields before it parks. */
   private val Spins = 16

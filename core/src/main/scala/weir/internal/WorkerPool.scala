@@ -128,7 +128,16 @@ private[weir] object WorkerPool:
       initialLimit: Int,
       workers: FiberGroup[F]
   )(body: WorkerPool[F] => F[Boolean])(using F: Async[F]): F[WorkerPool[F]] =
-    for
-      state <- F.delay(new AtomicReference(State(initialLimit, 0, open = true, draining = false)))
-      exited <- Deferred[F, Unit]
-    yield new WorkerPool(state, exited, workers, body)
+    F.delay(unsafe(initialLimit, workers)(body))
+
+  /** [[apply]] as a plain call, for building a run's parts in one effect. */
+  def unsafe[F[_]](
+      initialLimit: Int,
+      workers: FiberGroup[F]
+  )(body: WorkerPool[F] => F[Boolean])(using F: Async[F]): WorkerPool[F] =
+    new WorkerPool(
+      new AtomicReference(State(initialLimit, 0, open = true, draining = false)),
+      Deferred.unsafe[F, Unit],
+      workers,
+      body
+    )
