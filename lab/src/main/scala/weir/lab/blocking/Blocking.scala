@@ -121,19 +121,23 @@ object Blocking extends Experiment:
       _ <- s.chart.traverse_(p => ExperimentIo.writePng(p, chart(records)))
     yield records
 
-  /**
-   * `warmupRuns` runs of `approach` and then the one measured, each the same work; the first run's time is
-   * kept beside the last. A warm-up run that fails is the record: a later run would hide it.
-   */
+  /** `s.warmupRuns` runs of `approach`, then the one measured ([[afterWarmUp]]), each with a tally of its own. */
   def warmedUp(approach: Approach, s: Settings, cores: Int): IO[Record] =
+    afterWarmUp(s.warmupRuns, IO.defer(measure(approach, s.tasks, s.duration, cores)))
+
+  /**
+   * `warmupRuns` runs of `once` and then the one measured, each the same work; the first run's time is kept
+   * beside the last. A warm-up run that fails is the record (a later run would hide it), and no run follows.
+   */
+  def afterWarmUp(warmupRuns: Int, once: IO[Record]): IO[Record] =
     def loop(done: Int, first: Option[Double]): IO[Record] =
-      measure(approach, s.tasks, s.duration, cores).flatMap { r =>
-        val firstRun = first.orElse(Option.when(s.warmupRuns > 0)(r.elapsedMs))
+      once.flatMap { r =>
+        val firstRun = first.orElse(Option.when(warmupRuns > 0)(r.elapsedMs))
         val record = r.copy(firstRunMs = firstRun)
-        if done == s.warmupRuns || r.error.nonEmpty then
+        if done == warmupRuns || r.error.nonEmpty then
           IO(System.err.println(progress(record, None))).as(
             record.copy(error =
-              r.error.map(e => if done < s.warmupRuns then s"warm-up run ${done + 1}: $e" else e)
+              r.error.map(e => if done < warmupRuns then s"warm-up run ${done + 1}: $e" else e)
             )
           )
         else IO(System.err.println(progress(record, Some(done + 1)))) >> loop(done + 1, firstRun)

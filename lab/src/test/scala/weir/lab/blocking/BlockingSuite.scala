@@ -155,3 +155,40 @@ class BlockingSuite extends CatsEffectSuite:
       Some(io.circe.Json.Null)
     )
   }
+
+  private def record(ms: Double, error: Option[String] = None) =
+    Blocking.Record("weir-blocking", None, ms, None, 300.0, 300.0, 10, 110, 100, 100, error)
+
+  /** `once` giving `records` in turn, and how many times it ran. */
+  private def scripted(records: Blocking.Record*): IO[(IO[Blocking.Record], IO[Int])] =
+    IO.ref(records.toList).map(left =>
+      (left.modify(rs => (rs.drop(1), rs.head)), left.get.map(rs => records.size - rs.size))
+    )
+
+  test("after warm-up runs: the last run is measured and the first one kept") {
+    scripted(record(500.0), record(320.0), record(310.0)).flatMap { (once, ran) =>
+      Blocking.afterWarmUp(2, once).flatMap { r =>
+        assertEquals((r.elapsedMs, r.firstRunMs, r.error), (310.0, Some(500.0), None))
+        ran.assertEquals(3)
+      }
+    }
+  }
+
+  test("a warm-up run that fails is the record, named, and nothing runs after it") {
+    scripted(record(500.0), record(Double.NaN, Some("boom")), record(310.0)).flatMap { (once, ran) =>
+      Blocking.afterWarmUp(2, once).flatMap { r =>
+        assertEquals(r.error, Some("warm-up run 2: boom"))
+        assertEquals(r.firstRunMs, Some(500.0))
+        ran.assertEquals(2)
+      }
+    }
+  }
+
+  test("without warm-up runs one run is measured and no first run is kept") {
+    scripted(record(400.0), record(1.0)).flatMap { (once, ran) =>
+      Blocking.afterWarmUp(0, once).flatMap { r =>
+        assertEquals((r.elapsedMs, r.firstRunMs), (400.0, None))
+        ran.assertEquals(1)
+      }
+    }
+  }
