@@ -32,6 +32,7 @@ private[weir] final class Engine[F[_], A, B] private (
     pool: WorkerPool[F],
     record: Recorder[F, A, B],
     private val stop: Stop[F],
+    ending: Deferred[F, Unit],
     result: Deferred[F, Summary[A]],
     sourceErrors: Ref[F, List[Throwable]],
     producersDone: Deferred[F, Unit],
@@ -71,10 +72,16 @@ private[weir] final class Engine[F[_], A, B] private (
 
   // ---- the end of the run -----------------------------------------------------------------------
 
+  /*
+   * `ending` is completed by whichever comes first, the pool's exit or a stop request (one deferred rather
+   * than a race of two waits, which would start two fibers and cancel one on every run). A request found
+   * here wins even if the pool left meanwhile: the shutdown then finds nothing to wait for. One that comes
+   * after this look is the same as one that comes after the run ended.
+   */
   private def conduct: F[Unit] =
-    F.race(pool.awaitExit, stop.requested.get).flatMap {
-      case Left(_) => finish
-      case Right(request) => shutdown(request.deadline) *> finish
+    ending.get *> stop.requested.tryGet.flatMap {
+      case None => finish // every worker left: the sources ended and the buffer was emptied
+      case Some(request) => shutdown(request.deadline) *> finish
     }
 
   /** Stops taking tasks, lets in-flight ones finish within `deadline`, then interrupts what is left. */
@@ -124,10 +131,11 @@ private[weir] object Engine:
             case TaskOrder.InputOrder(w) =>
               OrderWindow[F](w.getOrElse(Defaults.reorderWindow(settings.limit.initial))).map(Some(_))
             case _ => F.pure(None)
-          stop <- F.deferred[Stop.Request].map(new Stop(buffer, _))
+          ending <- F.deferred[Unit]
+          stop <- F.deferred[Stop.Request].map(new Stop(buffer, _, onRequest = ending.complete(()).void))
           record = new Recorder(settings.policy, emit, ledger, window, stop.requested, stop.request)
           path = new TaskPath(settings, buffer, ledger, window, record, stop.requested)
-          pool <- WorkerPool[F](settings.limit.initial, workers)(pool =>
+          pool <- WorkerPool[F](settings.limit.initial, workers, onExit = ending.complete(()).void)(pool =>
             F.uncancelable(poll => new Worker(path, pool, poll).life)
           )
           result <- F.deferred[Summary[A]]
@@ -140,6 +148,7 @@ private[weir] object Engine:
             pool = pool,
             record = record,
             stop = stop,
+            ending = ending,
             result = result,
             sourceErrors = sourceErrors,
             producersDone = producersDone,

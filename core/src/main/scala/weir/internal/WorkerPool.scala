@@ -20,6 +20,7 @@ import scala.annotation.tailrec
 private[weir] final class WorkerPool[F[_]] private (
     state: AtomicReference[WorkerPool.State],
     exited: Deferred[F, Unit],
+    onExit: F[Unit],
     workers: FiberGroup[F],
     body: WorkerPool[F] => F[Boolean] // runs one worker; true when it retired through tryRetire
 )(using F: Async[F]):
@@ -76,10 +77,12 @@ private[weir] final class WorkerPool[F[_]] private (
   def finishing(stop: Boolean): F[Unit] =
     modify { s =>
       (s.copy(draining = true, open = s.open && !stop), s.live == 0)
-    }.flatMap(empty => exited.complete(()).void.whenA(empty))
+    }.flatMap(empty => exit.whenA(empty))
 
-  /** Completes once [[finishing]] was called and every worker has left. */
+  /** Completes once [[finishing]] was called and every worker has left; `onExit` runs then, once. */
   def awaitExit: F[Unit] = exited.get
+
+  private val exit: F[Unit] = exited.complete(()).flatMap(first => onExit.whenA(first))
 
   /**
    * Cancels every worker (a drain's deadline ran out) and waits for them. A worker cancelled before its
@@ -87,8 +90,7 @@ private[weir] final class WorkerPool[F[_]] private (
    * starts no worker, and is done. Idempotent.
    */
   def kill: F[Unit] =
-    workers.close *> modify(s => (s.copy(live = 0, open = false, killed = true), ())) *>
-      exited.complete(()).void
+    workers.close *> modify(s => (s.copy(live = 0, open = false, killed = true), ())) *> exit
 
   private def leave: F[Unit] =
     modify { s =>
@@ -96,7 +98,7 @@ private[weir] final class WorkerPool[F[_]] private (
       else
         val live = s.live - 1
         (s.copy(live = live), live == 0 && s.draining)
-    }.flatMap(last => exited.complete(()).void.whenA(last))
+    }.flatMap(last => exit.whenA(last))
 
   /** Applies `f` to the state by compare-and-set (`f` may run more than once: it must be pure). */
   private def modify[R](f: WorkerPool.State => (WorkerPool.State, R)): F[R] =
@@ -124,11 +126,13 @@ private[weir] object WorkerPool:
    */
   final case class State(limit: Int, live: Int, open: Boolean, draining: Boolean, killed: Boolean = false)
 
+  /** A pool whose workers run `body`; `onExit` runs once the pool is done (see [[WorkerPool.awaitExit]]). */
   def apply[F[_]](
       initialLimit: Int,
-      workers: FiberGroup[F]
+      workers: FiberGroup[F],
+      onExit: F[Unit]
   )(body: WorkerPool[F] => F[Boolean])(using F: Async[F]): F[WorkerPool[F]] =
     for
       state <- F.delay(new AtomicReference(State(initialLimit, 0, open = true, draining = false)))
       exited <- Deferred[F, Unit]
-    yield new WorkerPool(state, exited, workers, body)
+    yield new WorkerPool(state, exited, onExit, workers, body)
