@@ -1,7 +1,6 @@
 package weir.internal
 
 import cats.effect.kernel.{Async, Deferred, Outcome as FiberOutcome}
-import cats.effect.syntax.all.*
 import cats.syntax.all.*
 
 import java.util.concurrent.atomic.AtomicReference
@@ -113,10 +112,10 @@ private[weir] final class WorkerPool[F[_]] private (
    * when a drain's deadline kills the workers while a producer is growing the pool — is counted out again.
    */
   private val spawn: F[Unit] =
-    workers.start(F.unit.flatMap(_ => body(this)).guaranteeCase {
+    workers.startThen(F.unit.flatMap(_ => body(this))) {
       case FiberOutcome.Succeeded(retired) => retired.flatMap(r => leave.unlessA(r))
       case _ => leave
-    }).flatMap(started => leave.unlessA(started))
+    }.flatMap(started => leave.unlessA(started))
 
 private[weir] object WorkerPool:
   /*
