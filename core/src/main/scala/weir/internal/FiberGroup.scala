@@ -2,7 +2,7 @@ package weir.internal
 
 import cats.Parallel
 import cats.effect.instances.spawn.parallelForGenSpawn
-import cats.effect.kernel.{Async, Fiber, Resource}
+import cats.effect.kernel.{Async, Fiber, Outcome as FiberOutcome, Resource}
 import cats.syntax.all.*
 
 import java.util.concurrent.ConcurrentHashMap
@@ -34,7 +34,14 @@ private[weir] final class FiberGroup[F[_]] private ()(using F: Async[F]):
    * is cancelled here, and this waits for its end. `fa`'s errors are its own: they end its fiber, which the
    * group then forgets. Concurrent callers are allowed.
    */
-  def start[A](fa: F[A]): F[Boolean] =
+  def start[A](fa: F[A]): F[Boolean] = startThen(fa)(_ => F.unit)
+
+  /**
+   * [[start]], and `finalizer` runs when the fiber ends, however it ends (if it ran at all: see [[close]]),
+   * once the fiber has left the group. The group's own finalizer and the caller's are one, where a
+   * `guaranteeCase` of the caller's around `fa` would wrap the fiber's work in a second.
+   */
+  def startThen[A](fa: F[A])(finalizer: FiberOutcome[F, Throwable, A] => F[Unit]): F[Boolean] =
     F.uncancelable { _ =>
       F.defer {
         val member = new Member[F]
@@ -43,10 +50,11 @@ private[weir] final class FiberGroup[F[_]] private ()(using F: Async[F]):
           members.remove(member)
           F.pure(false)
         else
-          F.start(F.guarantee(fa, F.delay(members.remove(member)).void)).flatMap { fiber =>
-            member.fiber = fiber
-            if closed then fiber.cancel.as(true) else F.pure(true)
-          }
+          F.start(F.guaranteeCase(fa)(outcome => F.delay(members.remove(member)) *> finalizer(outcome)))
+            .flatMap { fiber =>
+              member.fiber = fiber
+              if closed then fiber.cancel.as(true) else F.pure(true)
+            }
       }
     }
 

@@ -1,7 +1,6 @@
 package weir.internal
 
 import cats.effect.kernel.{Async, Deferred, Outcome as FiberOutcome}
-import cats.effect.syntax.all.*
 import cats.syntax.all.*
 
 import java.util.concurrent.atomic.AtomicReference
@@ -20,6 +19,7 @@ import scala.annotation.tailrec
 private[weir] final class WorkerPool[F[_]] private (
     state: AtomicReference[WorkerPool.State],
     exited: Deferred[F, Unit],
+    onExit: F[Unit],
     workers: FiberGroup[F],
     body: WorkerPool[F] => F[Boolean] // runs one worker; true when it retired through tryRetire
 )(using F: Async[F]):
@@ -76,10 +76,12 @@ private[weir] final class WorkerPool[F[_]] private (
   def finishing(stop: Boolean): F[Unit] =
     modify { s =>
       (s.copy(draining = true, open = s.open && !stop), s.live == 0)
-    }.flatMap(empty => exited.complete(()).void.whenA(empty))
+    }.flatMap(empty => exit.whenA(empty))
 
-  /** Completes once [[finishing]] was called and every worker has left. */
+  /** Completes once [[finishing]] was called and every worker has left; `onExit` runs then, once. */
   def awaitExit: F[Unit] = exited.get
+
+  private val exit: F[Unit] = exited.complete(()).flatMap(first => onExit.whenA(first))
 
   /**
    * Cancels every worker (a drain's deadline ran out) and waits for them. A worker cancelled before its
@@ -87,8 +89,7 @@ private[weir] final class WorkerPool[F[_]] private (
    * starts no worker, and is done. Idempotent.
    */
   def kill: F[Unit] =
-    workers.close *> modify(s => (s.copy(live = 0, open = false, killed = true), ())) *>
-      exited.complete(()).void
+    workers.close *> modify(s => (s.copy(live = 0, open = false, killed = true), ())) *> exit
 
   private def leave: F[Unit] =
     modify { s =>
@@ -96,7 +97,7 @@ private[weir] final class WorkerPool[F[_]] private (
       else
         val live = s.live - 1
         (s.copy(live = live), live == 0 && s.draining)
-    }.flatMap(last => exited.complete(()).void.whenA(last))
+    }.flatMap(last => exit.whenA(last))
 
   /** Applies `f` to the state by compare-and-set (`f` may run more than once: it must be pure). */
   private def modify[R](f: WorkerPool.State => (WorkerPool.State, R)): F[R] =
@@ -111,10 +112,10 @@ private[weir] final class WorkerPool[F[_]] private (
    * when a drain's deadline kills the workers while a producer is growing the pool — is counted out again.
    */
   private val spawn: F[Unit] =
-    workers.start(F.unit.flatMap(_ => body(this)).guaranteeCase {
+    workers.startThen(F.unit.flatMap(_ => body(this))) {
       case FiberOutcome.Succeeded(retired) => retired.flatMap(r => leave.unlessA(r))
       case _ => leave
-    }).flatMap(started => leave.unlessA(started))
+    }.flatMap(started => leave.unlessA(started))
 
 private[weir] object WorkerPool:
   /*
@@ -124,20 +125,19 @@ private[weir] object WorkerPool:
    */
   final case class State(limit: Int, live: Int, open: Boolean, draining: Boolean, killed: Boolean = false)
 
-  def apply[F[_]](
-      initialLimit: Int,
-      workers: FiberGroup[F]
-  )(body: WorkerPool[F] => F[Boolean])(using F: Async[F]): F[WorkerPool[F]] =
-    F.delay(unsafe(initialLimit, workers)(body))
-
-  /** [[apply]] as a plain call, for building a run's parts in one effect. */
+  /**
+   * A pool whose workers run `body`; `onExit` runs once the pool is done (see [[WorkerPool.awaitExit]]). A plain
+   * call, for building a run's parts in one effect (`Engine.wire`).
+   */
   def unsafe[F[_]](
       initialLimit: Int,
-      workers: FiberGroup[F]
+      workers: FiberGroup[F],
+      onExit: F[Unit]
   )(body: WorkerPool[F] => F[Boolean])(using F: Async[F]): WorkerPool[F] =
     new WorkerPool(
       new AtomicReference(State(initialLimit, 0, open = true, draining = false)),
       Deferred.unsafe[F, Unit],
+      onExit,
       workers,
       body
     )

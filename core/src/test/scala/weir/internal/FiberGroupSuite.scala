@@ -1,7 +1,7 @@
 package weir.internal
 
 import cats.effect.testkit.TestControl
-import cats.effect.{IO, Ref}
+import cats.effect.{IO, Outcome, Ref}
 import cats.syntax.all.*
 import munit.CatsEffectSuite
 
@@ -49,6 +49,28 @@ class FiberGroupSuite extends CatsEffectSuite:
       assertEquals(left, 0)
       assert(again)
     }
+  }
+
+  test("a member's finalizer gets its outcome, after the member left the group") {
+    val run = FiberGroup.resource[IO].use { group =>
+      for
+        seen <- IO.ref(List.empty[(String, Int)])
+        // what the finalizer sees: the outcome, and how many members the group still holds (one member at
+        // a time: 0 once it left)
+        record = (outcome: Outcome[IO, Throwable, Int]) =>
+          val kind = outcome.fold("canceled", _ => "errored", _ => "succeeded")
+          IO(group.size).flatMap(left => seen.update((kind, left) :: _))
+        _ <- group.startThen(IO.pure(1))(record) *> IO.sleep(1.milli)
+        _ <- group.startThen(IO.raiseError[Int](new RuntimeException("its own failure")))(record)
+        _ <- IO.sleep(1.milli)
+        _ <- group.startThen(IO.never[Int])(record) *> IO.sleep(1.milli)
+        _ <- group.close
+        kinds <- seen.get
+      yield kinds.reverse
+    }
+    TestControl.executeEmbed(run).map(kinds =>
+      assertEquals(kinds, List(("succeeded", 0), ("errored", 0), ("canceled", 0)))
+    )
   }
 
   test("nothing starts in a closed group") {
