@@ -32,7 +32,6 @@ private[weir] final class Engine[F[_], A, B] private (
     pool: WorkerPool[F],
     record: Recorder[F, A, B],
     private val stop: Stop[F],
-    ending: Deferred[F, Unit],
     result: Deferred[F, Summary[A]],
     sourceErrors: Ref[F, List[Throwable]],
     producersDone: Deferred[F, Unit],
@@ -73,16 +72,10 @@ private[weir] final class Engine[F[_], A, B] private (
 
   // ---- the end of the run -----------------------------------------------------------------------
 
-  /*
-   * `ending` is completed by whichever comes first, the pool's exit or a stop request (one deferred rather
-   * than a race of two waits, which would start two fibers and cancel one on every run). A request found
-   * here wins even if the pool left meanwhile: the shutdown then finds nothing to wait for. One that comes
-   * after this look is the same as one that comes after the run ended.
-   */
   private def conduct: F[Unit] =
-    ending.get *> stop.requested.tryGet.flatMap {
-      case None => finish // every worker left: the sources ended and the buffer was emptied
-      case Some(request) => shutdown(request.deadline) *> finish
+    F.race(pool.awaitExit, stop.requested.get).flatMap {
+      case Left(_) => finish
+      case Right(request) => shutdown(request.deadline) *> finish
     }
 
   /** Stops taking tasks, lets in-flight ones finish within `deadline`, then interrupts what is left. */
@@ -150,14 +143,12 @@ private[weir] object Engine:
       case _ => None
     val ledger = new Ledger[A](settings.queueWaits)
     val buffer = TaskBuffer.unsafe[F, A](settings.bufferCapacity, keyOf, settings.queueWaits)
-    val ending = Deferred.unsafe[F, Unit]
-    val stop = new Stop(buffer, Deferred.unsafe[F, Stop.Request], onRequest = ending.complete(()).void)
+    val stop = new Stop(buffer, Deferred.unsafe[F, Stop.Request])
     val record = new Recorder(settings.policy, emit, ledger, window, stop.requested, stop.request)
     val path = new TaskPath(settings, buffer, ledger, window, record, stop.requested)
-    val pool =
-      WorkerPool.unsafe[F](settings.limit.initial, workers, onExit = ending.complete(()).void)(pool =>
-        F.uncancelable(poll => new Worker(path, pool, poll).life)
-      )
+    val pool = WorkerPool.unsafe[F](settings.limit.initial, workers)(pool =>
+      F.uncancelable(poll => new Worker(path, pool, poll).life)
+    )
     val sourceErrors = Ref.unsafe[F, List[Throwable]](Nil)
     val producersDone = Deferred.unsafe[F, Unit]
     new Engine(
@@ -167,7 +158,6 @@ private[weir] object Engine:
       pool = pool,
       record = record,
       stop = stop,
-      ending = ending,
       result = Deferred.unsafe[F, Summary[A]],
       sourceErrors = sourceErrors,
       producersDone = producersDone,

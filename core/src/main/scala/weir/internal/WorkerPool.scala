@@ -19,7 +19,6 @@ import scala.annotation.tailrec
 private[weir] final class WorkerPool[F[_]] private (
     state: AtomicReference[WorkerPool.State],
     exited: Deferred[F, Unit],
-    onExit: F[Unit],
     workers: FiberGroup[F],
     body: WorkerPool[F] => F[Boolean] // runs one worker; true when it retired through tryRetire
 )(using F: Async[F]):
@@ -76,12 +75,10 @@ private[weir] final class WorkerPool[F[_]] private (
   def finishing(stop: Boolean): F[Unit] =
     modify { s =>
       (s.copy(draining = true, open = s.open && !stop), s.live == 0)
-    }.flatMap(empty => exit.whenA(empty))
+    }.flatMap(empty => exited.complete(()).void.whenA(empty))
 
-  /** Completes once [[finishing]] was called and every worker has left; `onExit` runs then, once. */
+  /** Completes once [[finishing]] was called and every worker has left. */
   def awaitExit: F[Unit] = exited.get
-
-  private val exit: F[Unit] = exited.complete(()).flatMap(first => onExit.whenA(first))
 
   /**
    * Cancels every worker (a drain's deadline ran out) and waits for them. A worker cancelled before its
@@ -89,7 +86,8 @@ private[weir] final class WorkerPool[F[_]] private (
    * starts no worker, and is done. Idempotent.
    */
   def kill: F[Unit] =
-    workers.close *> modify(s => (s.copy(live = 0, open = false, killed = true), ())) *> exit
+    workers.close *> modify(s => (s.copy(live = 0, open = false, killed = true), ())) *>
+      exited.complete(()).void
 
   private def leave: F[Unit] =
     modify { s =>
@@ -97,7 +95,7 @@ private[weir] final class WorkerPool[F[_]] private (
       else
         val live = s.live - 1
         (s.copy(live = live), live == 0 && s.draining)
-    }.flatMap(last => exit.whenA(last))
+    }.flatMap(last => exited.complete(()).void.whenA(last))
 
   /** Applies `f` to the state by compare-and-set (`f` may run more than once: it must be pure). */
   private def modify[R](f: WorkerPool.State => (WorkerPool.State, R)): F[R] =
@@ -126,18 +124,15 @@ private[weir] object WorkerPool:
   final case class State(limit: Int, live: Int, open: Boolean, draining: Boolean, killed: Boolean = false)
 
   /**
-   * A pool whose workers run `body`; `onExit` runs once the pool is done (see [[WorkerPool.awaitExit]]). A plain
-   * call, for building a run's parts in one effect (`Engine.wire`).
+   * A pool whose workers run `body`. A plain call, for building a run's parts in one effect (`Engine.wire`).
    */
   def unsafe[F[_]](
       initialLimit: Int,
-      workers: FiberGroup[F],
-      onExit: F[Unit]
+      workers: FiberGroup[F]
   )(body: WorkerPool[F] => F[Boolean])(using F: Async[F]): WorkerPool[F] =
     new WorkerPool(
       new AtomicReference(State(initialLimit, 0, open = true, draining = false)),
       Deferred.unsafe[F, Unit],
-      onExit,
       workers,
       body
     )
