@@ -39,7 +39,9 @@ private[weir] final class FiberGroup[F[_]] private ()(using F: Async[F]):
   /**
    * [[start]], and `finalizer` runs when the fiber ends, however it ends (if it ran at all: see [[close]]),
    * once the fiber has left the group. The group's own finalizer and the caller's are one, where a
-   * `guaranteeCase` of the caller's around `fa` would wrap the fiber's work in a second.
+   * `guaranteeCase` of the caller's around `fa` would wrap the fiber's work in a second. So a [[close]] that
+   * runs while `finalizer` does no longer finds that fiber and does not wait for it: `finalizer` must be
+   * safe to finish after the group closed (the pool's count-out is: once killed it ignores late leaves).
    */
   def startThen[A](fa: F[A])(finalizer: FiberOutcome[F, Throwable, A] => F[Unit]): F[Boolean] =
     F.uncancelable { _ =>
@@ -60,8 +62,9 @@ private[weir] final class FiberGroup[F[_]] private ()(using F: Async[F]):
 
   /**
    * Closes the group: nothing starts in it any more, and every fiber still running is cancelled, all at once;
-   * completes when each has ended (its finalizers run), except a fiber whose [[start]] is still under way:
-   * that start cancels it and waits for it instead. A fiber cancelled before it ever ran ends without
+   * completes when each has ended (its finalizers run), except a fiber whose [[start]] is still under way
+   * (that start cancels it and waits for it instead) and one already out of the group, still running the
+   * finalizer given to [[startThen]]. A fiber cancelled before it ever ran ends without
    * running anything, finalizers included. Not cancelable. Idempotent; concurrent callers are allowed and
    * each waits.
    */
