@@ -1,7 +1,7 @@
 package weir
 
 import cats.effect.{IO, Resource}
-import cats.effect.unsafe.{IORuntime, IORuntimeConfig, Scheduler}
+import cats.effect.unsafe.{IORuntime, IORuntimeConfig, PatientSelectorSystem, Scheduler}
 
 /**
  * The Cats Effect runtime weir runs on: the default work-stealing compute pool and blocking pool, but
@@ -20,6 +20,12 @@ import cats.effect.unsafe.{IORuntime, IORuntimeConfig, Scheduler}
  * wake-ups off the compute threads, where the livelock happens. It costs one extra thread and a hop
  * through the pool's external queue on every timer wake-up. The runs that show the hang and its absence,
  * and the alternatives weighed: `docs/adr/0003-safe-runtime.md`.
+ *
+ * ==Wake-ups that do not stall==
+ * Its compute threads park through [[cats.effect.unsafe.PatientSelectorSystem]]: a thread woken from its
+ * park waits for its waker without spinning on the CPU the waker needs. Without it, a wake-up that the
+ * kernel places on the waker's CPU stalls both threads for a time slice (milliseconds), which the timer
+ * hand-over above makes frequent (`docs/adr/0024-patient-wake-up.md`).
  *
  * ==When this can go==
  * When a Cats Effect release fixes typelevel/cats-effect#4674 and `weir.hang.HangProbe default queue`
@@ -55,5 +61,10 @@ object WeirRuntime:
   def unsafeCreate(config: IORuntimeConfig): (IORuntime, () => Unit) =
     val (scheduler, shutdownScheduler) = Scheduler.createDefaultScheduler()
     // the builder's shutdown stops the compute pool, the blocking pool and this scheduler
-    val runtime = IORuntime.builder().setScheduler(scheduler, shutdownScheduler).setConfig(config).build()
+    val runtime = IORuntime
+      .builder()
+      .setScheduler(scheduler, shutdownScheduler)
+      .setPollingSystem(PatientSelectorSystem())
+      .setConfig(config)
+      .build()
     (runtime, () => runtime.shutdown())

@@ -1,0 +1,129 @@
+package cats.effect.unsafe
+
+import cats.effect.{Deferred, IO, Selector}
+import cats.effect.syntax.all.*
+import cats.syntax.all.*
+import munit.FunSuite
+import weir.WeirRuntime
+
+import java.nio.ByteBuffer
+import java.nio.channels.{Pipe, SelectionKey}
+import java.util.concurrent.{CountDownLatch, TimeUnit}
+import java.util.concurrent.atomic.AtomicReference
+import scala.concurrent.duration.*
+
+/**
+ * The patient polling system: its wait for the waker, its parks and wake-ups on a plain thread, and the
+ * compute pool of weir's runtime parking through it for timers, fiber wake-ups and selector events.
+ */
+class PatientSelectorSystemSuite extends FunSuite:
+
+  override def munitTimeout: Duration = 60.seconds
+
+  private def onThread(body: => Unit): CountDownLatch =
+    val done = new CountDownLatch(1)
+    val thread = new Thread(() => { body; done.countDown() })
+    thread.setDaemon(true)
+    thread.start()
+    done
+
+  test("awaitWaker returns at once unless the signal reads Interrupting") {
+    for signal <- List(ParkedSignal.Unparked, ParkedSignal.ParkedSimple, ParkedSignal.ParkedPolling) do
+      val done = onThread(PatientSelectorSystem.awaitWaker(new AtomicReference(signal)))
+      assert(done.await(10, TimeUnit.SECONDS), s"still waiting on $signal")
+  }
+
+  test("awaitWaker waits while the signal reads Interrupting, past its spins and yields") {
+    val signal = new AtomicReference[ParkedSignal](ParkedSignal.Interrupting)
+    val done = onThread(PatientSelectorSystem.awaitWaker(signal))
+    assert(!done.await(200, TimeUnit.MILLISECONDS), "returned while the waker was still waking it")
+    signal.set(ParkedSignal.Unparked)
+    assert(done.await(10, TimeUnit.SECONDS), "still waiting after the waker finished")
+  }
+
+  test("poll without channels: a zero wait returns at once, a timed wait times out, interrupt ends a park") {
+    val system = PatientSelectorSystem()
+    val poller = system.makePoller()
+    try
+      assert(system.needsPoll(poller))
+      assertEquals(system.poll(poller, 0L), PollResult.Interrupted)
+      assertEquals(system.poll(poller, 1.millis.toNanos), PollResult.Interrupted)
+      val result = new AtomicReference[PollResult]
+      val parked = new CountDownLatch(1)
+      val polling = new Thread(() => { parked.countDown(); result.set(system.poll(poller, -1L)) })
+      polling.setDaemon(true)
+      polling.start()
+      assert(parked.await(10, TimeUnit.SECONDS))
+      while polling.getState != Thread.State.WAITING do Thread.onSpinWait()
+      system.interrupt(polling, poller)
+      polling.join(10_000)
+      assert(!polling.isAlive, "interrupt did not end the park")
+      assertEquals(result.get, PollResult.Interrupted)
+    finally system.closePoller(poller)
+  }
+
+  test("weir's runtime parks its compute threads through the patient system") {
+    val (runtime, shutdown) = WeirRuntime.unsafeCreate()
+    try
+      runtime.compute match
+        case pool: WorkStealingThreadPool[?] => assert(pool.system.isInstanceOf[PatientSelectorSystem])
+        case other => fail(s"compute pool is not Cats Effect's work-stealing pool: $other")
+    finally shutdown()
+  }
+
+  test("on weir's runtime, fibers woken by timers wake others: every round ends, every value arrives") {
+    val (runtime, shutdown) = WeirRuntime.unsafeCreate()
+    try
+      val round = (i: Int) =>
+        for
+          d <- Deferred[IO, Int]
+          waiter <- d.get.flatTap(_ => IO.sleep(100.micros)).start
+          _ <- IO.sleep(200.micros)
+          _ <- d.complete(i)
+          got <- waiter.joinWithNever
+        yield got
+      val rounds = 2000
+      val got = (0 until rounds).toList.parTraverseN(8)(round).unsafeRunSync()(using runtime)
+      assertEquals(got, (0 until rounds).toList)
+    finally shutdown()
+  }
+
+  test("on weir's runtime, a compute thread parked on its selector wakes for a channel's data") {
+    val (runtime, shutdown) = WeirRuntime.unsafeCreate()
+    val pipe = Pipe.open()
+    try
+      pipe.source().configureBlocking(false)
+      val read = Selector.find.flatMap {
+        case None => IO.raiseError(new AssertionError("no selector API on weir's runtime"))
+        case Some(selector) =>
+          selector.select(pipe.source(), SelectionKey.OP_READ) *> IO.blocking {
+            val buffer = ByteBuffer.allocate(16)
+            val n = pipe.source().read(buffer)
+            new String(buffer.array(), 0, n, "UTF-8")
+          }
+      }
+      val write = IO.sleep(50.millis) *>
+        IO.blocking(pipe.sink().write(ByteBuffer.wrap("ready".getBytes("UTF-8"))))
+      val got = (read, write).parMapN((text, _) => text).unsafeRunSync()(using runtime)
+      assertEquals(got, "ready")
+    finally
+      pipe.source().close()
+      pipe.sink().close()
+      shutdown()
+  }
+
+  test("with the pool's own timers, a compute thread's timed park ends by its deadline and by a wake-up") {
+    val runtime = IORuntime.builder().setPollingSystem(PatientSelectorSystem()).build()
+    try
+      val round = (i: Int) =>
+        for
+          d <- Deferred[IO, Int]
+          waiter <- (IO.sleep(5.millis) *> d.get).start
+          _ <- IO.sleep(300.micros)
+          _ <- d.complete(i)
+          got <- waiter.joinWithNever
+        yield got
+      val got = (0 until 500).toList.parTraverseN(4)(round).unsafeRunSync()(using runtime)
+      assertEquals(got, (0 until 500).toList)
+    finally runtime.shutdown()
+  }
