@@ -1,6 +1,6 @@
 package weir.bench
 
-import cats.effect.IO
+import cats.effect.{FiberIO, IO}
 import cats.effect.std.{Queue, Semaphore}
 import org.openjdk.jmh.annotations.*
 import weir.Defaults
@@ -15,7 +15,9 @@ import scala.concurrent.duration.*
  *     weir's default buffer, 1024) fed by one producer fiber; each worker stops at a sentinel;
  *   - `semaphore`: a fiber per task, started after acquiring a permit of a `Semaphore`.
  * Baselines: the same tasks one after another in a single fiber; ten 1 ms sleeps in a row (on weir's runtime,
- * and on Cats Effect's default one, whose timers live in the compute pool).
+ * and on Cats Effect's default one, whose timers live in the compute pool); and the sleeps' wave: as many
+ * fibers as the concurrency, each sleeping its share of the tasks in a row, so that nothing is handed over
+ * and what is left is what the runtime's timers cost at that concurrency.
  *
  * Run (from the repository root, after building bench):
  * {{{
@@ -51,6 +53,12 @@ class CatsEffectBench extends OnWeirRuntime:
       loop(0)
     }
 
+  // `fibers` bare fibers each running `each`, started one after another, then joined.
+  private def wave(fibers: Int, each: IO[Unit]): IO[Unit] =
+    def startAll(i: Int, started: List[FiberIO[Unit]]): IO[List[FiberIO[Unit]]] =
+      if i == fibers then IO.pure(started) else each.start.flatMap(f => startAll(i + 1, f :: started))
+    startAll(0, Nil).flatMap(_.foldLeft(IO.unit)((joined, f) => joined.flatMap(_ => f.joinWithNever)))
+
   @Benchmark
   @OperationsPerInvocation(Tasks)
   def noopQueueWorkers(): Unit = unsafeRun(queueWorkers(Tasks, Concurrency, noop))
@@ -78,6 +86,10 @@ class CatsEffectBench extends OnWeirRuntime:
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)
   def sleepSequential(): Unit = unsafeRun(Sequential.io(SequentialSleeps, sleep))
+
+  @Benchmark
+  @OutputTimeUnit(TimeUnit.MILLISECONDS)
+  def sleepWave(): Unit = unsafeRun(wave(SleepConcurrency, Sequential.io(SleepTasks / SleepConcurrency, sleep)))
 
   // the same on Cats Effect's default runtime, whose timers live in the compute pool: is the sleep floor
   // the external timer's? (One fiber sleeping cannot trigger typelevel/cats-effect#4674, which needs
