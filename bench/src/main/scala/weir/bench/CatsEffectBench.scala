@@ -89,7 +89,8 @@ class CatsEffectBench extends OnWeirRuntime:
 
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)
-  def sleepWave(): Unit = unsafeRun(wave(SleepConcurrency, Sequential.io(SleepTasks / SleepConcurrency, sleep)))
+  def sleepWave(): Unit =
+    unsafeRun(wave(SleepConcurrency, Sequential.io(SleepTasks / SleepConcurrency, sleep)))
 
   // the same on Cats Effect's default runtime, whose timers live in the compute pool: is the sleep floor
   // the external timer's? (One fiber sleeping cannot trigger typelevel/cats-effect#4674, which needs
