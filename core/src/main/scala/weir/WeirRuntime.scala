@@ -64,7 +64,7 @@ object WeirRuntime:
     val runtime = IORuntime
       .builder()
       .setScheduler(scheduler, shutdownScheduler)
-      .setPollingSystem(PatientSelectorSystem())
+      .setPollingSystem(PatientSelectorSystem.orSelectors())
       .setConfig(config)
       .build()
     (runtime, () => runtime.shutdown())

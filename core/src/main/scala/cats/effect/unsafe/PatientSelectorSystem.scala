@@ -24,7 +24,8 @@ import java.util.concurrent.locks.LockSupport
  * wrapped `SelectorSystem`'s.
  *
  * It lives in Cats Effect's package because the signal it watches is private to it; it is written
- * against Cats Effect 3.7.1, the version weir's build pins.
+ * against Cats Effect 3.7.1, the version weir's build pins. [[PatientSelectorSystem.orSelectors]] checks
+ * that the Cats Effect on the class path still has that signal before choosing this system.
  */
 final class PatientSelectorSystem(val selectors: SelectorSystem) extends PollingSystem:
   type Api = selectors.Api
@@ -68,6 +69,20 @@ object PatientSelectorSystem:
 
   /** A patient system over Cats Effect's default selector system. */
   def apply(): PatientSelectorSystem = new PatientSelectorSystem(SelectorSystem())
+
+  /**
+   * A patient system if the Cats Effect on the class path has the parked signal it watches, else Cats
+   * Effect's own selector system: a release that moved the signal loses the fix, not its compute threads
+   * (which would otherwise fail to link on their first park).
+   */
+  def orSelectors(): PollingSystem =
+    if hasParkedSignal(classOf[WorkerThread[?]]) then apply() else SelectorSystem()
+
+  private[unsafe] def hasParkedSignal(worker: Class[?]): Boolean =
+    try
+      worker.getMethod("parked").getReturnType == classOf[AtomicReference[?]] &&
+        (ParkedSignal.Interrupting ne null)
+    catch case _: NoSuchMethodException | _: LinkageError => false
 
   private val Spins = 64
   private val Yields = 64

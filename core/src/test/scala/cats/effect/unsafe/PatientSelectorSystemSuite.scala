@@ -62,6 +62,12 @@ class PatientSelectorSystemSuite extends FunSuite:
     finally system.closePoller(poller)
   }
 
+  test("the pinned Cats Effect has the parked signal; a worker class without it is not taken for one") {
+    assert(PatientSelectorSystem.hasParkedSignal(classOf[WorkerThread[?]]))
+    assert(PatientSelectorSystem.orSelectors().isInstanceOf[PatientSelectorSystem])
+    assert(!PatientSelectorSystem.hasParkedSignal(classOf[Thread]))
+  }
+
   test("weir's runtime parks its compute threads through the patient system") {
     val (runtime, shutdown) = WeirRuntime.unsafeCreate()
     try
