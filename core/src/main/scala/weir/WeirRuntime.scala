@@ -1,7 +1,8 @@
 package weir
 
 import cats.effect.{IO, Resource}
-import cats.effect.unsafe.{IORuntime, IORuntimeConfig, PatientSelectorSystem, Scheduler}
+import cats.effect.unsafe.{IORuntime, IORuntimeConfig, PatientSelectorSystem}
+import weir.internal.TimerScheduler
 
 /**
  * The Cats Effect runtime weir runs on: the default work-stealing compute pool and blocking pool, but
@@ -59,7 +60,7 @@ object WeirRuntime:
 
   /** [[unsafeCreate]] with a given runtime configuration. */
   def unsafeCreate(config: IORuntimeConfig): (IORuntime, () => Unit) =
-    val (scheduler, shutdownScheduler) = Scheduler.createDefaultScheduler()
+    val (scheduler, shutdownScheduler) = TimerScheduler.start(_.printStackTrace())
     // the builder's shutdown stops the compute pool, the blocking pool and this scheduler
     val runtime = IORuntime
       .builder()
