@@ -16,9 +16,9 @@ import weir.internal.TimerScheduler
  * concurrency limit and short I/O-like tasks (typelevel/cats-effect#4674).
  *
  * ==The workaround==
- * A runtime built with `IORuntime.builder().setScheduler(...)` and the scheduler from
- * `Scheduler.createDefaultScheduler()` (a single `ScheduledThreadPoolExecutor` thread) takes the timer
- * wake-ups off the compute threads, where the livelock happens. It costs one extra thread and a hop
+ * A runtime built with `IORuntime.builder().setScheduler(...)` and a scheduler of its own thread takes the
+ * timer wake-ups off the compute threads, where the livelock happens: weir's `TimerScheduler`, whose setters
+ * hand timers in without a lock (`docs/adr/0025-timer-thread.md`). It costs one extra thread and a hop
  * through the pool's external queue on every timer wake-up. The runs that show the hang and its absence,
  * and the alternatives weighed: `docs/adr/0003-safe-runtime.md`.
  *
