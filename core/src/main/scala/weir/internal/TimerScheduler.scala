@@ -39,7 +39,7 @@ final class TimerScheduler private (reportFailure: Throwable => Unit) extends Sc
   thread.setDaemon(true)
 
   def sleep(delay: FiniteDuration, task: Runnable): Runnable =
-    val timer = new Timer(System.nanoTime() + math.max(0L, delay.toNanos), task, this)
+    val timer = new Timer(deadlineAfter(System.nanoTime(), delay.toNanos), task, this)
     var head = incoming.get()
     timer.next = head
     while !incoming.compareAndSet(head, timer) do
@@ -109,6 +109,14 @@ final class TimerScheduler private (reportFailure: Throwable => Unit) extends Sc
 object TimerScheduler:
 
   private val SweepAbove = 1024
+
+  // `now + delay`, where a negative delay is none and a sum past Long.MaxValue (a delay of centuries) is a
+  // deadline never reached, not one in the past
+  private[internal] def deadlineAfter(now: Long, delay: Long): Long =
+    if delay <= 0L then now
+    else
+      val sum = now + delay
+      if sum < now then Long.MaxValue else sum
 
   /** Starts a timer thread; the second value stops it (timers still pending never run). */
   def start(reportFailure: Throwable => Unit): (Scheduler, () => Unit) =

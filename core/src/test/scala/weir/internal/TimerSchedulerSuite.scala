@@ -110,6 +110,21 @@ class TimerSchedulerSuite extends ScalaCheckSuite:
     }
   }
 
+  test("a deadline past the clock's range is never reached, not in the past; a negative delay is none") {
+    assertEquals(TimerScheduler.deadlineAfter(Long.MaxValue - 10, 100L), Long.MaxValue)
+    assertEquals(TimerScheduler.deadlineAfter(5L, -3L), 5L)
+    assertEquals(TimerScheduler.deadlineAfter(-50L, 20L), -30L)
+    withScheduler { (scheduler, _) =>
+      val ran = new AtomicInteger(0)
+      val _ = scheduler.sleep(FiniteDuration(Long.MaxValue, NANOSECONDS), () => ran.incrementAndGet(): Unit)
+      val done = new CountDownLatch(1)
+      val _ = scheduler.sleep(1.milli, () => done.countDown())
+      assert(done.await(10, TimeUnit.SECONDS))
+      assertEquals(pendingSeenByTheThread(scheduler), 1)
+      assertEquals(ran.get, 0)
+    }
+  }
+
   test("after the stop, pending timers never run") {
     val (scheduler, stop) = TimerScheduler.start(_ => ())
     val ran = new AtomicInteger(0)
