@@ -40,8 +40,7 @@ private[internal] final class TimerHeap:
     var i = 0
     while i < count do
       if timers(i).task != null then
-        deadlines(kept) = deadlines(i)
-        timers(kept) = timers(i)
+        move(i, kept)
         kept += 1
       i += 1
     java.util.Arrays.fill(timers.asInstanceOf[Array[AnyRef]], kept, count, null)
@@ -58,8 +57,7 @@ private[internal] final class TimerHeap:
       val parent = (i - 1) >>> 1
       if deadlines(parent) <= deadline then continue = false
       else
-        deadlines(i) = deadlines(parent)
-        timers(i) = timers(parent)
+        move(parent, i)
         i = parent
     deadlines(i) = deadline
     timers(i) = timer
@@ -74,8 +72,11 @@ private[internal] final class TimerHeap:
       if right < count && deadlines(right) < deadlines(child) then child = right
       if deadline <= deadlines(child) then continue = false
       else
-        deadlines(i) = deadlines(child)
-        timers(i) = timers(child)
+        move(child, i)
         i = child
     deadlines(i) = deadline
     timers(i) = timer
+
+  private def move(from: Int, to: Int): Unit =
+    deadlines(to) = deadlines(from)
+    timers(to) = timers(from)

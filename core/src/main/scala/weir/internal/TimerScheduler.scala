@@ -60,6 +60,11 @@ final class TimerScheduler private (reportFailure: Throwable => Unit) extends Sc
   /** Timers set and not yet run, dropped or swept (the timer thread's view; for tests). */
   private[weir] def pending: Int = heap.size
 
+  /** Waits up to `millis` for the timer thread to end after the stop; whether it has (for tests). */
+  private[weir] def awaitStopped(millis: Long): Boolean =
+    thread.join(millis)
+    !thread.isAlive
+
   private[internal] def cancelledOne(): Unit =
     val _ = cancelled.incrementAndGet()
 

@@ -81,7 +81,11 @@ class TimerSchedulerSuite extends ScalaCheckSuite:
       val after = scheduler.sleep(1.milli, () => { ran.addAndGet(10): Unit; done.countDown() })
       assert(done.await(10, TimeUnit.SECONDS))
       after.run()
-      Thread.sleep(100) // past the cancelled timer's deadline: it must not have run
+      // set after the cancelled timer with a longer delay, so due later: by the time it runs, the timer
+      // thread has passed the cancelled timer's deadline
+      val past = new CountDownLatch(1)
+      val _ = scheduler.sleep(31.millis, () => past.countDown())
+      assert(past.await(10, TimeUnit.SECONDS))
       assertEquals(ran.get, 10)
       assertEquals(pendingSeenByTheThread(scheduler), 0)
     }
@@ -125,12 +129,13 @@ class TimerSchedulerSuite extends ScalaCheckSuite:
     }
   }
 
-  test("after the stop, pending timers never run") {
+  test("the stop ends the timer thread: pending timers, and timers set later, never run") {
     val (scheduler, stop) = TimerScheduler.start(_ => ())
     val ran = new AtomicInteger(0)
-    val _ = scheduler.sleep(50.millis, () => ran.incrementAndGet(): Unit)
+    val _ = scheduler.sleep(1.hour, () => ran.incrementAndGet(): Unit)
     stop()
-    Thread.sleep(150)
+    assert(scheduler.asInstanceOf[TimerScheduler].awaitStopped(10_000), "the timer thread outlived the stop")
+    val _ = scheduler.sleep(Duration.Zero, () => ran.incrementAndGet(): Unit)
     assertEquals(ran.get, 0)
   }
 

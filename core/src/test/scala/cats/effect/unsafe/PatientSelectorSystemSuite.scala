@@ -33,10 +33,18 @@ class PatientSelectorSystemSuite extends FunSuite:
       assert(done.await(10, TimeUnit.SECONDS), s"still waiting on $signal")
   }
 
-  test("awaitWaker waits while the signal reads Interrupting, past its spins and yields") {
+  test("awaitWaker waits while the signal reads Interrupting, past its spins and yields into short parks") {
     val signal = new AtomicReference[ParkedSignal](ParkedSignal.Interrupting)
-    val done = onThread(PatientSelectorSystem.awaitWaker(signal))
-    assert(!done.await(200, TimeUnit.MILLISECONDS), "returned while the waker was still waking it")
+    val done = new CountDownLatch(1)
+    val waiting = new Thread(() => { PatientSelectorSystem.awaitWaker(signal); done.countDown() })
+    waiting.setDaemon(true)
+    waiting.start()
+    // seen parked (its last stage) while the signal still reads Interrupting: it has not returned
+    val deadline = System.nanoTime() + 10.seconds.toNanos
+    var parked = false
+    while !parked && System.nanoTime() < deadline do parked = waiting.getState == Thread.State.TIMED_WAITING
+    assert(parked, "never seen in its short parks")
+    assertEquals(done.getCount, 1L, "returned while the waker was still waking it")
     signal.set(ParkedSignal.Unparked)
     assert(done.await(10, TimeUnit.SECONDS), "still waiting after the waker finished")
   }
