@@ -1,6 +1,6 @@
 package weir.internal
 
-import cats.effect.kernel.{Async, Deferred, Ref, Resource}
+import cats.effect.kernel.{Async, Deferred, Fiber, Ref, Resource}
 import cats.Parallel
 import cats.effect.instances.spawn.parallelForGenSpawn
 import cats.syntax.all.*
@@ -35,7 +35,8 @@ private[weir] final class Engine[F[_], A, B] private (
     result: Deferred[F, Summary[A]],
     sourceErrors: Ref[F, List[Throwable]],
     producersDone: Deferred[F, Unit],
-    killProducers: F[Unit],
+    workers: FiberGroup[F],
+    producers: FiberGroup[F],
     private val produce: F[Unit]
 )(using F: Async[F])
     extends Running[F, A]:
@@ -72,6 +73,17 @@ private[weir] final class Engine[F[_], A, B] private (
 
   // ---- the end of the run -----------------------------------------------------------------------
 
+  // set once by `launch`, before the engine is handed out
+  private var conductor: Fiber[F, Throwable, Unit] = scala.compiletime.uninitialized
+
+  /**
+   * The release of the run: asks it to stop (a no-op when it has ended), waits for its summary, then
+   * cancels whatever is left: the conductor (ended by then, unless it failed), the producers, the workers.
+   */
+  private def release(grace: FiniteDuration): F[Unit] =
+    stop.request(StopReason.Cancelled, grace) *> result.get *> conductor.cancel *> producers.close *>
+      workers.close
+
   private def conduct: F[Unit] =
     F.race(pool.awaitExit, stop.requested.get).flatMap {
       case Left(_) => finish
@@ -83,7 +95,7 @@ private[weir] final class Engine[F[_], A, B] private (
     buffer.stop *> pool.finishing(stop = true) *>
       (
         F.timeoutTo(pool.awaitExit, deadline, pool.kill),
-        F.timeoutTo(producersDone.get, deadline, killProducers)
+        F.timeoutTo(producersDone.get, deadline, producers.close)
       ).parTupled.void
 
   private def finish: F[Unit] =
@@ -105,21 +117,33 @@ private[weir] object Engine:
   /** Where outcomes go, with their input position (`Long.MaxValue` when the task never got one). */
   type Emit[F[_], A, B] = (Long, TaskOutcome[A, B]) => F[Unit]
 
-  /** Starts a run; releasing it stops the run (see [[Pipeline.start]]) and leaks no fiber. */
+  /**
+   * Starts a run; releasing it stops the run (see [[Pipeline.start]]) and leaks no fiber.
+   *
+   * One acquire and one release rather than a resource per part: a run's set-up and end run once per run,
+   * so the JVM runs them at its slowest tier for a long time, and every step of a composed resource is
+   * more of that code.
+   */
   def start[F[_], A, B](settings: Settings[F, A, B], emit: Option[Emit[F, A, B]])(using
       F: Async[F]
   ): Resource[F, Running[F, A]] =
-    for
-      workers <- FiberGroup.resource[F]
-      producers <- FiberGroup.resource[F]
-      engine <-
-        Resource.eval(F.monotonic.flatMap(now => F.delay(wire(settings, emit, now, workers, producers))))
-      _ <- F.background(engine.conduct)
-      _ <- Resource.eval(producers.start(engine.produce))
-      running <- Resource.make(F.pure(engine))(e =>
-        e.stop.request(StopReason.Cancelled, settings.releaseGrace) *> e.join.void
-      )
-    yield running
+    Resource.make(launch(settings, emit))(_.release(settings.releaseGrace))
+
+  /** Wires a run and starts its conductor, then its producers. Run by `Resource.make`: not cancelable. */
+  private def launch[F[_], A, B](settings: Settings[F, A, B], emit: Option[Emit[F, A, B]])(using
+      F: Async[F]
+  ): F[Engine[F, A, B]] =
+    F.monotonic.flatMap { now =>
+      F.defer {
+        val workers = FiberGroup.unsafe[F]
+        val producers = FiberGroup.unsafe[F]
+        val engine = wire(settings, emit, now, workers, producers)
+        F.start(engine.conduct).flatMap { conductor =>
+          engine.conductor = conductor
+          producers.start(engine.produce).as(engine)
+        }
+      }
+    }
 
   /*
    * The run's parts, built by plain constructors in one effect rather than by a chain of effects: every step
@@ -161,7 +185,8 @@ private[weir] object Engine:
       result = Deferred.unsafe[F, Summary[A]],
       sourceErrors = sourceErrors,
       producersDone = producersDone,
-      killProducers = producers.close,
+      workers = workers,
+      producers = producers,
       produce = new Producer(ledger, buffer, pool, sourceErrors).all(settings.source.producers) *>
         producersDone.complete(()).void
     )

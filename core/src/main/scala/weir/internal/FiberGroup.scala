@@ -73,7 +73,7 @@ private[weir] final class FiberGroup[F[_]] private ()(using F: Async[F]):
       F.defer {
         closed = true
         val fibers = members.toArray(Array.empty[Member[F]]).toList.flatMap(m => Option(m.fiber))
-        fibers.parTraverse_(_.cancel)
+        if fibers.isEmpty then F.unit else fibers.parTraverse_(_.cancel)
       }
     }
 
@@ -86,4 +86,7 @@ private[weir] object FiberGroup:
 
   /** A group closed when the resource is released. */
   def resource[F[_]: Async]: Resource[F, FiberGroup[F]] =
-    Resource.make(Async[F].delay(new FiberGroup[F]))(_.close)
+    Resource.make(Async[F].delay(unsafe[F]))(_.close)
+
+  /** An open group, to be closed by its owner. A plain call, for building a run's parts in one effect. */
+  def unsafe[F[_]: Async]: FiberGroup[F] = new FiberGroup[F]
