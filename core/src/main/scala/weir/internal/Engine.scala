@@ -78,7 +78,7 @@ private[weir] final class Engine[F[_], A, B] private (
 
   /**
    * The release of the run: asks it to stop (a no-op when it has ended), waits for its summary, then
-   * cancels whatever is left: the conductor (ended by then, unless it failed), the producers, the workers.
+   * cancels whatever is left: the conductor (whose last step wrote the summary), the producers, the workers.
    */
   private def release(grace: FiniteDuration): F[Unit] =
     stop.request(StopReason.Cancelled, grace) *> result.get *> conductor.cancel *> producers.close *>
