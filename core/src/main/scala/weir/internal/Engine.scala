@@ -140,7 +140,8 @@ private[weir] object Engine:
         val engine = wire(settings, emit, now, workers, producers)
         F.start(engine.conduct).flatMap { conductor =>
           engine.conductor = conductor
-          producers.start(engine.produce).as(engine)
+          // the engine owns the conductor from here; should the producers fail to start, nothing would
+          producers.start(engine.produce).onError { case _ => conductor.cancel }.as(engine)
         }
       }
     }
