@@ -2,7 +2,7 @@ package weir.internal
 
 import cats.Parallel
 import cats.effect.instances.spawn.parallelForGenSpawn
-import cats.effect.kernel.{Async, Fiber, Outcome as FiberOutcome, Resource}
+import cats.effect.kernel.{Async, Fiber, Outcome as FiberOutcome}
 import cats.syntax.all.*
 
 import java.util.concurrent.ConcurrentHashMap
@@ -83,10 +83,6 @@ private[weir] final class FiberGroup[F[_]] private ()(using F: Async[F]):
 private[weir] object FiberGroup:
   private final class Member[F[_]]:
     @volatile var fiber: Fiber[F, Throwable, ?] | Null = null
-
-  /** A group closed when the resource is released. */
-  def resource[F[_]: Async]: Resource[F, FiberGroup[F]] =
-    Resource.make(Async[F].delay(unsafe[F]))(_.close)
 
   /** An open group, to be closed by its owner. A plain call, for building a run's parts in one effect. */
   def unsafe[F[_]: Async]: FiberGroup[F] = new FiberGroup[F]

@@ -29,6 +29,8 @@ final class TimerScheduler private (reportFailure: Throwable => Unit) extends Sc
   import TimerScheduler.*
 
   private val incoming = new AtomicReference[Timer](null)
+  // cancels counted since the last sweep; may count a few timers no longer in the heap (one cancelled
+  // while it ran, or before the timer thread took it in), which only brings a sweep forward
   private val cancelled = new AtomicLong(0L)
   // The deadline the timer thread parks until; Long.MinValue while it is awake and will drain `incoming`
   // before it parks again. Read by setters to decide whether to unpark it.

@@ -1,13 +1,16 @@
 package weir.internal
 
 import cats.effect.testkit.TestControl
-import cats.effect.{IO, Outcome, Ref}
+import cats.effect.{IO, Outcome, Ref, Resource}
 import cats.syntax.all.*
 import munit.CatsEffectSuite
 
 import scala.concurrent.duration.*
 
 class FiberGroupSuite extends CatsEffectSuite:
+
+  /** A group closed when the resource is released, as the engine closes its own in its release. */
+  private val aGroup: Resource[IO, FiberGroup[IO]] = Resource.make(IO(FiberGroup.unsafe[IO]))(_.close)
 
   /** A member that counts its start, then waits forever and counts its cancellation once its finalizer ran. */
   private def member(begun: Ref[IO, Int], cancelled: Ref[IO, Int]): IO[Unit] =
@@ -20,7 +23,7 @@ class FiberGroupSuite extends CatsEffectSuite:
       for
         begun <- IO.ref(0)
         cancelled <- IO.ref(0)
-        closedAt <- FiberGroup.resource[IO].use { group =>
+        closedAt <- aGroup.use { group =>
           group.start(member(begun, cancelled)).replicateA(50).flatMap { started =>
             IO(assert(started.forall(identity))) *> IO.sleep(1.milli)
           }
@@ -36,7 +39,7 @@ class FiberGroupSuite extends CatsEffectSuite:
 
   // in virtual time, a sleep ends only once every other fiber is idle: the members have run to their end
   test("a member that ended by itself is forgotten; the group outlives its members' errors") {
-    val run = FiberGroup.resource[IO].use { group =>
+    val run = aGroup.use { group =>
       for
         _ <- group.start(IO.raiseError[Unit](new RuntimeException("a member's own failure")))
         _ <- group.start(IO.unit)
@@ -52,7 +55,7 @@ class FiberGroupSuite extends CatsEffectSuite:
   }
 
   test("a member's finalizer gets its outcome, after the member left the group") {
-    val run = FiberGroup.resource[IO].use { group =>
+    val run = aGroup.use { group =>
       for
         seen <- IO.ref(List.empty[(String, Int)])
         // what the finalizer sees: the outcome, and how many members the group still holds (one member at
@@ -74,7 +77,7 @@ class FiberGroupSuite extends CatsEffectSuite:
   }
 
   test("nothing starts in a closed group") {
-    val run = FiberGroup.resource[IO].allocated.flatMap { case (group, close) =>
+    val run = aGroup.allocated.flatMap { case (group, close) =>
       for
         ran <- IO.ref(false)
         _ <- close *> close // idempotent
@@ -91,7 +94,7 @@ class FiberGroupSuite extends CatsEffectSuite:
       for
         begun <- IO.ref(0)
         cancelled <- IO.ref(0)
-        allocated <- FiberGroup.resource[IO].allocated
+        allocated <- aGroup.allocated
         (group, close) = allocated
         // masked until it waits, so a cancellation cannot fall between the count and the finalizer
         body = IO.uncancelable(poll =>
