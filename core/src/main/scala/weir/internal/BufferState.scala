@@ -51,9 +51,20 @@ private[weir] final case class BufferState[F[_], A](
    * Appends what fits and serves waiting takers, as long as either makes progress; registers `space` (if
    * given) when some of the chunk is left over. `now` is when it is appended, if the run measures queue
    * waits (otherwise unread).
+   *
+   * Producers get room first come, first served: an offer that is not `resumed` (woken from a wait for
+   * room) appends nothing while other producers wait, and queues behind them; a resumed offer that still
+   * cannot place everything waits again at the front, ahead of the producers that came after it.
    */
-  def append(chunk: Chunk[A], space: Option[Deferred[F, Unit]], now: Long): (BufferState[F, A], Appended[A]) =
+  def append(
+      chunk: Chunk[A],
+      space: Option[Deferred[F, Unit]],
+      now: Long,
+      resumed: Boolean
+  ): (BufferState[F, A], Appended[A]) =
     if stopped then (this, Appended(Nil, 0, 0, refused = true))
+    else if offerers.nonEmpty && !resumed then
+      (space.fold(this)(d => copy(offerers = offerers.enqueue((d, offererNeed)))), Appended(Nil, 0, 0, false))
     else
       var s = this
       var served: Served[A] = Nil
@@ -73,7 +84,8 @@ private[weir] final case class BufferState[F[_], A](
       // while the other half keeps the workers busy until the producer has refilled it (ADR 0015)
       val waiting = space match
         case Some(d) if accepted < chunk.size =>
-          s.copy(offerers = s.offerers.enqueue((d, math.max(1, capacity / 2))))
+          val waiter = (d, offererNeed)
+          s.copy(offerers = if resumed then s.offerers.prepended(waiter) else s.offerers.enqueue(waiter))
         case _ => s
       (waiting, Appended(served, accepted, math.max(0, s.size - size), refused = false))
 
@@ -247,8 +259,16 @@ private[weir] final case class BufferState[F[_], A](
           catch case scala.util.control.NonFatal(e) => KeyFailure(e)
         times.entry(seq, task, key)
 
-  /** Wakes the first waiting producer if all it waits for fits now. */
-  private def wakeOfferer: (BufferState[F, A], F[Unit]) =
+  /** The room a waiting producer is woken for: half the buffer (ADR 0015). */
+  private def offererNeed: Int = math.max(1, capacity / 2)
+
+  /**
+   * Wakes the first waiting producer if all it waits for fits now. Takes call it as they free places; the
+   * offer calls it after each append, and a cancelled wait once it has left the queue: with producers let in
+   * first come, first served, a producer can queue while there is room (behind others), and the one ahead
+   * of it can leave without appending (cancelled), so a wake-up can fall due without a take.
+   */
+  def wakeOfferer: (BufferState[F, A], F[Unit]) =
     offerers.dequeueOption match
       case Some(((o, need), more)) if free >= need => (copy(offerers = more), o.complete(()).void)
       case _ => (this, F.unit)

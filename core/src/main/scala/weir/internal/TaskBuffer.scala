@@ -59,7 +59,9 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
    * Appends `chunk`, waiting while the buffer is full. After each step that stored elements no waiting
    * taker could receive, calls `demand` with their number (so more workers can start before the producer
    * waits). Returns the elements refused because the buffer was stopped (empty when all were accepted).
-   * Only the wait is cancelable (wrapped in `poll`), so call this inside `uncancelable`.
+   * Producers waiting for room are served first come, first served (ADR 0026). Only the wait is cancelable
+   * (wrapped in `poll`), so call this inside `uncancelable`; a wait cancelled as it was woken passes the
+   * wake-up on to the next producer.
    */
   def offer(
       poll: Poll[F],
@@ -68,24 +70,29 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
       onCancel: Chunk[A] => F[Unit]
   ): F[Chunk[A]] =
     // `space` is allocated only once an offer has to wait: the common case is one `modify` per chunk
-    def loop(rest: Chunk[A], space: Option[Deferred[F, Unit]]): F[Chunk[A]] =
-      append(rest, space).flatMap { appended =>
+    def loop(rest: Chunk[A], space: Option[Deferred[F, Unit]], resumed: Boolean): F[Chunk[A]] =
+      append(rest, space, resumed).flatMap { appended =>
         val left = rest.drop(appended.accepted)
-        handOver(appended.served) *> demand(appended.unserved).whenA(appended.unserved > 0) *> {
+        val settle = handOver(appended.served) *> demand(appended.unserved).whenA(appended.unserved > 0)
+        settle *> wakeOfferer *> {
           if appended.refused || left.isEmpty then F.pure(left)
           else
             space match
               case Some(d) => poll(d.get).onCancel(forgetOfferer(d) *> F.unit.flatMap(_ => onCancel(left))) *>
-                  loop(left, None)
-              case None => F.deferred[Unit].flatMap(d => loop(left, Some(d)))
+                  loop(left, None, resumed = true)
+              case None => F.deferred[Unit].flatMap(d => loop(left, Some(d), resumed))
         }
       }
-    if chunk.isEmpty then F.pure(Chunk.empty) else loop(chunk, None)
+    if chunk.isEmpty then F.pure(Chunk.empty) else loop(chunk, None, resumed = false)
 
   /** Appends what fits of `chunk` now, reading the clock only when the buffer keeps [[EnqueueTimes]]. */
-  private def append(chunk: Chunk[A], space: Option[Deferred[F, Unit]]): F[Appended[A]] =
-    if unsafe.measured then F.monotonic.flatMap(now => modify(_.append(chunk, space, now.toNanos)))
-    else modify(_.append(chunk, space, 0L))
+  private def append(chunk: Chunk[A], space: Option[Deferred[F, Unit]], resumed: Boolean): F[Appended[A]] =
+    if unsafe.measured then F.monotonic.flatMap(now => modify(_.append(chunk, space, now.toNanos, resumed)))
+    else modify(_.append(chunk, space, 0L, resumed))
+
+  // a read first: with no producer waiting, nothing to write
+  private val wakeOfferer: F[Unit] =
+    F.defer(if unsafe.state.offerers.isEmpty then F.unit else modify(_.wakeOfferer).flatten)
 
   /**
    * Takes the oldest element (whose key is not claimed, under per-key admission), waiting while there is
@@ -163,8 +170,9 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   /** Removes and returns every element still held (after a `stop`). */
   def remaining: F[Vector[A]] = modify(s => (s.cleared, s.tasks))
 
+  /** A cancelled wait for room leaves the queue, and wakes the next producer if it was holding it up. */
   private def forgetOfferer(d: Deferred[F, Unit]): F[Unit] =
-    modify(s => (s.copy(offerers = s.offerers.filterNot(_._1 eq d)), ()))
+    modify(s => s.copy(offerers = s.offerers.filterNot(_._1 eq d)).wakeOfferer).flatten
 
   /** A parked taker was cancelled: it leaves the queue, and what was handed to it meanwhile goes back. */
   private def abandonTake(taker: Taker[A]): F[Unit] =

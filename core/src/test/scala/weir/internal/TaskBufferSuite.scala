@@ -164,6 +164,77 @@ class TaskBufferSuite extends CatsEffectSuite:
     TestControl.executeEmbed(run).map((held, left) => assertEquals((held, left), (List(3), Vector(1, 2))))
   }
 
+  test("producers get room first come, first served: a later offer waits behind a waiting producer") {
+    val run =
+      for
+        b <- TaskBuffer[IO, Int](4)
+        _ <- offer(b, Chunk(0, 1, 2, 3))
+        first <- offer(b, Chunk(10, 11)).start // waits: the buffer is full
+        _ <- IO.sleep(1.second)
+        _ <- take(b) // one free place: not the half of four the first producer waits for
+        late <- IO(b.unsafe.tryOffer(Chunk(20), 0L)) // it would fit, but a producer waits
+        second <- offer(b, Chunk(20)).start
+        _ <- IO.sleep(1.second)
+        // a tick after each take, so that each woken producer appends before the next place is freed
+        got <- (take(b) <* IO.sleep(1.second)).replicateA(6)
+        _ <- (first.joinWithNever, second.joinWithNever).tupled
+      yield (late, got.flatten.map(_._2))
+    TestControl.executeEmbed(run).map { (late, got) =>
+      assertEquals(late, UnsafeTaskBuffer.NoRoom)
+      assertEquals(got, List(1, 2, 3, 10, 11, 20))
+    }
+  }
+
+  test("a woken producer that still cannot place its chunk keeps its place ahead of later ones") {
+    val run =
+      for
+        b <- TaskBuffer[IO, Int](4)
+        _ <- offer(b, Chunk(0, 1, 2, 3))
+        first <- offer(b, Chunk(10, 11, 12, 13, 14, 15)).start // waits for two free places, and again
+        _ <- IO.sleep(1.second)
+        second <- offer(b, Chunk(20)).start // queues behind it
+        _ <- IO.sleep(1.second)
+        got <- (take(b) <* IO.sleep(1.second)).replicateA(11)
+        _ <- (first.joinWithNever, second.joinWithNever).tupled
+      yield got.flatten.map(_._2)
+    TestControl.executeEmbed(run).map(got => assertEquals(got, List(0, 1, 2, 3, 10, 11, 12, 13, 14, 15, 20)))
+  }
+
+  test("many producers through a small buffer, some cancelled: each element is taken or handed back, once") {
+    // on the real runtime, many times over: no producer is left waiting for room that no one will free (the
+    // joins below would hang), and first-come-first-served room loses and doubles nothing
+    val once =
+      for
+        b <- TaskBuffer[IO, Int](4)
+        offered <- Ref.of[IO, List[Int]](Nil)
+        handedBack <- Ref.of[IO, List[Int]](Nil)
+        taken <- Ref.of[IO, List[Int]](Nil)
+        consumer <- take(b)
+          .flatMap {
+            case Some((_, task)) => taken.update(task :: _).as(true)
+            case None => b.isFinished.map(!_)
+          }
+          .iterateWhile(identity)
+          .start
+        producers <- (0 until 8).toList.traverse { p =>
+          // a producer cancelled before its fiber runs offers nothing: what counts is what was offered
+          val chunk = Chunk.from(p * 10 until p * 10 + 5)
+          IO.uncancelable(poll =>
+            offered.update(chunk.toList ::: _) *>
+              b.offer(poll, chunk, _ => IO.unit, c => handedBack.update(c.toList ::: _))
+          ).start
+        }
+        _ <- IO.cede.replicateA_(3)
+        _ <- producers(1).cancel *> producers(5).cancel
+        _ <- producers.traverse_(_.join)
+        _ <- b.close
+        _ <- consumer.joinWithNever
+        all <- (taken.get, handedBack.get).mapN(_ ++ _)
+        expected <- offered.get
+      yield assertEquals(all.sorted, expected.sorted)
+    once.replicateA_(300)
+  }
+
   test("a cancelled taker loses nothing: an element handed to it goes back to the head") {
     // on the real runtime, many times over: the hand-over and the cancellation race on two threads, through
     // both offers (the effectful one and the producer's plain fast path)
