@@ -18,8 +18,9 @@ import scala.collection.immutable.Queue as ScalaQueue
  * entry a cancelled taker puts back can exceed it, by one per such taker: its place was freed when it was
  * handed out, and a producer may have filled it since); takers wait only while no queued entry is
  * claimable (or the ones there are left for spinners); an offerer waits until `need` places are free (or
- * was just woken); `next` is the input position of the next entry appended; `times` holds one reading
- * per chunk of `head` and `rest` when the run measures queue waits ([[EnqueueTimes]]).
+ * was just woken); at most one producer is woken and has not appended yet (`woken`), and until it has, no
+ * other is woken or let in; `next` is the input position of the next entry appended; `times` holds one
+ * reading per chunk of `head` and `rest` when the run measures queue waits ([[EnqueueTimes]]).
  */
 private[weir] final case class BufferState[F[_], A](
     capacity: Int,
@@ -37,6 +38,7 @@ private[weir] final case class BufferState[F[_], A](
     takers: ScalaQueue[Taker[A]] = ScalaQueue.empty[Taker[A]],
     offerers: ScalaQueue[(Deferred[F, Unit], Int)] =
       ScalaQueue.empty[(Deferred[F, Unit], Int)], // waits for n places
+    woken: Boolean = false, // a producer was woken from `offerers` and has not appended since
     closed: Boolean = false,
     stopped: Boolean = false,
     spinning: Int = 0 // takers spinning (see `TaskBuffer.spin`); as many queued entries are left for them
@@ -52,9 +54,10 @@ private[weir] final case class BufferState[F[_], A](
    * given) when some of the chunk is left over. `now` is when it is appended, if the run measures queue
    * waits (otherwise unread).
    *
-   * Producers get room first come, first served: an offer that is not `resumed` (woken from a wait for
-   * room) appends nothing while other producers wait, and queues behind them; a resumed offer that still
-   * cannot place everything waits again at the front, ahead of the producers that came after it.
+   * Producers get room first come, first served (ADR 0026): an offer that is not `resumed` (woken from a
+   * wait for room) appends nothing while other producers wait or one woken has yet to append, and queues
+   * behind them; the resumed one, the only one woken, appends and, if it still cannot place everything,
+   * waits again at the front, ahead of the producers that came after it.
    */
   def append(
       chunk: Chunk[A],
@@ -63,10 +66,10 @@ private[weir] final case class BufferState[F[_], A](
       resumed: Boolean
   ): (BufferState[F, A], Appended[A]) =
     if stopped then (this, Appended(Nil, 0, 0, refused = true))
-    else if offerers.nonEmpty && !resumed then
+    else if !resumed && producerAhead then
       (space.fold(this)(d => copy(offerers = offerers.enqueue((d, offererNeed)))), Appended(Nil, 0, 0, false))
     else
-      var s = this
+      var s = if resumed then copy(woken = false) else this
       var served: Served[A] = Nil
       var accepted = 0
       var progress = true
@@ -164,7 +167,10 @@ private[weir] final case class BufferState[F[_], A](
       val next = copy(pos = pos + 1, size = size - 1)
       if next.offererFits then this else next
 
-  private def offererFits: Boolean = offerers.nonEmpty && free >= offerers.head._2
+  private def offererFits: Boolean = !woken && offerers.nonEmpty && free >= offerers.head._2
+
+  /** A producer waits for room or was woken and has not appended yet: a new offer comes after it. */
+  def producerAhead: Boolean = woken || offerers.nonEmpty
 
   private def take(waiter: Option[Taker[A]]): (BufferState[F, A], TakeResult[F, A]) =
     if stopped then (this, Finished)
@@ -263,15 +269,28 @@ private[weir] final case class BufferState[F[_], A](
   private def offererNeed: Int = math.max(1, capacity / 2)
 
   /**
-   * Wakes the first waiting producer if all it waits for fits now. Takes call it as they free places; the
-   * offer calls it after each append, and a cancelled wait once it has left the queue: with producers let in
-   * first come, first served, a producer can queue while there is room (behind others), and the one ahead
-   * of it can leave without appending (cancelled), so a wake-up can fall due without a take.
+   * Wakes the first waiting producer if all it waits for fits now, unless one woken has yet to append: one
+   * at a time, so that producers append in the order they queued. Takes call it as they free places; the
+   * offer calls it after each append, and a cancelled wait after it has left: with producers let in first
+   * come, first served, a producer can queue while there is room (behind others), and the one ahead of it
+   * can leave or finish without a take, so a wake-up can fall due then.
    */
   def wakeOfferer: (BufferState[F, A], F[Unit]) =
-    offerers.dequeueOption match
-      case Some(((o, need), more)) if free >= need => (copy(offerers = more), o.complete(()).void)
-      case _ => (this, F.unit)
+    if woken then (this, F.unit)
+    else
+      offerers.dequeueOption match
+        case Some(((o, need), more)) if free >= need =>
+          (copy(offerers = more, woken = true), o.complete(()).void)
+        case _ => (this, F.unit)
+
+  /**
+   * A wait for room on `space` was cancelled: it leaves the queue, or, if it was woken meanwhile (its wake-up
+   * and the cancellation raced), gives up the turn it was woken for; either way the next producer may go.
+   */
+  def forgetOfferer(space: Deferred[F, Unit]): (BufferState[F, A], F[Unit]) =
+    val queued = offerers.exists(_._1 eq space)
+    val left = if queued then copy(offerers = offerers.filterNot(_._1 eq space)) else copy(woken = false)
+    left.wakeOfferer
 
   /** Hands the entry parked first behind `key` on to its claimant, or releases the key; stopped: neither. */
   private def handOnKey(key: Any): (BufferState[F, A], KeyTurn[A]) =

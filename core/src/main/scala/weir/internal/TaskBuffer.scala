@@ -78,8 +78,9 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
           if appended.refused || left.isEmpty then F.pure(left)
           else
             space match
+              // woken, it appends and, if need be, queues again in one step: nothing can come between
               case Some(d) => poll(d.get).onCancel(forgetOfferer(d) *> F.unit.flatMap(_ => onCancel(left))) *>
-                  loop(left, None, resumed = true)
+                  F.deferred[Unit].flatMap(again => loop(left, Some(again), resumed = true))
               case None => F.deferred[Unit].flatMap(d => loop(left, Some(d), resumed))
         }
       }
@@ -164,15 +165,15 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   /** No more takes; offers are refused from now on. Wakes every waiter. */
   def stop: F[Unit] =
     modify { s =>
-      (s.copy(stopped = true, takers = ScalaQueue.empty, offerers = ScalaQueue.empty), (s.takers, s.offerers))
+      val next = s.copy(stopped = true, takers = ScalaQueue.empty, offerers = ScalaQueue.empty, woken = false)
+      (next, (s.takers, s.offerers))
     }.flatMap((takers, offerers) => lookAgain(takers) *> offerers.traverse_(_._1.complete(()).void))
 
   /** Removes and returns every element still held (after a `stop`). */
   def remaining: F[Vector[A]] = modify(s => (s.cleared, s.tasks))
 
-  /** A cancelled wait for room leaves the queue, and wakes the next producer if it was holding it up. */
-  private def forgetOfferer(d: Deferred[F, Unit]): F[Unit] =
-    modify(s => s.copy(offerers = s.offerers.filterNot(_._1 eq d)).wakeOfferer).flatten
+  /** A cancelled wait for room: see [[BufferState.forgetOfferer]]. */
+  private def forgetOfferer(d: Deferred[F, Unit]): F[Unit] = modify(_.forgetOfferer(d)).flatten
 
   /** A parked taker was cancelled: it leaves the queue, and what was handed to it meanwhile goes back. */
   private def abandonTake(taker: Taker[A]): F[Unit] =

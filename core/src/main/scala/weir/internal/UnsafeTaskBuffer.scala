@@ -46,13 +46,13 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](initial: BufferState[F, A]):
   /**
    * Appends all of `chunk` if it all fits, handing entries to waiting takers on the way, and returns how
    * many of its elements no taker received (the demand for more workers); or returns [[NoRoom]] (negative)
-   * when the chunk does not all fit, other producers wait for room (they come first) or the buffer is
-   * stopped. `now`: see [[BufferState.append]].
+   * when the chunk does not all fit, another producer is ahead (waiting for room, or woken and not yet
+   * appended: it comes first) or the buffer is stopped. `now`: see [[BufferState.append]].
    */
   def tryOffer(chunk: Chunk[A], now: Long): Int =
     val appended =
       modify(s =>
-        if s.stopped || chunk.size > s.free || s.offerers.nonEmpty then (s, noRoom)
+        if s.stopped || chunk.size > s.free || s.producerAhead then (s, noRoom)
         else s.append(chunk, None, now, resumed = false)
       )
     if appended.refused then NoRoom

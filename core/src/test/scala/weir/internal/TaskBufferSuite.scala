@@ -4,11 +4,12 @@ import cats.effect.{IO, Ref}
 import cats.effect.testkit.TestControl
 import cats.syntax.all.*
 import fs2.Chunk
-import munit.CatsEffectSuite
+import munit.{CatsEffectSuite, ScalaCheckSuite}
+import org.scalacheck.{Gen, Prop}
 
 import scala.concurrent.duration.*
 
-class TaskBufferSuite extends CatsEffectSuite:
+class TaskBufferSuite extends CatsEffectSuite with ScalaCheckSuite:
 
   private def offer(b: TaskBuffer[IO, Int], c: Chunk[Int], demand: Int => IO[Unit] = _ => IO.unit) =
     IO.uncancelable(poll => b.offer(poll, c, demand, _ => IO.unit))
@@ -198,6 +199,34 @@ class TaskBufferSuite extends CatsEffectSuite:
         _ <- (first.joinWithNever, second.joinWithNever).tupled
       yield got.flatten.map(_._2)
     TestControl.executeEmbed(run).map(got => assertEquals(got, List(0, 1, 2, 3, 10, 11, 12, 13, 14, 15, 20)))
+  }
+
+  property("producers arriving one at a time get their chunks in whole, in the order they arrived") {
+    // Producer p offers its chunk at p + 0.5 s; the consumer takes at quarter past a second, after random
+    // pauses. No arrival shares an instant with a take (nor so with the wake-up it causes), so the order is
+    // the buffer's alone: whatever the capacity, the sizes and the pauses, the elements come out as the
+    // chunks in arrival order, none of a later producer's before all of an earlier one's.
+    val scenarios =
+      for
+        capacity <- Gen.choose(1, 8)
+        sizes <- Gen.choose(2, 6).flatMap(n => Gen.listOfN(n, Gen.choose(1, 12)))
+        pauses <- Gen.listOfN(sizes.sum, Gen.choose(0, 2))
+      yield (capacity, sizes, pauses)
+    Prop.forAllNoShrink(scenarios) { (capacity, sizes, pauses) =>
+      val chunks = sizes.zipWithIndex.map((n, p) => Chunk.from(p * 100 until p * 100 + n))
+      val toQuarterPast = IO.monotonic.map(t => ((1250 - t.toMillis % 1000) % 1000).millis)
+      val run =
+        for
+          b <- TaskBuffer[IO, Int](capacity)
+          _ <-
+            chunks.zipWithIndex.traverse_((c, p) => (IO.sleep((p * 1000 + 500).millis) *> offer(b, c)).start)
+          got <- pauses.traverse(pause =>
+            IO.sleep(pause.seconds) *> toQuarterPast.flatMap(IO.sleep) *> take(b).map(_.map(_._2))
+          )
+        yield got
+      val got = TestControl.executeEmbed(run).unsafeRunSync()
+      assertEquals(got.flatten, chunks.flatMap(_.toList))
+    }
   }
 
   test("many producers through a small buffer, some cancelled: each element is taken or handed back, once") {
