@@ -201,9 +201,33 @@ class TaskBufferSuite extends CatsEffectSuite with ScalaCheckSuite:
     TestControl.executeEmbed(run).map(got => assertEquals(got, List(0, 1, 2, 3, 10, 11, 12, 13, 14, 15, 20)))
   }
 
+  test(
+    "producers are woken one at a time: two places freed in one instant, they append in the order they queued"
+  ) {
+    // the two takes free both places in the same instant; the second must not wake the second producer
+    // while the first, woken by the first take, has yet to append (which of them would run first is the
+    // test runtime's draw)
+    val run =
+      for
+        b <- TaskBuffer[IO, Int](2)
+        _ <- offer(b, Chunk(0, 1))
+        first <- offer(b, Chunk(10)).start
+        _ <- IO.sleep(1.second)
+        second <- offer(b, Chunk(20)).start
+        _ <- IO.sleep(1.second)
+        freed <- take(b).replicateA(2)
+        _ <- IO.sleep(1.second)
+        got <- take(b).replicateA(2)
+        _ <- (first.joinWithNever, second.joinWithNever).tupled
+      yield (freed ++ got).flatten.map(_._2)
+    List.fill(20)(TestControl.executeEmbed(run)).sequence.map(runs =>
+      runs.foreach(got => assertEquals(got, List(0, 1, 10, 20)))
+    )
+  }
+
   property("producers arriving one at a time get their chunks in whole, in the order they arrived") {
     // Producer p offers its chunk at p + 0.5 s; the consumer takes at quarter past a second, after random
-    // pauses. No arrival shares an instant with a take (nor so with the wake-up it causes), so the order is
+    // pauses. No arrival shares an instant with a take, nor with the wake-ups a take causes, so the order is
     // the buffer's alone: whatever the capacity, the sizes and the pauses, the elements come out as the
     // chunks in arrival order, none of a later producer's before all of an earlier one's.
     val scenarios =
