@@ -343,8 +343,11 @@ private[weir] final case class BufferState[F[_], A](
     if stopped then (back, Nil) else back.serveTakers
 
   def tasks: Vector[A] =
-    front.map(_.task).toVector ++ head.drop(pos).toVector ++ rest.iterator.flatMap(_.iterator) ++
-      KeyClaims.tasks(claimed)
+    // the common case at a run's end, which runs once per run and so mostly before the JIT compiles it
+    if size == 0 && parked == 0 then Vector.empty
+    else
+      front.map(_.task).toVector ++ head.drop(pos).toVector ++ rest.iterator.flatMap(_.iterator) ++
+        KeyClaims.tasks(claimed)
 
   def cleared: BufferState[F, A] =
     copy(
