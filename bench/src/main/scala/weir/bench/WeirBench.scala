@@ -94,6 +94,13 @@ class WeirBench extends OnWeirRuntime:
   @OperationsPerInvocation(Tasks)
   def noopSequential(): Unit = unsafeRun(Sequential.io(Tasks, noop))
 
+  // a whole run of one no-op task: what a run costs on its own (its set-up, its end, its summary), which
+  // the rows above spread over their tasks; compiled here, where a program that starts few runs pays it
+  // at the JVM's first tiers, several times over (docs/lab/bench.md, "Steady state")
+  @Benchmark
+  @OutputTimeUnit(TimeUnit.MICROSECONDS)
+  def noopRunOfOne(): Long = pipeline(1, Concurrency, TaskOrder.unordered, noop, oneChunk = true)
+
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)
   def sleepUnordered(): Long = pipeline(SleepTasks, SleepConcurrency, TaskOrder.unordered, sleep)

@@ -46,15 +46,25 @@ private[weir] final class LatencyRecorder:
   /** Records one latency in nanoseconds (a negative one, from a clock that went back, as zero). */
   def record(nanos: Long): Unit = slot.get().record(math.max(0L, nanos))
 
-  private val summarised = new LogHistogram // every summary's values, for `histogram`; guarded by `this`
+  private var summarised = new LogHistogram // every summary's values, for `histogram`; guarded by `this`
 
-  /** Count, mean, percentiles and maximum of everything recorded since the last summary (see "Reading"). */
+  /**
+   * Count, mean, percentiles and maximum of everything recorded since the last summary (see "Reading").
+   *
+   * The histograms the threads let go are no longer written, so the others are added into one of them, and
+   * the first summary's is kept as the sum of the summaries rather than copied: a summary allocates no
+   * histogram, and one of a single thread's records (a short run) adds none.
+   */
   def summary: Latency = synchronized {
-    val merged = new LogHistogram
-    slots.forEach(_.drainInto(merged))
-    sharedSlot.drainInto(merged)
-    summarised.add(merged)
-    merged.latency
+    var drained = List.empty[LogHistogram]
+    slots.forEach(slot => drained = slot.drain(drained))
+    drained = sharedSlot.drain(drained)
+    drained match
+      case Nil => Latency.empty
+      case merged :: more =>
+        more.foreach(merged.add)
+        if summarised.count == 0 then summarised = merged else summarised.add(merged)
+        merged.latency
   }
 
   /**
@@ -83,8 +93,8 @@ private[weir] object LatencyRecorder:
     def record(nanos: Long): Unit
     def holdsValues: Boolean
 
-    /** Adds the values recorded so far to `into` and lets the histogram go. */
-    def drainInto(into: LogHistogram): Unit
+    /** The histogram of the values recorded so far, if any, prepended to `to`; the slot lets it go. */
+    def drain(to: List[LogHistogram]): List[LogHistogram]
 
     /** Adds the values recorded so far to `into`, keeping them. */
     def copyInto(into: LogHistogram): Unit
@@ -102,11 +112,12 @@ private[weir] object LatencyRecorder:
 
     def holdsValues: Boolean = histogram != null
 
-    def drainInto(into: LogHistogram): Unit =
+    def drain(to: List[LogHistogram]): List[LogHistogram] =
       val h = histogram
-      if h != null then
-        into.add(h)
+      if h == null then to
+      else
         histogram = null
+        h :: to
 
     def copyInto(into: LogHistogram): Unit =
       val h = histogram
@@ -129,11 +140,12 @@ private[weir] object LatencyRecorder:
 
     def holdsValues: Boolean = synchronized(shared != null)
 
-    def drainInto(into: LogHistogram): Unit = synchronized {
+    def drain(to: List[LogHistogram]): List[LogHistogram] = synchronized {
       val h = shared
-      if h != null then
-        into.add(h)
+      if h == null then to
+      else
         shared = null
+        h :: to
     }
 
     def copyInto(into: LogHistogram): Unit = synchronized {

@@ -95,6 +95,23 @@ class LatencyRecorderSuite extends CatsEffectSuite with ScalaCheckSuite:
     }
   }
 
+  property("the live histogram counts every value ever recorded, across summaries and threads") {
+    // summaries hand one thread's histogram on as the merge and keep the first merge as the running sum:
+    // whatever the mix of threads, the sum and each summary still count each value once
+    val rounds = Gen.choose(1, 4).flatMap(n =>
+      Gen.listOfN(n, Gen.choose(1, 4).flatMap(t => Gen.listOfN(t, Gen.listOf(latencyNanos))))
+    )
+    Prop.forAll(rounds, Gen.listOf(latencyNanos)) { (rounds, after) =>
+      val recorder = new LatencyRecorder
+      rounds.foreach { groups =>
+        recordFromThreads(recorder, groups)
+        assertEquals(recorder.summary, reference(groups.flatten))
+      }
+      recordFromThreads(recorder, List(after))
+      assertEquals(recorder.histogram.latency, reference(rounds.flatten.flatten ++ after))
+    }
+  }
+
   test("a summary lets the threads' histograms go: the next one counts only what was recorded after it") {
     val recorder = new LatencyRecorder
     recordFromThreads(recorder, List(List(1000L, 2000L), List(3000L)))
