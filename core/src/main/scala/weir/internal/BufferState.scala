@@ -9,18 +9,16 @@ import scala.collection.immutable.Queue as ScalaQueue
 
 /*
  * The state of one [[TaskBuffer]], swapped by compare-and-set in its [[UnsafeTaskBuffer]]. Every method is
- * a pure transition: it returns the next state and what the caller must do once the swap is made (hand
- * entries to takers, run a wake-up), never doing it itself, because it may run more than once under
- * contention.
+ * a pure transition: it returns the next state and what the caller must do after the swap (hand entries to
+ * takers, run a wake-up), never doing it, since it may run more than once under contention.
  *
  * Invariants: `size` counts the queued entries (`front`, `head.drop(pos)`, `rest`), `parked` those parked
  * behind claimed keys ([[KeyClaims]]), and an offer appends only what keeps size + parked <= capacity (an
  * entry a cancelled taker puts back can exceed it, by one per such taker: its place was freed when it was
  * handed out, and a producer may have filled it since); takers wait only while no queued entry is
- * claimable (or the ones there are left for spinners); an offerer waits until `need` places are free (or
- * was just woken); at most one producer is woken and has not appended yet (`woken`), and until it has, no
- * other is woken or let in; `next` is the input position of the next entry appended; `times` holds one
- * reading per chunk of `head` and `rest` when the run measures queue waits ([[EnqueueTimes]]).
+ * claimable (or the ones there are left for spinners); producers wait for room as [[Offerers]] has it;
+ * `next` is the input position of the next entry appended; `times` holds one reading per chunk of `head` and
+ * `rest` when the run measures queue waits ([[EnqueueTimes]]).
  */
 private[weir] final case class BufferState[F[_], A](
     capacity: Int,
@@ -36,9 +34,7 @@ private[weir] final case class BufferState[F[_], A](
     parked: Int = 0,
     next: Long = 0L,
     takers: ScalaQueue[Taker[A]] = ScalaQueue.empty[Taker[A]],
-    offerers: ScalaQueue[(Deferred[F, Unit], Int)] =
-      ScalaQueue.empty[(Deferred[F, Unit], Int)], // waits for n places
-    woken: Boolean = false, // a producer was woken from `offerers` and has not appended since
+    offerers: Offerers[F],
     closed: Boolean = false,
     stopped: Boolean = false,
     spinning: Int = 0 // takers spinning (see `TaskBuffer.spin`); as many queued entries are left for them
@@ -53,11 +49,7 @@ private[weir] final case class BufferState[F[_], A](
    * Appends what fits and serves waiting takers, as long as either makes progress; registers `space` (if
    * given) when some of the chunk is left over. `now` is when it is appended, if the run measures queue
    * waits (otherwise unread).
-   *
-   * Producers get room first come, first served (ADR 0026): an offer that is not `resumed` (woken from a
-   * wait for room) appends nothing while other producers wait or one woken has yet to append, and queues
-   * behind them; the resumed one, the only one woken, appends and, if it still cannot place everything,
-   * waits again at the front, ahead of the producers that came after it.
+   * An offer not `resumed` (woken from a wait for room) queues while a producer is ahead ([[Offerers]]).
    */
   def append(
       chunk: Chunk[A],
@@ -66,10 +58,10 @@ private[weir] final case class BufferState[F[_], A](
       resumed: Boolean
   ): (BufferState[F, A], Appended[A]) =
     if stopped then (this, Appended(Nil, 0, 0, refused = true))
-    else if !resumed && producerAhead then
-      (space.fold(this)(d => copy(offerers = offerers.enqueue((d, offererNeed)))), Appended(Nil, 0, 0, false))
+    else if !resumed && offerers.ahead then
+      (space.fold(this)(d => copy(offerers = offerers.queued(d))), Appended(Nil, 0, 0, false))
     else
-      var s = if resumed then copy(woken = false) else this
+      var s = if resumed then copy(offerers = offerers.appended) else this
       var served: Served[A] = Nil
       var accepted = 0
       var progress = true
@@ -82,13 +74,9 @@ private[weir] final case class BufferState[F[_], A](
         s = next
         served = more ::: served
         progress = stored > 0 && accepted < chunk.size
-      // the producer is woken once half the buffer is free, however little it still holds: one wake-up per
-      // half buffer rather than per freed place (with one-element chunks that would be one per task taken),
-      // while the other half keeps the workers busy until the producer has refilled it (ADR 0015)
       val waiting = space match
         case Some(d) if accepted < chunk.size =>
-          val waiter = (d, offererNeed)
-          s.copy(offerers = if resumed then s.offerers.prepended(waiter) else s.offerers.enqueue(waiter))
+          s.copy(offerers = if resumed then s.offerers.requeuedFirst(d) else s.offerers.queued(d))
         case _ => s
       (waiting, Appended(served, accepted, math.max(0, s.size - size), refused = false))
 
@@ -142,8 +130,8 @@ private[weir] final case class BufferState[F[_], A](
   /** A spinner leaves: the entry left for it goes to a parked taker, if any. */
   def unspin: (BufferState[F, A], F[Unit]) =
     val (s, served) = copy(spinning = spinning - 1).serveTakers
-    val (woken, wake) = s.wakeOfferer // serving freed places
-    (woken, F.delay(Taker.handOver(served)) *> wake)
+    val (after, wake) = s.wakeOfferer // serving freed places
+    (after, F.delay(Taker.handOver(served)) *> wake)
 
   /** Takes an entry if one is claimable, else registers `taker` to be handed the next one. */
   def takeOrWait(taker: Taker[A]): (BufferState[F, A], TakeResult[F, A]) = take(Some(taker))
@@ -167,18 +155,15 @@ private[weir] final case class BufferState[F[_], A](
       val next = copy(pos = pos + 1, size = size - 1)
       if next.offererFits then this else next
 
-  private def offererFits: Boolean = !woken && offerers.nonEmpty && free >= offerers.head._2
-
-  /** A producer waits for room or was woken and has not appended yet: a new offer comes after it. */
-  def producerAhead: Boolean = woken || offerers.nonEmpty
+  private def offererFits: Boolean = offerers.due(free)
 
   private def take(waiter: Option[Taker[A]]): (BufferState[F, A], TakeResult[F, A]) =
     if stopped then (this, Finished)
     else
       popClaimable match
         case (s, entry: Entry[A]) =>
-          val (woken, wake) = s.wakeOfferer
-          (woken, Taken(entry, wake))
+          val (after, wake) = s.wakeOfferer
+          (after, Taken(entry, wake))
         case (s, _) =>
           if closed then (s, Finished)
           else
@@ -265,32 +250,15 @@ private[weir] final case class BufferState[F[_], A](
           catch case scala.util.control.NonFatal(e) => KeyFailure(e)
         times.entry(seq, task, key)
 
-  /** The room a waiting producer is woken for: half the buffer (ADR 0015). */
-  private def offererNeed: Int = math.max(1, capacity / 2)
-
-  /**
-   * Wakes the first waiting producer if all it waits for fits now, unless one woken has yet to append: one
-   * at a time, so that producers append in the order they queued. Takes call it as they free places; the
-   * offer calls it after each append, and a cancelled wait after it has left: with producers let in first
-   * come, first served, a producer can queue while there is room (behind others), and the one ahead of it
-   * can leave or finish without a take, so a wake-up can fall due then.
-   */
+  /** Wakes the first waiting producer if a wake-up is due ([[Offerers.due]]): after takes, appends, cancels. */
   def wakeOfferer: (BufferState[F, A], F[Unit]) =
-    if woken then (this, F.unit)
-    else
-      offerers.dequeueOption match
-        case Some(((o, need), more)) if free >= need =>
-          (copy(offerers = more, woken = true), o.complete(()).void)
-        case _ => (this, F.unit)
+    offerers.wake(free) match
+      case Some((rest, first)) => (copy(offerers = rest), first.complete(()).void)
+      case None => (this, F.unit)
 
-  /**
-   * A wait for room on `space` was cancelled: it leaves the queue, or, if it was woken meanwhile (its wake-up
-   * and the cancellation raced), gives up the turn it was woken for; either way the next producer may go.
-   */
+  /** A wait for room on `space` was cancelled ([[Offerers.forgotten]]); the next producer may go. */
   def forgetOfferer(space: Deferred[F, Unit]): (BufferState[F, A], F[Unit]) =
-    val queued = offerers.exists(_._1 eq space)
-    val left = if queued then copy(offerers = offerers.filterNot(_._1 eq space)) else copy(woken = false)
-    left.wakeOfferer
+    copy(offerers = offerers.forgotten(space)).wakeOfferer
 
   /** Hands the entry parked first behind `key` on to its claimant, or releases the key; stopped: neither. */
   private def handOnKey(key: Any): (BufferState[F, A], KeyTurn[A]) =
@@ -327,8 +295,8 @@ private[weir] final case class BufferState[F[_], A](
   def finishKey(key: Any): (BufferState[F, A], F[Option[Entry[A]]]) =
     handOnKey(key) match
       case (next, e: Entry[A]) =>
-        val (woken, wake) = next.wakeOfferer // an entry handed on frees a place
-        (woken, wake.as(Some(e)))
+        val (after, wake) = next.wakeOfferer // an entry handed on frees a place
+        (after, wake.as(Some(e)))
       case (next, _) => (next, F.pure(None))
 
   /** A cancelled taker's entry goes back, with the entries parked behind its key, and is served again. */
@@ -366,7 +334,7 @@ private[weir] object BufferState:
 
   /** An empty buffer: every field but these at its default; `measured`: it keeps [[EnqueueTimes]]. */
   def empty[F[_]: Async, A](capacity: Int, keyOf: Option[A => Any], measured: Boolean): BufferState[F, A] =
-    BufferState[F, A](capacity = capacity, keyOf = keyOf, times = EnqueueTimes(measured))
+    BufferState[F, A](capacity, keyOf, times = EnqueueTimes(measured), offerers = Offerers.none(capacity))
 
   /** What an append did: takers to hand entries to, entries accepted, of those how many no taker got. */
   final case class Appended[A](served: Served[A], accepted: Int, unserved: Int, refused: Boolean)

@@ -93,7 +93,7 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
 
   // a read first: with no producer waiting, nothing to write
   private val wakeOfferer: F[Unit] =
-    F.defer(if unsafe.state.offerers.isEmpty then F.unit else modify(_.wakeOfferer).flatten)
+    F.defer(if unsafe.state.offerers.waiting.isEmpty then F.unit else modify(_.wakeOfferer).flatten)
 
   /**
    * Takes the oldest element (whose key is not claimed, under per-key admission), waiting while there is
@@ -165,9 +165,11 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   /** No more takes; offers are refused from now on. Wakes every waiter. */
   def stop: F[Unit] =
     modify { s =>
-      val next = s.copy(stopped = true, takers = ScalaQueue.empty, offerers = ScalaQueue.empty, woken = false)
-      (next, (s.takers, s.offerers))
-    }.flatMap((takers, offerers) => lookAgain(takers) *> offerers.traverse_(_._1.complete(()).void))
+      (
+        s.copy(stopped = true, takers = ScalaQueue.empty, offerers = s.offerers.cleared),
+        (s.takers, s.offerers)
+      )
+    }.flatMap((takers, offerers) => lookAgain(takers) *> offerers.waiting.traverse_(_.complete(()).void))
 
   /** Removes and returns every element still held (after a `stop`). */
   def remaining: F[Vector[A]] = modify(s => (s.cleared, s.tasks))

@@ -52,7 +52,7 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](initial: BufferState[F, A]):
   def tryOffer(chunk: Chunk[A], now: Long): Int =
     val appended =
       modify(s =>
-        if s.stopped || chunk.size > s.free || s.producerAhead then (s, noRoom)
+        if s.stopped || chunk.size > s.free || s.offerers.ahead then (s, noRoom)
         else s.append(chunk, None, now, resumed = false)
       )
     if appended.refused then NoRoom
