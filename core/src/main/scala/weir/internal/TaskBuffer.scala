@@ -71,10 +71,10 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   ): F[Chunk[A]] =
     // `space` is allocated only once an offer has to wait: the common case is one `modify` per chunk
     def loop(rest: Chunk[A], space: Option[Deferred[F, Unit]], resumed: Boolean): F[Chunk[A]] =
-      append(rest, space, resumed).flatMap { appended =>
+      append(rest, space, resumed).flatMap { (appended, wake) =>
         val left = rest.drop(appended.accepted)
         val settle = handOver(appended.served) *> demand(appended.unserved).whenA(appended.unserved > 0)
-        settle *> wakeOfferer *> {
+        settle *> wake *> {
           if appended.refused || left.isEmpty then F.pure(left)
           else
             space match
@@ -86,14 +86,21 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
       }
     if chunk.isEmpty then F.pure(Chunk.empty) else loop(chunk, None, resumed = false)
 
-  /** Appends what fits of `chunk` now, reading the clock only when the buffer keeps [[EnqueueTimes]]. */
-  private def append(chunk: Chunk[A], space: Option[Deferred[F, Unit]], resumed: Boolean): F[Appended[A]] =
-    if unsafe.measured then F.monotonic.flatMap(now => modify(_.append(chunk, space, now.toNanos, resumed)))
-    else modify(_.append(chunk, space, 0L, resumed))
-
-  // a read first: with no producer waiting, nothing to write
-  private val wakeOfferer: F[Unit] =
-    F.defer(if unsafe.state.offerers.waiting.isEmpty then F.unit else modify(_.wakeOfferer).flatten)
+  /**
+   * Appends what fits of `chunk` now and, in the same swap, takes out the wake-up of the next waiting
+   * producer if one is due (a woken producer's turn ends with its append). Reads the clock only when the
+   * buffer keeps [[EnqueueTimes]].
+   */
+  private def append(
+      chunk: Chunk[A],
+      space: Option[Deferred[F, Unit]],
+      resumed: Boolean
+  ): F[(Appended[A], F[Unit])] =
+    def step(now: Long)(s: BufferState[F, A]): (BufferState[F, A], (Appended[A], F[Unit])) =
+      val (next, result) = s.append(chunk, space, now, resumed)
+      val (after, wake) = next.wakeOfferer
+      (after, (result, wake))
+    if unsafe.measured then F.monotonic.flatMap(now => modify(step(now.toNanos))) else modify(step(0L))
 
   /**
    * Takes the oldest element (whose key is not claimed, under per-key admission), waiting while there is

@@ -4,6 +4,7 @@ package compare
 import cats.syntax.all.*
 import munit.CatsEffectSuite
 import weir.lab.compare.approaches.*
+import weir.lab.compare.report.Stats
 import weir.lab.compare.scenarios.{BoundedIdeal, Plan, WorkloadFile}
 
 import java.nio.file.Paths
@@ -31,10 +32,6 @@ class BurstyTargetsSuite extends CatsEffectSuite:
   /** weir's and the pool's makespans on one draw, as ratios to the bounded ideal. */
   private final case class Draw(run: Int, weir: Double, stealing: Double)
 
-  private def median(xs: Seq[Double]): Double =
-    val s = xs.sorted
-    (s((s.size - 1) / 2) + s(s.size / 2)) / 2
-
   workloads.foreach { w =>
     test(
       s"${w.name}: weir follows the ideal with the same buffer, and is level with work-stealing, over $draws draws"
@@ -55,7 +52,7 @@ class BurstyTargetsSuite extends CatsEffectSuite:
           assert(first.weir <= 1.02, s"run 0: weir at ${first.weir} of the bounded ideal")
           val far = ds.filter(_.weir > 1.025)
           assert(far.isEmpty, s"draws where weir is more than 2.5% behind the bounded ideal: $far")
-          val (weir, stealing) = (median(ds.map(_.weir)), median(ds.map(_.stealing)))
+          val (weir, stealing) = (Stats.of(ds.map(_.weir)).median, Stats.of(ds.map(_.stealing)).median)
           assert(
             weir <= stealing + 0.005,
             s"medians: weir $weir, work-stealing $stealing of the bounded ideal"
