@@ -28,11 +28,15 @@ object RequestApproach:
      */
     case ChildJvm
 
-  /** Every approach, in the write-up's order, then weir with a fixed and with an adaptive limit. */
+  /**
+   * Every approach, in the write-up's order, then Cats Effect's worker fibers alone, then weir with a fixed
+   * and with an adaptive limit.
+   */
   val all: Vector[RequestApproach] = Vector(
     ParallelApproach,
     UpFrontApproach,
     RecursiveApproach,
+    CeWorkersApproach,
     WeirFixedApproach,
     WeirAdaptiveApproach
   )

@@ -12,7 +12,7 @@ class RequestsCliSuite extends FunSuite:
     assertEquals((s.n, s.concurrency, s.maxDelayMs, s.url), (100_000L, 5000, 3000L, None))
     assertEquals(
       s.approaches.map(_.name),
-      Vector("parallel", "up-front", "recursive", "weir", "weir-adaptive")
+      Vector("parallel", "up-front", "recursive", "ce-workers", "weir", "weir-adaptive")
     )
     assertEquals((s.client, s.server), (ClientKind.Jetty, ServerPlacement.Child))
     assertEquals((s.warmup, s.warmupRuns), (0L, 3))

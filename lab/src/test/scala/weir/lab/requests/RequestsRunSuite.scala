@@ -58,6 +58,13 @@ class RequestsRunSuite extends CatsEffectSuite:
     }
   }
 
+  test("Cats Effect's worker fibers alone: every request once, the limit reached and never passed") {
+    Requests.run(settings(1000, 100, "ce-workers")).map { results =>
+      checkAll(results, 1000, 100)
+      assertEquals(results.head.clientPeakInFlight, 100L)
+    }
+  }
+
   test("weir with the JDK's client: every request once, within the limit") {
     Requests.run(settings(1000, 50, "weir").copy(client = ClientKind.Jdk)).map(checkAll(_, 1000, 50))
   }
