@@ -32,6 +32,7 @@ private[weir] final class Engine[F[_], A, B] private (
     pool: WorkerPool[F],
     record: Recorder[F, A, B],
     private val stop: Stop[F],
+    ending: Deferred[F, Unit],
     result: Deferred[F, Summary[A]],
     sourceErrors: Ref[F, List[Throwable]],
     producersDone: Deferred[F, Unit],
@@ -84,10 +85,16 @@ private[weir] final class Engine[F[_], A, B] private (
     stop.request(StopReason.Cancelled, grace) *> result.get *> conductor.cancel *> producers.close *>
       workers.close
 
+  /*
+   * `ending` is completed by whichever comes first, the pool's exit or a stop request: one wait rather than a
+   * race of two, which would start two fibers and cancel one in every run. A request found here wins even if
+   * the pool left meanwhile (the shutdown then finds nothing to wait for); one made after this look is one
+   * made after the run ended.
+   */
   private def conduct: F[Unit] =
-    F.race(pool.awaitExit, stop.requested.get).flatMap {
-      case Left(_) => finish
-      case Right(request) => shutdown(request.deadline) *> finish
+    ending.get *> stop.requested.tryGet.flatMap {
+      case None => finish // every worker left: the sources ended and the buffer was emptied
+      case Some(request) => shutdown(request.deadline) *> finish
     }
 
   /** Stops taking tasks, lets in-flight ones finish within `deadline`, then interrupts what is left. */
@@ -168,12 +175,14 @@ private[weir] object Engine:
       case _ => None
     val ledger = new Ledger[A](settings.queueWaits)
     val buffer = TaskBuffer.unsafe[F, A](settings.bufferCapacity, keyOf, settings.queueWaits)
-    val stop = new Stop(buffer, Deferred.unsafe[F, Stop.Request])
+    val ending = Deferred.unsafe[F, Unit]
+    val stop = new Stop(buffer, Deferred.unsafe[F, Stop.Request], onRequest = ending.complete(()).void)
     val record = new Recorder(settings.policy, emit, ledger, window, stop.requested, stop.request)
     val path = new TaskPath(settings, buffer, ledger, window, record, stop.requested)
-    val pool = WorkerPool.unsafe[F](settings.limit.initial, workers)(pool =>
-      F.uncancelable(poll => new Worker(path, pool, poll).life)
-    )
+    val pool =
+      WorkerPool.unsafe[F](settings.limit.initial, workers, onExit = ending.complete(()).void)(pool =>
+        F.uncancelable(poll => new Worker(path, pool, poll).life)
+      )
     val sourceErrors = Ref.unsafe[F, List[Throwable]](Nil)
     val producersDone = Deferred.unsafe[F, Unit]
     new Engine(
@@ -183,6 +192,7 @@ private[weir] object Engine:
       pool = pool,
       record = record,
       stop = stop,
+      ending = ending,
       result = Deferred.unsafe[F, Summary[A]],
       sourceErrors = sourceErrors,
       producersDone = producersDone,

@@ -9,16 +9,24 @@ import scala.concurrent.duration.FiniteDuration
 /**
  * How a run is asked to stop (a drain, a fail-fast, a release): the buffer stops handing out tasks at
  * once, so nothing starts from then on, and the first request is kept for the conductor ([[Engine]]), which
- * shuts the run down within the request's deadline. Later requests change nothing.
+ * shuts the run down within the request's deadline; `onRequest` runs once, after the first request is kept,
+ * to wake the conductor. Later requests change nothing.
  */
 private[weir] final class Stop[F[_]: Async](
     buffer: TaskBuffer[F, ?],
-    val requested: Deferred[F, Stop.Request]
+    val requested: Deferred[F, Stop.Request],
+    onRequest: F[Unit]
 ):
 
-  /** True for the request that won (the first). */
+  /**
+   * True for the request that won (the first). Not cancelable: a request kept whose `onRequest` never ran would
+   * leave the conductor asleep.
+   */
   def request(reason: StopReason, deadline: FiniteDuration): F[Boolean] =
-    buffer.stop *> requested.complete(Stop.Request(reason, deadline))
+    Async[F].uncancelable(_ =>
+      buffer.stop *>
+        requested.complete(Stop.Request(reason, deadline)).flatTap(first => onRequest.whenA(first))
+    )
 
 private[weir] object Stop:
 

@@ -19,6 +19,7 @@ import scala.annotation.tailrec
 private[weir] final class WorkerPool[F[_]] private (
     state: AtomicReference[WorkerPool.State],
     exited: Deferred[F, Unit],
+    onExit: F[Unit],
     workers: FiberGroup[F],
     body: WorkerPool[F] => F[Boolean] // runs one worker; true when it retired through tryRetire
 )(using F: Async[F]):
@@ -75,10 +76,14 @@ private[weir] final class WorkerPool[F[_]] private (
   def finishing(stop: Boolean): F[Unit] =
     modify { s =>
       (s.copy(draining = true, open = s.open && !stop), s.live == 0)
-    }.flatMap(empty => exited.complete(()).void.whenA(empty))
+    }.flatMap(empty => exit.whenA(empty))
 
-  /** Completes once [[finishing]] was called and every worker has left. */
+  /** Completes once [[finishing]] was called and every worker has left; `onExit` runs then, once. */
   def awaitExit: F[Unit] = exited.get
+
+  // not cancelable (`finishing` runs at the end of a producer that a release may cancel): an exit whose
+  // `onExit` never ran would leave the conductor asleep
+  private val exit: F[Unit] = F.uncancelable(_ => exited.complete(()).flatMap(first => onExit.whenA(first)))
 
   /**
    * Cancels every worker (a drain's deadline ran out) and waits for them. A worker cancelled before its
@@ -86,8 +91,7 @@ private[weir] final class WorkerPool[F[_]] private (
    * starts no worker, and is done. Idempotent.
    */
   def kill: F[Unit] =
-    workers.close *> modify(s => (s.copy(live = 0, open = false, killed = true), ())) *>
-      exited.complete(()).void
+    workers.close *> modify(s => (s.copy(live = 0, open = false, killed = true), ())) *> exit
 
   private def leave: F[Unit] =
     modify { s =>
@@ -95,7 +99,7 @@ private[weir] final class WorkerPool[F[_]] private (
       else
         val live = s.live - 1
         (s.copy(live = live), live == 0 && s.draining)
-    }.flatMap(last => exited.complete(()).void.whenA(last))
+    }.flatMap(last => exit.whenA(last))
 
   /** Applies `f` to the state by compare-and-set (`f` may run more than once: it must be pure). */
   private def modify[R](f: WorkerPool.State => (WorkerPool.State, R)): F[R] =
@@ -124,15 +128,18 @@ private[weir] object WorkerPool:
   final case class State(limit: Int, live: Int, open: Boolean, draining: Boolean, killed: Boolean = false)
 
   /**
-   * A pool whose workers run `body`. A plain call, for building a run's parts in one effect (`Engine.wire`).
+   * A pool whose workers run `body`; `onExit` runs once the pool is done (see [[WorkerPool.awaitExit]]). A
+   * plain call, for building a run's parts in one effect (`Engine.wire`).
    */
   def unsafe[F[_]](
       initialLimit: Int,
-      workers: FiberGroup[F]
+      workers: FiberGroup[F],
+      onExit: F[Unit]
   )(body: WorkerPool[F] => F[Boolean])(using F: Async[F]): WorkerPool[F] =
     new WorkerPool(
       new AtomicReference(State(initialLimit, 0, open = true, draining = false)),
       Deferred.unsafe[F, Unit],
+      onExit,
       workers,
       body
     )
