@@ -3,7 +3,7 @@ package weir.lab.durable
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import scopt.OParser
-import weir.lab.Experiment
+import weir.lab.{Experiment, Stats}
 import weir.lab.report.ExperimentIo
 import weir.lab.report.ExperimentIo.positive
 import weir.postgres.Database
@@ -162,19 +162,19 @@ object DurableLab extends Experiment:
   ):
     /** weir's median throughput round, tasks per second. */
     def workedPerSecond: Option[Double] =
-      Option.when(throughput.nonEmpty)(Phases.median(throughput.map(_.worked)))
+      Option.when(throughput.nonEmpty)(Stats.of(throughput.map(_.worked)).median)
 
     /** River's median round, or why River did not run. */
     def riverPerSecond: Either[String, Double] =
       throughput.map(_.river).collectFirst { case Left(why) => why } match
         case Some(why) => Left(why)
         case None if throughput.isEmpty => Left("not run")
-        case None => Right(Phases.median(throughput.flatMap(_.river.toOption)))
+        case None => Right(Stats.of(throughput.flatMap(_.river.toOption)).median)
 
     /** The median of the rounds' ratios weir / River (each round's pair measured back to back). */
     def ratio: Option[Double] =
       Option.when(throughput.nonEmpty && riverPerSecond.isRight)(
-        Phases.median(throughput.flatMap(r => r.river.toOption.map(r.worked / _)))
+        Stats.of(throughput.flatMap(r => r.river.toOption.map(r.worked / _))).median
       )
 
     def failures: List[String] =

@@ -88,14 +88,6 @@ object Phases:
         children.traverse_(c => IO.interruptible(c.process.waitFor()).void)
     }
 
-  /** The median of `xs` (the mean of the middle two when their number is even); NaN when empty. */
-  def median(xs: Vector[Double]): Double =
-    if xs.isEmpty then Double.NaN
-    else
-      val sorted = xs.sorted
-      val mid = sorted.size / 2
-      if sorted.size % 2 == 1 then sorted(mid) else (sorted(mid - 1) + sorted(mid)) / 2
-
   /** One idle-latency sample: from the enqueue call, and from its commit (the call's return), to the start. */
   final case class Latency(fromCall: Double, fromCommit: Double)
 

@@ -4,7 +4,7 @@ package compare
 import cats.syntax.all.*
 import munit.CatsEffectSuite
 import weir.lab.compare.approaches.*
-import weir.lab.compare.report.Stats
+import weir.lab.Stats
 import weir.lab.compare.scenarios.{BoundedIdeal, Plan, WorkloadFile}
 
 import java.nio.file.Paths

@@ -1,5 +1,6 @@
 package weir.lab.compare.report
 
+import weir.lab.Stats
 import weir.lab.compare.scenarios.Workload
 import weir.lab.report.Table
 

@@ -1,5 +1,6 @@
 package weir.lab.compare.report
 
+import weir.lab.Stats
 import weir.lab.compare.{Measurement, Status}
 
 /** The runs of one approach on one load shape, summarised: median, min and max over the runs that finished. */
@@ -21,17 +22,6 @@ final case class Row(scenario: String, approach: String, producers: Int, runs: V
         if v.size == runs.size then k else s"$k ${v.size}/${runs.size}"
       )
       kinds.toVector.sorted.mkString(", ")
-
-final case class Stats(median: Double, min: Double, max: Double):
-  def isEmpty: Boolean = median.isNaN
-
-object Stats:
-  def of(xs: Vector[Double]): Stats =
-    if xs.isEmpty then Stats(Double.NaN, Double.NaN, Double.NaN)
-    else
-      val s = xs.sorted
-      val median = if s.size % 2 == 1 then s(s.size / 2) else (s(s.size / 2 - 1) + s(s.size / 2)) / 2
-      Stats(median, s.head, s.last)
 
 object Rows:
   /** One row per (scenario, approach), in the order they were run. */
