@@ -57,7 +57,7 @@ public class BareJettyClient {
     finished.await();
     long t1 = System.nanoTime();
     long cpu1 = ProcessHandle.current().info().totalCpuDuration().orElseThrow().toNanos();
-    if (failure != null) { failure.printStackTrace(); System.exit(1); }
+    if (failure != null) { System.err.println("bare Jetty client: " + args[0] + ": " + failure); System.exit(1); }
     double ideal = weir.lab.requests.RequestIdeal.ofServer(n, concurrency, seed, maxDelay).makespanMs() / 1e3;
     System.out.printf("bare Jetty client: %d requests, concurrency %d: makespan %.3f s, ideal %.3f s, ratio %.4f, CPU %.2f s%n",
         n, concurrency, (t1 - t0) / 1e9, ideal, (t1 - t0) / 1e9 / ideal, (cpu1 - cpu0) / 1e9);
