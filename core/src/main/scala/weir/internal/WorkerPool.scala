@@ -71,18 +71,20 @@ private[weir] final class WorkerPool[F[_]] private (
 
   /**
    * Arms [[awaitExit]]: from now on the pool is done when its last worker leaves (workers leave only when
-   * the buffer is finished). With `stop`, no worker starts any more either.
+   * the buffer is finished). With `stop`, no worker starts any more either. Not cancelable: it runs at the end
+   * of a producer that a release may cancel, and finding the pool empty and making its exit are one step.
    */
   def finishing(stop: Boolean): F[Unit] =
-    modify { s =>
-      (s.copy(draining = true, open = s.open && !stop), s.live == 0)
-    }.flatMap(empty => exit.whenA(empty))
+    F.uncancelable(_ =>
+      modify { s =>
+        (s.copy(draining = true, open = s.open && !stop), s.live == 0)
+      }.flatMap(empty => exit.whenA(empty))
+    )
 
   /** Completes once [[finishing]] was called and every worker has left; `onExit` runs then, once. */
   def awaitExit: F[Unit] = exited.get
 
-  // not cancelable (`finishing` runs at the end of a producer that a release may cancel): an exit whose
-  // `onExit` never ran would leave the conductor asleep
+  // not cancelable: an exit whose `onExit` never ran would leave the conductor asleep
   private val exit: F[Unit] = F.uncancelable(_ => exited.complete(()).flatMap(first => onExit.whenA(first)))
 
   /**
