@@ -79,7 +79,7 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
           else
             space match
               // woken, it appends and, if need be, queues again in one step: nothing can come between
-              case Some(d) => poll(d.get).onCancel(forgetOfferer(d) *> F.unit.flatMap(_ => onCancel(left))) *>
+              case Some(d) => poll(d.get).onCancel(forgetOfferer(d) *> onCancel(left)) *>
                   F.deferred[Unit].flatMap(again => loop(left, Some(again), resumed = true))
               case None => F.deferred[Unit].flatMap(d => loop(left, Some(d), resumed))
         }

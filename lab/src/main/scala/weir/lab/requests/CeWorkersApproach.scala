@@ -1,7 +1,6 @@
 package weir.lab.requests
 
 import cats.effect.IO
-import cats.syntax.all.*
 
 import java.util.concurrent.atomic.AtomicLong
 
@@ -20,5 +19,5 @@ object CeWorkersApproach extends RequestApproach:
       lazy val worker: IO[Unit] = IO(next.getAndIncrement()).flatMap { id =>
         if id < ctx.n then ctx.callAsync(id) *> worker else IO.unit
       }
-      List.fill(math.min(ctx.concurrency.toLong, ctx.n).toInt)(worker).parSequence_
+      worker.parReplicateA_(math.min(ctx.concurrency.toLong, ctx.n).toInt)
     }
