@@ -78,12 +78,16 @@ private[weir] final class Engine[F[_], A, B] private (
   private var conductor: Fiber[F, Throwable, Unit] = scala.compiletime.uninitialized
 
   /**
-   * The release of the run: asks it to stop (a no-op when it has ended), waits for its summary, then
-   * cancels whatever is left: the conductor (whose last step wrote the summary), the producers, the workers.
+   * The release of the run: asks it to stop unless it has ended, waits for its summary, then cancels
+   * whatever is left: the conductor (whose last step wrote the summary), the producers, the workers. A
+   * request after the end would change nothing, so a run that ended on its own makes none.
    */
   private def release(grace: FiniteDuration): F[Unit] =
-    stop.request(StopReason.Cancelled, grace) *> result.get *> conductor.cancel *> producers.close *>
-      workers.close
+    val ended = result.tryGet.flatMap {
+      case Some(_) => F.unit
+      case None => stop.request(StopReason.Cancelled, grace) *> result.get.void
+    }
+    ended *> conductor.cancel *> producers.close *> workers.close
 
   /*
    * `ending` is completed by whichever comes first, the pool's exit or a stop request: one wait rather than a

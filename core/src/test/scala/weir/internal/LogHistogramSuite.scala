@@ -44,6 +44,26 @@ class LogHistogramSuite extends ScalaCheckSuite:
     }
   }
 
+  property("values clustered in a few buckets (the reads walk only those): percentiles and adds as for any") {
+    val clustered = Gen.choose(0L, 1L << 40).flatMap { low =>
+      Gen.choose(1, 500).flatMap(n => Gen.containerOfN[Vector, Long](n, Gen.choose(low, low + low / 200 + 3)))
+    }
+    Prop.forAllNoShrink(clustered, Gen.choose(0, 500)) { (vs, at) => // a shrunk value may leave the cluster
+      val sorted = vs.sorted
+      val whole = histogramOf(vs)
+      val latency = whole.latency
+      assertEquals((latency.count, latency.max), (vs.size.toLong, sorted.last.nanos))
+      val exact = nearestRank(sorted, 500)
+      assert(latency.p50.toNanos >= exact && (latency.p50.toNanos - exact) * 1024 <= exact)
+      val (a, b) = vs.splitAt(at)
+      val merged = histogramOf(b)
+      merged.add(histogramOf(a))
+      assertEquals(merged.latency, latency)
+      val belowAll = sorted.head - sorted.head / 1024 - 2 // below the lowest bucket in use
+      assertEquals(whole.countsUpTo(Array(belowAll, sorted.last)).toList, List(0L, vs.size.toLong, 0L))
+    }
+  }
+
   property("the mean is the exact sum over the count, rounded down, while the sum fits a Long") {
     Prop.forAll(Gen.nonEmptyContainerOf[Vector, Long](Gen.choose(0L, 1L << 40))) { vs =>
       assertEquals(histogramOf(vs).latency.mean, (vs.sum / vs.size).nanos)
