@@ -17,8 +17,9 @@ import scala.concurrent.duration.*
  *                                         (WorkerPool)                                       (Recorder, Ledger)
  * }}}
  *
- * and a conductor that ends the run — naturally, or on a drain, a fail-fast or a release — and writes the
- * [[Summary]].
+ * and an end, made once by whichever comes first: the pool's exit (the sources ended and every task ran)
+ * writes the [[Summary]] in the step that made it; a stop request (a drain, a fail-fast, a release) starts a
+ * conductor, which shuts the run down within the request's deadline and then writes it.
  *
  * Every task goes received → (buffered) → started → succeeded | failed, or received → not started, and
  * each transition is recorded once, on every path: the handler's cancellation is recorded by the worker
@@ -32,7 +33,8 @@ private[weir] final class Engine[F[_], A, B] private (
     pool: WorkerPool[F],
     record: Recorder[F, A, B],
     private val stop: Stop[F],
-    ending: Deferred[F, Unit],
+    ending: Deferred[F, Boolean],
+    conductor: Deferred[F, Fiber[F, Throwable, Unit]],
     result: Deferred[F, Summary[A]],
     sourceErrors: Ref[F, List[Throwable]],
     producersDone: Deferred[F, Unit],
@@ -74,32 +76,37 @@ private[weir] final class Engine[F[_], A, B] private (
 
   // ---- the end of the run -----------------------------------------------------------------------
 
-  // set once by `launch`, before the engine is handed out
-  private var conductor: Fiber[F, Throwable, Unit] = scala.compiletime.uninitialized
-
   /**
    * The release of the run: asks it to stop unless it has ended, waits for its summary, then cancels
-   * whatever is left: the conductor (whose last step wrote the summary), the producers, the workers. A
-   * request after the end would change nothing, so a run that ended on its own makes none.
+   * whatever is left: the conductor if a request started one (its last step wrote the summary), the
+   * producers, the workers. A request after the end would change nothing, so a run that ended on its own
+   * makes none.
    */
   private def release(grace: FiniteDuration): F[Unit] =
     val ended = result.tryGet.flatMap {
       case Some(_) => F.unit
       case None => stop.request(StopReason.Cancelled, grace) *> result.get.void
     }
-    ended *> conductor.cancel *> producers.close *> workers.close
+    // a request that won `ending` completes `conductor` in the same uncancelable step: the wait is short
+    val conducted =
+      ending.get.flatMap(byRequest => if byRequest then conductor.get.flatMap(_.cancel) else F.unit)
+    ended *> conducted *> producers.close *> workers.close
 
   /*
-   * `ending` is completed by whichever comes first, the pool's exit or a stop request: one wait rather than a
-   * race of two, which would start two fibers and cancel one in every run. A request found here wins even if
-   * the pool left meanwhile (the shutdown then finds nothing to wait for); one made after this look is one
-   * made after the run ended.
+   * `ending` is completed once, by the first of the pool's exit (false) and a stop request (true), and that
+   * side ends the run. An exit that comes first is a natural end: every producer has finished and every worker
+   * left, so there is nothing to shut down, and the step that made the exit, not cancelable, writes the summary.
+   * A request that comes first starts the conductor. A run that ends on its own thus starts no fiber for its end
+   * and wakes none; the other side, coming later, finds `ending` complete and does nothing.
    */
-  private def conduct: F[Unit] =
-    ending.get *> stop.requested.tryGet.flatMap {
-      case None => finish // every worker left: the sources ended and the buffer was emptied
-      case Some(request) => shutdown(request.deadline) *> finish
+  private def exited: F[Unit] = ending.complete(false).flatMap(first => finish.whenA(first))
+
+  private def requested: F[Unit] =
+    ending.complete(true).flatMap { first =>
+      if first then F.start(conduct).flatMap(conductor.complete).void else F.unit
     }
+
+  private def conduct: F[Unit] = stop.requested.get.flatMap(request => shutdown(request.deadline)) *> finish
 
   /** Stops taking tasks, lets in-flight ones finish within `deadline`, then interrupts what is left. */
   private def shutdown(deadline: FiniteDuration): F[Unit] =
@@ -140,7 +147,7 @@ private[weir] object Engine:
   ): Resource[F, Running[F, A]] =
     Resource.make(launch(settings, emit))(_.release(settings.releaseGrace))
 
-  /** Wires a run and starts its conductor, then its producers. Run by `Resource.make`: not cancelable. */
+  /** Wires a run and starts its producers. Run by `Resource.make`: not cancelable. */
   private def launch[F[_], A, B](settings: Settings[F, A, B], emit: Option[Emit[F, A, B]])(using
       F: Async[F]
   ): F[Engine[F, A, B]] =
@@ -149,11 +156,7 @@ private[weir] object Engine:
         val workers = FiberGroup.unsafe[F]
         val producers = FiberGroup.unsafe[F]
         val engine = wire(settings, emit, now, workers, producers)
-        F.start(engine.conduct).flatMap { conductor =>
-          engine.conductor = conductor
-          // the engine owns the conductor from here; should the producers fail to start, nothing would
-          producers.start(engine.produce).onError { case _ => conductor.cancel }.as(engine)
-        }
+        producers.start(engine.produce).as(engine)
       }
     }
 
@@ -177,26 +180,28 @@ private[weir] object Engine:
       case TaskOrder.InputOrder(w) =>
         Some(OrderWindow.unsafe[F](w.getOrElse(Defaults.reorderWindow(settings.limit.initial))))
       case _ => None
+    // built last, from the parts below; the stop and the pool reach it only when the run ends
+    var engine: Engine[F, A, B] = null
     val ledger = new Ledger[A](settings.queueWaits)
     val buffer = TaskBuffer.unsafe[F, A](settings.bufferCapacity, keyOf, settings.queueWaits)
-    val ending = Deferred.unsafe[F, Unit]
-    val stop = new Stop(buffer, Deferred.unsafe[F, Stop.Request], onRequest = ending.complete(()).void)
+    val stop = new Stop(buffer, Deferred.unsafe[F, Stop.Request], onRequest = F.defer(engine.requested))
     val record = new Recorder(settings.policy, emit, ledger, window, stop.requested, stop.request)
     val path = new TaskPath(settings, buffer, ledger, window, record, stop.requested)
     val pool =
-      WorkerPool.unsafe[F](settings.limit.initial, workers, onExit = ending.complete(()).void)(pool =>
+      WorkerPool.unsafe[F](settings.limit.initial, workers, onExit = F.defer(engine.exited))(pool =>
         F.uncancelable(poll => new Worker(path, pool, poll).life)
       )
     val sourceErrors = Ref.unsafe[F, List[Throwable]](Nil)
     val producersDone = Deferred.unsafe[F, Unit]
-    new Engine(
+    engine = new Engine(
       startedAt = startedAt,
       ledger = ledger,
       buffer = buffer,
       pool = pool,
       record = record,
       stop = stop,
-      ending = ending,
+      ending = Deferred.unsafe[F, Boolean],
+      conductor = Deferred.unsafe[F, Fiber[F, Throwable, Unit]],
       result = Deferred.unsafe[F, Summary[A]],
       sourceErrors = sourceErrors,
       producersDone = producersDone,
@@ -205,3 +210,4 @@ private[weir] object Engine:
       produce = new Producer(ledger, buffer, pool, sourceErrors).all(settings.source.producers) *>
         producersDone.complete(()).void
     )
+    engine

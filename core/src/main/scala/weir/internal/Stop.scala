@@ -8,9 +8,9 @@ import scala.concurrent.duration.FiniteDuration
 
 /**
  * How a run is asked to stop (a drain, a fail-fast, a release): the buffer stops handing out tasks at
- * once, so nothing starts from then on, and the first request is kept for the conductor ([[Engine]]), which
- * shuts the run down within the request's deadline; `onRequest` runs once, after the first request is kept,
- * to wake the conductor. Later requests change nothing.
+ * once, so nothing starts from then on, and the first request is kept; `onRequest` runs once, after it is
+ * kept, to end the run (the [[Engine]]'s conductor shuts it down within the request's deadline). Later
+ * requests change nothing.
  */
 private[weir] final class Stop[F[_]: Async](
     buffer: TaskBuffer[F, ?],
@@ -20,7 +20,7 @@ private[weir] final class Stop[F[_]: Async](
 
   /**
    * True for the request that won (the first). Not cancelable: a request kept whose `onRequest` never ran would
-   * leave the conductor asleep.
+   * leave the run without an end.
    */
   def request(reason: StopReason, deadline: FiniteDuration): F[Boolean] =
     Async[F].uncancelable(_ =>

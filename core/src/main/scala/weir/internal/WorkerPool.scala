@@ -84,7 +84,7 @@ private[weir] final class WorkerPool[F[_]] private (
   /** Completes once [[finishing]] was called and every worker has left; `onExit` runs then, once. */
   def awaitExit: F[Unit] = exited.get
 
-  // not cancelable: an exit whose `onExit` never ran would leave the conductor asleep
+  // not cancelable: an exit whose `onExit` never ran would leave the run without an end
   private val exit: F[Unit] = F.uncancelable(_ => exited.complete(()).flatMap(first => onExit.whenA(first)))
 
   /**
