@@ -1,9 +1,10 @@
 package weir.lab.blocking
 
 import cats.effect.{IO, Resource}
+import cats.effect.std.Queue
 import cats.syntax.all.*
 import fs2.Stream
-import weir.{Limit, Pipeline}
+import weir.{Defaults, Limit, Pipeline}
 import weir.lab.Tally
 
 import java.util.concurrent.{Executors, TimeUnit}
@@ -104,6 +105,41 @@ object Approach:
         }
       }
 
+  /**
+   * FS2's own way to run a stream's elements concurrently, unordered and without a limit, each in
+   * `IO.interruptible`: the same source as weir's row, with FS2's machinery between it and the tasks.
+   */
+  case object Fs2ParEval extends Approach:
+    val name = "fs2-par-eval"
+    val summary = "Stream.range(...).parEvalMapUnorderedUnbounded(IO.interruptible(body))"
+    def threads(cores: Int) = None
+    def run(tasks: Int, body: Int => Unit): IO[Unit] =
+      Stream.range(0, tasks).covary[IO].parEvalMapUnorderedUnbounded(i =>
+        IO.interruptible(body(i))
+      ).compile.drain
+
+  /**
+   * The shape of weir's run built from Cats Effect's parts and nothing else: a producer fiber pulls the
+   * same `Stream.range` into a bounded `Queue` (weir's default capacity) and one worker fiber per task takes
+   * from it, running the body in `IO.interruptible`. What any design with a producer, a buffer and workers
+   * pays, next to a fiber per element of a list already in memory (`io-interruptible`).
+   */
+  case object CeQueueWorkers extends Approach:
+    val name = "ce-queue-workers"
+    val summary = "a producer fiber into a bounded Queue, a worker fiber per task, body in IO.interruptible"
+    def threads(cores: Int) = None
+    def run(tasks: Int, body: Int => Unit): IO[Unit] =
+      Queue.bounded[IO, Option[Int]](Defaults.bufferCapacity).flatMap { queue =>
+        val produce =
+          Stream.range(0, tasks).covary[IO].evalMap(i => queue.offer(Some(i))).compile.drain *>
+            queue.offer(None).replicateA_(tasks)
+        def work: IO[Unit] = queue.take.flatMap {
+          case Some(i) => IO.interruptible(body(i)) *> work
+          case None => IO.unit
+        }
+        produce.both(work.parReplicateA_(tasks)).void
+      }
+
   /** weir with a blocking handler (`processBlocking`, Cats Effect's blocking pool), no limit. */
   case object WeirBlocking extends Approach:
     val name = "weir-blocking"
@@ -127,5 +163,7 @@ object Approach:
       IoBlocking,
       IoInterruptible,
       VirtualThreads,
+      Fs2ParEval,
+      CeQueueWorkers,
       WeirBlocking
     )
