@@ -1,7 +1,7 @@
 package weir.lab.blocking
 
 import cats.effect.{IO, Resource}
-import cats.effect.std.Queue
+import cats.effect.std.{Queue, Supervisor}
 import cats.syntax.all.*
 import fs2.Stream
 import weir.{Defaults, Limit, Pipeline}
@@ -140,6 +140,28 @@ object Approach:
         produce.both(work.parReplicateA_(tasks)).void
       }
 
+  /**
+   * [[CeQueueWorkers]] with its workers started on demand, as weir's pool grows: the producer starts a
+   * worker (under a `Supervisor`) for each element it offers, so no worker exists before it has a task.
+   */
+  case object CeQueueOnDemand extends Approach:
+    val name = "ce-queue-on-demand"
+    val summary = "a producer fiber into a bounded Queue, starting a worker fiber per element it offers"
+    def threads(cores: Int) = None
+    def run(tasks: Int, body: Int => Unit): IO[Unit] =
+      Queue.bounded[IO, Option[Int]](Defaults.bufferCapacity).flatMap { queue =>
+        def work: IO[Unit] = queue.take.flatMap {
+          case Some(i) => IO.interruptible(body(i)) *> work
+          case None => IO.unit
+        }
+        Supervisor[IO](await = true).use { workers =>
+          Stream.range(0, tasks).covary[IO].evalMap(i =>
+            queue.offer(Some(i)) *> workers.supervise(work)
+          ).compile.drain *>
+            queue.offer(None).replicateA_(tasks)
+        }
+      }
+
   /** weir with a blocking handler (`processBlocking`, Cats Effect's blocking pool), no limit. */
   case object WeirBlocking extends Approach:
     val name = "weir-blocking"
@@ -165,5 +187,6 @@ object Approach:
       VirtualThreads,
       Fs2ParEval,
       CeQueueWorkers,
+      CeQueueOnDemand,
       WeirBlocking
     )
