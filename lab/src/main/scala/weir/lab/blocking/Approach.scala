@@ -133,12 +133,15 @@ object Approach:
         val produce =
           Stream.range(0, tasks).covary[IO].evalMap(i => queue.offer(Some(i))).compile.drain *>
             queue.offer(None).replicateA_(tasks)
-        def work: IO[Unit] = queue.take.flatMap {
-          case Some(i) => IO.interruptible(body(i)) *> work
-          case None => IO.unit
-        }
-        produce.both(work.parReplicateA_(tasks)).void
+        produce.both(queueWorker(queue, body).parReplicateA_(tasks)).void
       }
+
+  /** A worker of the two queue rows: runs each id it takes in `IO.interruptible`, until it takes `None`. */
+  private def queueWorker(queue: Queue[IO, Option[Int]], body: Int => Unit): IO[Unit] =
+    queue.take.flatMap {
+      case Some(i) => IO.interruptible(body(i)) *> queueWorker(queue, body)
+      case None => IO.unit
+    }
 
   /**
    * [[CeQueueWorkers]] with its workers started on demand, as weir's pool grows: the producer starts a
@@ -150,13 +153,9 @@ object Approach:
     def threads(cores: Int) = None
     def run(tasks: Int, body: Int => Unit): IO[Unit] =
       Queue.bounded[IO, Option[Int]](Defaults.bufferCapacity).flatMap { queue =>
-        def work: IO[Unit] = queue.take.flatMap {
-          case Some(i) => IO.interruptible(body(i)) *> work
-          case None => IO.unit
-        }
         Supervisor[IO](await = true).use { workers =>
           Stream.range(0, tasks).covary[IO].evalMap(i =>
-            queue.offer(Some(i)) *> workers.supervise(work)
+            queue.offer(Some(i)) *> workers.supervise(queueWorker(queue, body))
           ).compile.drain *>
             queue.offer(None).replicateA_(tasks)
         }
