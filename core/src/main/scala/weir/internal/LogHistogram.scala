@@ -9,9 +9,9 @@ import scala.concurrent.duration.*
  * 2^-[[LogHistogram.SubBits]] (under 0.1%): log-bucketed, with linear sub-buckets in each power of two, after
  * the layout of Gil Tene's HdrHistogram.
  *
- * Every group has `Sub` buckets. Group 0 counts the values below `Sub` exactly, group 1 those below `2 * Sub`,
- * also exactly; a larger value `v`, with its highest bit at `e`, falls in group `e - SubBits + 1`, sub-bucket
- * `(v >>> (e - SubBits)) - Sub`. So each group from 1 on covers one power of two with buckets of equal width,
+ * Every group has `Sub` buckets. Group 0 counts the values below `Sub` exactly, group 1 those from `Sub` to
+ * `2 * Sub - 1`, also exactly; a larger value `v`, with its highest bit at `e`, falls in group `e - SubBits + 1`,
+ * sub-bucket `(v >>> (e - SubBits)) - Sub`. So each group from 1 on covers one power of two with buckets of equal width,
  * and a bucket is never wider than `1 / Sub` of the values it holds. A group's counts (8 KiB) are allocated on
  * its first value, so a histogram of latencies that span a few powers of two holds a few groups, and one of
  * values under a microsecond holds one.
