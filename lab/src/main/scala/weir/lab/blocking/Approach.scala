@@ -130,11 +130,16 @@ object Approach:
     def threads(cores: Int) = None
     def run(tasks: Int, body: Int => Unit): IO[Unit] =
       Queue.bounded[IO, Option[Int]](Defaults.bufferCapacity).flatMap { queue =>
-        val produce =
-          Stream.range(0, tasks).covary[IO].evalMap(i => queue.offer(Some(i))).compile.drain *>
-            queue.offer(None).replicateA_(tasks)
-        produce.both(queueWorker(queue, body).parReplicateA_(tasks)).void
+        feed(queue, tasks)(IO.unit).both(queueWorker(queue, body).parReplicateA_(tasks)).void
       }
+
+  /**
+   * The producer of the two queue rows: offers the ids of the same `Stream.range` as weir's row, runs `each`
+   * after every offer, then offers one `None` per task, one for each worker there will be.
+   */
+  private def feed(queue: Queue[IO, Option[Int]], tasks: Int)(each: IO[Unit]): IO[Unit] =
+    Stream.range(0, tasks).covary[IO].evalMap(i => queue.offer(Some(i)) *> each).compile.drain *>
+      queue.offer(None).replicateA_(tasks)
 
   /** A worker of the two queue rows: runs each id it takes in `IO.interruptible`, until it takes `None`. */
   private def queueWorker(queue: Queue[IO, Option[Int]], body: Int => Unit): IO[Unit] =
@@ -154,10 +159,7 @@ object Approach:
     def run(tasks: Int, body: Int => Unit): IO[Unit] =
       Queue.bounded[IO, Option[Int]](Defaults.bufferCapacity).flatMap { queue =>
         Supervisor[IO](await = true).use { workers =>
-          Stream.range(0, tasks).covary[IO].evalMap(i =>
-            queue.offer(Some(i)) *> workers.supervise(queueWorker(queue, body))
-          ).compile.drain *>
-            queue.offer(None).replicateA_(tasks)
+          feed(queue, tasks)(workers.supervise(queueWorker(queue, body)).void)
         }
       }
 
