@@ -8,6 +8,7 @@ import weir.{Disposition, TaskOutcome, Pipeline, Running, Source}
 import weir.postgres.internal.*
 
 import java.util.concurrent.ThreadLocalRandom
+import java.util.concurrent.atomic.AtomicBoolean
 
 /**
  * A worker process serving one queue: its claims feed an ordinary weir [[Pipeline]], so every control of
@@ -21,7 +22,8 @@ import java.util.concurrent.ThreadLocalRandom
  * }}}
  *
  * What becomes of a claimed task, by its [[TaskOutcome]] in the pipeline:
- *   - succeeded: completed (kept in `finished` or deleted, see [[WorkerConfig.keepCompleted]]);
+ *   - succeeded: completed (kept in `finished` or deleted, see [[WorkerConfig.keepCompleted]]), unless the
+ *     handler's value is a [[Snooze]]: then available again after its delay, its attempt not counted;
  *   - failed: available again after the configured backoff, with its error recorded, or dead once it has
  *     used its `maxAttempts` (or at once when `backoff.retryOn` rejects the error); a task interrupted
  *     because the worker stopped is retried at once (or dead, if that was its last attempt);
@@ -84,7 +86,9 @@ object DurableWorker:
       claims = new Claims
       wake <- Resource.eval(Queue.dropping[F, Unit](1))
       gate = new IdleGate[F]
-      owner <- Resource.make(xa(sql.register(config.name, config.heartbeat.toMillis)))(owner =>
+      limited = new AtomicBoolean
+      // the queue gets its row of controls here, so that an operator can find it and set them
+      owner <- Resource.make(xa(sql.register(config.name, config.heartbeat.toMillis) <* sql.addQueue(config.queue)))(owner =>
         handBack(xa, sql, config.queue, owner, claims, counters).handleErrorWith(e =>
           F.delay(counters.error(e))
         )
@@ -124,7 +128,8 @@ object DurableWorker:
         claims,
         counters,
         config.shutdownGrace,
-        wake.tryOffer(()).void
+        wake.tryOffer(()).void,
+        limited
       )
       _ <- Rescuer.resource(maintenance, sql, config.heartbeat / 4, config.deadAfter, counters)
       _ <- HeadRepair.resource(maintenance, sql, config.pollInterval, counters)
@@ -143,7 +148,8 @@ object DurableWorker:
         gate,
         stop,
         counters,
-        config.keepCompleted
+        config.keepCompleted,
+        limited
       )
       // marked before the pipeline can receive them: see Claims
       source = claimer.stream.chunks.evalTap(jobs => F.delay(claims.handedOn(jobs.map(_.token)))).unchunks
@@ -198,7 +204,7 @@ object DurableWorker:
         else sql.fail(ran, Array.fill(ran.length)(unwritten), Array.fill(ran.length)(0L))
       run(for
         failed <- failRan
-        released <- sql.releaseAll(owner)
+        released <- sql.releaseAll(queue, owner)
         _ <- sql.deregister(owner)
         // what goes back is claimable at once: other workers need not wait for their poll
         _ <- if failed._1 + released > 0 then sql.wakeQueue(queue) else FC.unit
@@ -215,6 +221,7 @@ object DurableWorker:
   private val unwritten = "the worker stopped before the result of this attempt was written"
 
   private def finishOf[A, B](config: WorkerConfig, outcome: TaskOutcome[Job[A], B]): Finish = outcome match
+    case TaskOutcome.Succeeded(job, Snooze(after), _) => Finish.Snooze(job.token, after.toMillis)
     case TaskOutcome.Succeeded(job, _, _) => Finish.Complete(job.token)
     case TaskOutcome.NotStarted(job, _) => Finish.Release(job.token)
     case TaskOutcome.Failed(job, _, Disposition.Interrupted, _) =>

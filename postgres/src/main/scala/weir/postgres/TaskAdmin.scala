@@ -9,9 +9,24 @@ import weir.postgres.internal.AdminSql
 import scala.concurrent.duration.*
 
 /**
- * Operations on a schema's tasks: counts per queue and state, cancelling a task that has not started,
- * retrying or discarding a dead one, and pruning finished tasks. Every call is one short transaction (a
- * prune is one per batch), so none holds locks for long.
+ * Operations on a schema's queues and tasks: counts per queue and state, the queues' controls (pause,
+ * resume, a limit on running tasks, a rate), cancelling a task that has not started, retrying or
+ * discarding a dead one, and pruning finished tasks. Every call is one short transaction (a prune is one
+ * per batch), so none holds locks for long.
+ *
+ * ==Queue controls==
+ * A queue's controls are stored in the database and enforced by the claim statement itself, so every
+ * worker of the queue, in every process and on every machine, obeys the same setting, and a changed one
+ * applies from the next claim that begins after it commits. Each change wakes the queue's workers
+ * (NOTIFY) so that a resume or a raised limit is claimed at once; a worker that misses the notification
+ * finds it at its next poll. A worker of version 5 of the schema obeys them too; its idle waits only poll.
+ *
+ * A claimed task counts as running from its claim until its finish (or its rescue, if its worker died),
+ * wherever it waits meanwhile: a worker's claimed tasks wait in its pipeline's buffer, up to
+ * [[WorkerConfig.claimBatch]] of them. So a pause stops claims, not the start of tasks already claimed;
+ * and a limit on running tasks bounds claimed ones, which is what keeps it exact across processes (set a
+ * small `claimBatch` on a limited queue so that one worker's buffer does not hold the whole limit).
+ * Cancelling a call cancels its transaction; a change either commits whole or not at all.
  */
 final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
 
@@ -26,6 +41,47 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
    * worker that stopped cleanly has no row; a dead one keeps its row until it is rescued and pruned.
    */
   def workers: F[Vector[WorkerInfo]] = sql.workers.transact(db.transactor)
+
+  /** Every queue the database knows with its controls and running tasks, by name. */
+  def queues: F[Vector[QueueInfo]] = sql.queueInfos.transact(db.transactor)
+
+  /**
+   * Makes `queue` known without setting a control (a worker's start does the same), so that its controls
+   * can be set before any task or worker exists. Idempotent.
+   */
+  def addQueue(queue: String): F[Unit] =
+    require(queue != null && queue.nonEmpty, s"queue name must not be empty, was: '$queue'")
+    db.run(sql.addQueue(queue)).void
+
+  /**
+   * Pauses `queue`: from the next claim on, no worker claims its tasks; running tasks, and tasks already
+   * claimed into a worker's buffer, go on. Idempotent. Fails with [[UnknownQueue]].
+   */
+  def pause(queue: String): F[Unit] = control(queue)(sql.setPaused(queue, paused = true))
+
+  /** Resumes a paused `queue`, and wakes its workers. Idempotent. Fails with [[UnknownQueue]]. */
+  def resume(queue: String): F[Unit] = control(queue)(sql.setPaused(queue, paused = false))
+
+  /**
+   * At most `max` tasks of `queue` running (claimed and not finished) at once across every worker, beside
+   * each worker's own limit; `None` removes the limit. A lowered limit stops claims until enough running
+   * tasks finish; it cancels none. Fails with `IllegalArgumentException` for a `max` below 1 and with
+   * [[UnknownQueue]].
+   */
+  def limitRunning(queue: String, max: Option[Int]): F[Unit] =
+    max.foreach(n => require(n > 0, s"a queue's limit on running tasks must be > 0, was: $n"))
+    control(queue)(sql.setMaxRunning(queue, max))
+
+  /**
+   * At most `rate.perSecond` tasks of `queue` claimed per second across every worker, in bursts of at most
+   * `rate.burst` (see [[QueueRate]]); `None` removes the rate. Fails with [[UnknownQueue]].
+   */
+  def limitRate(queue: String, rate: Option[QueueRate]): F[Unit] = control(queue)(sql.setRate(queue, rate))
+
+  private def control(queue: String)(change: ConnectionIO[Int]): F[Unit] =
+    db.run(sql.known(queue).flatMap { known =>
+      if known then change *> sql.wakeQueue(queue) else FC.raiseError[Unit](new UnknownQueue(queue))
+    })
 
   /**
    * Cancels a task that is not running: it moves to `finished` as cancelled. A running task is left alone

@@ -2,8 +2,12 @@ package weir.postgres
 
 /**
  * What one worker process has done so far: tasks claimed, and how their claims ended as written to the
- * database (completed, retried later, dead, handed back unstarted), tasks it rescued from dead workers,
+ * database (completed, retried later, dead, handed back unstarted, snoozed by their handlers: see
+ * [[Snooze]]), tasks it rescued from dead workers,
  * and database errors it rode out (each retried; `lastError` is the latest).
+ *
+ * `heldBack` counts this worker's claims that its queue's controls held back (paused, its limit on running
+ * tasks reached, or its rate's tokens spent: see [[TaskAdmin]]).
  *
  * `taken` counts this worker's claims that another worker rescued while this one was alive: it had been
  * silent for `deadAfter` (a long pause, a starved CPU, a partition) and was taken for dead. Those tasks
@@ -11,10 +15,12 @@ package weir.postgres
  */
 final case class WorkerStats(
     claimed: Long = 0,
+    heldBack: Long = 0,
     completed: Long = 0,
     retried: Long = 0,
     dead: Long = 0,
     released: Long = 0,
+    snoozed: Long = 0,
     rescued: Long = 0,
     taken: Long = 0,
     databaseErrors: Long = 0,

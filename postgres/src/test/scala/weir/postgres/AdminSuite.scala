@@ -17,7 +17,7 @@ class AdminSuite extends DbSuite:
       _ <- a.enqueue(NewTask(6, delay = 1.hour))
       _ <- TaskQueue[IO, Int](db, "b").enqueue(NewTask(7))
       owner <- sql.register("w", 1000).transact(db.transactor)
-      claimed <- sql.claim("a", owner, 2, 60000).transact(db.transactor)
+      claimed <- sql.claim("a", owner, 2, 60000).map(_.rows).transact(db.transactor)
       _ <- sql.complete(Array(claimed.head.token), keep = true, keyed = false).transact(db.transactor)
       _ <- sql.fail(Array(claimed(1).token), Array("x"), Array(-1L)).transact(db.transactor)
       stats <- TaskAdmin(db).stats
@@ -33,7 +33,7 @@ class AdminSuite extends DbSuite:
     for
       ids <- TaskQueue[IO, Int](db, "c").enqueueMany(Vector(NewTask(1), NewTask(2))).map(_.map(_.taskId))
       owner <- sql.register("w", 1000).transact(db.transactor)
-      _ <- sql.claim("c", owner, 1, 60000).transact(db.transactor)
+      _ <- sql.claim("c", owner, 1, 60000).map(_.rows).transact(db.transactor)
       running <- admin.cancel(ids(0))
       cancelled <- admin.cancel(ids(1))
       missing <- admin.cancel(-1L)
@@ -52,7 +52,7 @@ class AdminSuite extends DbSuite:
         .enqueueMany(Vector(NewTask(1, maxAttempts = 1), NewTask(2, maxAttempts = 1, uniqueKey = Some("u"))))
         .map(_.map(_.taskId))
       owner <- sql.register("w", 1000).transact(db.transactor)
-      claimed <- sql.claim("r", owner, 2, 60000).transact(db.transactor)
+      claimed <- sql.claim("r", owner, 2, 60000).map(_.rows).transact(db.transactor)
       _ <- sql.fail(claimed.map(_.token).toArray, Array("e1", "e2"), Array(0L, 0L)).transact(db.transactor)
       _ <- queue.enqueue(NewTask(3, uniqueKey = Some("u")))
       back <- admin.retry(ids(0))

@@ -17,7 +17,7 @@ class ClaimSuite extends DbSuite:
       ids <- q.enqueueMany((1 to 30).map(i => NewTask(i, priority = (i * 7) % 3))).map(_.map(_.taskId))
       after <- IO.realTimeInstant
       owner <- sql.register("w", 1000).transact(db.transactor)
-      claimed <- sql.claim("c", owner, 30, 60000).transact(db.transactor)
+      claimed <- sql.claim("c", owner, 30, 60000).map(_.rows).transact(db.transactor)
     yield
       val expected = ids.zip(1 to 30).map((id, i) => (((i * 7) % 3), id)).sorted.map(_._2)
       assertEquals(claimed.map(_.id), expected)

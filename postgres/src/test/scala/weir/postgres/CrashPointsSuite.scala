@@ -45,7 +45,7 @@ class CrashPointsSuite extends DbSuite:
         _ <- queue.enqueueMany(tasks)
         owner <- run(db, sql.register("doomed", 1000))
         claimed <- doomed.use { (xa, pid) =>
-          sql.claim("c", owner, 100, 60000).transact(xa).flatTap(_ => kill(pid))
+          sql.claim("c", owner, 100, 60000).map(_.rows).transact(xa).flatTap(_ => kill(pid))
         }
         left <- Rows.tasks(db)
         ran <- Ref[IO].of(Vector.empty[Int])
@@ -73,7 +73,7 @@ class CrashPointsSuite extends DbSuite:
       for
         _ <- queue.enqueueMany((1 to 10).map(NewTask(_)))
         dead <- run(db, sql.register("dead", 1000))
-        _ <- run(db, sql.claim("r", dead, 100, 60000))
+        _ <- run(db, sql.claim("r", dead, 100, 60000).map(_.rows))
         _ <- Rows.exec(
           s"UPDATE ${db.schema("workers")} SET heartbeat_at = now() - interval '1 hour' WHERE id = $dead"
         )

@@ -71,7 +71,7 @@ class KeyHeadsSuite extends DbSuite:
       _ <- Rows.enqueueSql(s"${db.schema("enqueue")}('h', '10', ordering_key => 'd')")
       _ <- step("after single enqueues", Vector("1", "2", "5", "9"))
       owner <- run(db, sql.register("w", 1000))
-      claimed <- run(db, sql.claim("h", owner, 100, 60000))
+      claimed <- run(db, sql.claim("h", owner, 100, 60000).map(_.rows))
       _ = assertEquals(claimed.map(_.payload).sorted, Vector("1", "2", "3", "5", "9"))
       token = claimed.map(c => c.payload -> c.token).toMap
       // completion: a's next
@@ -109,7 +109,7 @@ class KeyHeadsSuite extends DbSuite:
         for
           _ <- q.enqueue(NewTask(1, orderingKey = Some("k")))
           owner <- run(db, sql.register("w", 1000))
-          first <- run(db, sql.claim("o", owner, 10, 60000))
+          first <- run(db, sql.claim("o", owner, 10, 60000).map(_.rows))
           // the outbox transaction enqueues behind the running task and has not committed when it completes
           _ <- IO.blocking(
             c.createStatement().execute(
@@ -119,10 +119,10 @@ class KeyHeadsSuite extends DbSuite:
           _ <- run(db, sql.complete(first.map(_.token).toArray, keep = false, keyed = true))
           _ <- IO.blocking(c.commit())
           orphans <- headless(db.schema)
-          none <- run(db, sql.claim("o", owner, 10, 60000))
+          none <- run(db, sql.claim("o", owner, 10, 60000).map(_.rows))
           repaired <- run(db, sql.repairHeads)
           again <- run(db, sql.repairHeads)
-          second <- run(db, sql.claim("o", owner, 10, 60000))
+          second <- run(db, sql.claim("o", owner, 10, 60000).map(_.rows))
         yield
           assertEquals(orphans, 1L, "the race this repair exists for did not happen")
           assertEquals(none, Vector.empty)
@@ -139,7 +139,7 @@ class KeyHeadsSuite extends DbSuite:
       _ <- q.enqueueMany((1 to 3).map(i => NewTask(i, orderingKey = Some("k"))))
       // plant the state the race leaves: no task of the key marked
       _ <- Rows.exec(s"UPDATE ${db.schema("tasks")} SET head = false")
-      none <- run(db, sql.claim("p", 0L, 10, 60000))
+      none <- run(db, sql.claim("p", 0L, 10, 60000).map(_.rows))
       summary <- DurableWorker
         .start[IO, Int, Unit](db, TestWorkers.config("p"))(source => Pipeline(source).process(_ => IO.unit))
         .use(_.running.join)

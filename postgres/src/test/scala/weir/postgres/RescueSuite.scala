@@ -24,10 +24,10 @@ class RescueSuite extends DbSuite:
       late <- run(db, sql.register("late", 1000))
       gone <- run(db, sql.register("gone", 1000))
       expired <- run(db, sql.register("expired-lease", 1000))
-      _ <- run(db, sql.claim("r", alive, 1, 60000))
-      _ <- run(db, sql.claim("r", late, 1, 60000))
-      _ <- run(db, sql.claim("r", gone, 1, 60000))
-      _ <- run(db, sql.claim("r", expired, 1, 60000))
+      _ <- run(db, sql.claim("r", alive, 1, 60000).map(_.rows))
+      _ <- run(db, sql.claim("r", late, 1, 60000).map(_.rows))
+      _ <- run(db, sql.claim("r", gone, 1, 60000).map(_.rows))
+      _ <- run(db, sql.claim("r", expired, 1, 60000).map(_.rows))
       // deadAfter = 10 s: one worker 9 s silent (alive), one 11 s (dead); one row deleted; one lease expired
       _ <- Rows.exec(s"UPDATE $w SET heartbeat_at = now() - interval '9 seconds' WHERE id = $alive")
       _ <- Rows.exec(s"UPDATE $w SET heartbeat_at = now() - interval '11 seconds' WHERE id = $late")
@@ -68,7 +68,7 @@ class RescueSuite extends DbSuite:
     for
       _ <- queue.enqueueMany((1 to names.size).map(NewTask(_)))
       owners <- names.traverse(name => run(db, sql.register(name, 1000)))
-      _ <- owners.traverse(owner => run(db, sql.claim("s", owner, 1, 60000)))
+      _ <- owners.traverse(owner => run(db, sql.claim("s", owner, 1, 60000).map(_.rows)))
       byName = names.zip(owners).toMap
       // every heartbeat 2 s old (two periods) except the punctual one's, far from deadAfter = 1 minute
       _ <- Rows.exec(s"UPDATE $w SET heartbeat_at = now() - interval '2 seconds', session_since = now()")
@@ -103,7 +103,7 @@ class RescueSuite extends DbSuite:
       for
         _ <- queue.enqueueMany(Vector(NewTask(1), NewTask(2)))
         owner <- run(db, sql.register("w", 1000))
-        claimed <- run(db, sql.claim("g", owner, 2, 60000))
+        claimed <- run(db, sql.claim("g", owner, 2, 60000).map(_.rows))
         first = claimed.head
         second = claimed(1)
         // the second completes first, then the worker is declared dead
@@ -116,7 +116,7 @@ class RescueSuite extends DbSuite:
         lateRelease <- run(db, sql.release(Array(first.token)))
         // another worker claims the rescued task: attempt 2; the first claim's finish is still refused
         other <- run(db, sql.register("other", 1000))
-        again <- run(db, sql.claim("g", other, 2, 60000))
+        again <- run(db, sql.claim("g", other, 2, 60000).map(_.rows))
         stale <- run(db, sql.complete(Array(first.token), keep = true, keyed = false))
         fresh <- run(db, sql.complete(Array(again.head.token), keep = true, keyed = false))
         done <- Rows.finished(db)
@@ -136,7 +136,7 @@ class RescueSuite extends DbSuite:
     for
       _ <- queue.enqueue(NewTask(1, maxAttempts = 1))
       owner <- run(db, sql.register("w", 1000))
-      _ <- run(db, sql.claim("x", owner, 1, 60000))
+      _ <- run(db, sql.claim("x", owner, 1, 60000).map(_.rows))
       _ <- Rows.exec(s"DELETE FROM ${db.schema("workers")} WHERE id = $owner")
       rescued <- run(db, sql.rescue(10000, 1000))
       done <- Rows.finished(db)
@@ -153,7 +153,7 @@ class RescueSuite extends DbSuite:
       for
         _ <- queue.enqueueMany((1 to 5).map(NewTask(_)))
         dead <- run(db, sql.register("dead", 1000))
-        _ <- run(db, sql.claim("live", dead, 5, 600000))
+        _ <- run(db, sql.claim("live", dead, 5, 600000).map(_.rows))
         _ <- Rows.exec(
           s"UPDATE ${db.schema("workers")} SET heartbeat_at = now() - interval '1 hour' WHERE id = $dead"
         )

@@ -4,7 +4,7 @@ import doobie.*
 import doobie.implicits.*
 import cats.syntax.all.*
 import doobie.postgres.implicits.*
-import weir.postgres.{QueueStats, Schema, WorkerInfo}
+import weir.postgres.{QueueInfo, QueueRate, QueueStats, Schema, WorkerInfo}
 
 /** The statements behind [[weir.postgres.TaskAdmin]], for one schema. */
 private[postgres] final class AdminSql(schema: Schema):
@@ -12,6 +12,7 @@ private[postgres] final class AdminSql(schema: Schema):
   private val tasks = schema("tasks")
   private val finished = schema("finished")
   private val workersTable = schema("workers")
+  private val queues = schema("queues")
   private val sql = new Sql(schema)
   private def const(s: String): Fragment = Fragment.const0(s)
 
@@ -84,3 +85,53 @@ private[postgres] final class AdminSql(schema: Schema):
       WHERE finished_at < now() - """) ++ fr0"$olderThanMillis" ++
       const(" * interval '1 millisecond' AND state::text = ANY(") ++
       fr0"$states" ++ const(") LIMIT ") ++ fr0"$batch" ++ const(" FOR UPDATE SKIP LOCKED))")).update.run
+
+  // ---- queue controls
+
+  /** Every queue with a row of controls, by name, with its running tasks. */
+  def queueInfos: ConnectionIO[Vector[QueueInfo]] =
+    const(s"""SELECT q.name, q.paused, q.max_running, q.rate_per_second, q.rate_burst,
+             (SELECT count(*) FROM $tasks AS t WHERE t.queue = q.name AND t.state = 'running'), q.updated_at
+      FROM $queues AS q ORDER BY q.name""")
+      .query[(String, Boolean, Option[Int], Option[Double], Option[Int], Long, java.time.Instant)]
+      .map { (name, paused, maxRunning, perSecond, burst, running, updatedAt) =>
+        QueueInfo(name, paused, maxRunning, (perSecond, burst).mapN(QueueRate(_, _)), running, updatedAt)
+      }
+      .to[Vector]
+
+  def addQueue(queue: String): ConnectionIO[Int] = sql.addQueue(queue)
+
+  /** Wakes the queue's workers at commit: a changed control may let them claim. */
+  def wakeQueue(queue: String): ConnectionIO[Unit] = sql.wakeQueue(queue)
+
+  /** Whether `queue` is known: it has a row of controls, or tasks, finished ones included. */
+  def known(queue: String): ConnectionIO[Boolean] =
+    (const(s"SELECT EXISTS (SELECT 1 FROM $queues WHERE name = ") ++ fr0"$queue" ++
+      const(s") OR EXISTS (SELECT 1 FROM $tasks WHERE queue = ") ++ fr0"$queue" ++
+      const(s") OR EXISTS (SELECT 1 FROM $finished WHERE queue = ") ++ fr0"$queue" ++ const(")"))
+      .query[Boolean].unique
+
+  def setPaused(queue: String, paused: Boolean): ConnectionIO[Int] =
+    (const(s"INSERT INTO $queues AS q (name, paused) VALUES (") ++ fr0"$queue, $paused" ++
+      const(") ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, updated_at = now()")).update.run
+
+  def setMaxRunning(queue: String, max: Option[Int]): ConnectionIO[Int] =
+    (const(s"INSERT INTO $queues AS q (name, max_running) VALUES (") ++ fr0"$queue, $max" ++
+      const(") ON CONFLICT (name) DO UPDATE SET max_running = EXCLUDED.max_running, updated_at = now()"))
+      .update.run
+
+  /**
+   * Sets or removes the rate. A new rate starts with a full burst; a changed one keeps the tokens the old
+   * one had gathered by now, up to the new burst, so that changing a rate never hands out a fresh burst.
+   */
+  def setRate(queue: String, rate: Option[QueueRate]): ConnectionIO[Int] =
+    val perSecond = rate.map(_.perSecond)
+    val burst = rate.map(_.burst)
+    (const(s"INSERT INTO $queues AS q (name, rate_per_second, rate_burst, tokens, tokens_at) VALUES (") ++
+      fr0"$queue, $perSecond, $burst, coalesce($burst, 0), clock_timestamp()" ++
+      const(""") ON CONFLICT (name) DO UPDATE SET
+        rate_per_second = EXCLUDED.rate_per_second, rate_burst = EXCLUDED.rate_burst,
+        tokens = CASE WHEN q.rate_per_second IS NULL OR EXCLUDED.rate_per_second IS NULL THEN EXCLUDED.tokens
+                      ELSE least(EXCLUDED.rate_burst::double precision, q.tokens + q.rate_per_second *
+                             greatest(0, extract(epoch FROM clock_timestamp() - q.tokens_at))) END,
+        tokens_at = clock_timestamp(), updated_at = now()""")).update.run

@@ -6,6 +6,7 @@ import cats.syntax.all.*
 import fs2.{Chunk, Stream}
 import weir.postgres.{Job, PayloadCodec, WorkerConfig}
 
+import java.util.concurrent.atomic.AtomicBoolean
 import scala.concurrent.duration.*
 
 /**
@@ -16,6 +17,12 @@ import scala.concurrent.duration.*
  * a notification with a claim of its own first, whose rows it then takes (see [[IdleGate]]).
  * A claim is uncancelable: once the database has given tasks to this worker they are recorded in
  * [[Claims]] before anything else happens, so a drain can hand them back.
+ *
+ * The queue's controls (paused, a limit on running tasks, a rate: see [[Sql.claim]]) are the claim's own: a
+ * claim they hold back is short, and the claimer waits as after any short claim, at most until the rate's
+ * next token when that is what held it back. Whether the queue has a limit on running tasks is recorded in
+ * `limited` at every claim, for the completer: a finished task of such a queue frees room for a claimer
+ * that may be waiting in another process.
  *
  * A payload (or headers) that does not decode is sent to dead with its decode error through the completer
  * and never emitted. Database errors are counted and retried with backoff (up to the poll interval): the stream
@@ -33,8 +40,10 @@ private[postgres] final class Claimer[F[_], A](
     gate: IdleGate[F],
     stop: Deferred[F, Unit],
     counters: Counters,
-    keepCompleted: Boolean
+    keepCompleted: Boolean,
+    limited: AtomicBoolean
 )(using F: Async[F], codec: PayloadCodec[A]):
+  import Claimer.Accepted
 
   def stream: Stream[F, Job[A]] = loop(Duration.Zero)
 
@@ -47,19 +56,20 @@ private[postgres] final class Claimer[F[_], A](
   private def claimAndGoOn(errorWait: FiniteDuration): Stream[F, Job[A]] =
     Stream.eval(claimOnce).flatMap(goOn(_, errorWait))
 
-  private def goOn(claimed: Either[Throwable, (Chunk[Job[A]], Int)], errorWait: FiniteDuration)
-      : Stream[F, Job[A]] =
+  private def goOn(claimed: Either[Throwable, Accepted[A]], errorWait: FiniteDuration): Stream[F, Job[A]] =
     claimed match
-      case Right((jobs, got)) =>
+      case Right(Accepted(jobs, got, heldBack)) =>
+        // held back by the rate: the next claim can get a task once its next token is due
+        val wait = heldBack.filter(_ >= 0).fold(config.pollInterval)(_.millis.min(config.pollInterval))
         val next =
           if got >= config.claimBatch then loop(Duration.Zero)
-          else if got > 0 then afterIdle
+          else if got > 0 || heldBack.isDefined then afterIdle(wait)
           else if config.stopWhenEmpty then
             Stream.eval(run(sql.unfinished(config.queue)).attempt).flatMap {
               case Right(0L) => Stream.empty
-              case _ => afterIdle
+              case _ => afterIdle(wait)
             }
-          else afterIdle
+          else afterIdle(wait)
         Stream.chunk(jobs) ++ next
       case Left(e: java.sql.SQLException) if e.getSQLState == Claimer.uniqueViolation =>
         // another worker's claim raced this one for the same ordering key and the database refused the
@@ -69,21 +79,21 @@ private[postgres] final class Claimer[F[_], A](
         val wait = if errorWait == Duration.Zero then 50.millis else (errorWait * 2).min(config.pollInterval)
         Stream.exec(F.delay(counters.error(e)) *> F.race(stop.get, F.sleep(wait)).void) ++ loop(wait)
 
-  /** Waits, then claims, or goes on with the rows the session claimed meanwhile. */
-  private def afterIdle: Stream[F, Job[A]] =
-    Stream.eval(idle).flatMap {
+  /** Waits at most `wait`, then claims, or goes on with the rows the session claimed meanwhile. */
+  private def afterIdle(wait: FiniteDuration): Stream[F, Job[A]] =
+    Stream.eval(idle(wait)).flatMap {
       case None => loop(Duration.Zero)
-      case Some(rows) => Stream.eval(accept(rows).map(Right(_))).flatMap(goOn(_, Duration.Zero))
+      case Some(claim) => Stream.eval(accept(claim).map(Right(_))).flatMap(goOn(_, Duration.Zero))
     }
 
   /**
-   * Waits for a wake-up, the poll interval or a stop, whichever comes first, unless the session claims
-   * first on a notification: then its rows, which this claimer must take even if it was stopping (a stop
-   * makes them claims the drain hands back).
+   * Waits for a wake-up, `wait` or a stop, whichever comes first, unless the session claims first on a
+   * notification: then its rows, which this claimer must take even if it was stopping (a stop makes them
+   * claims the drain hands back).
    */
-  private def idle: F[Option[Vector[Sql.Claimed]]] =
-    Deferred[F, Vector[Sql.Claimed]].flatMap { session =>
-      val woken = F.timeoutTo(F.race(wake.take, session.get), config.pollInterval, F.pure(Left(())))
+  private def idle(wait: FiniteDuration): F[Option[Sql.Claim]] =
+    Deferred[F, Sql.Claim].flatMap { session =>
+      val woken = F.timeoutTo(F.race(wake.take, session.get), wait, F.pure(Left(())))
       // a claimer cancelled while it waits (its stream torn down) takes the turn back, so that the session
       // does not claim rows no one would take
       F.delay(gate.waiting(session)) *>
@@ -97,13 +107,13 @@ private[postgres] final class Claimer[F[_], A](
         }
     }
 
-  /** One claim: the decoded jobs and how many rows the database gave (decoding failures included). */
-  private def claimOnce: F[Either[Throwable, (Chunk[Job[A]], Int)]] =
+  /** One claim, accepted. */
+  private def claimOnce: F[Either[Throwable, Accepted[A]]] =
     F.uncancelable { _ =>
       // one statement, committed with its own round trip: an idle worker's claim is most of its latency
       run.single(Claimer.claim(sql, config, owner)).attempt.flatMap {
         case Left(e) => F.pure(Left(e))
-        case Right(rows) => accept(rows).map(Right(_))
+        case Right(claim) => accept(claim).map(Right(_))
       }
     }
 
@@ -111,9 +121,12 @@ private[postgres] final class Claimer[F[_], A](
    * Claimed rows, recorded in [[Claims]] before anything else happens (so that a drain can hand them back),
    * then decoded; those that do not decode go to dead. Uncancelable.
    */
-  private def accept(rows: Vector[Sql.Claimed]): F[(Chunk[Job[A]], Int)] =
+  private def accept(claim: Sql.Claim): F[Accepted[A]] =
+    val rows = claim.rows
     F.uncancelable { _ =>
       F.delay {
+        limited.set(claim.control.exists(_.limited))
+        if claim.control.exists(_.heldBackMillis.isDefined) then counters.heldBack.incrementAndGet(): Unit
         rows.foreach(r => claims.add(r.token, r.orderingKey.isDefined))
         counters.claimed.addAndGet(rows.size.toLong)
         val jobs = Vector.newBuilder[Job[A]]
@@ -147,15 +160,22 @@ private[postgres] final class Claimer[F[_], A](
         }
         (jobs.result(), undecodable.result(), rows.size)
       }.flatMap { (jobs, undecodable, got) =>
-        undecodable.traverse_(completer.submit).as((Chunk.from(jobs), got))
+        undecodable.traverse_(completer.submit)
+          .as(Accepted(Chunk.from(jobs), got, claim.control.flatMap(_.heldBackMillis)))
       }
     }
 
 private[postgres] object Claimer:
 
   /** The claim statement of a worker: by its claimer, or by its session on a notification. */
-  def claim(sql: Sql, config: WorkerConfig, owner: Long): doobie.ConnectionIO[Vector[Sql.Claimed]] =
+  def claim(sql: Sql, config: WorkerConfig, owner: Long): doobie.ConnectionIO[Sql.Claim] =
     sql.claim(config.queue, owner, config.claimBatch, config.lease.toMillis)
 
   /** SQLSTATE of a unique violation: here, a second running task of one ordering key. */
   val uniqueViolation: String = "23505"
+
+  /**
+   * A claim, accepted: its decoded jobs, how many rows the database gave (decoding failures included), and
+   * how long the queue's controls held it back (see [[Sql.Control]]).
+   */
+  final case class Accepted[A](jobs: Chunk[Job[A]], got: Int, heldBackMillis: Option[Long])

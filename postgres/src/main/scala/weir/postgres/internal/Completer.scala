@@ -6,6 +6,7 @@ import cats.syntax.all.*
 import doobie.*
 import fs2.{Chunk, Stream}
 
+import java.util.concurrent.atomic.AtomicBoolean
 import scala.concurrent.duration.*
 
 /** How a claim ends, as the completer writes it. */
@@ -19,6 +20,9 @@ private[postgres] enum Finish:
   /** The task never started: hand it back uncounted. */
   case Release(token: Long)
 
+  /** The handler asked to run the task again after `delayMillis`: put it back, its attempt uncounted. */
+  case Snooze(token: Long, delayMillis: Long)
+
   /** The claim this finishes. */
   def token: Long
 
@@ -30,6 +34,9 @@ private[postgres] enum Finish:
  * A batch whose transaction fails is written again, with backoff, until it commits: a result is never
  * dropped while the worker runs. Every statement is guarded by the claim, so writing a batch twice (a
  * commit whose answer was lost) changes nothing the second time.
+ *
+ * A task of a queue with a limit on running tasks (`limited`, as its last claim said) that finishes frees
+ * room: the batch wakes the queue's claimers, here and in other processes, which may be waiting for it.
  *
  * Release of the resource writes everything submitted before it, waiting at most `stopWithin` for an
  * unreachable database; then the writer is stopped, and once the release returns nothing more is written.
@@ -78,7 +85,8 @@ private[postgres] object Completer:
       claims: Claims,
       counters: Counters,
       stopWithin: FiniteDuration,
-      wake: F[Unit]
+      wake: F[Unit],
+      limited: AtomicBoolean
   )(using F: Async[F]): Resource[F, Completer[F]] =
 
     def write(batch: Chunk[Finish]): F[Unit] =
@@ -88,6 +96,8 @@ private[postgres] object Completer:
       val failErrors = Array.newBuilder[String]
       val failDelays = Array.newBuilder[Long]
       val releases = Array.newBuilder[Long]
+      val snoozeTokens = Array.newBuilder[Long]
+      val snoozeDelays = Array.newBuilder[Long]
       var keyedCompletes = false
       var keyed = false
       var claimableNow = false
@@ -106,14 +116,19 @@ private[postgres] object Completer:
           case Finish.Release(token) =>
             claimableNow = true
             releases += token
+          case Finish.Snooze(token, delayMillis) =>
+            claimableNow ||= delayMillis == 0L
+            snoozeTokens += token
+            snoozeDelays += delayMillis
       }
       // a finished keyed task may have made its key's next task claimable, and a task handed back or to be
       // retried at once is claimable now: wake this queue's claimers, here and in other processes, rather
       // than leave those tasks to the next poll
-      val wakeUp = keyed || claimableNow
+      val wakeUp = keyed || claimableNow || limited.get
       val completeTokens = completes.result()
       val failedTokens = failTokens.result()
       val releaseTokens = releases.result()
+      val snoozedTokens = snoozeTokens.result()
       val tx =
         for
           completed <-
@@ -125,14 +140,18 @@ private[postgres] object Completer:
           released <-
             if releaseTokens.isEmpty then FC.pure(0)
             else sql.release(releaseTokens)
+          snoozed <-
+            if snoozedTokens.isEmpty then FC.pure(0)
+            else sql.snooze(snoozedTokens, snoozeDelays.result())
           _ <- if wakeUp then sql.wakeQueue(queue) else FC.unit
-        yield (completed, failed, released)
-      run(tx).flatMap { case (completed, (retried, dead), released) =>
+        yield (completed, failed, released, snoozed)
+      run(tx).flatMap { case (completed, (retried, dead), released, snoozed) =>
         F.delay {
           counters.completed.addAndGet(completed.toLong)
           counters.retried.addAndGet(retried.toLong)
           counters.dead.addAndGet(dead.toLong)
           counters.released.addAndGet(released.toLong)
+          counters.snoozed.addAndGet(snoozed.toLong)
           batch.foreach(f => claims.remove(f.token): Unit)
         } *> wake.whenA(wakeUp)
       }

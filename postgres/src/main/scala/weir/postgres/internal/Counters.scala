@@ -6,7 +6,7 @@ import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
 
 /** A worker's counters, bumped by its parts from any thread; read as a [[WorkerStats]]. */
 private[postgres] final class Counters:
-  val claimed, completed, retried, dead, released, rescued, taken, databaseErrors = new AtomicLong
+  val claimed, heldBack, completed, retried, dead, released, snoozed, rescued, taken, databaseErrors = new AtomicLong
   private val last = new AtomicReference[Option[Throwable]](None)
 
   def error(e: Throwable): Unit =
@@ -16,10 +16,12 @@ private[postgres] final class Counters:
   def stats: WorkerStats =
     WorkerStats(
       claimed = claimed.get,
+      heldBack = heldBack.get,
       completed = completed.get,
       retried = retried.get,
       dead = dead.get,
       released = released.get,
+      snoozed = snoozed.get,
       rescued = rescued.get,
       taken = taken.get,
       databaseErrors = databaseErrors.get,

@@ -21,10 +21,10 @@ private[postgres] final class IdleGate[F[_]]:
   private val state = new AtomicInteger(Busy)
   // written before `state` is set to Waiting, read after a successful compare-and-set: the atomic's
   // ordering makes the write visible to the session's thread
-  @volatile private var rows: Deferred[F, Vector[Sql.Claimed]] = scala.compiletime.uninitialized
+  @volatile private var rows: Deferred[F, Sql.Claim] = scala.compiletime.uninitialized
 
   /** The claimer is about to wait; a claim by the session completes `into`. */
-  def waiting(into: Deferred[F, Vector[Sql.Claimed]]): Unit =
+  def waiting(into: Deferred[F, Sql.Claim]): Unit =
     rows = into
     state.set(Waiting)
 
@@ -41,7 +41,7 @@ private[postgres] final class IdleGate[F[_]]:
    * The session, on a notification: where to put the rows of the claim it must now make, or `None` if the
    * claimer is busy or already resuming (then a wake-up is enough).
    */
-  def sessionClaims(): Option[Deferred[F, Vector[Sql.Claimed]]] =
+  def sessionClaims(): Option[Deferred[F, Sql.Claim]] =
     if state.compareAndSet(Waiting, SessionClaiming) then Some(rows) else None
 
 private[postgres] object IdleGate:

@@ -26,6 +26,7 @@ private[postgres] final class Sql(schema: Schema):
   private val tasks = schema("tasks")
   private val finished = schema("finished")
   private val workers = schema("workers")
+  private val queues = schema("queues")
 
   private def const(s: String): Fragment = Fragment.const0(s)
 
@@ -108,27 +109,35 @@ private[postgres] final class Sql(schema: Schema):
   // ---- claim
 
   /**
-   * Claims up to `limit` available tasks of `queue` for `owner`, by priority, then run-at, then id. A task
-   * with an ordering key is claimed only while it is its key's head (no task of its key with a smaller id
-   * is left, and none is running); the unique index on running keys makes the database refuse the rare
-   * claim that races another one for the same key (the caller claims again). The claim index holds only
-   * the tasks marked `head` (see [[nextHeads]]), so a key's waiting tasks cost the claim nothing.
+   * Claims up to `limit` available tasks of `queue` for `owner`, by priority, then run-at, then id, within
+   * what the queue's controls allow (paused: none; a limit on running tasks; a rate). A task with an
+   * ordering key is claimed only while it is its key's head (no task of its key with a smaller id is left,
+   * and none is running); the unique index on running keys makes the database refuse the rare claim that
+   * races another one for the same key (the caller claims again). The claim index holds only the tasks
+   * marked `head` (see [[nextHeads]]), so a key's waiting tasks cost the claim nothing.
    *
-   * The statement is the schema's `claim_with_headers` function (migration 5: migration 4's `claim`, which
-   * the previous release's workers call, with the headers as one more column), planned with bitmap and
-   * sequential scans off so that stale statistics cannot turn it into a scan of the whole backlog. It asks for an
-   * asynchronous commit of its own transaction, so that it can run in autocommit ([[Run.single]]); the
-   * setting is made here, outside the function, whose own settings end when it returns.
+   * The statement is the schema's `claim_controlled` function (migration 6), planned with bitmap and
+   * sequential scans off so that stale statistics cannot turn it into a scan of the whole backlog. It asks
+   * for an asynchronous commit of its own transaction, so that it can run in autocommit ([[Run.single]]);
+   * the setting is made here, outside the function, whose own settings end when it returns.
    *
    * The rows come back in claim order, sorted by the server: `RETURNING` alone gives them in no defined
    * order. `created_at` travels as microseconds since the epoch, which the driver reads as a plain number
-   * rather than parsing a timestamp's text.
+   * rather than parsing a timestamp's text. For a queue with a control, a last row without a task says
+   * what the controls did ([[Control]]).
    */
-  def claim(queue: String, owner: Long, limit: Int, leaseMillis: Long): ConnectionIO[Vector[Claimed]] =
+  def claim(queue: String, owner: Long, limit: Int, leaseMillis: Long): ConnectionIO[Claim] =
     (const(
-      s"SELECT c.* FROM set_config('synchronous_commit', 'off', true) AS async, ${schema("claim_with_headers")}("
+      s"SELECT c.* FROM set_config('synchronous_commit', 'off', true) AS async, ${schema("claim_controlled")}("
     ) ++
-      fr0"$queue, $owner, $limit, $leaseMillis" ++ const(") AS c")).query[Claimed].to[Vector]
+      fr0"$queue, $owner, $limit, $leaseMillis" ++ const(") AS c")).query[ClaimRow].to[Vector].map(Claim.of)
+
+  // ---- queue controls
+
+  /** Gives `queue` a row of controls (none set) unless it has one. */
+  def addQueue(queue: String): ConnectionIO[Int] =
+    (const(s"INSERT INTO $queues (name) VALUES (") ++ fr0"$queue" ++
+      const(") ON CONFLICT (name) DO NOTHING")).update.run
 
   // ---- finish
 
@@ -200,11 +209,23 @@ private[postgres] final class Sql(schema: Schema):
     SET state = 'available', attempt = attempt - 1, lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL
     WHERE lease_token = ANY(""") ++ fr0"$tokens" ++ const(") AND state = 'running'")).update.run
 
-  /** Hands back every claim `owner` still holds, as never started (a worker's last step). */
-  def releaseAll(owner: Long): ConnectionIO[Int] =
+  /**
+   * Puts back the claims `tokens`, whose handlers asked to run again later: available after `delays(i)`
+   * ms, their attempt not counted and their errors unchanged. A task keeps its id, so it stays its key's
+   * head and the key's later tasks wait for it. Returns how many.
+   */
+  def snooze(tokens: Array[Long], delays: Array[Long]): ConnectionIO[Int] =
+    (const(s"""UPDATE $tasks AS t
+    SET state = 'available', attempt = t.attempt - 1, run_at = now() + s.delay_ms * interval '1 millisecond',
+        lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL
+    FROM unnest(""") ++ fr0"$tokens::bigint[], $delays::bigint[]" ++ const(""") AS s(token, delay_ms)
+    WHERE t.lease_token = ANY(""") ++ fr0"$tokens" ++ const(") AND t.lease_token = s.token AND t.state = 'running'")).update.run
+
+  /** Hands back every claim `owner` still holds in `queue`, as never started (a worker's last step). */
+  def releaseAll(queue: String, owner: Long): ConnectionIO[Int] =
     (const(s"""UPDATE $tasks
     SET state = 'available', attempt = attempt - 1, lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL
-    WHERE state = 'running' AND lease_owner = """) ++ fr0"$owner").update.run
+    WHERE state = 'running' AND queue = """) ++ fr0"$queue" ++ const(" AND lease_owner = ") ++ fr0"$owner").update.run
 
   // ---- workers and leases
 
@@ -417,6 +438,60 @@ object Sql:
       orderingKey: Option[String],
       uniqueKey: Option[String],
       headers: Option[String]
+  )
+
+  /**
+   * What a claim gave: its tasks, and what the queue's controls said, if it has any (`None`: it has none,
+   * and a claim is held back only by the tasks there are).
+   */
+  final case class Claim(rows: Vector[Claimed], control: Option[Control])
+
+  object Claim:
+    val empty: Claim = Claim(Vector.empty, None)
+
+    /** The tasks' rows, and the controls' row that follows them for a queue with a control. */
+    def of(rows: Vector[ClaimRow]): Claim =
+      val tasks = Vector.newBuilder[Claimed]
+      var control: Option[Control] = None
+      rows.foreach { r =>
+        r.id match
+          case Some(id) =>
+            tasks += Claimed(
+              id,
+              r.token.getOrElse(0L),
+              r.attempt.getOrElse(0),
+              r.maxAttempts.getOrElse(0),
+              r.priority.getOrElse(0),
+              r.orderingKey,
+              r.payload.getOrElse(""),
+              r.createdAtMicros.getOrElse(0L),
+              r.headers
+            )
+          case None => control = Some(Control(r.limited.getOrElse(false), r.heldBackMillis))
+      }
+      Claim(tasks.result(), control)
+
+  /**
+   * What a queue's controls did to a claim: `limited`, the queue has a limit on running tasks (finishing
+   * one of its tasks should wake its claimers); `heldBackMillis`, whether they held the claim back:
+   * `None`, no; `Some(-1)`, until a task of the queue finishes or the controls change; `Some(n)`, until the
+   * rate's next token, `n` ms from now.
+   */
+  final case class Control(limited: Boolean, heldBackMillis: Option[Long])
+
+  /** A row of the claim function, a task's or the controls'. */
+  final case class ClaimRow(
+      id: Option[Long],
+      token: Option[Long],
+      attempt: Option[Int],
+      maxAttempts: Option[Int],
+      priority: Option[Int],
+      orderingKey: Option[String],
+      payload: Option[String],
+      createdAtMicros: Option[Long],
+      headers: Option[String],
+      limited: Option[Boolean],
+      heldBackMillis: Option[Long]
   )
 
   /** A claimed row, its payload and headers not yet decoded. */

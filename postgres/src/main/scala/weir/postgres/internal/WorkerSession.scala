@@ -45,7 +45,7 @@ private[postgres] object WorkerSession:
       owner: Long,
       channel: String,
       queue: String,
-      claim: ConnectionIO[Vector[Sql.Claimed]],
+      claim: ConnectionIO[Sql.Claim],
       gate: IdleGate[F],
       wake: Queue[F, Unit],
       checkEvery: FiniteDuration,
@@ -78,12 +78,12 @@ private[postgres] object WorkerSession:
       // the claimer waits for the rows of every claim begun here: none if it failed. A claim refused because
       // another worker's claim took the same key at once is no fault of the connection: the claimer is woken
       // to claim again, as after its own
-      def claimHere(into: Deferred[F, Vector[Sql.Claimed]]): F[Unit] =
+      def claimHere(into: Deferred[F, Sql.Claim]): F[Unit] =
         claim.transact(here).attempt.flatMap {
-          case Right(rows) => into.complete(rows).void
+          case Right(claim) => into.complete(claim).void
           case Left(e: SQLException) if e.getSQLState == Claimer.uniqueViolation =>
-            into.complete(Vector.empty) *> poke
-          case Left(e) => into.complete(Vector.empty) *> F.raiseError(e)
+            into.complete(Sql.Claim.empty) *> poke
+          case Left(e) => into.complete(Sql.Claim.empty) *> F.raiseError(e)
         }
       def wakeUp: F[Unit] =
         F.uncancelable(_ => F.delay(gate.sessionClaims()).flatMap(_.fold(poke)(claimHere)))
