@@ -3,6 +3,7 @@ package weir.lab
 import cats.effect.{ExitCode, IO, Resource}
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres
 import munit.CatsEffectSuite
+import weir.postgres.{Database, DatabaseConfig, NewTask, QueueRate, Schema, TaskAdmin, TaskQueue}
 
 class DurableCliSuite extends CatsEffectSuite:
 
@@ -24,10 +25,46 @@ class DurableCliSuite extends CatsEffectSuite:
       assertEquals(missing, ExitCode(1))
   }
 
+  test("pause, resume and limit change the controls every worker obeys; an unknown queue is an error") {
+    val url = server().getJdbcUrl("postgres", "postgres")
+    val config = DatabaseConfig(url, schema = Schema("cli_q"))
+    def cli(args: String*) = DurableCli.run(args.toList ++ List("--url", url, "--schema", "cli_q"))
+    def controls = Database.connect[IO](config).use(db => TaskAdmin(db).queues)
+    for
+      _ <- Database.migrate[IO](config)
+      _ <- Database.connect[IO](config).use(db => TaskQueue[IO, Int](db, "mail").enqueue(NewTask(1)))
+      unknown <- cli("pause", "nowhere")
+      paused <- cli("pause", "mail")
+      whilePaused <- controls
+      limited <- cli("limit", "mail", "--max-running", "3", "--rate", "2.5", "--burst", "4")
+      resumed <- cli("resume", "mail")
+      listed <- cli("queues")
+      afterLimit <- controls
+      unlimited <- cli("limit", "mail", "--no-max-running", "--no-rate")
+      afterUnlimit <- controls
+    yield
+      assertEquals(unknown, ExitCode(1))
+      assertEquals(List(paused, limited, resumed, listed, unlimited), List.fill(5)(ExitCode.Success))
+      assertEquals(whilePaused.map(q => (q.name, q.paused)), Vector("mail" -> true))
+      assertEquals(
+        afterLimit.map(q => (q.paused, q.maxRunning, q.rate)),
+        Vector((false, Some(3), Some(QueueRate(2.5, 4))))
+      )
+      assertEquals(afterUnlimit.map(q => (q.paused, q.maxRunning, q.rate)), Vector((false, None, None)))
+  }
+
   test("bad arguments are refused with exit code 2") {
     for
       noCommand <- DurableCli.run(List("--url", "postgresql://h/db"))
       badSchema <- DurableCli.run(List("stats", "--url", "postgresql://h/db", "--schema", "Bad;"))
       unknown <- DurableCli.run(List("stats", "--frobnicate"))
-    yield assertEquals(List(noCommand, badSchema, unknown), List.fill(3)(ExitCode(2)))
+      zeroLimit <- DurableCli.run(List("limit", "q", "--max-running", "0", "--url", "postgresql://h/db"))
+      nanRate <- DurableCli.run(List("limit", "q", "--rate", "NaN", "--url", "postgresql://h/db"))
+      nothingToSet <- DurableCli.run(List("limit", "q", "--url", "postgresql://h/db"))
+      burstAlone <- DurableCli.run(List("limit", "q", "--burst", "3", "--url", "postgresql://h/db"))
+      noQueue <- DurableCli.run(List("pause", "--url", "postgresql://h/db"))
+    yield assertEquals(
+      List(noCommand, badSchema, unknown, zeroLimit, nanRate, nothingToSet, burstAlone, noQueue),
+      List.fill(8)(ExitCode(2))
+    )
   }

@@ -88,7 +88,8 @@ object DurableWorker:
       gate = new IdleGate[F]
       limited = new AtomicBoolean
       // the queue gets its row of controls here, so that an operator can find it and set them
-      owner <- Resource.make(xa(sql.register(config.name, config.heartbeat.toMillis) <* sql.addQueue(config.queue)))(owner =>
+      owner <- Resource.make(xa(sql.register(config.name, config.heartbeat.toMillis) <*
+        sql.addQueue(config.queue)))(owner =>
         handBack(xa, sql, config.queue, owner, claims, counters).handleErrorWith(e =>
           F.delay(counters.error(e))
         )

@@ -18,7 +18,8 @@ import scala.concurrent.duration.*
  */
 class QueueControlsSuite extends DbSuite:
 
-  private def run[A](db: Database[IO], program: doobie.ConnectionIO[A]): IO[A] = program.transact(db.transactor)
+  private def run[A](db: Database[IO], program: doobie.ConnectionIO[A]): IO[A] =
+    program.transact(db.transactor)
 
   /** Moves the rate's bucket of `queue` to `tokens`, as of a time no claim can refill from. */
   private def setTokens(db: Database[IO], queue: String, tokens: Double, refill: Boolean): IO[Unit] =
@@ -42,7 +43,10 @@ class QueueControlsSuite extends DbSuite:
       resumed <- run(db, sql.claim("p", owner, 10, 60000))
       infos <- admin.queues
     yield
-      assertEquals(paused, Sql.Claim(Vector.empty, Some(Sql.Control(limited = false, heldBackMillis = Some(-1L)))))
+      assertEquals(
+        paused,
+        Sql.Claim(Vector.empty, Some(Sql.Control(limited = false, heldBackMillis = Some(-1L))))
+      )
       assertEquals(old, 0L)
       assertEquals(resumed.rows.size, 3)
       // a row that sets no control is no control: the claim is the plain one
@@ -50,7 +54,9 @@ class QueueControlsSuite extends DbSuite:
       assertEquals(infos.map(i => (i.name, i.paused, i.running)), Vector(("p", false, 3L)))
   }
 
-  withDb("a limit on running tasks counts every claim not yet finished, and a changed limit applies at the next claim") {
+  withDb(
+    "a limit on running tasks counts every claim not yet finished, and a changed limit applies at the next claim"
+  ) {
     db =>
       val sql = new Sql(db.schema)
       val admin = TaskAdmin(db)
@@ -109,7 +115,9 @@ class QueueControlsSuite extends DbSuite:
       assertEquals((enough.rows.size, enough.control.flatMap(_.heldBackMillis)), (2, None))
   }
 
-  withDb("controls on an unknown queue, a limit below 1 and a rate that is not a positive number are refused, naming the value") {
+  withDb(
+    "controls on an unknown queue, a limit below 1 and a rate that is not a positive number are refused, naming the value"
+  ) {
     db =>
       val admin = TaskAdmin(db)
       for
@@ -135,46 +143,53 @@ class QueueControlsSuite extends DbSuite:
         assertEquals(infos.map(i => (i.name, i.maxRunning)), Vector(("declared", Some(2))))
   }
 
-  withDb("workers of a paused queue claim nothing however often they try, and run it all once resumed") { db =>
-    val queue = TaskQueue[IO, Int](db, "pw")
-    val admin = TaskAdmin(db)
-    val config = TestWorkers.config("pw").copy(stopWhenEmpty = true)
-    def worker(ran: Ref[IO, Int]) =
-      DurableWorker.start[IO, Int, Unit](db, config)(Pipeline(_).process(_ => ran.update(_ + 1)))
-    for
-      _ <- queue.enqueueMany((1 to 50).map(NewTask(_)))
-      _ <- admin.pause("pw")
-      ran <- Ref[IO].of(0)
-      done <- (worker(ran), worker(ran)).tupled.use { (a, b) =>
-        // each worker's claims are held back again and again (every poll) before the queue resumes
-        val heldBack = (a.stats, b.stats).mapN((x, y) => x.heldBack >= 5 && y.heldBack >= 5)
-        def waitFor(p: IO[Boolean]): IO[Unit] = p.flatMap(ok => if ok then IO.unit else IO.sleep(20.millis) *> waitFor(p))
-        for
-          _ <- waitFor(heldBack).timeout(30.seconds)
-          claimedWhilePaused <- (a.stats, b.stats).mapN(_.claimed + _.claimed)
-          ranWhilePaused <- ran.get
-          _ <- admin.resume("pw")
-          _ <- (a.running.join, b.running.join).parTupled
-        yield (claimedWhilePaused, ranWhilePaused)
-      }
-      total <- ran.get
-      finished <- Rows.count(db, "finished")
-    yield
-      assertEquals(done, (0L, 0))
-      assertEquals((total, finished), (50, 50L))
+  withDb("workers of a paused queue claim nothing however often they try, and run it all once resumed") {
+    db =>
+      val queue = TaskQueue[IO, Int](db, "pw")
+      val admin = TaskAdmin(db)
+      val config = TestWorkers.config("pw").copy(stopWhenEmpty = true)
+      def worker(ran: Ref[IO, Int]) =
+        DurableWorker.start[IO, Int, Unit](db, config)(Pipeline(_).process(_ => ran.update(_ + 1)))
+      for
+        _ <- queue.enqueueMany((1 to 50).map(NewTask(_)))
+        _ <- admin.pause("pw")
+        ran <- Ref[IO].of(0)
+        done <- (worker(ran), worker(ran)).tupled.use { (a, b) =>
+          // each worker's claims are held back again and again (every poll) before the queue resumes
+          val heldBack = (a.stats, b.stats).mapN((x, y) => x.heldBack >= 5 && y.heldBack >= 5)
+          def waitFor(p: IO[Boolean]): IO[Unit] =
+            p.flatMap(ok => if ok then IO.unit else IO.sleep(20.millis) *> waitFor(p))
+          for
+            _ <- waitFor(heldBack).timeout(30.seconds)
+            claimedWhilePaused <- (a.stats, b.stats).mapN(_.claimed + _.claimed)
+            ranWhilePaused <- ran.get
+            _ <- admin.resume("pw")
+            _ <- (a.running.join, b.running.join).parTupled
+          yield (claimedWhilePaused, ranWhilePaused)
+        }
+        total <- ran.get
+        finished <- Rows.count(db, "finished")
+      yield
+        assertEquals(done, (0L, 0))
+        assertEquals((total, finished), (50, 50L))
   }
 
   /** Limit, workers, claim size: drawn from a fixed seed, so that a failure names a draw to run again. */
   val limits: Vector[(Int, Int, Int)] =
-    val draw = for
-      limit <- Gen.choose(1, 4)
-      workers <- Gen.choose(2, 3)
-      batch <- Gen.choose(1, 6)
-    yield (limit, workers, batch)
-    Iterator.iterate(Seed(20261127L))(_.next).flatMap(seed => draw(Gen.Parameters.default, seed)).take(5).toVector
+    val draw =
+      for
+        limit <- Gen.choose(1, 4)
+        workers <- Gen.choose(2, 3)
+        batch <- Gen.choose(1, 6)
+      yield (limit, workers, batch)
+    Iterator.iterate(Seed(20261127L))(
+      _.next
+    ).flatMap(seed => draw(Gen.Parameters.default, seed)).take(5).toVector
 
   limits.foreach { (limit, workers, batch) =>
-    withDb(s"$workers workers claiming $batch at a time never run more than the queue's limit of $limit, sampled from the database") {
+    withDb(
+      s"$workers workers claiming $batch at a time never run more than the queue's limit of $limit, sampled from the database"
+    ) {
       db =>
         val queue = TaskQueue[IO, Int](db, "g")
         val n = 60
@@ -213,27 +228,34 @@ class QueueControlsSuite extends DbSuite:
     }
   }
 
-  withDb("a snooze puts the task back for later without counting its attempt, and its key waits for it") { db =>
-    val queue = TaskQueue[IO, String](db, "s")
-    val config = TestWorkers.config("s")
-    for
-      _ <- queue.enqueueMany(Vector(NewTask("a", orderingKey = Some("k")), NewTask("b", orderingKey = Some("k"))))
-      calls <- Ref[IO].of(Vector.empty[(String, Int)])
-      stats <- DurableWorker.start[IO, String, Any](db, config) { source =>
-        Pipeline(source).process { job =>
-          calls.modify { seen =>
-            val first = !seen.exists(_._1 == job.payload)
-            (seen :+ (job.payload -> job.attempt), first)
-          }.map(first => if job.payload == "a" && first then Snooze(300.millis) else ())
-        }.withLimit(Limit.fixed(4))
-      }.use(w => w.running.join *> w.stats)
-      order <- calls.get
-      done <- Rows.finished(db)
-    yield
-      // a ran twice, each as attempt 1; b only after a had finished
-      assertEquals(order, Vector("a" -> 1, "a" -> 1, "b" -> 1))
-      assertEquals(done.map(d => (d._1, d._2, d._3)), Vector(("\"a\"", "completed", 1), ("\"b\"", "completed", 1)))
-      assertEquals((stats.snoozed, stats.completed), (1L, 2L))
+  withDb("a snooze puts the task back for later without counting its attempt, and its key waits for it") {
+    db =>
+      val queue = TaskQueue[IO, String](db, "s")
+      val config = TestWorkers.config("s")
+      for
+        _ <- queue.enqueueMany(Vector(
+          NewTask("a", orderingKey = Some("k")),
+          NewTask("b", orderingKey = Some("k"))
+        ))
+        calls <- Ref[IO].of(Vector.empty[(String, Int)])
+        stats <- DurableWorker.start[IO, String, Any](db, config) { source =>
+          Pipeline(source).process { job =>
+            calls.modify { seen =>
+              val first = !seen.exists(_._1 == job.payload)
+              (seen :+ (job.payload -> job.attempt), first)
+            }.map(first => if job.payload == "a" && first then Snooze(300.millis) else ())
+          }.withLimit(Limit.fixed(4))
+        }.use(w => w.running.join *> w.stats)
+        order <- calls.get
+        done <- Rows.finished(db)
+      yield
+        // a ran twice, each as attempt 1; b only after a had finished
+        assertEquals(order, Vector("a" -> 1, "a" -> 1, "b" -> 1))
+        assertEquals(
+          done.map(d => (d._1, d._2, d._3)),
+          Vector(("\"a\"", "completed", 1), ("\"b\"", "completed", 1))
+        )
+        assertEquals((stats.snoozed, stats.completed), (1L, 2L))
   }
 
   test("a snooze below zero is refused, naming the value") {

@@ -17,7 +17,9 @@ import scala.concurrent.duration.*
  * latency of an idle worker with and without notifications; and a run whose workers record every
  * execution while a random one is SIGKILLed every `--kill-every`, counting lost tasks, duplicates and
  * per-key order violations, and timing each rescue. With `--history N`, claim time as the `finished`
- * history grows to N rows ([[HistoryPhase]]); `--only` runs some phases alone.
+ * history grows to N rows ([[HistoryPhase]]); with `--only control`, the queue controls: pause → last
+ * claim, the most running tasks seen under a queue's limit, the rate achieved against the one asked
+ * ([[ControlPhase]]); `--only` runs some phases alone.
  */
 object DurableLab extends Experiment:
   val name = "durable"
@@ -30,6 +32,7 @@ object DurableLab extends Experiment:
     case Latency extends Phase("latency")
     case Kill extends Phase("kill")
     case History extends Phase("history")
+    case Control extends Phase("control")
 
   object Phase:
     def named(label: String): Option[Phase] = values.find(_.label == label)
@@ -54,14 +57,18 @@ object DurableLab extends Experiment:
       only: Option[Set[Phase]] = None,
       json: Option[Path] = None
   ):
-    /** Whether `phase` runs: every phase but the history one (which needs `--history`), or those of `--only`. */
+    /**
+     * Whether `phase` runs: every phase but the history one (which needs `--history`) and the control one,
+     * or those of `--only`.
+     */
     def runs(phase: Phase): Boolean =
-      only.fold(phase != Phase.History || history.isDefined)(_.contains(phase))
+      only.fold(phase != Phase.Control && (phase != Phase.History || history.isDefined))(_.contains(phase))
     def n: Int = if quick then tasks.min(20000) else tasks
     def kills: Option[FiniteDuration] = killEvery.orElse(Option.when(quick)(2.seconds))
     def samples: Int = if quick then latencySamples.min(50) else latencySamples
     def warmup: Int = if quick then 300 else 2000
     def throughputRounds: Int = if quick then 1 else rounds
+    def rateWindow: FiniteDuration = if quick then 5.seconds else 30.seconds
 
   private val builder = OParser.builder[Settings]
   val parser: OParser[Unit, Settings] =
@@ -139,7 +146,7 @@ object DurableLab extends Experiment:
         )
         .action((ps, s) => s.copy(only = Some(ps.flatMap(Phase.named).toSet)))
         .text(
-          "run only these phases: enqueue, throughput (and --river), latency, kill, history (default: all)"
+          "run only these phases: enqueue, throughput (and --river), latency, kill, history, control (default: all but history and control)"
         ),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
         .text("also write the results as JSON"),
@@ -158,7 +165,8 @@ object DurableLab extends Experiment:
       idleNotify: Vector[Phases.Latency],
       idlePoll: Vector[Phases.Latency],
       killRun: Option[KillPhase.KillRun],
-      history: Option[HistoryPhase.History]
+      history: Option[HistoryPhase.History],
+      control: Option[ControlPhase.Control] = None
   ):
     /** weir's median throughput round, tasks per second. */
     def workedPerSecond: Option[Double] =
@@ -186,6 +194,16 @@ object DurableLab extends Experiment:
               k.unexplained.take(5).mkString(", ")
           ),
           Option.when(k.keyViolations != 0)(s"${k.keyViolations} key(s) out of order")
+        ).flatten
+      ) ++ control.toList.flatMap(c =>
+        List(
+          Option.when(c.maxRunningSeen > c.globalLimit)(
+            s"${c.maxRunningSeen} tasks running at once under a queue limit of ${c.globalLimit}"
+          ),
+          Option.when(c.claimsAfterQuiet != 0)(s"${c.claimsAfterQuiet} claim(s) of a queue paused for 2 s"),
+          Option.when(c.rateError > 0.05)(
+            f"rate ${c.rateSeen}%.1f/s against ${c.rateAsked}%.0f/s asked (more than 5%% off)"
+          )
         ).flatten
       )
 
@@ -249,7 +267,8 @@ object DurableLab extends Experiment:
             history <- s.history.filter(_ => s.runs(Phase.History)).traverse(h =>
               timed("history")(HistoryPhase.run(lab, h, s.n))
             )
-          yield Results(enq, rounds.orEmpty, notify.orEmpty, poll.orEmpty, kill, history)
+            control <- phase(Phase.Control)(timed("control")(ControlPhase.run(db, 4, s.rateWindow)))
+          yield Results(enq, rounds.orEmpty, notify.orEmpty, poll.orEmpty, kill, history, control)
         }
         _ <- IO.println(DurableReport.table(s, results))
         _ <- s.json.traverse_(p => ExperimentIo.writeJson(p, DurableReport.json(s, results)))

@@ -92,7 +92,24 @@ object DurableReport:
         Vector("kill run: keys out of order", k.keyViolations.toString)
       )
     )
-    val rows = enqueue ++ throughput ++ idle ++ kill
+    val control = r.control.toVector.flatMap(c =>
+      Vector(
+        Vector(
+          "control: pause call → last claim (4 workers); the call itself",
+          f"${c.pauseToLastClaimMillis}%.1f ms; ${c.pauseCallMillis}%.1f ms"
+        ),
+        Vector("control: claims after 2 s paused", c.claimsAfterQuiet.toString),
+        Vector(
+          s"control: most running seen under a queue limit of ${c.globalLimit} (${c.limitSamples} samples)",
+          c.maxRunningSeen.toString
+        ),
+        Vector(
+          f"control: rate seen / asked over ${c.rateWindow.toSeconds} s",
+          f"${c.rateSeen}%.1f / ${c.rateAsked}%.0f per s (${(c.rateSeen / c.rateAsked - 1) * 100}%+.1f%%)"
+        )
+      )
+    )
+    val rows = enqueue ++ throughput ++ idle ++ kill ++ control
     val main = if rows.isEmpty then ""
     else "\n" + Table.grid(Vector("measure", "value") +: rows, rightAligned = Set(1))
     main + r.history.fold("")(h => "\n" + historyTable(h))
@@ -207,6 +224,19 @@ object DurableReport:
             "claim_p50_ratio" -> number(h.ratio(_.p50)),
             "claim_p99_ratio" -> number(h.ratio(_.p99)),
             "worked_ratio" -> number(h.ratio(_.workedPerSecond))
+          )
+        ),
+        "control" -> r.control.fold(Json.Null)(c =>
+          Json.obj(
+            "pause_to_last_claim_ms" -> number(c.pauseToLastClaimMillis),
+            "pause_call_ms" -> number(c.pauseCallMillis),
+            "claims_after_quiet" -> c.claimsAfterQuiet.asJson,
+            "global_limit" -> c.globalLimit.asJson,
+            "max_running_seen" -> c.maxRunningSeen.asJson,
+            "limit_samples" -> c.limitSamples.asJson,
+            "rate_asked_per_s" -> number(c.rateAsked),
+            "rate_seen_per_s" -> number(c.rateSeen),
+            "rate_window_s" -> c.rateWindow.toSeconds.asJson
           )
         ),
         "status" -> (if r.failures.isEmpty then "ok" else "failed").asJson,

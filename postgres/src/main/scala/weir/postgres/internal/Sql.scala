@@ -219,13 +219,15 @@ private[postgres] final class Sql(schema: Schema):
     SET state = 'available', attempt = t.attempt - 1, run_at = now() + s.delay_ms * interval '1 millisecond',
         lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL
     FROM unnest(""") ++ fr0"$tokens::bigint[], $delays::bigint[]" ++ const(""") AS s(token, delay_ms)
-    WHERE t.lease_token = ANY(""") ++ fr0"$tokens" ++ const(") AND t.lease_token = s.token AND t.state = 'running'")).update.run
+    WHERE t.lease_token = ANY(""") ++ fr0"$tokens" ++
+      const(") AND t.lease_token = s.token AND t.state = 'running'")).update.run
 
   /** Hands back every claim `owner` still holds in `queue`, as never started (a worker's last step). */
   def releaseAll(queue: String, owner: Long): ConnectionIO[Int] =
     (const(s"""UPDATE $tasks
     SET state = 'available', attempt = attempt - 1, lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL
-    WHERE state = 'running' AND queue = """) ++ fr0"$queue" ++ const(" AND lease_owner = ") ++ fr0"$owner").update.run
+    WHERE state = 'running' AND queue = """) ++ fr0"$queue" ++ const(" AND lease_owner = ") ++
+      fr0"$owner").update.run
 
   // ---- workers and leases
 

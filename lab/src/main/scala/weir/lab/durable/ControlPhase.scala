@@ -1,0 +1,152 @@
+package weir.lab.durable
+
+import cats.effect.{IO, Ref, Resource}
+import cats.syntax.all.*
+import weir.{Limit, Pipeline}
+import weir.postgres.*
+
+import scala.concurrent.duration.*
+
+/**
+ * `./weir lab durable --only control`: the queue controls, with `workers` workers in this JVM (each with
+ * its own pools and session, as separate processes would have), on queues of the run's schema.
+ *
+ *   - Pause: the workers drain a backlog of 1 ms tasks; the queue is paused; the time from the call to the
+ *     last claim any worker made (their claim counters, sampled every millisecond), then a quiet spell of
+ *     two poll intervals in which no claim may come.
+ *   - Limit on running tasks: a backlog of 5 ms tasks under a queue limit below what the workers' own
+ *     limits allow together; the most running tasks ever seen in the database, sampled without pause.
+ *   - Rate: a backlog of no-op tasks under a queue rate; the claims counted over `rateWindow`, after the
+ *     first burst has been spent.
+ */
+object ControlPhase:
+
+  final case class Control(
+      pauseToLastClaimMillis: Double,
+      pauseCallMillis: Double,
+      claimsAfterQuiet: Long,
+      globalLimit: Int,
+      maxRunningSeen: Long,
+      limitSamples: Long,
+      rateAsked: Double,
+      rateSeen: Double,
+      rateWindow: FiniteDuration
+  ):
+    /** The achieved rate's distance from the asked one, as a fraction of it. */
+    def rateError: Double = (rateSeen - rateAsked).abs / rateAsked
+
+  def run(db: Database[IO], workers: Int, rateWindow: FiniteDuration): IO[Control] =
+    for
+      pause <- pausePhase(db, workers)
+      _ <- IO.println(
+        f"  control: pause → last claim ${pause._1}%.1f ms (the call itself ${pause._2}%.1f ms), claims after the quiet spell ${pause._3}"
+      )
+      limit <- limitPhase(db, workers, globalLimit = 8)
+      _ <- IO.println(s"  control: limit 8, most running seen ${limit._1} (${limit._2} samples)")
+      rate <- ratePhase(db, workers, perSecond = 200, burst = 20, rateWindow)
+      _ <- IO.println(f"  control: rate asked 200/s, seen $rate%.1f/s over ${rateWindow.toSeconds} s")
+    yield Control(pause._1, pause._2, pause._3, 8, limit._1, limit._2, 200, rate, rateWindow)
+
+  private def config(queue: String, claimBatch: Int): WorkerConfig =
+    WorkerConfig(queue = queue, claimBatch = claimBatch, pollInterval = 1.second, keepCompleted = false)
+
+  private def workersOf(db: Database[IO], n: Int, config: WorkerConfig, limit: Int)(
+      handler: Job[Int] => IO[Unit]
+  ): Resource[IO, List[DurableWorker[IO, Int]]] =
+    List.fill(n)(
+      DurableWorker.start[IO, Int, Unit](
+        db,
+        config
+      )(Pipeline(_).process(handler).withLimit(Limit.fixed(limit)))
+    ).sequence
+
+  private def claimed(ws: List[DurableWorker[IO, Int]]): IO[Long] =
+    ws.traverse(_.stats).map(_.map(_.claimed).sum)
+
+  private def waitUntil(p: IO[Boolean]): IO[Unit] =
+    p.flatMap(ok => if ok then IO.unit else IO.sleep(10.millis) *> waitUntil(p))
+
+  /** `(pause call → last claim ms, the call's own ms, claims after a quiet spell of two poll intervals)`. */
+  private def pausePhase(db: Database[IO], workers: Int): IO[(Double, Double, Long)] =
+    val queue = "control-pause"
+    val admin = TaskAdmin(db)
+    for
+      _ <- admin.addQueue(queue)
+      _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to 200000).map(NewTask(_)))
+      result <- workersOf(db, workers, config(queue, claimBatch = 20), limit = 16)(_ =>
+        IO.sleep(1.milli)
+      ).use {
+        ws =>
+          for
+            // a steady state of claims first
+            _ <- waitUntil(claimed(ws).map(_ >= 2000L))
+            last <- Ref[IO].of((0L, 0L)) // (claims, when that count was first seen)
+            sampler =
+              (claimed(ws).flatMap(c =>
+                IO.monotonic.flatMap(now =>
+                  last.update((n, at) => if c != n then (c, now.toNanos) else (n, at))
+                )
+              ) *> IO.sleep(1.milli)).foreverM
+            out <- sampler.background.use { _ =>
+              for
+                t0 <- IO.monotonic
+                _ <- admin.pause(queue)
+                t1 <- IO.monotonic
+                _ <-
+                  IO.sleep(2.seconds) // two poll intervals: a worker that missed the notification has polled
+                atQuiet <- claimed(ws)
+                seen <- last.get
+                _ <- IO.sleep(2.seconds)
+                after <- claimed(ws)
+              yield ((seen._2 - t0.toNanos).max(0L) / 1e6, (t1 - t0).toNanos / 1e6, after - atQuiet)
+            }
+            _ <- admin.resume(queue)
+          yield out
+      }
+    yield result
+
+  /** `(most running tasks seen in the database, samples)`, under a queue limit of `globalLimit`. */
+  private def limitPhase(db: Database[IO], workers: Int, globalLimit: Int): IO[(Long, Long)] =
+    val queue = "control-limit"
+    val n = 4000
+    val admin = TaskAdmin(db)
+    import doobie.implicits.*
+    val running =
+      (doobie.Fragment.const(s"SELECT count(*) FROM ${db.schema("tasks")} WHERE queue = ") ++
+        fr0"$queue AND state = 'running'").query[Long].unique.transact(db.transactor)
+    for
+      _ <- admin.addQueue(queue)
+      _ <- admin.limitRunning(queue, Some(globalLimit))
+      _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to n).map(NewTask(_)))
+      seen <- Ref[IO].of((0L, 0L))
+      sampler = running.flatMap(r => seen.update((m, k) => (m.max(r), k + 1))).foreverM
+      _ <- sampler.background.use(_ =>
+        workersOf(db, workers, config(queue, claimBatch = 2).copy(stopWhenEmpty = true), limit = 16)(_ =>
+          IO.sleep(5.millis)
+        ).use(_.parTraverse_(_.running.join))
+      )
+      result <- seen.get
+    yield result
+
+  /** Tasks claimed per second over `window` under a queue rate of `perSecond`, after the first burst. */
+  private def ratePhase(db: Database[IO], workers: Int, perSecond: Double, burst: Int, window: FiniteDuration)
+      : IO[Double] =
+    val queue = "control-rate"
+    val admin = TaskAdmin(db)
+    val n = (perSecond * (window.toSeconds + 10)).toInt
+    for
+      _ <- admin.addQueue(queue)
+      _ <- admin.limitRate(queue, Some(QueueRate(perSecond, burst)))
+      _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to n).map(NewTask(_)))
+      rate <- workersOf(db, workers, config(queue, claimBatch = 50), limit = 16)(_ => IO.unit).use { ws =>
+        for
+          _ <- waitUntil(claimed(ws).map(_ >= burst.toLong))
+          _ <- IO.sleep(1.second)
+          c0 <- claimed(ws)
+          t0 <- IO.monotonic
+          _ <- IO.sleep(window)
+          c1 <- claimed(ws)
+          t1 <- IO.monotonic
+        yield (c1 - c0) / (t1 - t0).toUnit(SECONDS)
+      }
+    yield rate
