@@ -14,10 +14,14 @@ import fs2.{Chunk, Stream}
  * pull that is still in progress when a drain's deadline passes is cancelled, and elements that stream
  * had not yet emitted are never received.
  */
-final class Source[F[_], +A] private (val producers: Vector[Stream[F, A]]):
+final class Source[F[_], +A] private (
+    val producers: Vector[Stream[F, A]],
+    private[weir] val refusable: Boolean = false
+):
 
-  /** Runs this source's producers and `other`'s side by side. */
-  def merge[A2 >: A](other: Source[F, A2]): Source[F, A2] = new Source(producers ++ other.producers)
+  /** Runs this source's producers and `other`'s side by side (the tasks of a refusable one still refuse). */
+  def merge[A2 >: A](other: Source[F, A2]): Source[F, A2] =
+    new Source(producers ++ other.producers, refusable || other.refusable)
 
   override def toString: String = s"Source(${producers.size} producer(s))"
 
@@ -25,6 +29,13 @@ object Source:
 
   /** One producer. */
   def apply[F[_], A](stream: Stream[F, A]): Source[F, A] = new Source(Vector(stream))
+
+  /**
+   * One producer whose tasks may refuse to start: each is asked for its [[Refusable.refusal]] just before
+   * it would start, and one that refuses ends not started ([[NotStartedReason.Refused]]). A source built
+   * otherwise never asks, and pays nothing for it.
+   */
+  def refusable[F[_], A <: Refusable](stream: Stream[F, A]): Source[F, A] = new Source(Vector(stream), true)
 
   /** Several producers, run concurrently, their tasks interleaved in the buffer. */
   def concurrent[F[_], A](streams: Stream[F, A]*): Source[F, A] =

@@ -6,7 +6,8 @@ import scala.concurrent.duration.*
  * The result of a whole run.
  *
  * Accounting: `received == succeeded + failed + notStarted` always holds; `failures` holds every failed
- * task (so its size is `failed`) and `unstarted` every task that never started. `retries` counts attempts
+ * task (so its size is `failed`) and `unstarted` every task that never started, except those that refused
+ * to ([[Refusable]]), which are only counted, in `refused` (so `notStarted == unstarted.size + refused`). `retries` counts attempts
  * beyond each task's first, `timeouts` the attempts that hit the task timeout. `queueWait`, for a pipeline
  * built with [[Pipeline.withQueueWaits]], is how long the tasks that started waited for it: from entering
  * the buffer to the start of their first attempt.
@@ -23,7 +24,8 @@ final case class Summary[+A](
     stop: StopReason,
     retries: Long,
     timeouts: Long,
-    queueWait: Option[Latency] = None
+    queueWait: Option[Latency] = None,
+    refused: Long = 0
 ):
 
   /** Completed tasks (succeeded or failed) per second of wall time. */

@@ -53,6 +53,9 @@ enum NotStartedReason:
   /** The pipeline was released or cancelled without a drain. */
   case Cancelled
 
+  /** The task itself refused to start, for `reason` (see [[Refusable]]). */
+  case Refused(reason: String)
+
 /** The error of an attempt that ran longer than the pipeline's task timeout. */
 final class TaskTimedOut(val timeout: scala.concurrent.duration.FiniteDuration)
     extends java.util.concurrent.TimeoutException(s"task attempt timed out after $timeout")

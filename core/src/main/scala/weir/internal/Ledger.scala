@@ -21,6 +21,7 @@ private[weir] final class Ledger[A](measured: Boolean):
   private val succeededN = new LongAdder
   private val failedN = new LongAdder
   private val notStartedN = new LongAdder
+  private val refusedN = new LongAdder
   private val retriedN = new LongAdder
   private val timedOutN = new LongAdder
   private val rateLimitedN = new LongAdder
@@ -55,6 +56,11 @@ private[weir] final class Ledger[A](measured: Boolean):
     queueWaits match
       case Some(recorder) => recorder.record(nanos) // no closure: this runs once per task that starts
       case None => ()
+
+  /** A task that refused to start: counted, not kept (its outcome is published when it refuses). */
+  def refused(): Unit =
+    notStartedN.increment()
+    refusedN.increment()
 
   def notStarted(tasks: Iterable[A]): Unit =
     if tasks.nonEmpty then
@@ -109,5 +115,6 @@ private[weir] final class Ledger[A](measured: Boolean):
       stop = stop,
       retries = retriedN.sum,
       timeouts = timedOutN.sum,
-      queueWait = queueWaits.map(_.summary)
+      queueWait = queueWaits.map(_.summary),
+      refused = refusedN.sum
     )

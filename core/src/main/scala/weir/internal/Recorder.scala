@@ -68,6 +68,11 @@ private[weir] final class Recorder[F[_], A, B](
       F.delay(ledger.failed(outcome, latency.toNanos)) *> finished(entry) *> publish(entry.seq, outcome)
     }
 
+  /** A task that refused to start ([[weir.Refusable]]): counted, and its outcome published now. */
+  def refused(entry: Entry[A], reason: String): F[Unit] =
+    F.delay(ledger.refused()) *> finished(entry) *>
+      publish(entry.seq, TaskOutcome.NotStarted(entry.task, NotStartedReason.Refused(reason)))
+
   /** A task taken from the buffer that will not start (the run is stopping): returned as not started. */
   def unstarted(entry: Entry[A]): F[Unit] =
     F.delay(ledger.notStarted(List(entry.task))) *> finished(entry) // frees its place in the reorder window

@@ -52,27 +52,42 @@ private[weir] final class TaskPath[F[_], A, B](
   private val timeout = settings.taskTimeout
   private val unlimited = settings.rateLimit.isEmpty
   private val once = retries.maxAttempts == 1 && timeout.isEmpty // an attempt is one plain try
+  private val refusable = settings.source.refusable
 
   // ---- admit and permit ---------------------------------------------------------------------------
 
   /**
    * The plain steps of admit and permit: whether `entry` may start now, its key having not failed, the
-   * reorder window admitting its position, and no rate limiter asking for a permit. A plain read, to be
-   * made inside an effect; when it is false, the task goes through [[enter]].
+   * reorder window admitting its position, no rate limiter asking for a permit, and the task not refusing
+   * ([[weir.Refusable]], asked last, so that nothing lies between its answer and the start). A plain read,
+   * to be made inside an effect; when it is false, the task goes through [[enter]].
    */
   def ready(entry: Entry[A]): Boolean =
     unlimited && !entry.key.isInstanceOf[KeyFailure] &&
       (window match
         case Some(w) => w.admitted(entry.seq)
-        case None => true)
+        case None => true) &&
+      (!refusable || refusalOf(entry.task).isEmpty)
 
   /**
-   * Admit and permit as effects, composed once: true when the task may start; false when it was recorded
-   * (not started, or failed) and the worker goes on with another task.
+   * Admit and permit as effects, composed once, then the task's own answer: true when the task may start;
+   * false when it was recorded (not started, refused, or failed) and the worker goes on with another task.
    */
   val enter: Front[F, A] =
     val admitted = F.pure(true)
-    admit(permit((_, _) => admitted))
+    val last: Front[F, A] =
+      if !refusable then (_, _) => admitted
+      else
+        (_, entry) =>
+          refusalOf(entry.task) match
+            case None => admitted
+            case Some(reason) => record.refused(entry, reason).as(false)
+    admit(permit(last))
+
+  private def refusalOf(task: A): Option[String] =
+    task match
+      case r: Refusable => r.refusal
+      case _ => None
 
   /** In input order, the reorder window's admission; per key, a key that failed; otherwise nothing. */
   private def admit(next: Front[F, A]): Front[F, A] =

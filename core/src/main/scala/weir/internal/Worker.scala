@@ -83,7 +83,8 @@ private[weir] final class Worker[F[_], A, B](
 
   /** The stages in front of the attempt, as effects; then the task starts, or the worker takes another. */
   private def enter(entry: Entry[A]): F[Boolean] =
-    path.enter(poll, entry).flatMap(admitted => if admitted then startNow(entry) else loop)
+    // a task recorded without starting hands its key on, as one that ran does
+    path.enter(poll, entry).flatMap(admitted => if admitted then startNow(entry) else after(entry))
 
   // ---- attempt ------------------------------------------------------------------------------------
 

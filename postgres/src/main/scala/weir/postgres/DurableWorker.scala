@@ -4,7 +4,7 @@ import cats.effect.kernel.{Async, Deferred, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
 import doobie.FC
-import weir.{Disposition, TaskOutcome, Pipeline, Running, Source}
+import weir.{Disposition, NotStartedReason, TaskOutcome, Pipeline, Running, Source}
 import weir.postgres.internal.*
 
 import java.util.concurrent.ThreadLocalRandom
@@ -87,9 +87,14 @@ object DurableWorker:
       wake <- Resource.eval(Queue.dropping[F, Unit](1))
       gate = new IdleGate[F]
       limited = new AtomicBoolean
+      liveness = new Liveness(config.heartbeat, claims)
       // the queue gets its row of controls here, so that an operator can find it and set them
-      owner <- Resource.make(xa(sql.register(config.name, config.heartbeat.toMillis) <*
-        sql.addQueue(config.queue)))(owner =>
+      // the registration is the worker's first beat
+      sentAt <- Resource.eval(F.delay(System.nanoTime()))
+      owner <- Resource.make(
+        xa(sql.register(config.name, config.heartbeat.toMillis) <* sql.addQueue(config.queue))
+          .flatTap(_ => F.delay(liveness.confirmed(sentAt)))
+      )(owner =>
         handBack(xa, sql, config.queue, owner, claims, counters).handleErrorWith(e =>
           F.delay(counters.error(e))
         )
@@ -118,6 +123,7 @@ object DurableWorker:
         config.heartbeat,
         config.lease,
         claims,
+        liveness,
         counters
       )
       completer <- Completer.resource(
@@ -150,17 +156,19 @@ object DurableWorker:
         stop,
         counters,
         config.keepCompleted,
-        limited
+        limited,
+        liveness
       )
       // marked before the pipeline can receive them: see Claims
       source = claimer.stream.chunks.evalTap(jobs => F.delay(claims.handedOn(jobs.map(_.token)))).unchunks
-      started <- build(Source(source)).startWithOutcomes
+      started <- build(Source.refusable(source)).startWithOutcomes
       (pipeline, outcomes) = started
       _ <-
         // a chunk of outcomes at a time: one queue operation for all the outcomes the pipeline has ready
         Resource.make(
           F.start(outcomes.chunks.evalMap(os =>
-            completer.submitAll(os.map(finishOf(config, _)))
+            F.delay(counters.refused.addAndGet(os.count(refused).toLong)) *>
+              completer.submitAll(os.map(finishOf(config, _)))
           ).compile.drain)
         ) {
           // the consumer may wait on a full completer that cannot write (the database refusing or gone): it is
@@ -220,6 +228,10 @@ object DurableWorker:
     }
 
   private val unwritten = "the worker stopped before the result of this attempt was written"
+
+  private def refused[A, B](outcome: TaskOutcome[A, B]): Boolean = outcome match
+    case TaskOutcome.NotStarted(_, NotStartedReason.Refused(_)) => true
+    case _ => false
 
   private def finishOf[A, B](config: WorkerConfig, outcome: TaskOutcome[Job[A], B]): Finish = outcome match
     case TaskOutcome.Succeeded(job, Snooze(after), _) => Finish.Snooze(job.token, after.toMillis)

@@ -1,7 +1,8 @@
 package weir.postgres
 
 import doobie.ConnectionIO
-import weir.postgres.internal.Sql
+import weir.Refusable
+import weir.postgres.internal.{Liveness, Sql}
 
 import java.time.Instant
 
@@ -12,6 +13,10 @@ import java.time.Instant
  * ones the task was enqueued with ([[NewTask.headers]]), the same on every attempt; empty for a task
  * enqueued without any, or by a release before they existed. [[completeIn]] finishes the task inside the
  * handler's own transaction (see there).
+ *
+ * A job is [[weir.Refusable]]: the engine asks it, just before it would start, whether its claim may still
+ * be held by this worker; a claim that another worker may have rescued (this worker having been taken for
+ * dead) refuses, ends not started and is handed back, so that one claim never starts in two places.
  */
 final class Job[+A] private[postgres] (
     val id: Long,
@@ -25,8 +30,16 @@ final class Job[+A] private[postgres] (
     val headers: Map[String, String],
     private[postgres] val token: Long,
     sql: Sql,
-    keepCompleted: Boolean
-):
+    keepCompleted: Boolean,
+    liveness: Liveness
+) extends Refusable:
+
+  /**
+   * Why this claim must not start: another worker rescued it, or this worker's heartbeat is too late to be
+   * sure none did (see [[weir.postgres.WorkerStats.refused]]); `None` when it may start.
+   */
+  def refusal: Option[String] = liveness.refusal(token)
+
 
   /**
    * Completes this task as part of the caller's transaction: the handler's own writes and the completion

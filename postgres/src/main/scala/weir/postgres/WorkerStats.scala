@@ -12,6 +12,11 @@ package weir.postgres
  * `taken` counts this worker's claims that another worker rescued while this one was alive: it had been
  * silent for `deadAfter` (a long pause, a starved CPU, a partition) and was taken for dead. Those tasks
  * may run twice, here and there; a non-zero `taken` says `deadAfter` is too short for this worker's pauses.
+ *
+ * `refused` counts the claims this worker refused to start, handed back uncounted: another worker had
+ * rescued them, or this worker's heartbeat was too late for it to be sure none had (a claim starts only
+ * while the last heartbeat that committed is younger than three quarters of a heartbeat period). So a
+ * claim taken from this worker never starts here, whatever `taken` says of the ones already running.
  */
 final case class WorkerStats(
     claimed: Long = 0,
@@ -23,6 +28,7 @@ final case class WorkerStats(
     snoozed: Long = 0,
     rescued: Long = 0,
     taken: Long = 0,
+    refused: Long = 0,
     databaseErrors: Long = 0,
     lastError: Option[Throwable] = None
 )

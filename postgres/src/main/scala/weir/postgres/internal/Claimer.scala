@@ -41,7 +41,8 @@ private[postgres] final class Claimer[F[_], A](
     stop: Deferred[F, Unit],
     counters: Counters,
     keepCompleted: Boolean,
-    limited: AtomicBoolean
+    limited: AtomicBoolean,
+    liveness: Liveness
 )(using F: Async[F], codec: PayloadCodec[A]):
   import Claimer.Accepted
 
@@ -109,6 +110,12 @@ private[postgres] final class Claimer[F[_], A](
 
   /** One claim, accepted. */
   private def claimOnce: F[Either[Throwable, Accepted[A]]] =
+    // a worker whose heartbeat is late would only claim tasks it must refuse to start: it waits for a beat
+    F.delay(liveness.stale).flatMap(stale =>
+      if stale then F.pure(Right(Accepted(Chunk.empty, 0, Some(-1L)))) else claimNow
+    )
+
+  private def claimNow: F[Either[Throwable, Accepted[A]]] =
     F.uncancelable { _ =>
       // one statement, committed with its own round trip: an idle worker's claim is most of its latency
       run.single(Claimer.claim(sql, config, owner)).attempt.flatMap {
@@ -153,7 +160,8 @@ private[postgres] final class Claimer[F[_], A](
                 headers,
                 r.token,
                 sql,
-                keepCompleted
+                keepCompleted,
+                liveness
               )
             case Left(error) =>
               undecodable += Finish.Fail(r.token, error, -1L)

@@ -66,6 +66,9 @@ private[postgres] final class Claims:
 
   def isKeyed(token: Long): Boolean = Option(held.get(token)).exists(_.keyed)
 
+  /** Whether the claim `token` was found rescued by another worker (see [[taken]]). */
+  def isTaken(token: Long): Boolean = Option(held.get(token)).exists(_.taken)
+
   def size: Int = held.size
   def tokens: Array[Long] = select(_ => true)
 

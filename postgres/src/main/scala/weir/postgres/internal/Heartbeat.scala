@@ -8,10 +8,12 @@ import doobie.implicits.*
 import scala.concurrent.duration.*
 
 /**
- * Keeps a worker alive in the database: every `every` it writes its heartbeat (registering again if a
+ * Keeps a worker alive in the database: twice every `every` it writes its heartbeat (registering again if a
  * rescuer had removed it) and extends the leases of the claims it holds that end within half a lease. The
  * same statement names the claims whose rows are no longer this worker's: those another worker rescued
  * are marked taken in [[Claims]] and counted.
+ * Each beat that commits is reported to [[Liveness]] with the moment it was sent; beating twice per
+ * period keeps the last one young enough for the worker's claims to start (see there).
  * Runs on the worker's maintenance pool, so a pool busy with claims and handlers never delays it.
  * Errors are counted and the next beat tries again.
  */
@@ -25,13 +27,20 @@ private[postgres] object Heartbeat:
       every: FiniteDuration,
       lease: FiniteDuration,
       claims: Claims,
+      liveness: Liveness,
       counters: Counters
   )(using F: Async[F]): Resource[F, Unit] =
     val beat =
-      F.delay(claims.tokens).flatMap { tokens =>
+      F.delay((System.nanoTime(), claims.tokens)).flatMap { (sentAt, tokens) =>
         run(sql.heartbeat(owner, name, every.toMillis) *>
           (if tokens.isEmpty then FC.pure(Vector.empty[Long]) else sql.extendLeases(tokens, lease.toMillis)))
-          .flatMap(gone => F.delay(counters.taken.addAndGet(claims.taken(gone).toLong)).void)
+          .flatMap(gone =>
+            // the claims found gone are marked taken before the beat counts: no claim of them starts after it
+            F.delay {
+              counters.taken.addAndGet(claims.taken(gone).toLong)
+              liveness.confirmed(sentAt)
+            }.void
+          )
       }
-    val loop = (F.sleep(every) *> beat.void.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[Unit]
+    val loop = (F.sleep(every / 2) *> beat.void.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[Unit]
     F.background(loop).void
