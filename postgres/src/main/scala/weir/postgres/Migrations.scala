@@ -28,7 +28,8 @@ object Migrations:
       "0002-claim-path",
       "0003-worker-sessions",
       "0004-claim-function",
-      "0005-task-headers"
+      "0005-task-headers",
+      "0006-schedules"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))
