@@ -7,7 +7,7 @@ import weir.lab.report.{ExperimentIo, Table}
 import weir.postgres.{Database, DatabaseConfig, Schema, TaskAdmin}
 
 /**
- * `./weir durable <migrate|stats>`: weir-postgres's schema from the command line. The database comes from
+ * `./weir durable <migrate|stats|schedules>`: weir-postgres's schema from the command line. The database comes from
  * `--url` or `WEIR_DATABASE_URL`; the schema from `--schema` (default `weir`).
  */
 object DurableCli:
@@ -40,8 +40,11 @@ object DurableCli:
         "migrate"
       ).action((_, o) => o.copy(command = "migrate")).text("create or upgrade the schema (idempotent)"),
       cmd("stats").action((_, o) => o.copy(command = "stats")).text("tasks per queue and state"),
+      cmd("schedules")
+        .action((_, o) => o.copy(command = "schedules"))
+        .text("periodic tasks: each schedule's queue, timing, policy, last and next tick"),
       checkConfig(o =>
-        if o.command.isEmpty then failure("a command is required: migrate | stats") else success
+        if o.command.isEmpty then failure("a command is required: migrate | stats | schedules") else success
       )
     )
 
@@ -64,6 +67,15 @@ object DurableCli:
             if applied.isEmpty then s"schema ${config.schema}: up to date"
             else s"schema ${config.schema}: applied migration(s) ${applied.mkString(", ")}"
           )
+        }.as(ExitCode.Success)
+      case "schedules" =>
+        Database.connect[IO](config).use(db => TaskAdmin(db).schedules).flatMap { schedules =>
+          val header = Vector("schedule", "queue", "timing", "missed", "last tick", "next tick", "ticks")
+          val rows = schedules.map(s =>
+            Vector(s.name, s.queue, s.timing.toString, s.missed.toString, s.lastTick.fold("-")(_.toString))
+              ++ Vector(s.nextTick.toString, s.ticks.toString)
+          )
+          IO.println(if rows.isEmpty then "no schedules" else Table.grid(header +: rows, rightAligned = Set(6)))
         }.as(ExitCode.Success)
       case _ =>
         Database.connect[IO](config).use(db => TaskAdmin(db).stats).flatMap { stats =>

@@ -201,3 +201,24 @@ class ScheduleSuite extends DbSuite:
       .plan(Schedule.Timing.fromColumns(due.name, due.cron, due.zone, due.everyMs), due.nextTick, due.lastTick, due.now, due.maxMissed)
       .ticks
       .map(_.toEpochMilli)
+
+  withDb("a row whose last tick is ahead of the server's clock enqueues nothing and moves on past it") { db =>
+    val schedule = Schedule.every("back", 1.minute, queue = "q", payload = 1, missed = Schedule.Missed.catchUp(100))
+    // the server's clock went back: the last tick is an hour ahead of now, the next one already due
+    val ahead = "date_trunc('minute', now()) + interval '1 hour'"
+    for
+      _ <- Scheduler.resource(db, Vector(schedule)).use_
+      _ <- Rows.exec(
+        s"UPDATE ${db.schema("schedules")} SET last_tick = $ahead, next_tick = now() - interval '10 minutes' WHERE name = 'back'"
+      )
+      info <- Scheduler.resource(db, Vector(schedule), checkEvery = 100.millis).use { _ =>
+        (IO.sleep(50.millis) *> TaskAdmin(db).schedules.map(_.head))
+          .iterateUntil(i => i.nextTick.isAfter(i.lastTick.get))
+          .timeout(30.seconds)
+      }
+      tasks <- Rows.count(db, "tasks")
+    yield
+      assertEquals(tasks, 0L)
+      assertEquals(info.ticks, 0L)
+      assertEquals(info.nextTick, info.lastTick.get.plusSeconds(60))
+  }

@@ -57,9 +57,18 @@ private[postgres] object ScheduleTicker:
 
     val all = names.toArray
     val round: F[FiniteDuration] =
-      tickAll(all) *> run(sql.untilNext(all)).map(
-        _.fold(checkEvery)(ms => ms.max(1L).millis.min(checkEvery))
-      )
-    val loop =
-      round.handleErrorWith(e => F.delay(counters.error(e)).as(checkEvery)).flatMap(F.sleep).foreverM[Unit]
-    F.background(loop).void
+      tickAll(all) *> run(sql.untilNext(all)).map(_.fold(checkEvery)(ms => ms.millis))
+    F.background(loop(round, checkEvery, counters)).void
+
+  /**
+   * Runs `round` at once, then again after the wait it returns, kept within 1 ms and `checkEvery`; after a
+   * failed round (counted), after `checkEvery`.
+   */
+  def loop[F[_]](round: F[FiniteDuration], checkEvery: FiniteDuration, counters: Counters)(using
+      F: Async[F]
+  ): F[Unit] =
+    round
+      .map(_.max(1.millisecond).min(checkEvery))
+      .handleErrorWith(e => F.delay(counters.error(e)).as(checkEvery))
+      .flatMap(F.sleep)
+      .foreverM[Unit]
