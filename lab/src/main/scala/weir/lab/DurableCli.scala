@@ -75,7 +75,8 @@ object DurableCli:
             Vector(s.name, s.queue, s.timing.toString, s.missed.toString, s.lastTick.fold("-")(_.toString))
               ++ Vector(s.nextTick.toString, s.ticks.toString)
           )
-          IO.println(if rows.isEmpty then "no schedules" else Table.grid(header +: rows, rightAligned = Set(6)))
+          IO.println(if rows.isEmpty then "no schedules"
+          else Table.grid(header +: rows, rightAligned = Set(6)))
         }.as(ExitCode.Success)
       case _ =>
         Database.connect[IO](config).use(db => TaskAdmin(db).stats).flatMap { stats =>

@@ -13,7 +13,9 @@ class DurableCliSuite extends CatsEffectSuite:
   )
   override def munitFixtures = List(server)
 
-  test("migrate applies the schema once, then reports it up to date; stats counts its tasks; schedules lists them") {
+  test(
+    "migrate applies the schema once, then reports it up to date; stats counts its tasks; schedules lists them"
+  ) {
     val url = server().getJdbcUrl("postgres", "postgres")
     for
       first <- DurableCli.run(List("migrate", "--url", url, "--schema", "cli_a"))
@@ -23,7 +25,10 @@ class DurableCliSuite extends CatsEffectSuite:
       noSchedules <- DurableCli.run(List("schedules", "--url", url, "--schema", "cli_a"))
       config = DatabaseConfig(url, schema = Schema("cli_a"))
       _ <- Database.connect[IO](config).use(db =>
-        Scheduler.resource(db, Vector(Schedule.cron("nightly", "0 3 * * *", queue = "reports", payload = 1))).use_
+        Scheduler.resource(
+          db,
+          Vector(Schedule.cron("nightly", "0 3 * * *", queue = "reports", payload = 1))
+        ).use_
       )
       schedules <- DurableCli.run(List("schedules", "--url", url, "--schema", "cli_a"))
     yield

@@ -5,7 +5,7 @@ import com.cronutils.model.definition.CronDefinitionBuilder
 import com.cronutils.model.time.ExecutionTime
 import com.cronutils.parser.CronParser
 
-import java.time.{Instant, ZoneId, ZoneOffset}
+import java.time.{Instant, ZoneId}
 import scala.concurrent.duration.*
 import scala.jdk.OptionConverters.*
 
@@ -40,6 +40,9 @@ final class Schedule private (
 
 object Schedule:
 
+  /** `UTC`, the zone cron expressions are read in unless a schedule names another. */
+  val utc: ZoneId = ZoneId.of("UTC")
+
   /**
    * Ticks at the times a Unix cron expression names (five fields: minute, hour, day of month, month, day of
    * week; `*`, lists, ranges, steps and names such as `MON` or `JAN`), read in `zone` (default UTC).
@@ -50,14 +53,24 @@ object Schedule:
       expression: String,
       queue: String,
       payload: A,
-      zone: ZoneId = ZoneOffset.UTC,
+      zone: ZoneId = Schedule.utc,
       missed: Missed = Missed.skip,
       priority: Int = 0,
       maxAttempts: Int = NewTask.defaultMaxAttempts,
       orderingKey: Option[String] = None,
       headers: Map[String, String] = Map.empty
   )(using codec: PayloadCodec[A]): Schedule =
-    of(name, queue, Timing.cron(name, expression, zone), payload, missed, priority, maxAttempts, orderingKey, headers)
+    of(
+      name,
+      queue,
+      Timing.cron(name, expression, zone),
+      payload,
+      missed,
+      priority,
+      maxAttempts,
+      orderingKey,
+      headers
+    )
 
   /**
    * Ticks every `interval` (whole milliseconds, at least 1 ms), at the multiples of the interval since the
@@ -76,7 +89,17 @@ object Schedule:
       orderingKey: Option[String] = None,
       headers: Map[String, String] = Map.empty
   )(using codec: PayloadCodec[A]): Schedule =
-    of(name, queue, Timing.every(name, interval), payload, missed, priority, maxAttempts, orderingKey, headers)
+    of(
+      name,
+      queue,
+      Timing.every(name, interval),
+      payload,
+      missed,
+      priority,
+      maxAttempts,
+      orderingKey,
+      headers
+    )
 
   private def of[A](
       name: String,
@@ -99,7 +122,17 @@ object Schedule:
       orderingKey = orderingKey,
       headers = headers
     ): Unit
-    new Schedule(name, queue, timing, codec.encode(payload), missed, priority, maxAttempts, orderingKey, headers)
+    new Schedule(
+      name,
+      queue,
+      timing,
+      codec.encode(payload),
+      missed,
+      priority,
+      maxAttempts,
+      orderingKey,
+      headers
+    )
 
   private def checkName(name: String): Unit =
     require(name != null && name.nonEmpty, s"schedule name must not be empty, was: '$name'")
@@ -137,7 +170,8 @@ object Schedule:
 
     /** Every `millis` milliseconds, at the multiples of `millis` since the epoch. */
     final case class Every private[Schedule] (millis: Long) extends Timing:
-      def after(t: Instant): Instant = Instant.ofEpochMilli((Math.floorDiv(t.toEpochMilli, millis) + 1) * millis)
+      def after(t: Instant): Instant =
+        Instant.ofEpochMilli((Math.floorDiv(t.toEpochMilli, millis) + 1) * millis)
       def atOrBefore(t: Instant): Option[Instant] =
         Some(Instant.ofEpochMilli(Math.floorDiv(t.toEpochMilli, millis) * millis))
       def before(t: Instant): Option[Instant] =

@@ -26,7 +26,9 @@ final case class ScheduleInfo(
 object ScheduleInfo:
 
   private[postgres] def list[F[_]: Async](db: Database[F]): F[Vector[ScheduleInfo]] =
-    new ScheduleSql(db.schema).list.transact(db.transactor).flatMap(_.traverse(row => Async[F].catchNonFatal(of(row))))
+    new ScheduleSql(db.schema).list.transact(db.transactor).flatMap(_.traverse(row =>
+      Async[F].catchNonFatal(of(row))
+    ))
 
   private def of(row: ScheduleSql.Row): ScheduleInfo =
     val timing = Schedule.Timing.fromColumns(row.name, row.cron, row.zone, row.everyMs)

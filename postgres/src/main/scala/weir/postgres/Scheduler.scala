@@ -64,7 +64,10 @@ object Scheduler:
     require(schedules != null && schedules.nonEmpty, "schedules must not be empty")
     require(checkEvery > Duration.Zero, s"checkEvery must be > 0, was: $checkEvery")
     val repeated = schedules.groupBy(_.name).collect { case (name, s) if s.size > 1 => name }
-    require(repeated.isEmpty, s"schedule names must be unique, was repeated: ${repeated.toVector.sorted.mkString(", ")}")
+    require(
+      repeated.isEmpty,
+      s"schedule names must be unique, was repeated: ${repeated.toVector.sorted.mkString(", ")}"
+    )
     val sql = new ScheduleSql(db.schema)
     val counters = new ScheduleTicker.Counters
     // one transaction: the first ticks are computed from the server's clock it reads; rows are written in

@@ -36,7 +36,8 @@ class ScheduleKillSuite extends DbSuite:
       .evalTap { p =>
         IO.blocking {
           val reader = new BufferedReader(new InputStreamReader(p.getInputStream))
-          val before = Iterator.continually(reader.readLine()).takeWhile(l => l != null && l != "scheduling").toVector
+          val before =
+            Iterator.continually(reader.readLine()).takeWhile(l => l != null && l != "scheduling").toVector
           if !p.isAlive then sys.error(s"scheduler exited before starting: ${before.mkString("\n")}")
         }.void
       }
@@ -50,17 +51,21 @@ class ScheduleKillSuite extends DbSuite:
       ticks(db, name).flatMap(n => IO(fail(s"$n ticks, waited for $atLeast")))
     )
 
-  withDb("scheduler JVMs SIGKILLed while ticking beside a live one: every tick enqueued once, none left out") {
+  withDb(
+    "scheduler JVMs SIGKILLed while ticking beside a live one: every tick enqueued once, none left out"
+  ) {
     db =>
       val name = "killed"
       val every = 100.millis
-      val schedule = Schedule.every(name, every, queue = "ticks", payload = 0, missed = Schedule.Missed.catchUp(100000))
+      val schedule =
+        Schedule.every(name, every, queue = "ticks", payload = 0, missed = Schedule.Missed.catchUp(100000))
       for
         _ <- Scheduler.resource(db, Vector(schedule), checkEvery = 50.millis).use { _ =>
           // three rounds: a JVM starts, ticks beside this one, and is killed wherever it is
           (1 to 3).toVector.traverse_ { _ =>
             child(db, name, every).use { p =>
-              ticks(db, name).flatMap(n => waitFor(db, name, n + 15)) *> IO.blocking(p.destroyForcibly().waitFor()).void
+              ticks(db, name).flatMap(n => waitFor(db, name, n + 15)) *>
+                IO.blocking(p.destroyForcibly().waitFor()).void
             }
           } *> ticks(db, name).flatMap(n => waitFor(db, name, n + 10))
         }

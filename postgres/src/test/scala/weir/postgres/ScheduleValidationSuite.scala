@@ -30,9 +30,27 @@ class ScheduleValidationSuite extends FunSuite:
     assert(refused(Schedule.cron("", "* * * * *", queue = "q", payload = 1)).contains("was: ''"))
     assert(refused(Schedule.every("e", 1.second, queue = "", payload = 1)).contains("queue of schedule 'e'"))
     assert(refused(Schedule.Missed.catchUp(0)).contains("maxMissed must be >= 1, was: 0"))
-    assert(refused(Schedule.every("e", 1.second, queue = "q", payload = 1, maxAttempts = 0)).contains("was: 0"))
-    assert(refused(Schedule.every("e", 1.second, queue = "q", payload = 1, priority = 40000)).contains("40000"))
-    assert(refused(Schedule.every("e", 1.second, queue = "q", payload = 1, headers = Map("" -> "v"))).contains(
+    assert(refused(Schedule.every(
+      "e",
+      1.second,
+      queue = "q",
+      payload = 1,
+      maxAttempts = 0
+    )).contains("was: 0"))
+    assert(refused(Schedule.every(
+      "e",
+      1.second,
+      queue = "q",
+      payload = 1,
+      priority = 40000
+    )).contains("40000"))
+    assert(refused(Schedule.every(
+      "e",
+      1.second,
+      queue = "q",
+      payload = 1,
+      headers = Map("" -> "v")
+    )).contains(
       "header keys must not be empty"
     ))
   }

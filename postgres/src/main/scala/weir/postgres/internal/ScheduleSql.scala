@@ -39,7 +39,8 @@ private[postgres] final class ScheduleSql(schema: Schema):
     ) ++
       fr0"${s.name}, ${s.queue}, ${s.payloadJson}::jsonb, ${s.priority}::smallint, ${s.maxAttempts}, " ++
       fr0"${s.orderingKey}, $headers::jsonb, $cron, $zone, $everyMs, $missed, ${s.missed.maxMissed}, $first" ++
-      const(""")
+      const(
+        """)
       ON CONFLICT (name) DO UPDATE SET
         queue = excluded.queue, payload = excluded.payload, priority = excluded.priority,
         max_attempts = excluded.max_attempts, ordering_key = excluded.ordering_key, headers = excluded.headers,
@@ -52,7 +53,8 @@ private[postgres] final class ScheduleSql(schema: Schema):
              s.missed, s.max_missed)
         IS DISTINCT FROM
             (excluded.queue, excluded.payload, excluded.priority, excluded.max_attempts, excluded.ordering_key,
-             excluded.headers, excluded.cron, excluded.zone, excluded.every_ms, excluded.missed, excluded.max_missed)""")).update.run
+             excluded.headers, excluded.cron, excluded.zone, excluded.every_ms, excluded.missed, excluded.max_missed)"""
+      )).update.run
       .map(_ == 1)
 
   /**
@@ -63,7 +65,9 @@ private[postgres] final class ScheduleSql(schema: Schema):
    * holding the schedule until TCP gives up.
    */
   def lockDue(names: Array[String], idleMillis: Long): ConnectionIO[Option[Due]] =
-    (const("SELECT s.name, s.cron, s.zone, s.every_ms, s.max_missed, s.last_tick, s.next_tick, now() FROM ") ++
+    (const(
+      "SELECT s.name, s.cron, s.zone, s.every_ms, s.max_missed, s.last_tick, s.next_tick, now() FROM "
+    ) ++
       fr0"set_config('idle_in_transaction_session_timeout', ${idleMillis.toString}, true) AS c, " ++
       const(s"$schedules AS s WHERE s.name = ANY(") ++ fr0"$names" ++
       const(") AND s.next_tick <= now() ORDER BY s.next_tick LIMIT 1 FOR UPDATE OF s SKIP LOCKED"))
@@ -82,7 +86,8 @@ private[postgres] final class ScheduleSql(schema: Schema):
     (const(s"""WITH enqueued AS (
       SELECT e.inserted
       FROM $schedules AS s
-      CROSS JOIN unnest(""") ++ fr0"$ticks::bigint[], $texts::text[]" ++ const(s""") WITH ORDINALITY AS k(ms, text, n)
+      CROSS JOIN unnest(""") ++ fr0"$ticks::bigint[], $texts::text[]" ++
+      const(s""") WITH ORDINALITY AS k(ms, text, n)
       CROSS JOIN LATERAL ${schema("enqueue")}(
         s.queue, s.payload, s.priority, timestamptz 'epoch' + k.ms * interval '1 millisecond', s.max_attempts,
         s.ordering_key, 'schedule:' || s.name || ':' || k.ms,

@@ -19,7 +19,13 @@ private[postgres] object Ticks:
    * never come back, even if the server's clock went back or a changed timing moved `next` before `last`:
    * with the row's lock, this is what keeps a tick from being enqueued twice.
    */
-  def plan(timing: Schedule.Timing, next: Instant, last: Option[Instant], now: Instant, maxMissed: Int): Plan =
+  def plan(
+      timing: Schedule.Timing,
+      next: Instant,
+      last: Option[Instant],
+      now: Instant,
+      maxMissed: Int
+  ): Plan =
     def wanted(t: Instant) = !t.isBefore(next) && last.forall(t.isAfter)
     @annotation.tailrec
     def back(t: Option[Instant], acc: List[Instant]): List[Instant] = t match

@@ -17,7 +17,9 @@ class TicksSuite extends ScalaCheckSuite:
   private def enumerate(timing: Schedule.Timing, from: Instant, to: Instant): Vector[Instant] =
     Iterator.iterate(timing.after(from.minusNanos(1)))(timing.after).takeWhile(!_.isAfter(to)).toVector
 
-  property("an interval's plan is the latest maxMissed due ticks after last, oldest first, and next is after now") {
+  property(
+    "an interval's plan is the latest maxMissed due ticks after last, oldest first, and next is after now"
+  ) {
     val draws =
       for
         ms <- Gen.choose(1L, 5000L)
@@ -70,7 +72,10 @@ class TicksSuite extends ScalaCheckSuite:
     assertEquals(paris.after(at("2026-11-27T00:00:00Z")), at("2026-11-27T02:00:00Z")) // CET, UTC+1
     assertEquals(paris.after(at("2026-07-01T00:00:00Z")), at("2026-07-01T01:00:00Z")) // CEST, UTC+2
     val plan = Ticks.plan(quarter, at("2026-11-27T09:15:00Z"), None, at("2026-11-27T10:20:00Z"), 10)
-    assertEquals(plan.ticks, Vector("09:15", "09:30", "09:45", "10:00", "10:15").map(t => at(s"2026-11-27T$t:00Z")))
+    assertEquals(
+      plan.ticks,
+      Vector("09:15", "09:30", "09:45", "10:00", "10:15").map(t => at(s"2026-11-27T$t:00Z"))
+    )
     assertEquals(plan.next, at("2026-11-27T10:30:00Z"))
   }
 
