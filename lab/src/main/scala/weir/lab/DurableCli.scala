@@ -7,9 +7,9 @@ import weir.lab.report.{ExperimentIo, Table}
 import weir.postgres.{Database, DatabaseConfig, QueueRate, Schema, TaskAdmin}
 
 /**
- * `./weir durable <migrate|stats|queues|pause|resume|limit>`: weir-postgres's schema and its queues'
- * controls from the command line. The database comes from `--url` or `WEIR_DATABASE_URL`; the schema from
- * `--schema` (default `weir`).
+ * `./weir durable <migrate|stats|queues|pause|resume|limit|schedules>`: weir-postgres's schema, its queues'
+ * controls and its schedules from the command line. The database comes from `--url` or `WEIR_DATABASE_URL`;
+ * the schema from `--schema` (default `weir`).
  */
 object DurableCli:
 
@@ -45,6 +45,9 @@ object DurableCli:
         "migrate"
       ).action((_, o) => o.copy(command = "migrate")).text("create or upgrade the schema (idempotent)"),
       cmd("stats").action((_, o) => o.copy(command = "stats")).text("tasks per queue and state"),
+      cmd("schedules")
+        .action((_, o) => o.copy(command = "schedules"))
+        .text("periodic tasks: each schedule's queue, timing, policy, last and next tick"),
       cmd("queues").action((_, o) => o.copy(command = "queues"))
         .text("every queue's controls (paused, limit on running tasks, rate) and running tasks"),
       cmd("pause").action((_, o) => o.copy(command = "pause"))
@@ -77,7 +80,7 @@ object DurableCli:
         ),
       checkConfig(o =>
         if o.command.isEmpty then
-          failure("a command is required: migrate | stats | queues | pause | resume | limit")
+          failure("a command is required: migrate | stats | queues | pause | resume | limit | schedules")
         else if o.command == "limit" && o.maxRunning.isEmpty && o.rate.isEmpty then
           failure("limit needs --max-running N, --no-max-running, --rate R or --no-rate")
         else if o.burst.isDefined && !o.rate.exists(_.isDefined) then failure("--burst needs --rate")
@@ -135,6 +138,16 @@ object DurableCli:
             if applied.isEmpty then s"schema ${config.schema}: up to date"
             else s"schema ${config.schema}: applied migration(s) ${applied.mkString(", ")}"
           )
+        }.as(ExitCode.Success)
+      case "schedules" =>
+        admin(_.schedules).flatMap { schedules =>
+          val header = Vector("schedule", "queue", "timing", "missed", "last tick", "next tick", "ticks")
+          val rows = schedules.map(s =>
+            Vector(s.name, s.queue, s.timing.toString, s.missed.toString, s.lastTick.fold("-")(_.toString))
+              ++ Vector(s.nextTick.toString, s.ticks.toString)
+          )
+          IO.println(if rows.isEmpty then "no schedules"
+          else Table.grid(header +: rows, rightAligned = Set(6)))
         }.as(ExitCode.Success)
       case _ =>
         Database.connect[IO](config).use(db => TaskAdmin(db).stats).flatMap { stats =>

@@ -3,7 +3,7 @@ package weir.lab
 import cats.effect.{ExitCode, IO, Resource}
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres
 import munit.CatsEffectSuite
-import weir.postgres.{Database, DatabaseConfig, NewTask, QueueRate, Schema, TaskAdmin, TaskQueue}
+import weir.postgres.{Database, DatabaseConfig, NewTask, QueueRate, Schedule, Scheduler, Schema, TaskAdmin, TaskQueue}
 
 class DurableCliSuite extends CatsEffectSuite:
 
@@ -13,15 +13,27 @@ class DurableCliSuite extends CatsEffectSuite:
   )
   override def munitFixtures = List(server)
 
-  test("migrate applies the schema once, then reports it up to date; stats counts its tasks") {
+  test(
+    "migrate applies the schema once, then reports it up to date; stats counts its tasks; schedules lists them"
+  ) {
     val url = server().getJdbcUrl("postgres", "postgres")
     for
       first <- DurableCli.run(List("migrate", "--url", url, "--schema", "cli_a"))
       second <- DurableCli.run(List("migrate", "--url", url, "--schema", "cli_a"))
       stats <- DurableCli.run(List("stats", "--url", url, "--schema", "cli_a"))
       missing <- DurableCli.run(List("stats", "--url", url, "--schema", "cli_never_migrated"))
+      noSchedules <- DurableCli.run(List("schedules", "--url", url, "--schema", "cli_a"))
+      config = DatabaseConfig(url, schema = Schema("cli_a"))
+      _ <- Database.connect[IO](config).use(db =>
+        Scheduler.resource(
+          db,
+          Vector(Schedule.cron("nightly", "0 3 * * *", queue = "reports", payload = 1))
+        ).use_
+      )
+      schedules <- DurableCli.run(List("schedules", "--url", url, "--schema", "cli_a"))
     yield
       assertEquals((first, second, stats), (ExitCode.Success, ExitCode.Success, ExitCode.Success))
+      assertEquals((noSchedules, schedules), (ExitCode.Success, ExitCode.Success))
       assertEquals(missing, ExitCode(1))
   }
 

@@ -29,7 +29,8 @@ object Migrations:
       "0003-worker-sessions",
       "0004-claim-function",
       "0005-task-headers",
-      "0006-queue-controls"
+      "0006-queue-controls",
+      "0007-schedules"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))

@@ -84,6 +84,13 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
     })
 
   /**
+   * The schedules of periodic tasks ([[Scheduler]]), by name: each one's queue, timing, policy for missed
+   * ticks, last tick enqueued (none yet: `None`), next tick, and how many ticks' tasks were inserted. A
+   * schedule no running process declares keeps its row, and its next tick falls behind the clock.
+   */
+  def schedules: F[Vector[ScheduleInfo]] = ScheduleInfo.list(db)
+
+  /**
    * Cancels a task that is not running: it moves to `finished` as cancelled. A running task is left alone
    * (its worker owns it): the result says so.
    */

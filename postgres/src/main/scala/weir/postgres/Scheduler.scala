@@ -1,0 +1,83 @@
+package weir.postgres
+
+import cats.effect.kernel.{Async, Resource}
+import cats.syntax.all.*
+import doobie.implicits.*
+import weir.postgres.internal.{ScheduleSql, ScheduleTicker}
+
+import scala.concurrent.duration.*
+
+/**
+ * Enqueues the ticks of periodic tasks ([[Schedule]]s). Run one in every process that should keep the
+ * schedules going (typically each worker process, beside its [[DurableWorker]]s): each tick is enqueued
+ * exactly once however many processes declare the schedule and whatever their clocks say, with no leader.
+ *
+ * {{{
+ * val schedules = Vector(Schedule.cron("nightly-report", "0 3 * * *", queue = "reports", payload = Report("daily")))
+ * (Scheduler.resource(db, schedules), DurableWorker.start[IO, Report, Unit](db, WorkerConfig("reports"))(build))
+ *   .tupled.use(_ => IO.never)
+ * }}}
+ *
+ * How: each schedule is a row of the `schedules` table. The server's clock decides when a tick is due
+ * (`next_tick <= now()`); the scheduler that locks the row (the others skip it) inserts the tick's task,
+ * with the unique key `schedule:<name>:<tick in epoch ms>`, and moves the row's `next_tick` past the tick,
+ * in one transaction. A scheduler killed in the middle rolls back both; a tick is never enqueued twice
+ * because the row cannot move backwards (see ADR 0027).
+ */
+trait Scheduler[F[_]]:
+
+  /** What this process's scheduler has done. */
+  def stats: F[Scheduler.Stats]
+
+object Scheduler:
+
+  /**
+   * Ticks inserted by this scheduler (a tick enqueued by another process counts there), and the database
+   * errors it rode out.
+   */
+  final case class Stats(ticks: Long, databaseErrors: Long, lastError: Option[Throwable])
+
+  /**
+   * Declares `schedules` (names unique, at least one) and enqueues their ticks until released.
+   *
+   *   - Declaring writes each schedule's row: a new name starts with its first tick after the server's
+   *     `now()`; the same definition changes nothing; a different one replaces the row's (the last process to
+   *     start wins), and a changed timing starts again from its first tick after `now()`. Every scheduler
+   *     ticks from the row's definition, so processes that declare different versions of a schedule still
+   *     enqueue each tick once.
+   *   - `checkEvery` (default 1 s, > 0): the longest sleep between two looks at the table; a scheduler
+   *     otherwise wakes at the earliest next tick. It bounds how late a tick is when the scheduler that was
+   *     ticking it died mid-transaction.
+   *
+   * Blocks: nothing; the ticks run on a fiber of the resource, one short transaction per due schedule, on
+   * the connections of [[Database.transactor]]'s pool.
+   *
+   * Errors: only starting fails the resource: `IllegalArgumentException` for empty or repeated names, the
+   * driver's error if the rows cannot be written. Once started, a failing database is ridden out (counted in
+   * [[Stats]]); the resource's release stops the ticks, and a transaction it interrupts rolls back.
+   *
+   * Concurrent schedulers of the same schedules, in one process or many, are what this is for.
+   */
+  def resource[F[_]](db: Database[F], schedules: Seq[Schedule], checkEvery: FiniteDuration = 1.second)(using
+      F: Async[F]
+  ): Resource[F, Scheduler[F]] =
+    require(schedules != null && schedules.nonEmpty, "schedules must not be empty")
+    require(checkEvery > Duration.Zero, s"checkEvery must be > 0, was: $checkEvery")
+    val repeated = schedules.groupBy(_.name).collect { case (name, s) if s.size > 1 => name }
+    require(
+      repeated.isEmpty,
+      s"schedule names must be unique, was repeated: ${repeated.toVector.sorted.mkString(", ")}"
+    )
+    val sql = new ScheduleSql(db.schema)
+    val counters = new ScheduleTicker.Counters
+    // one transaction: the first ticks are computed from the server's clock it reads; rows are written in
+    // name order, so that processes declaring the same schedules at once cannot deadlock on them
+    val declare = db.run(sql.now.flatMap(now =>
+      schedules.toVector.sortBy(_.name).traverse_(s => sql.declare(s, s.timing.after(now)))
+    ))
+    Resource.eval(declare) *>
+      ScheduleTicker
+        .resource(db.run, sql, schedules.map(_.name).toVector, checkEvery, db.config.readTimeout, counters)
+        .as(new Scheduler[F]:
+          def stats: F[Stats] =
+            F.delay(Stats(counters.ticks.get, counters.errors.get, counters.lastError.get)))

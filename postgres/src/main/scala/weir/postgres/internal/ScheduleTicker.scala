@@ -1,0 +1,74 @@
+package weir.postgres.internal
+
+import cats.effect.kernel.{Async, Resource}
+import cats.syntax.all.*
+import doobie.*
+import weir.postgres.Schedule
+
+import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
+import scala.concurrent.duration.*
+
+/**
+ * Enqueues the due ticks of the schedules `names`: each round ticks every due row, one transaction per row
+ * (lock it, insert its ticks' tasks, move it on: see [[ScheduleSql]]), then sleeps until the earliest next
+ * tick, at most `checkEvery`. Every scheduler runs one and there is no leader: rows another scheduler is
+ * ticking are skipped, and once its transaction commits the row is no longer due; if that scheduler dies
+ * first, its transaction rolls back and the row is due again at the next look of any scheduler. Errors
+ * are counted and the next round tries again.
+ */
+private[postgres] object ScheduleTicker:
+
+  /** What a scheduler did: ticks inserted, and the database errors it rode out. */
+  final class Counters:
+    val ticks, errors = new AtomicLong
+    val lastError = new AtomicReference[Option[Throwable]](None)
+    def error(e: Throwable): Unit =
+      errors.incrementAndGet(): Unit
+      lastError.set(Some(e))
+
+  def resource[F[_]](
+      run: Run[F],
+      sql: ScheduleSql,
+      names: Vector[String],
+      checkEvery: FiniteDuration,
+      idleTimeout: FiniteDuration,
+      counters: Counters
+  )(using F: Async[F]): Resource[F, Unit] =
+    val idleMillis = idleTimeout.toMillis.max(1L)
+
+    // one row per transaction; a row whose timing does not read back is left alone for the rest of the
+    // round, so that it cannot keep the rows behind it from their ticks
+    def tickAll(left: Array[String]): F[Unit] =
+      if left.isEmpty then F.unit
+      else
+        run(sql.lockDue(left, idleMillis).flatMap {
+          case None => FC.pure(Option.empty[Either[(String, Throwable), Int]])
+          case Some(due) =>
+            Either.catchNonFatal(Schedule.Timing.fromColumns(due.name, due.cron, due.zone, due.everyMs)) match
+              case Left(e) => FC.pure(Some(Left((due.name, e))))
+              case Right(timing) =>
+                val plan = Ticks.plan(timing, due.nextTick, due.lastTick, due.now, due.maxMissed)
+                sql.tick(due.name, plan.ticks.map(_.toEpochMilli).toArray, plan.next).map(n => Some(Right(n)))
+        }).flatMap {
+          case None => F.unit
+          case Some(Right(inserted)) => F.delay(counters.ticks.addAndGet(inserted.toLong)) *> tickAll(left)
+          case Some(Left((name, e))) => F.delay(counters.error(e)) *> tickAll(left.filterNot(_ == name))
+        }
+
+    val all = names.toArray
+    val round: F[FiniteDuration] =
+      tickAll(all) *> run(sql.untilNext(all)).map(_.fold(checkEvery)(ms => ms.millis))
+    F.background(loop(round, checkEvery, counters)).void
+
+  /**
+   * Runs `round` at once, then again after the wait it returns, kept within 1 ms and `checkEvery`; after a
+   * failed round (counted), after `checkEvery`.
+   */
+  def loop[F[_]](round: F[FiniteDuration], checkEvery: FiniteDuration, counters: Counters)(using
+      F: Async[F]
+  ): F[Unit] =
+    round
+      .map(_.max(1.millisecond).min(checkEvery))
+      .handleErrorWith(e => F.delay(counters.error(e)).as(checkEvery))
+      .flatMap(F.sleep)
+      .foreverM[Unit]

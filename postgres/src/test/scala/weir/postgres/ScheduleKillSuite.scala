@@ -1,0 +1,85 @@
+package weir.postgres
+
+import cats.effect.{IO, Resource}
+import cats.syntax.all.*
+import doobie.*
+import doobie.implicits.*
+
+import java.io.{BufferedReader, InputStreamReader}
+import java.nio.file.Paths
+import scala.concurrent.duration.*
+
+/** Scheduler JVMs SIGKILLed while they tick: no tick lost, none doubled. */
+class ScheduleKillSuite extends DbSuite:
+
+  override def munitIOTimeout: Duration = 3.minutes
+
+  /** A scheduler JVM, started once it says it schedules; SIGKILLed on release if still running. */
+  private def child(db: Database[IO], name: String, every: FiniteDuration): Resource[IO, Process] =
+    val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
+    val command = List(
+      java,
+      "--sun-misc-unsafe-memory-access=allow",
+      "-Xmx128m",
+      "-cp",
+      System.getProperty("java.class.path"),
+      "weir.postgres.KillableScheduler",
+      TestDatabase.url,
+      db.schema.name,
+      name,
+      every.toMillis.toString
+    )
+    Resource
+      .make(IO.blocking(new ProcessBuilder(command*).redirectErrorStream(true).start()))(p =>
+        IO.blocking(p.destroyForcibly().waitFor()).void
+      )
+      .evalTap { p =>
+        IO.blocking {
+          val reader = new BufferedReader(new InputStreamReader(p.getInputStream))
+          val before =
+            Iterator.continually(reader.readLine()).takeWhile(l => l != null && l != "scheduling").toVector
+          if !p.isAlive then sys.error(s"scheduler exited before starting: ${before.mkString("\n")}")
+        }.void
+      }
+
+  private def ticks(db: Database[IO], name: String): IO[Long] =
+    TaskAdmin(db).schedules.map(_.find(_.name == name).fold(0L)(_.ticks))
+
+  private def waitFor(db: Database[IO], name: String, atLeast: Long): IO[Long] =
+    (IO.sleep(50.millis) *> ticks(db, name)).iterateUntil(_ >= atLeast).timeoutTo(
+      60.seconds,
+      ticks(db, name).flatMap(n => IO(fail(s"$n ticks, waited for $atLeast")))
+    )
+
+  withDb(
+    "scheduler JVMs SIGKILLed while ticking beside a live one: every tick enqueued once, none left out"
+  ) {
+    db =>
+      val name = "killed"
+      val every = 100.millis
+      val schedule =
+        Schedule.every(name, every, queue = "ticks", payload = 0, missed = Schedule.Missed.catchUp(100000))
+      for
+        _ <- Scheduler.resource(db, Vector(schedule), checkEvery = 50.millis).use { _ =>
+          // three rounds: a JVM starts, ticks beside this one, and is killed wherever it is
+          (1 to 3).toVector.traverse_ { _ =>
+            child(db, name, every).use { p =>
+              ticks(db, name).flatMap(n => waitFor(db, name, n + 15)) *>
+                IO.blocking(p.destroyForcibly().waitFor()).void
+            }
+          } *> ticks(db, name).flatMap(n => waitFor(db, name, n + 10))
+        }
+        byTick <- Fragment
+          .const(s"""SELECT split_part(unique_key, ':', 3)::bigint, count(*) FROM ${db.schema("tasks")}
+                     WHERE unique_key LIKE 'schedule:$name:%' GROUP BY 1 ORDER BY 1""")
+          .query[(Long, Long)]
+          .to[Vector]
+          .transact(TestDatabase.admin)
+        total <- ticks(db, name)
+      yield
+        assertEquals(byTick.filter(_._2 != 1L), Vector.empty, "ticks enqueued more than once")
+        val at = byTick.map(_._1)
+        assertEquals(at.zip(at.tail).map((a, b) => b - a).distinct, Vector(every.toMillis), "a tick left out")
+        assertEquals(total, byTick.size.toLong)
+        assert(total >= 55L, total)
+  }
