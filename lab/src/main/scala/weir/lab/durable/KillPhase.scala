@@ -118,7 +118,8 @@ object KillPhase:
           )} (seq bigserial PRIMARY KEY, task_id bigint, attempt int, worker bigint, ordering_key text,
                     started_at timestamptz DEFAULT clock_timestamp(), run uuid UNIQUE)""")
         .update.run)
-      enqueued <- enqueueOnce(lab, db, queue, (1 to n).map(i => NewTask(i, orderingKey = Phases.key(i, keys))))
+      enqueued <-
+        enqueueOnce(lab, db, queue, (1 to n).map(i => NewTask(i, orderingKey = Phases.key(i, keys))))
       kills <- Ref[IO].of(Vector.empty[Kill])
       restarts <- Ref[IO].of(Vector.empty[Restart])
       freed <- Ref[IO].of(Map.empty[Long, Double])

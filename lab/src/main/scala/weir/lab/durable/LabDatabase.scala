@@ -16,7 +16,12 @@ import java.nio.file.Files
  * server and starts it again on the same port and data directory: every session ends, every commit
  * made before the stop is kept (a fast shutdown writes a checkpoint), and the URL stays valid.
  */
-final case class LabDatabase(url: String, embedded: Boolean, schema: Schema, restart: Option[IO[Unit]] = None):
+final case class LabDatabase(
+    url: String,
+    embedded: Boolean,
+    schema: Schema,
+    restart: Option[IO[Unit]] = None
+):
   def config(poolSize: Int = 8): DatabaseConfig = DatabaseConfig(url, schema = schema, poolSize = poolSize)
 
   /** A plain transactor for the lab's own reads: a new connection for each transaction. */

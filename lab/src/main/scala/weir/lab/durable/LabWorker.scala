@@ -72,41 +72,41 @@ object LabWorker extends WeirApp:
           (Database.connect[IO](DatabaseConfig(url, schema = schema, poolSize = 4)), recorder).tupled
         )
         connections.use { (db, ds) =>
-            // `run` identifies one execution: a record retried after a failure that hid its commit is kept once
-            val insert =
-              s"INSERT INTO ${schema("executions")} (task_id, attempt, worker, ordering_key, run) VALUES (?, ?, ?, ?, ?) " +
-                "ON CONFLICT (run) DO NOTHING"
-            // one blocking call per record, on a plain pooled connection in autocommit
-            def handle(owner: Long)(job: Job[Int]): IO[Unit] =
-              if !record then IO.unit
-              else
-                IO(java.util.UUID.randomUUID()).flatMap(run =>
-                  Retrying(s"the record of task ${job.id}")(IO.blocking {
-                    val c = ds.getConnection
-                    try
-                      val ps = c.prepareStatement(insert)
-                      ps.setLong(1, job.id)
-                      ps.setInt(2, job.attempt)
-                      ps.setLong(3, owner)
-                      ps.setString(4, job.orderingKey.orNull)
-                      ps.setObject(5, run)
-                      ps.executeUpdate(): Unit
-                    finally c.close()
-                  })
-                )
-            IO.deferred[Long].flatMap { owner =>
-              Retrying.resource("the worker's start")(
-                DurableWorker.start[IO, Int, Unit](db, config) { source =>
-                  Pipeline(
-                    source
-                  ).process(job => owner.get.flatMap(handle(_)(job))).withLimit(Limit.fixed(limit.toInt))
-                }
+          // `run` identifies one execution: a record retried after a failure that hid its commit is kept once
+          val insert =
+            s"INSERT INTO ${schema("executions")} (task_id, attempt, worker, ordering_key, run) VALUES (?, ?, ?, ?, ?) " +
+              "ON CONFLICT (run) DO NOTHING"
+          // one blocking call per record, on a plain pooled connection in autocommit
+          def handle(owner: Long)(job: Job[Int]): IO[Unit] =
+            if !record then IO.unit
+            else
+              IO(java.util.UUID.randomUUID()).flatMap(run =>
+                Retrying(s"the record of task ${job.id}")(IO.blocking {
+                  val c = ds.getConnection
+                  try
+                    val ps = c.prepareStatement(insert)
+                    ps.setLong(1, job.id)
+                    ps.setInt(2, job.attempt)
+                    ps.setLong(3, owner)
+                    ps.setString(4, job.orderingKey.orNull)
+                    ps.setObject(5, run)
+                    ps.executeUpdate(): Unit
+                  finally c.close()
+                })
               )
-                .use(w =>
-                  owner.complete(w.id) *> IO.println(s"worker ${w.id}") *>
-                    report(w).background.surround(w.running.join.void)
-                )
-            }
+          IO.deferred[Long].flatMap { owner =>
+            Retrying.resource("the worker's start")(
+              DurableWorker.start[IO, Int, Unit](db, config) { source =>
+                Pipeline(
+                  source
+                ).process(job => owner.get.flatMap(handle(_)(job))).withLimit(Limit.fixed(limit.toInt))
+              }
+            )
+              .use(w =>
+                owner.complete(w.id) *> IO.println(s"worker ${w.id}") *>
+                  report(w).background.surround(w.running.join.void)
+              )
+          }
         }.as(ExitCode.Success).handleErrorWith(e =>
           IO.println(s"worker failed: ${Retrying.firstLine(e)}").as(ExitCode(1))
         )
