@@ -111,12 +111,11 @@ object KillPhase:
     )
     for
       restartWith <- restarting
-      // `run` is the handler's token for its record, so that a record retried across a restart is kept once
       _ <- lab.read("the executions table")(Fragment
         .const(s"""CREATE TABLE IF NOT EXISTS ${s(
             "executions"
           )} (seq bigserial PRIMARY KEY, task_id bigint, attempt int, worker bigint, ordering_key text,
-                    started_at timestamptz DEFAULT clock_timestamp(), run uuid UNIQUE)""")
+                    started_at timestamptz DEFAULT clock_timestamp())""")
         .update.run)
       enqueued <-
         enqueueOnce(lab, db, queue, (1 to n).map(i => NewTask(i, orderingKey = Phases.key(i, keys))))
@@ -268,11 +267,11 @@ object KillPhase:
 
   /**
    * Whether a restart lies between two runs of a task: it ended after the earlier run began and began
-   * before the repeat. A restart ends every session, so the earlier run's worker looks dead to the others
-   * (its session lock is gone) until it reconnects, and a result not yet committed at the stop is never
-   * committed by that worker: either way the task is run again. A run that began after the server was back
-   * is not explained by it; nor is one whose result was committed before the stop, but the records do not
-   * say when a run's result was committed, so such a repeat would pass too (see docs/lab/durable.md).
+   * before the repeat. A restart ends every session and stops every heartbeat: until the earlier run's
+   * worker has heartbeated again, another worker's rescuer may take it for dead (an outage longer than
+   * `deadAfter`, or a heartbeat that resumes late on a starved machine) and its tasks run again. A run
+   * that began after the server was back is not explained by it; nor is one whose result committed before
+   * the stop, but the records do not say when a result committed, so such a repeat passes too.
    */
   def byRestart(restarts: Vector[Restart], before: Execution, after: Execution): Boolean =
     restarts.exists(r => before._4 <= r.upMillis && r.downMillis <= after._4)

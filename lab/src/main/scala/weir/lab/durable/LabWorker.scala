@@ -16,7 +16,7 @@ import scala.concurrent.duration.*
  * (`record`) or when it is told to stop (SIGTERM: the worker drains and hands back what it holds).
  *
  * It rides out a restart of the server as the lab does ([[Retrying]]): its start (the pools, the worker's
- * registration) and each record are retried; weir's worker retries its own calls. An error it cannot
+ * registration) is retried; weir's worker retries its own calls, and runs again a task whose record failed. An error it cannot
  * survive ends it with one line on standard output (which the lab passes on) and exit code 1.
  *
  * args: url schema queue limit record|noop heartbeatMillis deadAfterMillis
@@ -72,28 +72,26 @@ object LabWorker extends WeirApp:
           (Database.connect[IO](DatabaseConfig(url, schema = schema, poolSize = 4)), recorder).tupled
         )
         connections.use { (db, ds) =>
-          // `run` identifies one execution: a record retried after a failure that hid its commit is kept once
           val insert =
-            s"INSERT INTO ${schema("executions")} (task_id, attempt, worker, ordering_key, run) VALUES (?, ?, ?, ?, ?) " +
-              "ON CONFLICT (run) DO NOTHING"
-          // one blocking call per record, on a plain pooled connection in autocommit
+            s"INSERT INTO ${schema("executions")} (task_id, attempt, worker, ordering_key) VALUES (?, ?, ?, ?)"
+          // one blocking call per record, on a plain pooled connection in autocommit. A record is not retried
+          // here: one that fails fails the run, which weir runs again (a new run, with its own record). A record
+          // retried in place would reach the server after the outage, behind runs of the task's key that
+          // started later, and its place in the record would no longer be its run's
           def handle(owner: Long)(job: Job[Int]): IO[Unit] =
             if !record then IO.unit
             else
-              IO(java.util.UUID.randomUUID()).flatMap(run =>
-                Retrying(s"the record of task ${job.id}")(IO.blocking {
-                  val c = ds.getConnection
-                  try
-                    val ps = c.prepareStatement(insert)
-                    ps.setLong(1, job.id)
-                    ps.setInt(2, job.attempt)
-                    ps.setLong(3, owner)
-                    ps.setString(4, job.orderingKey.orNull)
-                    ps.setObject(5, run)
-                    ps.executeUpdate(): Unit
-                  finally c.close()
-                })
-              )
+              IO.blocking {
+                val c = ds.getConnection
+                try
+                  val ps = c.prepareStatement(insert)
+                  ps.setLong(1, job.id)
+                  ps.setInt(2, job.attempt)
+                  ps.setLong(3, owner)
+                  ps.setString(4, job.orderingKey.orNull)
+                  ps.executeUpdate(): Unit
+                finally c.close()
+              }
           IO.deferred[Long].flatMap { owner =>
             Retrying.resource("the worker's start")(
               DurableWorker.start[IO, Int, Unit](db, config) { source =>
