@@ -16,10 +16,12 @@ import scala.concurrent.duration.*
  * worker processes (beside River's own benchmark on the same server with `--river`); enqueue-to-start
  * latency of an idle worker with and without notifications; and a run whose workers record every
  * execution while a random one is SIGKILLed every `--kill-every`, counting lost tasks, duplicates and
- * per-key order violations, and timing each rescue. With `--history N`, claim time as the `finished`
- * history grows to N rows ([[HistoryPhase]]); with `--only control`, the queue controls: pause → last
- * claim, the most running tasks seen under a queue's limit, the rate achieved against the one asked
- * ([[ControlPhase]]); `--only` runs some phases alone.
+ * per-key order violations, and timing each rescue. With `--restart-every D`, the embedded server is
+ * also restarted every D during that run. With `--history N`, claim time as the `finished` history grows
+ * to N rows ([[HistoryPhase]]); with `--only control`, the queue controls: pause → last claim, the most
+ * running tasks seen under a queue's limit, the rate achieved against the one asked ([[ControlPhase]]);
+ * `--only` runs some phases alone. An error the run cannot survive ends it with one line naming the phase
+ * and the cause ([[DurableLab.PhaseFailed]]), exit code 1.
  */
 object DurableLab extends Experiment:
   val name = "durable"
@@ -47,6 +49,7 @@ object DurableLab extends Experiment:
       limit: Int = 64,
       keys: Int = 100,
       killEvery: Option[FiniteDuration] = None,
+      restartEvery: Option[FiniteDuration] = None,
       heartbeat: FiniteDuration = 1.second,
       deadAfter: FiniteDuration = 10.seconds,
       latencySamples: Int = 200,
@@ -116,6 +119,12 @@ object DurableLab extends Experiment:
         .text(
           "SIGKILL a random worker about every D (e.g. 3s) and start another (default: never; 2s with --quick)"
         ),
+      opt[String]("restart-every").valueName("D")
+        .validate(d => duration("--restart-every")(d).void)
+        .action((d, s) => s.copy(restartEvery = duration("--restart-every")(d).toOption))
+        .text(
+          "restart the embedded server every D (e.g. 5s) during the kill run: stopped, then started on its port and data (default: never; not with --url)"
+        ),
       opt[String]("heartbeat").valueName("D")
         .validate(d => duration("--heartbeat")(d).void)
         .action((d, s) => s.copy(heartbeat = duration("--heartbeat")(d).toOption.get))
@@ -154,6 +163,13 @@ object DurableLab extends Experiment:
         if s.deadAfter <= s.heartbeat then
           failure(s"--dead-after must be longer than --heartbeat (${s.heartbeat}), was: ${s.deadAfter}")
         else if s.runs(Phase.History) && s.history.isEmpty then failure("--only history needs --history N")
+        else if s.restartEvery.isDefined && s.url.isDefined then
+          failure(
+            "--restart-every restarts the embedded server the lab starts; it cannot restart the server at " +
+              s"${weir.postgres.DatabaseConfig(s.url.get).redactedUrl} (--url or $$WEIR_DATABASE_URL), which it did not start"
+          )
+        else if s.restartEvery.isDefined && !s.runs(Phase.Kill) then
+          failure("--restart-every restarts the server during the kill run, which --only leaves out")
         else success
       )
     )
@@ -209,16 +225,31 @@ object DurableLab extends Experiment:
 
   override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
 
+  /** A phase of the run (`start` and `report` included) failed: `phase` names it, the message says why. */
+  final class PhaseFailed(val phase: String, cause: Throwable)
+      extends RuntimeException(s"the $phase phase failed: ${Retrying.firstLine(cause)}", cause)
+
+  /** What the run prints when `e` ended it: one line, without a stack trace. */
+  def failureLine(e: Throwable): String = s"weir lab durable: ${Retrying.firstLine(e)}"
+
   def run(args: List[String]): IO[ExitCode] =
     ExperimentIo.runWithCode(parser, args, Settings()) { s =>
-      execute(s).flatMap { r =>
-        if r.failures.isEmpty then IO.pure(ExitCode.Success)
-        else IO.consoleForIO.errorln(s"FAILED: ${r.failures.mkString("; ")}").as(ExitCode(1))
+      execute(s).attempt.flatMap {
+        case Left(e) => IO.consoleForIO.errorln(failureLine(e)).as(ExitCode(1))
+        case Right(r) if r.failures.isEmpty => IO.pure(ExitCode.Success)
+        case Right(r) => IO.consoleForIO.errorln(s"FAILED: ${r.failures.mkString("; ")}").as(ExitCode(1))
       }
     }
 
+  /** `io`, whose failure, unless a phase inside it already named itself, is `phase`'s. */
+  private def in[A](phase: String)(io: IO[A]): IO[A] =
+    io.adaptError {
+      case e: PhaseFailed => e
+      case e => new PhaseFailed(phase, e)
+    }
+
   def execute(s: Settings): IO[Results] =
-    LabDatabase.resource(s.url).use { lab =>
+    in("start")(LabDatabase.resource(s.url).use { lab =>
       for
         _ <- IO.println(
           s"weir lab durable — ${
@@ -228,9 +259,13 @@ object DurableLab extends Experiment:
             s"schema ${lab.schema}, ${s.n} tasks, ${s.workers} worker processes × limit ${s.limit}, " +
             s"${Runtime.getRuntime.availableProcessors} cores, JDK ${System.getProperty("java.version")}"
         )
+        _ <- IO.raiseError(new IllegalArgumentException(
+          "--restart-every needs a server the lab started: the embedded one, not --url"
+        )).whenA(s.restartEvery.isDefined && lab.restart.isEmpty)
         _ <- Database.migrate[IO](lab.config())
         results <- Database.connect[IO](lab.config()).use { db =>
-          def phase[A](p: Phase)(io: IO[A]): IO[Option[A]] = if s.runs(p) then io.map(Some(_)) else IO.none
+          def phase[A](p: Phase)(io: IO[A]): IO[Option[A]] =
+            if s.runs(p) then in(p.label)(io).map(Some(_)) else IO.none
           for
             enq <- phase(Phase.Enqueue)(Phases.enqueue(db, "enqueue", s.n, s.keys, s.enqueuers).flatTap(r =>
               IO.println(
@@ -261,19 +296,22 @@ object DurableLab extends Experiment:
               s.keys,
               s.kills,
               s.heartbeat,
-              s.deadAfter
+              s.deadAfter,
+              restartEvery = s.restartEvery
             )))
             // last, in a schema of its own: its millions of rows slow no other phase's queries
             history <- s.history.filter(_ => s.runs(Phase.History)).traverse(h =>
-              timed("history")(HistoryPhase.run(lab, h, s.n))
+              in(Phase.History.label)(timed("history")(HistoryPhase.run(lab, h, s.n)))
             )
             control <- phase(Phase.Control)(timed("control")(ControlPhase.run(db, 4, s.rateWindow)))
           yield Results(enq, rounds.orEmpty, notify.orEmpty, poll.orEmpty, kill, history, control)
         }
-        _ <- IO.println(DurableReport.table(s, results))
-        _ <- s.json.traverse_(p => ExperimentIo.writeJson(p, DurableReport.json(s, results)))
+        _ <- in("report")(
+          IO.println(DurableReport.table(s, results)) *>
+            s.json.traverse_(p => ExperimentIo.writeJson(p, DurableReport.json(s, results)))
+        )
       yield results
-    }
+    })
 
   private def timed[A](phase: String)(io: IO[A]): IO[A] =
     io.timed.flatMap((t, a) => IO.println(f"  $phase: ${t.toMillis / 1e3}%.1f s").as(a))

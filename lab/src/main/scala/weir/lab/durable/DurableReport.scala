@@ -60,7 +60,13 @@ object DurableReport:
           "kill run: enqueue→start under backlog p50 / p99",
           f"${k.backlogP50Ms}%.0f / ${k.backlogP99Ms}%.0f ms"
         ),
-        Vector("kill run: workers killed", k.kills.size.toString),
+        Vector("kill run: workers killed", k.kills.size.toString)
+      ) ++ Option.when(s.restartEvery.isDefined || k.restarts.nonEmpty)(
+        Vector(
+          s"kill run: server restarts${s.restartEvery.fold("")(d => s" (every $d)")}; stop → answering again, mean / max",
+          s"${k.restarts.size}; ${meanMax(k.restarts.map(_.outageMillis))}"
+        )
+      ) ++ Vector(
         Vector(
           s"kill run: kill → tasks rescued, mean / max (heartbeat ${s.heartbeat.toMillis} ms, deadAfter ${s.deadAfter.toMillis} ms)",
           meanMax(k.rescueMillis)
@@ -81,13 +87,20 @@ object DurableReport:
           s"${meanMax(k.lockFreed.flatten)} (${k.lockFreed.flatten.size} of ${k.kills.size})"
         ),
         Vector("kill run: kill → first re-run of a task it held, mean / max", meanMax(k.rerunMillis)),
-        Vector("kill run: live workers taken for dead (rescued before any kill)", k.falseRescues.toString),
+        Vector(
+          "kill run: live workers taken for dead (rescued before any kill, no restart to explain it)",
+          k.falseRescues.toString
+        ),
+        Vector(
+          "kill run: live workers rescued after a restart ended their sessions",
+          k.restartRescues.toString
+        ),
         Vector("kill run: lost tasks", k.lost.toString),
         Vector(
-          "kill run: tasks run twice (each repeat after its worker's kill?)",
+          "kill run: tasks run twice (each repeat after its worker's kill or a restart?)",
           s"${k.duplicates} (${
               if k.unexplainedDuplicates == 0 then "yes" else s"no: ${k.unexplainedDuplicates}"
-            })"
+            }; ${k.repeatsAfterRestart} repeat(s) explained by a restart alone)"
         ),
         Vector("kill run: keys out of order", k.keyViolations.toString)
       )
@@ -156,6 +169,7 @@ object DurableReport:
         "limit" -> s.limit.asJson,
         "keys" -> s.keys.asJson,
         "kill_every_ms" -> s.kills.map(_.toMillis).asJson,
+        "restart_every_ms" -> s.restartEvery.map(_.toMillis).asJson,
         "heartbeat_ms" -> s.heartbeat.toMillis.asJson,
         "dead_after_ms" -> s.deadAfter.toMillis.asJson,
         "history" -> s.history.asJson,
@@ -200,6 +214,10 @@ object DurableReport:
               }.asJson,
             "rerun_ms" -> k.rerunMillis.map(number).asJson,
             "false_rescues" -> k.falseRescues.asJson,
+            "restarts" -> k.restarts.size.asJson,
+            "restart_outage_ms" -> k.restarts.map(r => number(r.outageMillis)).asJson,
+            "restart_rescues" -> k.restartRescues.asJson,
+            "repeats_after_restart" -> k.repeatsAfterRestart.asJson,
             "lost" -> k.lost.asJson,
             "executions" -> k.executions.asJson,
             "duplicates" -> k.duplicates.asJson,

@@ -3,7 +3,6 @@ package weir.lab.durable
 import cats.effect.{Deferred, IO, Ref, Resource}
 import cats.syntax.all.*
 import doobie.*
-import doobie.implicits.*
 import fs2.{Pull, Stream}
 import weir.{Limit, Pipeline, Source}
 import weir.postgres.*
@@ -75,8 +74,9 @@ object HistoryPhase:
             fill <- fillTo(own, queue, target).timed
             _ <- vacuum(own)
             rows <- count(own, "finished")
-            bytes <- Fragment.const(s"SELECT pg_total_relation_size('${own.schema("finished")}')").query[Long]
-              .unique.transact(own.admin)
+            bytes <- own.read("the history's size")(
+              Fragment.const(s"SELECT pg_total_relation_size('${own.schema("finished")}')").query[Long].unique
+            )
             _ <- enqueue(db, queue, backlog)
             drained <- drain(db, queue, keep = true)
             (claims, seconds) = drained
@@ -176,4 +176,6 @@ object HistoryPhase:
     lab.autocommit(s"VACUUM (ANALYZE) ${lab.schema("tasks")}, ${lab.schema("finished")}")
 
   private def count(lab: LabDatabase, table: String): IO[Long] =
-    Fragment.const(s"SELECT count(*) FROM ${lab.schema(table)}").query[Long].unique.transact(lab.admin)
+    lab.read(s"the rows of $table")(
+      Fragment.const(s"SELECT count(*) FROM ${lab.schema(table)}").query[Long].unique
+    )

@@ -24,8 +24,17 @@ object KillPhase:
   final case class Kill(workerId: Long, atMillis: Double, sessionHeld: Boolean, othersAlive: Int)
 
   /**
-   * `unexplained` names each task whose repeat no kill explains; `rescueOfKill`, per kill, its first rescue;
-   * `lockFreed`, per kill, when the server freed the worker's session lock (see [[KillWatch]]).
+   * A restart of the server (`--restart-every`): when its stop began and when it answered again, on this
+   * machine's clock, which is the server's too (the lab restarts only the embedded server it started here).
+   */
+  final case class Restart(downMillis: Double, upMillis: Double):
+    def outageMillis: Double = upMillis - downMillis
+
+  /**
+   * `unexplained` names each task whose repeat no kill or restart explains; `repeatsAfterRestart` counts
+   * the repeats only a restart explains; `rescueOfKill`, per kill, its first rescue; `lockFreed`, per kill,
+   * when the server freed the worker's session lock (see [[KillWatch]]); `restartRescues`, the rescues of
+   * live workers whose sessions a restart ended (not counted in `falseRescues`).
    */
   final case class KillRun(
       tasks: Int,
@@ -39,6 +48,9 @@ object KillPhase:
       rescueOfKill: Vector[Option[(Double, Boolean)]],
       lockFreed: Vector[Option[Double]],
       falseRescues: Long,
+      restarts: Vector[Restart],
+      repeatsAfterRestart: Long,
+      restartRescues: Long,
       rerunMillis: Vector[Double],
       backlogP50Ms: Double,
       backlogP99Ms: Double
@@ -56,9 +68,11 @@ object KillPhase:
   /**
    * `n` tasks (every 4th keyed) worked by `workers` processes that record each execution; with `killEvery`,
    * a random worker is SIGKILLed at random moments around every `killEvery` (while tasks remain) and a new
-   * one started. Counts lost tasks, duplicate executions and whether each had an earlier run on a killed
-   * worker, per-key order violations, the time from each kill to its worker's tasks being rescued and to
-   * the first re-run of one of them, and enqueue-to-start latency under backlog.
+   * one started; with `restartEvery`, the server is restarted every `restartEvery` (while tasks remain; only
+   * a server the lab started, `lab.restart`). Counts lost tasks, duplicate executions and whether each had
+   * an earlier run on a killed worker or across a restart, per-key order violations, the time from each
+   * kill to its worker's tasks being rescued and to the first re-run of one of them, and enqueue-to-start
+   * latency under backlog. The lab's own reads ride out a restart ([[Retrying]]).
    */
   def run(
       lab: LabDatabase,
@@ -70,7 +84,8 @@ object KillPhase:
       keys: Int,
       killEvery: Option[FiniteDuration],
       heartbeat: FiniteDuration,
-      deadAfter: FiniteDuration
+      deadAfter: FiniteDuration,
+      restartEvery: Option[FiniteDuration] = None
   ): IO[KillRun] =
     val s = lab.schema
     val args = List(
@@ -85,21 +100,27 @@ object KillPhase:
     val clock =
       Fragment.const("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8").query[Double].unique
     // whether any task is left: a count would scan the backlog every time, on the cores the workers need
-    val anyLeft =
+    val anyLeft = lab.read("whether tasks remain")(
       (Fragment.const(s"SELECT EXISTS (SELECT 1 FROM ${s("tasks")} WHERE queue = ") ++ fr0"$queue)")
-        .query[Boolean].unique.transact(lab.admin)
+        .query[Boolean].unique
+    )
+    val restarting = restartEvery.traverse(every =>
+      lab.restart.map((every, _)).liftTo[IO](new IllegalArgumentException(
+        "--restart-every: the lab cannot restart a server it did not start (--url or $WEIR_DATABASE_URL)"
+      ))
+    )
     for
-      _ <- Fragment
+      restartWith <- restarting
+      _ <- lab.read("the executions table")(Fragment
         .const(s"""CREATE TABLE IF NOT EXISTS ${s(
             "executions"
-          )} (seq bigserial PRIMARY KEY, task_id bigint, attempt int,
-                    worker bigint, ordering_key text, started_at timestamptz DEFAULT clock_timestamp())""")
-        .update.run.transact(lab.admin)
+          )} (seq bigserial PRIMARY KEY, task_id bigint, attempt int, worker bigint, ordering_key text,
+                    started_at timestamptz DEFAULT clock_timestamp())""")
+        .update.run)
       enqueued <-
-        TaskQueue[IO, Int](db, queue).enqueueMany((1 to n).map(i =>
-          NewTask(i, orderingKey = Phases.key(i, keys))
-        ))
+        enqueueOnce(lab, db, queue, (1 to n).map(i => NewTask(i, orderingKey = Phases.key(i, keys))))
       kills <- Ref[IO].of(Vector.empty[Kill])
+      restarts <- Ref[IO].of(Vector.empty[Restart])
       freed <- Ref[IO].of(Map.empty[Long, Double])
       live <- Ref[IO].of(Vector.empty[(Children.Child, IO[Unit])])
       spawn = Children.start(args).allocated.flatMap(c => live.update(_ :+ c))
@@ -126,10 +147,10 @@ object KillPhase:
                     // what the other workers see of the victim: whether its session holds its lock (then its
                     // death is seen within a heartbeat), and how many others are alive to rescue its tasks
                     IO.uncancelable(_ =>
-                      TaskAdmin(db).workers.flatMap { ws =>
+                      Retrying("the workers' sessions")(TaskAdmin(db).workers).flatMap { ws =>
                         val held = ws.exists(w => w.id == victim.workerId && w.sessionHeld)
                         val others = ws.count(w => w.id != victim.workerId && w.sessionHeld)
-                        clock.transact(lab.admin).flatMap(at =>
+                        lab.read("the clock")(clock).flatMap(at =>
                           IO.blocking(victim.process.destroyForcibly().waitFor()) *>
                             kills.update(_ :+ Kill(victim.workerId, at, held, others)) *>
                             watchers.supervise(
@@ -147,41 +168,122 @@ object KillPhase:
             }
           loop
         }
+      // a restart every `every` while tasks remain; the restart itself is never interrupted (see LabDatabase)
+      restarter = restartWith.fold(IO.unit) { (every, restart) =>
+        def loop: IO[Unit] =
+          IO.sleep(every) *> anyLeft.flatMap { left =>
+            if !left then IO.unit
+            else
+              for
+                down <- IO.realTime
+                _ <- restart
+                up <- IO.realTime
+                _ <- restarts.update(_ :+ Restart(down.toMillis.toDouble, up.toMillis.toDouble))
+                _ <- IO.realTimeInstant.flatMap(now =>
+                  IO.consoleForIO.errorln(s"  [lab] $now server restarted (down ${(up - down).toMillis} ms)")
+                )
+                _ <- loop
+              yield ()
+          }
+        loop
+      }
       _ <- (Supervisor[IO](await = true), Resource.make(IO.unit)(_ => live.get.flatMap(_.traverse_(_._2))))
         .tupled.use { (watchers, _) =>
-          // the killer is stopped as soon as the queue is empty, rather than after its next nap
-          killer(watchers).background.surround((IO.sleep(200.millis) *> anyLeft).iterateUntil(!_)) *>
+          // the killer and the restarter are stopped as soon as the queue is empty, rather than after their
+          // next nap
+          (killer(watchers), restarter).parTupled.background.surround(
+            (IO.sleep(200.millis) *> anyLeft).iterateUntil(!_)
+          ) *>
             live.get.flatMap(_.traverse_(c => IO.interruptible(c._1.process.waitFor()).void))
         }
       killed <- kills.get
+      restarted <- restarts.get
       lockFreed <- freed.get
-      result <- analyse(lab, queue, enqueued.map(_.taskId), killed, lockFreed).transact(lab.admin)
+      result <- lab.read("the kill run's records")(
+        analyse(lab, queue, enqueued, killed, restarted, lockFreed, deadAfter)
+      )
     yield result
 
   /**
-   * The repeats no kill explains, one line for each task that has one: a repeat is explained only by the
-   * kill of the worker that ran the task before, ahead of the repeat's start. A repeat of a task whose
+   * Enqueues `tasks` in one transaction, into `queue`, which is empty and not worked yet, riding out a
+   * restart: after a failure that may have hidden the commit, the queue is read, and holds either all the
+   * tasks (the commit went through: their ids are returned) or none (the enqueue is tried again).
+   */
+  private def enqueueOnce(lab: LabDatabase, db: Database[IO], queue: String, tasks: Seq[NewTask[Int]])
+      : IO[Vector[Long]] =
+    val committed = lab.read("the enqueued tasks")(
+      (Fragment.const(s"SELECT id FROM ${lab.schema("tasks")} WHERE queue = ") ++ fr0"$queue ORDER BY id")
+        .query[Long].to[Vector]
+    )
+    Retrying("the enqueue")(
+      TaskQueue[IO, Int](db, queue).enqueueMany(tasks).map(_.map(_.taskId)).handleErrorWith { e =>
+        if !Retrying.transient(e) then IO.raiseError(e)
+        else committed.flatMap(ids => if ids.size == tasks.size then IO.pure(ids) else IO.raiseError(e))
+      }
+    )
+
+  /**
+   * The repeats no kill or restart explains, one line for each task that has one. A repeat is explained by
+   * the kill of the worker that ran the task before, ahead of the repeat's start; a repeat of a task whose
    * worker was alive (a false rescue, say) is not. The first run's own time is not compared with the
    * kill: every run of a killed worker began before it died, though its record, sent just before the
-   * signal, may reach the server after the kill's time was read. `runs` are (task, worker, key, start ms) in
-   * the order they were recorded.
+   * signal, may reach the server after the kill's time was read. A repeat is also explained by a restart
+   * that ended after the earlier run began and began before the repeat did (see [[byRestart]]). `runs`
+   * are (task, worker, key, start ms) in the order they were recorded.
    */
-  def unexplained(runs: Vector[(Long, Long, Option[String], Double)], kills: Vector[Kill]): Vector[String] =
+  def unexplained(
+      runs: Vector[(Long, Long, Option[String], Double)],
+      kills: Vector[Kill],
+      restarts: Vector[Restart] = Vector.empty
+  ): Vector[String] =
     val killOf = kills.map(k => k.workerId -> k).toMap
-    runs.groupBy(_._1).filter(_._2.size > 1).toVector.sortBy(_._1).flatMap { (task, rs) =>
-      rs.sliding(2).collect {
-        case Vector(before, after) if !killOf.get(before._2).exists(_.atMillis <= after._4) =>
+    repeats(runs).flatMap { (task, pairs) =>
+      pairs.collect {
+        case (before, after) if !byKill(killOf, before, after) && !byRestart(restarts, before, after) =>
           s"task $task: run on worker ${before._2} at ${before._4}, again on worker ${after._2} at ${after._4}" +
             killOf.get(before._2).fold(" (worker never killed)")(k => s" (worker killed at ${k.atMillis})")
       }.take(1)
     }
+
+  /** How many repeats a restart explains and no kill does. */
+  def repeatsAfterRestart(
+      runs: Vector[(Long, Long, Option[String], Double)],
+      kills: Vector[Kill],
+      restarts: Vector[Restart]
+  ): Long =
+    val killOf = kills.map(k => k.workerId -> k).toMap
+    repeats(runs).map(_._2.count((b, a) => !byKill(killOf, b, a) && byRestart(restarts, b, a))).sum.toLong
+
+  private type Execution = (Long, Long, Option[String], Double)
+
+  /** Each repeated task with its consecutive pairs of runs, by task. */
+  private def repeats(runs: Vector[Execution]): Vector[(Long, Vector[(Execution, Execution)])] =
+    runs.groupBy(_._1).filter(_._2.size > 1).toVector.sortBy(_._1).map((task, rs) =>
+      (task, rs.sliding(2).collect { case Vector(before, after) => (before, after) }.toVector)
+    )
+
+  private def byKill(killOf: Map[Long, Kill], before: Execution, after: Execution): Boolean =
+    killOf.get(before._2).exists(_.atMillis <= after._4)
+
+  /**
+   * Whether a restart lies between two runs of a task: it ended after the earlier run began and began
+   * before the repeat. A restart ends every session and stops every heartbeat: until the earlier run's
+   * worker has heartbeated again, another worker's rescuer may take it for dead (an outage longer than
+   * `deadAfter`, or a heartbeat that resumes late on a starved machine) and its tasks run again. A run
+   * that began after the server was back is not explained by it; nor is one whose result committed before
+   * the stop, but the records do not say when a result committed, so such a repeat passes too.
+   */
+  def byRestart(restarts: Vector[Restart], before: Execution, after: Execution): Boolean =
+    restarts.exists(r => before._4 <= r.upMillis && r.downMillis <= after._4)
 
   private def analyse(
       lab: LabDatabase,
       queue: String,
       ids: Vector[Long],
       kills: Vector[Kill],
-      lockFreed: Map[Long, Double]
+      restarts: Vector[Restart],
+      lockFreed: Map[Long, Double],
+      deadAfter: FiniteDuration
   ): ConnectionIO[KillRun] =
     val s = lab.schema
     val killOf = kills.map(k => k.workerId -> k).toMap
@@ -230,9 +332,19 @@ object KillPhase:
           (e._2 - k.atMillis, e._3)
         )
       )
-      // a rescue of a worker before its kill, or of one never killed: a live worker taken for dead
-      val falseRescues =
-        rescuedAt.count((w, ats) => killOf.get(w).forall(k => ats.exists(_ < k.atMillis))).toLong
+      // a restart ends every worker's session: until a live worker has reconnected and taken its lock
+      // again, the others find it dead by its ended session, or by its silence during the outage. Within
+      // `deadAfter` of the server's return every live worker has heartbeated again (heartbeat < deadAfter)
+      val afterRestart = (at: Double) =>
+        restarts.exists(r => r.downMillis <= at && at <= r.upMillis + deadAfter.toMillis)
+      // a rescue of a worker before its kill, or of one never killed, that no restart explains: a live
+      // worker taken for dead
+      val falseRescues = rescuedAt.count((w, ats) =>
+        ats.exists(at => !afterRestart(at) && killOf.get(w).forall(at < _.atMillis))
+      ).toLong
+      val restartRescues = rescuedAt.count((w, ats) =>
+        ats.exists(at => afterRestart(at) && killOf.get(w).forall(at < _.atMillis))
+      ).toLong
       val violations = runs.filter(_._3.isDefined).groupBy(_._3).values.count { rs =>
         val collapsed = rs.map(_._1).foldLeft(Vector.empty[Long])((acc, id) =>
           if acc.lastOption.contains(id) then acc else acc :+ id
@@ -252,12 +364,15 @@ object KillPhase:
         lost = lost,
         executions = runs.size.toLong,
         duplicates = twice.size.toLong,
-        unexplained = unexplained(runs, kills),
+        unexplained = unexplained(runs, kills, restarts),
         keyViolations = violations.toLong,
         kills = kills,
         rescueOfKill = rescueOfKill,
         lockFreed = kills.map(k => lockFreed.get(k.workerId)),
         falseRescues = falseRescues,
+        restarts = restarts,
+        repeatsAfterRestart = repeatsAfterRestart(runs, kills, restarts),
+        restartRescues = restartRescues,
         rerunMillis = reruns,
         backlogP50Ms = backlog._1,
         backlogP99Ms = backlog._2

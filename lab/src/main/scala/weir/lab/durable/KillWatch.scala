@@ -1,6 +1,6 @@
 package weir.lab.durable
 
-import cats.effect.IO
+import cats.effect.{IO, Ref}
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
@@ -62,15 +62,19 @@ object KillWatch:
             lines.map("\n    " + _).mkString
         )
       }
-    def loop(db: Transactor[IO], freed: Option[Double], reported: Int): IO[Option[Double]] =
-      state.transact(db).flatMap { (now, held, running) =>
-        val since = now - atMillis
-        val freedNow = freed.orElse(Option.when(!held)(since))
-        if (freedNow.isDefined && running == 0) || since > limit.toMillis then IO.pure(freedNow)
-        else
-          val due = running > 0 && since >= reportEvery * (reported + 1)
-          say(db, since, held, running).whenA(due) *> IO.sleep(every) *>
-            loop(db, freedNow, if due then reported + 1 else reported)
-      }
-    // one connection for the whole watch: a new one every 50 ms would load the machine it watches
-    lab.session.use(loop(_, None, 0))
+    // (lock first seen freed, reports made): kept across the sessions of a watch that a restart interrupts
+    Ref[IO].of((Option.empty[Double], 0)).flatMap { seen =>
+      def loop(db: Transactor[IO]): IO[Option[Double]] =
+        (state.transact(db), seen.get).flatMapN { case ((now, held, running), (freed, reported)) =>
+          val since = now - atMillis
+          val freedNow = freed.orElse(Option.when(!held)(since))
+          if (freedNow.isDefined && running == 0) || since > limit.toMillis then IO.pure(freedNow)
+          else
+            val due = running > 0 && since >= reportEvery * (reported + 1)
+            say(db, since, held, running).whenA(due) *>
+              seen.set((freedNow, if due then reported + 1 else reported)) *> IO.sleep(every) *> loop(db)
+        }
+      // one connection for the whole watch (a new one every 50 ms would load the machine it watches), opened
+      // again when a restart ends it
+      Retrying(s"the watch of worker $workerId")(lab.session.use(loop))
+    }

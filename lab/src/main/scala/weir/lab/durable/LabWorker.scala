@@ -15,6 +15,10 @@ import scala.concurrent.duration.*
  * key order; with `noop` the handler does nothing (the throughput run). It ends when the queue is empty
  * (`record`) or when it is told to stop (SIGTERM: the worker drains and hands back what it holds).
  *
+ * It rides out a restart of the server as the lab does ([[Retrying]]): its start (the pools, the worker's
+ * registration) is retried; weir's worker retries its own calls, and runs again a task whose record failed. An error it cannot
+ * survive ends it with one line on standard output (which the lab passes on) and exit code 1.
+ *
  * args: url schema queue limit record|noop heartbeatMillis deadAfterMillis
  */
 object LabWorker extends WeirApp:
@@ -64,38 +68,46 @@ object LabWorker extends WeirApp:
           hikari.setMaximumPoolSize(16)
           new HikariDataSource(hikari)
         })(ds => IO.blocking(ds.close()))
-        (Database.connect[IO](DatabaseConfig(url, schema = schema, poolSize = 4)), recorder).tupled.use {
-          (db, ds) =>
-            val insert =
-              s"INSERT INTO ${schema("executions")} (task_id, attempt, worker, ordering_key) VALUES (?, ?, ?, ?)"
-            // one blocking call per record, on a plain pooled connection in autocommit
-            def handle(owner: Long)(job: Job[Int]): IO[Unit] =
-              if !record then IO.unit
-              else
-                IO.blocking {
-                  val c = ds.getConnection
-                  try
-                    val ps = c.prepareStatement(insert)
-                    ps.setLong(1, job.id)
-                    ps.setInt(2, job.attempt)
-                    ps.setLong(3, owner)
-                    ps.setString(4, job.orderingKey.orNull)
-                    ps.executeUpdate(): Unit
-                  finally c.close()
-                }
-            IO.deferred[Long].flatMap { owner =>
-              DurableWorker
-                .start[IO, Int, Unit](db, config) { source =>
-                  Pipeline(
-                    source
-                  ).process(job => owner.get.flatMap(handle(_)(job))).withLimit(Limit.fixed(limit.toInt))
-                }
-                .use(w =>
-                  owner.complete(w.id) *> IO.println(s"worker ${w.id}") *>
-                    report(w).background.surround(w.running.join.void)
-                )
-            }
-        }.as(ExitCode.Success)
+        val connections = Retrying.resource("the worker's connections")(
+          (Database.connect[IO](DatabaseConfig(url, schema = schema, poolSize = 4)), recorder).tupled
+        )
+        connections.use { (db, ds) =>
+          val insert =
+            s"INSERT INTO ${schema("executions")} (task_id, attempt, worker, ordering_key) VALUES (?, ?, ?, ?)"
+          // one blocking call per record, on a plain pooled connection in autocommit. A record is not retried
+          // here: one that fails fails the run, which weir runs again (a new run, with its own record). A record
+          // retried in place would reach the server after the outage, behind runs of the task's key that
+          // started later, and its place in the record would no longer be its run's
+          def handle(owner: Long)(job: Job[Int]): IO[Unit] =
+            if !record then IO.unit
+            else
+              IO.blocking {
+                val c = ds.getConnection
+                try
+                  val ps = c.prepareStatement(insert)
+                  ps.setLong(1, job.id)
+                  ps.setInt(2, job.attempt)
+                  ps.setLong(3, owner)
+                  ps.setString(4, job.orderingKey.orNull)
+                  ps.executeUpdate(): Unit
+                finally c.close()
+              }
+          IO.deferred[Long].flatMap { owner =>
+            Retrying.resource("the worker's start")(
+              DurableWorker.start[IO, Int, Unit](db, config) { source =>
+                Pipeline(
+                  source
+                ).process(job => owner.get.flatMap(handle(_)(job))).withLimit(Limit.fixed(limit.toInt))
+              }
+            )
+              .use(w =>
+                owner.complete(w.id) *> IO.println(s"worker ${w.id}") *>
+                  report(w).background.surround(w.running.join.void)
+              )
+          }
+        }.as(ExitCode.Success).handleErrorWith(e =>
+          IO.println(s"worker failed: ${Retrying.firstLine(e)}").as(ExitCode(1))
+        )
       case _ =>
         IO.consoleForIO.errorln(
           s"usage: LabWorker url schema queue limit record|noop heartbeatMs deadAfterMs, was: $args"

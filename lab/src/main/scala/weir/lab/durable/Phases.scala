@@ -65,9 +65,10 @@ object Phases:
       between: IO[Either[String, Double]]
   ): IO[Vector[Round]] =
     val args = List(lab.url, lab.schema.name, queue, limit.toString, "noop", "1000", "3000")
-    val empty =
+    val empty = lab.read("whether the queue is empty")(
       (Fragment.const(s"SELECT NOT EXISTS (SELECT 1 FROM ${lab.schema("tasks")} WHERE queue = ") ++
-        fr0"$queue)").query[Boolean].unique.transact(lab.admin)
+        fr0"$queue)").query[Boolean].unique
+    )
     def round(tasks: Int): IO[Double] =
       for
         _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to tasks).map(NewTask(_)))

@@ -1,6 +1,6 @@
 package weir.lab.durable
 
-import cats.effect.{ExitCode, IO}
+import cats.effect.{ExitCode, IO, Resource}
 import io.circe.parser.parse
 import munit.CatsEffectSuite
 import weir.lab.Stats
@@ -77,6 +77,71 @@ class DurableLabSuite extends CatsEffectSuite:
     }
   }
 
+  test(
+    "--restart-every on the embedded server: restarted mid-run, workers killed too; nothing lost, keys in order, every repeat explained"
+  ) {
+    val run = IO.blocking(Files.createTempFile("durable-restart", ".json")).flatMap { file =>
+      DurableLab.run(List(
+        "--only",
+        "kill",
+        "--tasks",
+        "2000",
+        "--limit",
+        "16",
+        "--keys",
+        "10",
+        "--kill-every",
+        "1s",
+        "--restart-every",
+        "1s",
+        "--json",
+        file.toString
+      ))
+        .flatMap(code => IO.blocking(Files.readString(file)).map(text => (code, text)))
+        .guarantee(IO.blocking(Files.deleteIfExists(file)).void)
+    }
+    run.map { (code, text) =>
+      val c = parse(text).fold(e => fail(s"not JSON: $e"), identity).hcursor
+      assertEquals(c.downField("settings").get[Long]("restart_every_ms"), Right(1000L), text)
+      val kill = c.downField("records").downField("kill_run")
+      val restarts = kill.get[Int]("restarts").getOrElse(fail(text))
+      assert(restarts >= 1, text)
+      assertEquals(kill.get[Vector[Double]]("restart_outage_ms").map(_.size), Right(restarts), text)
+      assert(kill.get[Vector[Double]]("restart_outage_ms").exists(_.forall(_ > 0)), text)
+      assertEquals(kill.get[Long]("lost"), Right(0L), text)
+      assertEquals(kill.get[Long]("key_violations"), Right(0L), text)
+      assertEquals(kill.get[Long]("unexplained_duplicates"), Right(0L), text)
+      assert(kill.get[Long]("executions").exists(_ >= 2000L), text)
+      assertEquals(c.downField("records").get[String]("status"), Right("ok"), text)
+      assertEquals(code, ExitCode.Success)
+    }
+  }
+
+  test("an unreachable --url ends the run with one line naming the phase and the cause, exit code 1") {
+    val url = "postgresql://postgres:secret@127.0.0.1:1/postgres"
+    val err = new java.io.ByteArrayOutputStream()
+    val captured = Resource.make(IO {
+      val before = System.err
+      System.setErr(new java.io.PrintStream(err, true))
+      before
+    })(before => IO(System.setErr(before)))
+    for
+      code <- captured.surround(DurableLab.run(List("--url", url, "--only", "kill", "--tasks", "10")))
+      failed <- DurableLab.execute(DurableLab.Settings(url = Some(url), tasks = 10)).attempt
+    yield
+      assertEquals(code, ExitCode(1))
+      val lines = err.toString.linesIterator.toVector
+      assertEquals(lines.size, 1, lines.mkString("\n"))
+      assert(
+        lines.head.startsWith("weir lab durable: the start phase failed: cannot reach the database"),
+        lines.head
+      )
+      assert(lines.head.contains("127.0.0.1:1") && !lines.head.contains("secret"), lines.head)
+      val e = failed.swap.getOrElse(fail("the run did not fail"))
+      assert(e.isInstanceOf[DurableLab.PhaseFailed], e.toString)
+      assertEquals(DurableLab.failureLine(e), lines.head)
+  }
+
   test("--only history: claim time measured at every history size, with the ratio largest / empty") {
     val settings = DurableLab.Settings(url = None, tasks = 2000, history = Some(20000L))
     val run = IO.blocking(Files.createTempFile("durable-history", ".json")).flatMap { file =>
@@ -136,6 +201,24 @@ class DurableLabSuite extends CatsEffectSuite:
     assert(bad("--only", "history").contains("--only history needs --history N"))
     assert(bad("--rounds", "0").contains("--rounds must be > 0, was: 0"))
     assert(bad("--enqueuers", "-2").contains("--enqueuers must be > 0, was: -2"))
+    assert(bad("--restart-every", "0s").contains("--restart-every must be a positive duration, was: 0s"))
+    assert(bad("--restart-every", "-5s").contains("--restart-every must be a positive duration, was: -5s"))
+    assert(bad(
+      "--restart-every",
+      "soon"
+    ).contains("--restart-every must be a duration such as 3s or 500ms, was: soon"))
+    val external = bad("--url", "postgresql://u:pw@db.example:5432/x", "--restart-every", "5s")
+    assert(
+      external.contains("--restart-every") && external.contains("cannot restart the server at") &&
+        external.contains("db.example") && !external.contains("pw@"),
+      external
+    )
+    assert(bad(
+      "--restart-every",
+      "5s",
+      "--only",
+      "throughput"
+    ).contains("--restart-every restarts the server during the kill run"))
     DurableLab.run(List("--keys", "-1")).map(code => assertEquals(code, ExitCode(2)))
   }
 

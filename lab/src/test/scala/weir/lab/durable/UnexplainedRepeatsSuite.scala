@@ -37,3 +37,23 @@ class UnexplainedRepeatsSuite extends FunSuite:
     val runs = Vector(run(5, 1, 500), run(5, 2, 1500), run(5, 2, 1600))
     assertEquals(KillPhase.unexplained(runs, kills).size, 1)
   }
+
+  // the server is stopped at 2,000 ms and answers again at 3,000 ms
+  private val restarts = Vector(KillPhase.Restart(2000.0, 3000.0))
+
+  test("a repeat across a restart is explained: the earlier run began before the server was back") {
+    val runs = Vector(run(7, 2, 1900), run(7, 2, 3200), run(8, 2, 2500), run(8, 2, 3100))
+    assertEquals(KillPhase.unexplained(runs, kills, restarts), Vector.empty)
+    assertEquals(KillPhase.repeatsAfterRestart(runs, kills, restarts), 2L)
+  }
+
+  test("a repeat begun before the restart, or whose earlier run began after it, is not") {
+    val runs = Vector(run(7, 2, 1500), run(7, 2, 1800), run(8, 2, 3100), run(8, 2, 3500))
+    val found = KillPhase.unexplained(runs, kills, restarts)
+    assertEquals(found.size, 2, found)
+    assertEquals(KillPhase.repeatsAfterRestart(runs, kills, restarts), 0L)
+  }
+
+  test("a repeat explained by a kill is not counted as the restart's") {
+    assertEquals(KillPhase.repeatsAfterRestart(Vector(run(7, 1, 900), run(7, 2, 3500)), kills, restarts), 0L)
+  }
