@@ -23,10 +23,13 @@ class RefusalSuite extends CatsEffectSuite with ScalaCheckSuite:
       asked += 1
       refuse(id)
 
-  private def jobs(n: Int, keys: Int)(refuse: Int => Option[String]): List[Job] =
-    (0 until n).toList.map(i => new Job(i, s"k${i % keys}", refuse))
+  private def jobs(n: Int, keys: Int)(refuse: Int => Option[String]): List[Job] = (0 until n).toList.map(i =>
+    new Job(i, s"k${i % keys}", refuse)
+  )
 
-  test("a refused task never starts, and its NotStarted(Refused) outcome is published while the run goes on") {
+  test(
+    "a refused task never starts, and its NotStarted(Refused) outcome is published while the run goes on"
+  ) {
     val tasks = jobs(10, keys = 10)(i => Option.when(i % 3 == 0)(s"no $i"))
     for
       started <- Ref[IO].of(Vector.empty[Int])
@@ -34,7 +37,9 @@ class RefusalSuite extends CatsEffectSuite with ScalaCheckSuite:
       outcomes <- Pipeline(Source.refusable(Stream.emits(tasks).covary[IO]))
         // the last task to run waits until the consumer has seen a refusal: were refusals published only
         // at the end of the run, it would wait for ever
-        .process(j => (if j.id == 8 then refusalSeen.get.timeout(10.seconds) else IO.unit) *> started.update(_ :+ j.id))
+        .process(j =>
+          (if j.id == 8 then refusalSeen.get.timeout(10.seconds) else IO.unit) *> started.update(_ :+ j.id)
+        )
         .withLimit(Limit.fixed(1))
         .outcomes
         .evalTap {
@@ -46,7 +51,9 @@ class RefusalSuite extends CatsEffectSuite with ScalaCheckSuite:
       ran <- started.get
     yield
       assertEquals(ran, Vector(1, 2, 4, 5, 7, 8))
-      val refused = outcomes.collect { case TaskOutcome.NotStarted(j, NotStartedReason.Refused(why)) => (j.id, why) }
+      val refused = outcomes.collect { case TaskOutcome.NotStarted(j, NotStartedReason.Refused(why)) =>
+        (j.id, why)
+      }
       assertEquals(refused, Vector(0 -> "no 0", 3 -> "no 3", 6 -> "no 6", 9 -> "no 9"))
       assertEquals(outcomes.size, 10)
   }
@@ -109,7 +116,12 @@ class RefusalSuite extends CatsEffectSuite with ScalaCheckSuite:
   }
 
   property("whatever refuses, every task ends exactly once: run or refused") {
-    Prop.forAllNoShrink(Gen.choose(0, 60), Gen.choose(1, 8), Gen.choose(1, 5), Gen.listOfN(60, Gen.oneOf(true, false))) {
+    Prop.forAllNoShrink(
+      Gen.choose(0, 60),
+      Gen.choose(1, 8),
+      Gen.choose(1, 5),
+      Gen.listOfN(60, Gen.oneOf(true, false))
+    ) {
       (n, limit, keys, refusals) =>
         val tasks = jobs(n, keys)(i => Option.when(refusals(i))("no"))
         val result =

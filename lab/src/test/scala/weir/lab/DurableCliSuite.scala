@@ -3,7 +3,9 @@ package weir.lab
 import cats.effect.{ExitCode, IO, Resource}
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres
 import munit.CatsEffectSuite
-import weir.postgres.{Database, DatabaseConfig, NewTask, QueueRate, Schedule, Scheduler, Schema, TaskAdmin, TaskQueue}
+import weir.postgres.{
+  Database, DatabaseConfig, NewTask, QueueRate, Schedule, Scheduler, Schema, TaskAdmin, TaskQueue
+}
 
 class DurableCliSuite extends CatsEffectSuite:
 

@@ -40,7 +40,6 @@ final class Job[+A] private[postgres] (
    */
   def refusal: Option[String] = liveness.refusal(token)
 
-
   /**
    * Completes this task as part of the caller's transaction: the handler's own writes and the completion
    * commit together or not at all, so a handler that writes to weir's database has exactly-once effects

@@ -31,52 +31,60 @@ class RevokedClaimSuite extends DbSuite:
   private def poll[A](what: String)(read: IO[A])(done: A => Boolean): IO[A] =
     Ref[IO].of(Option.empty[A]).flatMap { last =>
       def loop: IO[A] =
-        read.flatTap(a => last.set(Some(a))).flatMap(a => if done(a) then IO.pure(a) else IO.sleep(20.millis) *> loop)
-      loop.timeoutTo(60.seconds, last.get.flatMap(a => IO.raiseError(new AssertionError(s"waited 60 s for $what: $a"))))
+        read.flatTap(a => last.set(Some(a))).flatMap(a =>
+          if done(a) then IO.pure(a) else IO.sleep(20.millis) *> loop
+        )
+      loop.timeoutTo(
+        60.seconds,
+        last.get.flatMap(a => IO.raiseError(new AssertionError(s"waited 60 s for $what: $a")))
+      )
     }
 
-  withDb("a worker whose heartbeat was held up past deadAfter starts none of the claims rescued from it") { db =>
-    val queue = TaskQueue[IO, Int](db, "rv")
-    val config = TestWorkers.config("rv").copy(stopWhenEmpty = false, claimBatch = 20, deadAfter = 1.second)
-    for
-      _ <- queue.enqueueMany((1 to 20).map(NewTask(_)))
-      runs <- Ref[IO].of(Vector.empty[(Int, String)])
-      gate <- IO.deferred[Unit]
-      firstRunning <- IO.deferred[Unit]
-      slow = DurableWorker.start[IO, Int, Unit](db, config) { source =>
-        Pipeline(source).process { job =>
-          runs.update(_ :+ (job.payload -> "slow")) *> firstRunning.complete(()) *> gate.get
-        }.withLimit(Limit.fixed(1))
-      }
-      rescuer = DurableWorker.start[IO, Int, Unit](db, config) { source =>
-        Pipeline(source).process(job => runs.update(_ :+ (job.payload -> "rescuer"))).withLimit(Limit.fixed(4))
-      }
-      result <- slow.use { a =>
-        for
-          _ <- firstRunning.get
-          _ <- poll("20 claims")(a.stats)(_.claimed == 20L)
-          stats <- holdRow(db, a.id).use { _ =>
-            rescuer.use { _ =>
-              for
-                // every task of the slow worker was rescued and run again by the other one
-                _ <- poll("20 finished")(Rows.count(db, "finished"))(_ == 20L)
-                _ <- gate.complete(())
-                // its claims still in its buffer now come up, and refuse: its heartbeat has not committed
-                stats <- poll("19 refused")(a.stats)(_.refused == 19L)
-              yield stats
+  withDb("a worker whose heartbeat was held up past deadAfter starts none of the claims rescued from it") {
+    db =>
+      val queue = TaskQueue[IO, Int](db, "rv")
+      val config = TestWorkers.config("rv").copy(stopWhenEmpty = false, claimBatch = 20, deadAfter = 1.second)
+      for
+        _ <- queue.enqueueMany((1 to 20).map(NewTask(_)))
+        runs <- Ref[IO].of(Vector.empty[(Int, String)])
+        gate <- IO.deferred[Unit]
+        firstRunning <- IO.deferred[Unit]
+        slow = DurableWorker.start[IO, Int, Unit](db, config) { source =>
+          Pipeline(source).process { job =>
+            runs.update(_ :+ (job.payload -> "slow")) *> firstRunning.complete(()) *> gate.get
+          }.withLimit(Limit.fixed(1))
+        }
+        rescuer = DurableWorker.start[IO, Int, Unit](db, config) { source =>
+          Pipeline(
+            source
+          ).process(job => runs.update(_ :+ (job.payload -> "rescuer"))).withLimit(Limit.fixed(4))
+        }
+        result <- slow.use { a =>
+          for
+            _ <- firstRunning.get
+            _ <- poll("20 claims")(a.stats)(_.claimed == 20L)
+            stats <- holdRow(db, a.id).use { _ =>
+              rescuer.use { _ =>
+                for
+                  // every task of the slow worker was rescued and run again by the other one
+                  _ <- poll("20 finished")(Rows.count(db, "finished"))(_ == 20L)
+                  _ <- gate.complete(())
+                  // its claims still in its buffer now come up, and refuse: its heartbeat has not committed
+                  stats <- poll("19 refused")(a.stats)(_.refused == 19L)
+                yield stats
+              }
             }
-          }
-        yield stats
-      }
-      ran <- runs.get
-      finished <- Rows.finished(db)
-    yield
-      val slowRuns = ran.filter(_._2 == "slow")
-      // the one task the slow worker started, before it was taken for dead; nothing after
-      assertEquals(slowRuns.size, 1, ran.toString)
-      assertEquals(ran.filter(_._2 == "rescuer").map(_._1).sorted, (1 to 20).toVector)
-      assertEquals(finished.map(_._2).distinct, Vector("completed"))
-      assertEquals(finished.size, 20)
-      // refused, and handed back for nothing: the rescuer had finished them
-      assertEquals((result.refused, result.completed, result.released), (19L, 0L, 0L))
+          yield stats
+        }
+        ran <- runs.get
+        finished <- Rows.finished(db)
+      yield
+        val slowRuns = ran.filter(_._2 == "slow")
+        // the one task the slow worker started, before it was taken for dead; nothing after
+        assertEquals(slowRuns.size, 1, ran.toString)
+        assertEquals(ran.filter(_._2 == "rescuer").map(_._1).sorted, (1 to 20).toVector)
+        assertEquals(finished.map(_._2).distinct, Vector("completed"))
+        assertEquals(finished.size, 20)
+        // refused, and handed back for nothing: the rescuer had finished them
+        assertEquals((result.refused, result.completed, result.released), (19L, 0L, 0L))
   }

@@ -6,7 +6,8 @@ import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
 
 /** A worker's counters, bumped by its parts from any thread; read as a [[WorkerStats]]. */
 private[postgres] final class Counters:
-  val claimed, heldBack, completed, retried, dead, released, snoozed, refused, rescued, taken, databaseErrors =
+  val claimed, heldBack, completed, retried, dead, released, snoozed, refused, rescued, taken,
+      databaseErrors =
     new AtomicLong
   private val last = new AtomicReference[Option[Throwable]](None)
 

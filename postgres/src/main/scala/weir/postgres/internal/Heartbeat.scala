@@ -42,5 +42,7 @@ private[postgres] object Heartbeat:
             }.void
           )
       }
-    val loop = (F.sleep(every / 2) *> beat.void.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[Unit]
+    val loop = (F.sleep(every / 2) *> beat.void.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[
+      Unit
+    ]
     F.background(loop).void

@@ -38,7 +38,8 @@ private[postgres] final class Liveness(period: FiniteDuration, claims: Claims):
       if age < bound then None
       else
         Some(
-          s"this worker's last heartbeat that committed is ${age / 1000000} ms old (a claim starts below ${bound / 1000000} ms): its claims may have been rescued"
+          s"this worker's last heartbeat that committed is ${age /
+              1000000} ms old (a claim starts below ${bound / 1000000} ms): its claims may have been rescued"
         )
 
 private[postgres] object Liveness:
