@@ -7,7 +7,6 @@ import doobie.implicits.*
 import weir.Pipeline
 import weir.postgres.internal.Sql
 
-import java.sql.DriverManager
 import scala.concurrent.duration.*
 
 /**
@@ -21,17 +20,7 @@ class CrashPointsSuite extends DbSuite:
   private def run[A](db: Database[IO], io: ConnectionIO[A]): IO[A] = io.transact(db.transactor)
 
   /** A session whose transaction is never committed, and its server process id. */
-  private def doomed: Resource[IO, (Transactor[IO], Int)] =
-    Resource
-      .make(IO.blocking {
-        val (jdbc, props) = DatabaseConfig.toJdbc(TestDatabase.url)
-        DriverManager.getConnection(jdbc, props)
-      })(c => IO.blocking(c.close()))
-      .evalMap { c =>
-        val xa = Transactor.fromConnection[IO](c, None).copy(strategy0 = util.transactor.Strategy.void)
-        IO.blocking(c.setAutoCommit(false)) *>
-          sql"SELECT pg_backend_pid()".query[Int].unique.transact(xa).map(pid => (xa, pid))
-      }
+  private def doomed: Resource[IO, (Transactor[IO], Int)] = TestDatabase.doomed
 
   private def kill(pid: Int): IO[Unit] =
     Rows.select(s"SELECT pg_terminate_backend($pid)").void

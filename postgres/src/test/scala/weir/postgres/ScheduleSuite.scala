@@ -7,7 +7,6 @@ import doobie.implicits.*
 import doobie.postgres.implicits.*
 import weir.postgres.internal.ScheduleSql
 
-import java.sql.DriverManager
 import java.time.Instant
 import scala.concurrent.duration.*
 
@@ -140,17 +139,7 @@ class ScheduleSuite extends DbSuite:
       Schedule.every("k", 1.hour, queue = "q", payload = 1, missed = Schedule.Missed.catchUp(5))
     val fiveHoursAgo = "date_trunc('hour', now()) - interval '5 hours'"
     // a session whose transaction is never committed: the server sees the process die inside it
-    val doomed: Resource[IO, (Transactor[IO], Int)] =
-      Resource
-        .make(IO.blocking {
-          val (jdbc, props) = DatabaseConfig.toJdbc(TestDatabase.url)
-          DriverManager.getConnection(jdbc, props)
-        })(c => IO.blocking(c.close()))
-        .evalMap { c =>
-          val xa = Transactor.fromConnection[IO](c, None).copy(strategy0 = util.transactor.Strategy.void)
-          IO.blocking(c.setAutoCommit(false)) *>
-            sql"SELECT pg_backend_pid()".query[Int].unique.transact(xa).map(pid => (xa, pid))
-        }
+    val doomed: Resource[IO, (Transactor[IO], Int)] = TestDatabase.doomed
     for
       _ <- Scheduler.resource(db, Vector(schedule)).use_
       _ <- downtime(db, "k", fiveHoursAgo, s"$fiveHoursAgo + interval '1 hour'")

@@ -58,6 +58,22 @@ object TestDatabase:
       .unique
       .transact(admin)
 
+  /**
+   * A session of its own in a transaction that is never committed, and its server process id: ending that
+   * session (`pg_terminate_backend`) is what the server sees when a process dies inside a transaction.
+   */
+  def doomed: Resource[IO, (Transactor[IO], Int)] =
+    Resource
+      .make(IO.blocking {
+        val (jdbc, props) = DatabaseConfig.toJdbc(url)
+        java.sql.DriverManager.getConnection(jdbc, props)
+      })(c => IO.blocking(c.close()))
+      .evalMap { c =>
+        val xa = Transactor.fromConnection[IO](c, None).copy(strategy0 = util.transactor.Strategy.void)
+        IO.blocking(c.setAutoCommit(false)) *>
+          sql"SELECT pg_backend_pid()".query[Int].unique.transact(xa).map(pid => (xa, pid))
+      }
+
   /** Drops a test's schema with everything in it. */
   def drop(schema: Schema): IO[Unit] =
     Fragment.const(s"DROP SCHEMA IF EXISTS ${schema.name} CASCADE").update.run.transact(admin).void
