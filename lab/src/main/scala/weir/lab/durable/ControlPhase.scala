@@ -18,6 +18,11 @@ import scala.concurrent.duration.*
  *     limits allow together; the most running tasks ever seen in the database, sampled without pause.
  *   - Rate: a backlog of no-op tasks under a queue rate; the claims counted over `rateWindow`, after the
  *     first burst has been spent.
+ *   - Schedules: four schedulers declare one schedule ticking every 100 ms, for at least 100 ticks, while
+ *     a worker completes its tasks (kept in `finished`); the tasks per tick, across both tables.
+ *   - Revoked claims: a worker holding 40 claims, one of them running, has its heartbeat held up (its row
+ *     locked) past `deadAfter`; another worker rescues and runs them all; then the first could go on:
+ *     the claims it starts after that are revoked ones started (none may be), the others it refuses.
  */
 object ControlPhase:
 
@@ -30,7 +35,12 @@ object ControlPhase:
       limitSamples: Long,
       rateAsked: Double,
       rateSeen: Double,
-      rateWindow: FiniteDuration
+      rateWindow: FiniteDuration,
+      scheduleTicks: Long,
+      scheduleDuplicates: Long,
+      scheduleGaps: Long,
+      revokedStarted: Long,
+      revokedRefused: Long
   ):
     /** The achieved rate's distance from the asked one, as a fraction of it. */
     def rateError: Double = (rateSeen - rateAsked).abs / rateAsked
@@ -45,7 +55,28 @@ object ControlPhase:
       _ <- IO.println(s"  control: limit 8, most running seen ${limit._1} (${limit._2} samples)")
       rate <- ratePhase(db, workers, perSecond = 200, burst = 20, rateWindow)
       _ <- IO.println(f"  control: rate asked 200/s, seen $rate%.1f/s over ${rateWindow.toSeconds} s")
-    yield Control(pause._1, pause._2, pause._3, 8, limit._1, limit._2, 200, rate, rateWindow)
+      ticks <- schedulePhase(db, schedulers = 4, atLeast = 100)
+      _ <- IO.println(
+        s"  control: ${ticks._1} ticks from 4 schedulers, ${ticks._2} duplicate(s), ${ticks._3} gap(s)"
+      )
+      revoked <- revokedPhase(db, claims = 40)
+      _ <- IO.println(s"  control: revoked claims started ${revoked._1}, refused ${revoked._2}")
+    yield Control(
+      pause._1,
+      pause._2,
+      pause._3,
+      8,
+      limit._1,
+      limit._2,
+      200,
+      rate,
+      rateWindow,
+      ticks._1,
+      ticks._2,
+      ticks._3,
+      revoked._1,
+      revoked._2
+    )
 
   private def config(queue: String, claimBatch: Int): WorkerConfig =
     WorkerConfig(queue = queue, claimBatch = claimBatch, pollInterval = 1.second, keepCompleted = false)
@@ -150,3 +181,85 @@ object ControlPhase:
         yield (c1 - c0) / (t1 - t0).toUnit(SECONDS)
       }
     yield rate
+
+  /**
+   * `(ticks, duplicates, gaps)`: `schedulers` schedulers of one schedule every 100 ms, until they have
+   * enqueued `atLeast` ticks; a tick's task counted in `tasks` and `finished` alike (a worker completes
+   * them, keeping them), so that a tick enqueued again after its first task finished shows too.
+   */
+  private def schedulePhase(db: Database[IO], schedulers: Int, atLeast: Int): IO[(Long, Long, Long)] =
+    import doobie.implicits.*
+    val name = "lab-every-100ms"
+    val queue = "control-ticks"
+    // catching up, so that a tick due while the machine was busy is late, not missing
+    val schedule =
+      Schedule.every(name, 100.millis, queue = queue, payload = 0, missed = Schedule.Missed.catchUp(10))
+    val byTick =
+      doobie.Fragment.const(s"""SELECT split_part(unique_key, ':', 3)::bigint, count(*) FROM (
+          SELECT unique_key FROM ${db.schema("tasks")} WHERE unique_key LIKE 'schedule:$name:%'
+          UNION ALL
+          SELECT unique_key FROM ${db.schema("finished")} WHERE unique_key LIKE 'schedule:$name:%'
+        ) AS k GROUP BY 1 ORDER BY 1""").query[(Long, Long)].to[Vector].transact(db.transactor)
+    val worker =
+      DurableWorker.start[IO, Int, Unit](db, config(queue, claimBatch = 10).copy(keepCompleted = true))(
+        Pipeline(_).process(_ => IO.unit)
+      )
+    worker.use { _ =>
+      List.fill(schedulers)(Scheduler.resource(db, Vector(schedule), checkEvery = 50.millis)).sequence.use {
+        ss =>
+          waitUntil(ss.traverse(_.stats).map(_.map(_.ticks).sum >= atLeast.toLong))
+      }
+    } *> byTick.map { rows =>
+      val ticks = rows.size.toLong
+      val duplicates = rows.map(_._2 - 1).sum
+      val gaps = if rows.isEmpty then 0L else (rows.last._1 - rows.head._1) / 100 + 1 - ticks
+      (ticks, duplicates, gaps)
+    }
+
+  /**
+   * `(revoked claims started, claims refused)`: a worker holding `claims` claims (limit 1: one running,
+   * the others waiting in its buffer) whose heartbeat is held up past `deadAfter`; another worker rescues
+   * and completes them all; then the first one's handler returns, and it would go on with the others.
+   */
+  private def revokedPhase(db: Database[IO], claims: Int): IO[(Long, Long)] =
+    import doobie.implicits.*
+    val queue = "control-revoked"
+    val settings = config(queue, claimBatch = claims).copy(heartbeat = 200.millis, deadAfter = 1.second)
+    val left =
+      (doobie.Fragment.const(s"SELECT count(*) FROM ${db.schema("tasks")} WHERE queue = ") ++ fr0"$queue")
+        .query[Long].unique.transact(db.transactor)
+    def holdRow(owner: Long): Resource[IO, Unit] =
+      Resource.make(IO.blocking {
+        val (jdbc, props) = DatabaseConfig.toJdbc(db.config.url)
+        val c = java.sql.DriverManager.getConnection(jdbc, props)
+        c.setAutoCommit(false)
+        val st = c.createStatement()
+        try st.executeQuery(s"SELECT 1 FROM ${db.schema("workers")} WHERE id = $owner FOR UPDATE").close()
+        finally st.close()
+        c
+      })(c => IO.blocking { c.rollback(); c.close() }).void
+    for
+      _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to claims).map(NewTask(_)))
+      started <- Ref[IO].of(0L)
+      gate <- IO.deferred[Unit]
+      first <- IO.deferred[Unit]
+      slow = DurableWorker.start[IO, Int, Unit](db, settings)(
+        Pipeline(
+          _
+        ).process(_ => started.update(_ + 1) *> first.complete(()) *> gate.get).withLimit(Limit.fixed(1))
+      )
+      rescuer = DurableWorker.start[IO, Int, Unit](db, settings)(Pipeline(_).process(_ => IO.unit))
+      refused <- slow.use { a =>
+        for
+          _ <- first.get
+          _ <- waitUntil(a.stats.map(_.claimed >= claims.toLong))
+          refused <- holdRow(a.id).use(_ =>
+            rescuer.use(_ =>
+              waitUntil(left.map(_ == 0L)) *> gate.complete(()) *>
+                waitUntil(a.stats.map(_.refused >= (claims - 1).toLong)) *> a.stats.map(_.refused)
+            )
+          )
+        yield refused
+      }
+      n <- started.get
+    yield (n - 1, refused)

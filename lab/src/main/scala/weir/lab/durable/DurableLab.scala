@@ -219,7 +219,10 @@ object DurableLab extends Experiment:
           Option.when(c.claimsAfterQuiet != 0)(s"${c.claimsAfterQuiet} claim(s) of a queue paused for 2 s"),
           Option.when(c.rateError > 0.05)(
             f"rate ${c.rateSeen}%.1f/s against ${c.rateAsked}%.0f/s asked (more than 5%% off)"
-          )
+          ),
+          Option.when(c.scheduleDuplicates != 0)(s"${c.scheduleDuplicates} schedule tick(s) enqueued twice"),
+          Option.when(c.scheduleGaps != 0)(s"${c.scheduleGaps} schedule tick(s) never enqueued"),
+          Option.when(c.revokedStarted != 0)(s"${c.revokedStarted} revoked claim(s) started")
         ).flatten
       )
 

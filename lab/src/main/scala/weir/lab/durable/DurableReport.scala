@@ -119,6 +119,14 @@ object DurableReport:
         Vector(
           f"control: rate seen / asked over ${c.rateWindow.toSeconds} s",
           f"${c.rateSeen}%.1f / ${c.rateAsked}%.0f per s (${(c.rateSeen / c.rateAsked - 1) * 100}%+.1f%%)"
+        ),
+        Vector(
+          "control: ticks of a 100 ms schedule from 4 schedulers; duplicates; gaps",
+          s"${c.scheduleTicks}; ${c.scheduleDuplicates}; ${c.scheduleGaps}"
+        ),
+        Vector(
+          "control: revoked claims started (of a worker taken for dead); refused",
+          s"${c.revokedStarted}; ${c.revokedRefused}"
         )
       )
     )
@@ -254,7 +262,12 @@ object DurableReport:
             "limit_samples" -> c.limitSamples.asJson,
             "rate_asked_per_s" -> number(c.rateAsked),
             "rate_seen_per_s" -> number(c.rateSeen),
-            "rate_window_s" -> c.rateWindow.toSeconds.asJson
+            "rate_window_s" -> c.rateWindow.toSeconds.asJson,
+            "schedule_ticks" -> c.scheduleTicks.asJson,
+            "schedule_duplicates" -> c.scheduleDuplicates.asJson,
+            "schedule_gaps" -> c.scheduleGaps.asJson,
+            "revoked_started" -> c.revokedStarted.asJson,
+            "revoked_refused" -> c.revokedRefused.asJson
           )
         ),
         "status" -> (if r.failures.isEmpty then "ok" else "failed").asJson,
