@@ -59,7 +59,10 @@ class PartitionSuite extends DbSuite:
                   // the notification is lost with the silent session, the claim hangs on a silent pooled
                   // connection: only dropping both, after readTimeout, lets this task run
                   _ <- TaskQueue[IO, Int](db, "p").enqueue(NewTask(2))
-                  _ <- second.get.timeoutTo(60.seconds, IO(fail("the worker did not recover")))
+                  _ <- second.get.timeoutTo(
+                    60.seconds,
+                    w.stats.flatMap(s => IO(fail(s"the worker did not recover: $s")))
+                  )
                   // the heartbeat's connection was in use when it went silent, so no pool check replaced it
                   _ <- (IO.sleep(100.millis) *> heartbeatAt(db)).iterateUntil(_.isAfter(cut))
                     .timeoutTo(30.seconds, IO(fail("the worker's heartbeat did not resume")))

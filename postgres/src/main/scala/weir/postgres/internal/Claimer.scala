@@ -110,9 +110,11 @@ private[postgres] final class Claimer[F[_], A](
 
   /** One claim, accepted. */
   private def claimOnce: F[Either[Throwable, Accepted[A]]] =
-    // a worker whose heartbeat is late would only claim tasks it must refuse to start: it waits for a beat
+    // a worker whose heartbeat is late would only claim tasks it must refuse to start: it waits for the next
+    // beat (two per period), not for its poll, which may be long, nor for a wake-up, which may not come
     F.delay(liveness.stale).flatMap(stale =>
-      if stale then F.pure(Right(Accepted(Chunk.empty, 0, Some(-1L)))) else claimNow
+      if stale then F.pure(Right(Accepted(Chunk.empty, 0, Some((config.heartbeat / 2).toMillis.max(1L)))))
+      else claimNow
     )
 
   private def claimNow: F[Either[Throwable, Accepted[A]]] =

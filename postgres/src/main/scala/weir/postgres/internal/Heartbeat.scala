@@ -2,8 +2,6 @@ package weir.postgres.internal
 
 import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
-import doobie.*
-import doobie.implicits.*
 
 import scala.concurrent.duration.*
 
@@ -32,8 +30,7 @@ private[postgres] object Heartbeat:
   )(using F: Async[F]): Resource[F, Unit] =
     val beat =
       F.delay((System.nanoTime(), claims.tokens)).flatMap { (sentAt, tokens) =>
-        run(sql.heartbeat(owner, name, every.toMillis) *>
-          (if tokens.isEmpty then FC.pure(Vector.empty[Long]) else sql.extendLeases(tokens, lease.toMillis)))
+        run.single(sql.beat(owner, name, every.toMillis, tokens, lease.toMillis))
           .flatMap(gone =>
             // the claims found gone are marked taken before the beat counts: no claim of them starts after it
             F.delay {

@@ -236,11 +236,30 @@ private[postgres] final class Sql(schema: Schema):
     (const(s"INSERT INTO $workers (name, beat_every) VALUES (") ++
       fr0"$name, $beatEveryMillis * interval '1 millisecond') RETURNING id").query[Long].unique
 
-  /** Marks `owner` alive now (registering it again under the same id if a rescuer removed it). */
-  def heartbeat(owner: Long, name: String, beatEveryMillis: Long): ConnectionIO[Int] =
-    (const(s"INSERT INTO $workers (id, name, beat_every) VALUES (") ++
+  /**
+   * A worker's beat, as one statement run in autocommit ([[Run.single]]), asking for an asynchronous commit
+   * of its own: marks `owner` alive now (registering it again under the same id if a rescuer removed it),
+   * extends to `now + leaseMillis` the leases of the claims `tokens` that end within half a lease, and
+   * returns the tokens no running task holds any more (finished, or rescued by another worker). One
+   * statement, so that no transaction of the beat is ever left open on the server holding the worker's
+   * row: a connection that goes silent between the statements of a transaction leaves it open until the
+   * server's TCP gives up, and every later beat would wait on that row.
+   */
+  def beat(owner: Long, name: String, beatEveryMillis: Long, tokens: Array[Long], leaseMillis: Long)
+      : ConnectionIO[Vector[Long]] =
+    (const(s"WITH alive AS (INSERT INTO $workers (id, name, beat_every) VALUES (") ++
       fr0"$owner, $name, $beatEveryMillis * interval '1 millisecond'" ++
-      const(") ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()")).update.run
+      const(") ON CONFLICT (id) DO UPDATE SET heartbeat_at = now() RETURNING 1)") ++
+      const(s", extended AS (UPDATE $tasks SET lease_expires_at = now() + ") ++ fr0"$leaseMillis" ++
+      const(" * interval '1 millisecond' WHERE lease_token = ANY(") ++ fr0"$tokens" ++
+      const(") AND state = 'running' AND lease_expires_at < now() + ") ++ fr0"${leaseMillis / 2}" ++
+      const(" * interval '1 millisecond' RETURNING 1)") ++
+      const(" SELECT h.token FROM set_config('synchronous_commit', 'off', true) AS async, unnest(") ++
+      fr0"$tokens" ++
+      const(
+        s"::bigint[]) AS h(token) WHERE NOT EXISTS (SELECT 1 FROM $tasks AS t WHERE t.lease_token = h.token AND t.state = 'running')"
+      ))
+      .query[Long].to[Vector]
 
   /**
    * Takes `owner`'s session lock on the connection that runs it and records when, in one statement, as
@@ -265,20 +284,6 @@ private[postgres] final class Sql(schema: Schema):
   /** Removes a worker's row (on a clean stop). */
   def deregister(owner: Long): ConnectionIO[Int] =
     (const(s"DELETE FROM $workers WHERE id = ") ++ fr0"$owner").update.run
-
-  /**
-   * Extends to `now + leaseMillis` the leases of the claims `tokens` that end within half a lease; returns
-   * the tokens no running task holds any more (finished, or rescued by another worker).
-   */
-  def extendLeases(tokens: Array[Long], leaseMillis: Long): ConnectionIO[Vector[Long]] =
-    (const(s"WITH extended AS (UPDATE $tasks SET lease_expires_at = now() + ") ++ fr0"$leaseMillis" ++
-      const(" * interval '1 millisecond' WHERE lease_token = ANY(") ++ fr0"$tokens" ++
-      const(") AND state = 'running' AND lease_expires_at < now() + ") ++ fr0"${leaseMillis / 2}" ++
-      const(" * interval '1 millisecond' RETURNING 1) SELECT h.token FROM unnest(") ++ fr0"$tokens" ++
-      const(
-        s"::bigint[]) AS h(token) WHERE NOT EXISTS (SELECT 1 FROM $tasks AS t WHERE t.lease_token = h.token AND t.state = 'running')"
-      ))
-      .query[Long].to[Vector]
 
   /**
    * Rescues up to `limit` running tasks whose owner is gone or whose own lease has expired: each goes back
