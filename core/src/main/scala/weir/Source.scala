@@ -32,8 +32,9 @@ object Source:
 
   /**
    * One producer whose tasks may refuse to start: each is asked for its [[Refusable.refusal]] just before
-   * it would start, and one that refuses ends not started ([[NotStartedReason.Refused]]). A source built
-   * otherwise never asks, and pays nothing for it.
+   * it would start, and one that refuses ends not started ([[NotStartedReason.Refused]]). Those of its
+   * tasks that are also [[Interruptible]] can be interrupted while they run. A source built otherwise
+   * never asks, and pays nothing for it.
    */
   def refusable[F[_], A <: Refusable](stream: Stream[F, A]): Source[F, A] = new Source(Vector(stream), true)
 

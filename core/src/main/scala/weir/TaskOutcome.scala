@@ -38,7 +38,8 @@ enum Disposition:
 
   /**
    * The task was running when the pipeline stopped (fail-fast, a drain deadline, or release) and was
-   * cancelled; its error is [[TaskInterrupted]].
+   * cancelled, or the task itself asked to be stopped ([[Interruptible]]); its error is
+   * [[TaskInterrupted]]. An interrupted task is not retried and goes to no failure policy.
    */
   case Interrupted
 
@@ -60,6 +61,10 @@ enum NotStartedReason:
 final class TaskTimedOut(val timeout: scala.concurrent.duration.FiniteDuration)
     extends java.util.concurrent.TimeoutException(s"task attempt timed out after $timeout")
 
-/** The error of a task that was cancelled while it ran. */
+/**
+ * The error of a task that was cancelled while it ran: the run stopped, or the task was told to stop
+ * ([[Interruptible]]); `reason` says which. An attempt that fails with it, whoever raised it, is recorded
+ * interrupted: not retried, and not handed to the failure policy.
+ */
 final class TaskInterrupted(val reason: String)
     extends RuntimeException(s"task interrupted: $reason", null, false, false)

@@ -45,19 +45,21 @@ private[weir] final class Recorder[F[_], A, B](
     def record(disposition: Disposition): F[Unit] =
       val outcome = new TaskOutcome.Failed(entry.task, error, disposition, attempts)
       F.delay(ledger.failed(outcome, latency.toNanos)) *> finished(entry) *> publish(entry.seq, outcome)
-    policy match
-      case FailurePolicy.FailFast() =>
-        // the first failure stops the run; one that lands while it is stopping is only recorded
-        requestStop(StopReason.FailedFast(error), Duration.Zero)
-          .flatMap(first => record(if first then Disposition.Aborted else Disposition.Skipped))
-      case FailurePolicy.Skip() => record(Disposition.Skipped)
-      case FailurePolicy.DeadLetter(sink) =>
-        // the sink runs uncancelably in this slot: a task handed to it is recorded as dead-lettered or not
-        sink(entry.task, error).attempt.flatMap {
-          case Right(_) => record(Disposition.DeadLettered)
-          case Left(sinkError) => F.delay(error.addSuppressed(sinkError)) *>
-              record(Disposition.DeadLetterFailed)
-        }
+    if error.isInstanceOf[TaskInterrupted] then record(Disposition.Interrupted) // stopped on purpose
+    else
+      policy match
+        case FailurePolicy.FailFast() =>
+          // the first failure stops the run; one that lands while it is stopping is only recorded
+          requestStop(StopReason.FailedFast(error), Duration.Zero)
+            .flatMap(first => record(if first then Disposition.Aborted else Disposition.Skipped))
+        case FailurePolicy.Skip() => record(Disposition.Skipped)
+        case FailurePolicy.DeadLetter(sink) =>
+          // the sink runs uncancelably in this slot: a task handed to it is recorded as dead-lettered or not
+          sink(entry.task, error).attempt.flatMap {
+            case Right(_) => record(Disposition.DeadLettered)
+            case Left(sinkError) => F.delay(error.addSuppressed(sinkError)) *>
+                record(Disposition.DeadLetterFailed)
+          }
 
   /** A task cancelled while it ran (the run stopped, or was cancelled). */
   def interrupted(entry: Entry[A], latency: FiniteDuration, attempts: Int): F[Unit] =

@@ -29,7 +29,7 @@ import scala.util.control.NonFatal
  * |---|---|---|
  * | admit | [[ready]]: the window admits the position (no window: always) | [[enter]]: wait for the window; a failed key is recorded |
  * | permit | [[ready]]: no rate limiter | [[enter]]: the limiter's permit, or a stop |
- * | attempt | one try: [[attempt]] (the handler, under the timeout if any) | [[retry]]: a backoff and a permit |
+ * | attempt | one try: [[attempt]] (the handler, under the timeout if any, against an interruption) | [[retry]]: a backoff and a permit |
  * | record | [[Recorder.succeeded]]: ledger and window | what it returns; the failure policy ([[Recorder.failed]]) |
  * | the key's chain | [[handOn]]: the next task parked behind the key | [[handOnLater]]: wakes a waiting producer |
  *
@@ -139,11 +139,43 @@ private[weir] final class TaskPath[F[_], A, B](
 
   // ---- attempt --------------------------------------------------------------------------------
 
-  /** One attempt of `task`: the handler, under the task timeout if there is one. */
+  /**
+   * One attempt of `task`: the handler, under the task timeout if there is one, and, for an
+   * [[weir.Interruptible]] task of a refusable source, against its interruption.
+   */
   def attempt(task: A): F[B] =
+    if refusable then
+      task match
+        case t: Interruptible => interruptible(t, F.defer(timed(task)))
+        case _ => timed(task)
+    else timed(task)
+
+  private def timed(task: A): F[B] =
     timeout match
       case None => handle(task)
       case Some(limit) => F.timeoutTo(handle(task), limit, F.raiseError(new TaskTimedOut(limit)))
+
+  /**
+   * `run` unless `task` refuses now, raced against the task's interruption: an interruption cancels `run`,
+   * and waits for its finalizers, before the attempt fails with [[TaskInterrupted]]. The race registers the
+   * interruption before the handler begins, and unregisters it once `run` has ended either way.
+   */
+  private def interruptible(task: Interruptible, run: F[B]): F[B] =
+    task.refusal match
+      case Some(reason) => F.raiseError(new TaskInterrupted(reason))
+      case None =>
+        F.race(interruptionOf(task), run).flatMap {
+          case Right(value) => F.pure(value)
+          case Left(reason) => F.raiseError(new TaskInterrupted(reason))
+        }
+
+  private def interruptionOf(task: Interruptible): F[String] =
+    F.async[String] { done =>
+      F.delay {
+        val unregister = task.onInterrupt(reason => done(Right(reason)))
+        Some(F.delay(unregister()))
+      }
+    }
 
   /**
    * After attempt `n` of a task failed with `error`: the wait before attempt `n + 1` (its backoff, then a
@@ -152,7 +184,7 @@ private[weir] final class TaskPath[F[_], A, B](
    * (through `poll`), and a cancellation there is the worker's to record, the task having started.
    */
   def retry(poll: Poll[F], error: Throwable, n: Int): Option[F[Unit]] =
-    if once then None
+    if once || error.isInstanceOf[TaskInterrupted] then None // an interrupted task was stopped on purpose
     else
       if error.isInstanceOf[TaskTimedOut] then ledger.timedOut()
       if n < retries.maxAttempts && retries.retryable(error) then

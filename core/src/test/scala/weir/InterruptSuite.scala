@@ -1,0 +1,201 @@
+package weir
+
+import cats.effect.{IO, Ref}
+import cats.effect.testkit.TestControl
+import fs2.Stream
+import munit.{CatsEffectSuite, ScalaCheckSuite}
+import org.scalacheck.{Gen, Prop}
+
+import java.util.concurrent.atomic.AtomicInteger
+import scala.concurrent.duration.*
+
+/**
+ * Tasks told to stop while they run ([[Interruptible]]): the handler is cancelled and its finalizers run
+ * before the outcome, which is `Failed(TaskInterrupted(reason), Interrupted)`, never retried and never
+ * handed to the failure policy; a request before the start is a refusal; a request between two attempts
+ * interrupts the task before the next one.
+ */
+class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
+
+  /** A task holding an [[Interruption]], counting the engine's registrations and unregistrations. */
+  final class Task(val id: Int, val key: String = "") extends Interruptible:
+    val interruption = new Interruption
+    val registered = new AtomicInteger
+    val unregistered = new AtomicInteger
+    def refusal: Option[String] = interruption.requested
+    def onInterrupt(interrupt: String => Unit): () => Unit =
+      registered.incrementAndGet()
+      val off = interruption.onInterrupt(interrupt)
+      () =>
+        unregistered.incrementAndGet()
+        off()
+
+  private def source(tasks: List[Task]) = Source.refusable(Stream.emits(tasks).covary[IO])
+
+  test("a running task told to stop is cancelled, its finalizer runs first, and the run goes on") {
+    val tasks = List.tabulate(4)(new Task(_))
+    val run =
+      for
+        events <- Ref[IO].of(Vector.empty[String])
+        // task 1 is told to stop 5 s into its 10 s handler
+        _ <- (IO.sleep(5.seconds) *> IO(tasks(1).interruption.request("an operator cancelled it"))).start
+        outcomes <- Pipeline(source(tasks))
+          .process(t =>
+            IO.sleep(10.seconds).onCancel(events.update(_ :+ s"finalizer ${t.id}")) *> IO.pure(t.id)
+          )
+          .withLimit(Limit.fixed(4))
+          .withFailurePolicy(FailurePolicy.failFast)
+          .outcomes
+          .evalTap(o => events.update(_ :+ s"outcome ${o.task.id}"))
+          .compile
+          .toVector
+        seen <- events.get
+        now <- IO.monotonic
+      yield (outcomes, seen, now)
+    TestControl.executeEmbed(run).map { (outcomes, seen, now) =>
+      val interrupted = outcomes.collect {
+        case TaskOutcome.Failed(t, e: TaskInterrupted, Disposition.Interrupted, attempts) =>
+          (t.id, e.reason, attempts)
+      }
+      assertEquals(interrupted, Vector((1, "an operator cancelled it", 1)))
+      assertEquals(seen.take(2), Vector("finalizer 1", "outcome 1"))
+      // fail-fast did not stop the others: they ran their 10 s
+      assertEquals(outcomes.collect { case TaskOutcome.Succeeded(t, _, _) => t.id }.sorted, Vector(0, 2, 3))
+      assertEquals(now, 10.seconds)
+      // an interrupted attempt has nothing to unregister
+      assertEquals(
+        tasks.map(t => (t.registered.get, t.unregistered.get)),
+        List((1, 1), (1, 0), (1, 1), (1, 1))
+      )
+    }
+  }
+
+  test("an interrupted task is not retried, whatever the retry allows") {
+    val task = new Task(0)
+    val run =
+      for
+        calls <- Ref[IO].of(0)
+        _ <- (IO.sleep(1.second) *> IO(task.interruption.request("stop"))).start
+        summary <- Pipeline(source(List(task)))
+          .process(_ => calls.update(_ + 1) *> IO.never[Unit])
+          .withRetry(Retry.exponential(10.millis, maxAttempts = 5))
+          .run
+        n <- calls.get
+      yield (summary, n)
+    TestControl.executeEmbed(run).map { (summary, calls) =>
+      assertEquals((calls, summary.failed, summary.retries), (1, 1L, 0L))
+      assertEquals(
+        summary.failures.map(f => (f.disposition, f.attempts)),
+        Vector((Disposition.Interrupted, 1))
+      )
+    }
+  }
+
+  test("a task told to stop between two attempts ends interrupted before the next one runs") {
+    val task = new Task(0)
+    val run =
+      for
+        calls <- Ref[IO].of(0)
+        summary <- Pipeline(source(List(task)))
+          .process(_ =>
+            // the first attempt fails after 1 s; the stop comes during the 10 s backoff
+            calls.update(_ + 1) *> IO.sleep(1.second) *>
+              IO(task.interruption.request("stopped between attempts")) *>
+              IO.raiseError[Unit](new Exception("boom"))
+          )
+          .withRetry(Retry.exponential(10.seconds, maxAttempts = 3, jitter = Retry.Jitter.None))
+          .run
+        n <- calls.get
+      yield (summary, n)
+    TestControl.executeEmbed(run).map { (summary, calls) =>
+      assertEquals(calls, 1)
+      val failure = summary.failures.head
+      assertEquals(failure.disposition, Disposition.Interrupted)
+      assertEquals(failure.error.asInstanceOf[TaskInterrupted].reason, "stopped between attempts")
+    }
+  }
+
+  test("a task told to stop before it starts is refused, and never registers") {
+    val tasks = List.tabulate(3)(new Task(_))
+    assert(tasks(2).interruption.request("cancelled before it ran"))
+    Pipeline(source(tasks)).process(t => IO.pure(t.id)).outcomes.compile.toVector.map { outcomes =>
+      assertEquals(
+        outcomes.collect { case TaskOutcome.NotStarted(t, NotStartedReason.Refused(why)) => (t.id, why) },
+        Vector(2 -> "cancelled before it ran")
+      )
+      assertEquals(tasks.map(_.registered.get), List(1, 1, 0))
+    }
+  }
+
+  test("tasks of a source that is not refusable are never registered nor interrupted") {
+    val tasks = List.tabulate(3)(new Task(_))
+    tasks.foreach(_.interruption.request("ignored"))
+    Pipeline(Source(Stream.emits(tasks).covary[IO])).process(t => IO.pure(t.id)).run.map { s =>
+      assertEquals((s.succeeded, s.failed), (3L, 0L))
+      assertEquals(tasks.map(_.registered.get), List(0, 0, 0))
+    }
+  }
+
+  test("an interruption hands the task's key on: the key's next task runs") {
+    val tasks = List(new Task(0, "a"), new Task(1, "a"), new Task(2, "b"))
+    val run =
+      for
+        order <- Ref[IO].of(Vector.empty[Int])
+        _ <- (IO.sleep(1.second) *> IO(tasks.head.interruption.request("stop"))).start
+        summary <- Pipeline(source(tasks))
+          .process(t => order.update(_ :+ t.id) *> (if t.id == 0 then IO.never else IO.sleep(1.second)))
+          .withLimit(Limit.fixed(2))
+          .withOrder(TaskOrder.byKey(_.key))
+          .run
+        ran <- order.get
+      yield (summary, ran)
+    TestControl.executeEmbed(run).map { (summary, ran) =>
+      assertEquals(ran, Vector(0, 2, 1))
+      assertEquals((summary.succeeded, summary.failed), (2L, 1L))
+    }
+  }
+
+  property("each task ends once: interrupted exactly when its stop comes before its end") {
+    // handlers take an even number of ms, stops come at odd ones: no tie to decide
+    Prop.forAllNoShrink(
+      Gen.choose(1, 30).flatMap(n =>
+        Gen.listOfN(n, Gen.zip(Gen.choose(1, 50).map(_ * 2), Gen.option(Gen.choose(0, 60).map(_ * 2 + 1))))
+      ),
+      Gen.choose(1, 8)
+    ) { (plan, limit) =>
+      val tasks = plan.indices.toList.map(new Task(_))
+      val run =
+        for
+          // each stop is timed from the task's own start, so that the answer does not depend on the limit
+          outcomes <- Pipeline(source(tasks))
+            .process { t =>
+              val (takes, stopAt) = plan(t.id)
+              val stop = stopAt.fold(IO.unit)(at =>
+                (IO.sleep(at.millis) *> IO(t.interruption.request(s"stop ${t.id}"))).start.void
+              )
+              stop *> IO.sleep(takes.millis).as(t.id)
+            }
+            .withLimit(Limit.fixed(limit))
+            .outcomes
+            .compile
+            .toVector
+        yield outcomes
+      import cats.effect.unsafe.implicits.global
+      TestControl.executeEmbed(run).map { outcomes =>
+        assertEquals(outcomes.map(_.task.id).sorted, tasks.map(_.id).toVector)
+        val interrupted = outcomes.collect {
+          case TaskOutcome.Failed(t, e: TaskInterrupted, Disposition.Interrupted, 1) =>
+            assertEquals(e.reason, s"stop ${t.id}")
+            t.id
+        }.sorted
+        val expected = plan.zipWithIndex.collect { case ((takes, Some(at)), i) if at < takes => i }.toVector
+        assertEquals(interrupted, expected)
+        assertEquals(outcomes.count(_.isInstanceOf[TaskOutcome.Succeeded[?, ?]]), plan.size - expected.size)
+        assertEquals(
+          tasks.map(t => (t.registered.get, t.unregistered.get)),
+          tasks.map(t => (1, if expected.contains(t.id) then 0 else 1))
+        )
+      }.unsafeRunSync()
+      true
+    }
+  }
