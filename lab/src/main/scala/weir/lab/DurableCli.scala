@@ -4,11 +4,11 @@ import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import scopt.OParser
 import weir.lab.report.{ExperimentIo, Table}
-import weir.postgres.{Database, DatabaseConfig, QueueRate, Schema, TaskAdmin}
+import weir.postgres.{Cancel, Database, DatabaseConfig, QueueRate, Schema, TaskAdmin}
 
 /**
- * `./weir durable <migrate|stats|queues|pause|resume|limit|schedules>`: weir-postgres's schema, its queues'
- * controls and its schedules from the command line. The database comes from `--url` or `WEIR_DATABASE_URL`;
+ * `./weir durable <migrate|stats|queues|pause|resume|limit|cancel|schedules>`: weir-postgres's schema, its
+ * queues' controls, a task's cancel and the schedules from the command line. The database comes from `--url` or `WEIR_DATABASE_URL`;
  * the schema from `--schema` (default `weir`).
  */
 object DurableCli:
@@ -20,7 +20,9 @@ object DurableCli:
       queue: String = "",
       maxRunning: Option[Option[Int]] = None,
       rate: Option[Option[Double]] = None,
-      burst: Option[Int] = None
+      burst: Option[Int] = None,
+      task: Long = 0L,
+      reason: Option[String] = None
   )
 
   private val builder = OParser.builder[Options]
@@ -78,9 +80,20 @@ object DurableCli:
             .text("with --rate: at most B claimed at once after a quiet spell (default: one second's worth)"),
           opt[Unit]("no-rate").action((_, o) => o.copy(rate = Some(None))).text("remove the rate")
         ),
+      cmd("cancel").action((_, o) => o.copy(command = "cancel"))
+        .text("cancel a task: a waiting one at once, a running one is interrupted by its worker")
+        .children(
+          arg[Long]("TASK").action((id, o) => o.copy(task = id)).text("the task's id"),
+          opt[String]("reason").valueName("TEXT")
+            .validate(r => if r.nonEmpty then success else failure("--reason must not be empty"))
+            .action((r, o) => o.copy(reason = Some(r)))
+            .text("kept among the task's errors (default: requested by an operator)")
+        ),
       checkConfig(o =>
         if o.command.isEmpty then
-          failure("a command is required: migrate | stats | queues | pause | resume | limit | schedules")
+          failure(
+            "a command is required: migrate | stats | queues | pause | resume | limit | cancel | schedules"
+          )
         else if o.command == "limit" && o.maxRunning.isEmpty && o.rate.isEmpty then
           failure("limit needs --max-running N, --no-max-running, --rate R or --no-rate")
         else if o.burst.isDefined && !o.rate.exists(_.isDefined) then failure("--burst needs --rate")
@@ -132,6 +145,18 @@ object DurableCli:
           IO.println(if rows.isEmpty then "no queues"
           else Table.grid(header +: rows, rightAligned = Set(2, 3, 4, 5)))
         }.as(ExitCode.Success)
+      case "cancel" =>
+        admin(a => o.reason.fold(a.cancel(o.task))(a.cancel(o.task, _))).flatMap {
+          case Cancel.Cancelled => IO.println(s"task ${o.task}: cancelled").as(ExitCode.Success)
+          case Cancel.Requested =>
+            IO.println(s"task ${o.task}: running; its worker is told to interrupt it").as(ExitCode.Success)
+          case Cancel.Finished(state) =>
+            IO.consoleForIO.errorln(
+              s"Error: task ${o.task} has already finished (${state.name}): nothing changed"
+            )
+              .as(ExitCode(1))
+          case Cancel.NotFound => IO.consoleForIO.errorln(s"Error: no task ${o.task}").as(ExitCode(1))
+        }
       case "migrate" =>
         Database.migrate[IO](config).flatMap { applied =>
           IO.println(

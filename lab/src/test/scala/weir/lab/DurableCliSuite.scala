@@ -67,6 +67,23 @@ class DurableCliSuite extends CatsEffectSuite:
       assertEquals(afterUnlimit.map(q => (q.paused, q.maxRunning, q.rate)), Vector((false, None, None)))
   }
 
+  test("cancel cancels a waiting task; a finished or unknown one is an error that changes nothing") {
+    val url = server().getJdbcUrl("postgres", "postgres")
+    val config = DatabaseConfig(url, schema = Schema("cli_c"))
+    def cli(args: String*) = DurableCli.run(args.toList ++ List("--url", url, "--schema", "cli_c"))
+    for
+      _ <- Database.migrate[IO](config)
+      id <- Database.connect[IO](config).use(db => TaskQueue[IO, Int](db, "mail").enqueue(NewTask(1)))
+        .map(_.taskId)
+      cancelled <- cli("cancel", id.toString, "--reason", "wrong recipient")
+      again <- cli("cancel", id.toString)
+      missing <- cli("cancel", "999999")
+      stats <- Database.connect[IO](config).use(db => TaskAdmin(db).stats)
+    yield
+      assertEquals((cancelled, again, missing), (ExitCode.Success, ExitCode(1), ExitCode(1)))
+      assertEquals(stats.map(s => (s.queue, s.available, s.cancelled)), Vector(("mail", 0L, 1L)))
+  }
+
   test("bad arguments are refused with exit code 2") {
     for
       noCommand <- DurableCli.run(List("--url", "postgresql://h/db"))
@@ -77,8 +94,23 @@ class DurableCliSuite extends CatsEffectSuite:
       nothingToSet <- DurableCli.run(List("limit", "q", "--url", "postgresql://h/db"))
       burstAlone <- DurableCli.run(List("limit", "q", "--burst", "3", "--url", "postgresql://h/db"))
       noQueue <- DurableCli.run(List("pause", "--url", "postgresql://h/db"))
+      noTask <- DurableCli.run(List("cancel", "--url", "postgresql://h/db"))
+      badTask <- DurableCli.run(List("cancel", "seven", "--url", "postgresql://h/db"))
+      emptyReason <- DurableCli.run(List("cancel", "7", "--reason", "", "--url", "postgresql://h/db"))
     yield assertEquals(
-      List(noCommand, badSchema, unknown, zeroLimit, nanRate, nothingToSet, burstAlone, noQueue),
-      List.fill(8)(ExitCode(2))
+      List(
+        noCommand,
+        badSchema,
+        unknown,
+        zeroLimit,
+        nanRate,
+        nothingToSet,
+        burstAlone,
+        noQueue,
+        noTask,
+        badTask,
+        emptyReason
+      ),
+      List.fill(11)(ExitCode(2))
     )
   }

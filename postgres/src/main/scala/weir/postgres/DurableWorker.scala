@@ -107,12 +107,14 @@ object DurableWorker:
             sql,
             owner,
             db.schema.channel,
+            db.schema.cancelChannel,
             config.queue,
             Claimer.claim(sql, config, owner),
             gate,
             wake,
             WorkerSession.checkEvery,
-            counters
+            counters,
+            (token, reason) => claims.interrupt(token, reason): Unit
           )
         else Resource.unit[F]
       _ <- Heartbeat.resource(
@@ -209,19 +211,20 @@ object DurableWorker:
   ): F[Unit] =
     F.delay(claims.maybeStarted).flatMap { ran =>
       val failRan =
-        if ran.isEmpty then FC.pure((0, 0))
+        if ran.isEmpty then FC.pure((0, 0, 0))
         else sql.fail(ran, Array.fill(ran.length)(unwritten), Array.fill(ran.length)(0L))
       run(for
         failed <- failRan
         released <- sql.releaseAll(queue, owner)
         _ <- sql.deregister(owner)
         // what goes back is claimable at once: other workers need not wait for their poll
-        _ <- if failed._1 + released > 0 then sql.wakeQueue(queue) else FC.unit
+        _ <- if failed._1 + released._1 > 0 then sql.wakeQueue(queue) else FC.unit
       yield (failed, released))
-        .flatMap { case ((retried, dead), released) =>
+        .flatMap { case ((retried, dead, cancelledFailing), (released, cancelledUnstarted)) =>
           F.delay {
             counters.retried.addAndGet(retried.toLong)
             counters.dead.addAndGet(dead.toLong)
+            counters.cancelled.addAndGet((cancelledFailing + cancelledUnstarted).toLong)
             counters.released.addAndGet(released.toLong)
           }.void
         }
@@ -237,8 +240,10 @@ object DurableWorker:
     case TaskOutcome.Succeeded(job, Snooze(after), _) => Finish.Snooze(job.token, after.toMillis)
     case TaskOutcome.Succeeded(job, _, _) => Finish.Complete(job.token)
     case TaskOutcome.NotStarted(job, _) => Finish.Release(job.token)
-    case TaskOutcome.Failed(job, _, Disposition.Interrupted, _) =>
-      Finish.Fail(job.token, "interrupted: the worker stopped while the task ran", 0L)
+    case TaskOutcome.Failed(job, error, Disposition.Interrupted, _) =>
+      // a cancelled task's failure finishes it as cancelled (see Sql.fail); another was stopped with its worker
+      if job.cancelRequested then Finish.Fail(job.token, Errors.describe(error), -1L)
+      else Finish.Fail(job.token, "interrupted: the worker stopped while the task ran", 0L)
     case TaskOutcome.Failed(job, error, _, _) =>
       val delay =
         if config.backoff.retryable(error) then

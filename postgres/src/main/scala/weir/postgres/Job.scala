@@ -1,7 +1,7 @@
 package weir.postgres
 
 import doobie.ConnectionIO
-import weir.Refusable
+import weir.{Interruptible, Interruption}
 import weir.postgres.internal.{Liveness, Sql}
 
 import java.time.Instant
@@ -17,6 +17,10 @@ import java.time.Instant
  * A job is [[weir.Refusable]]: the engine asks it, just before it would start, whether its claim may still
  * be held by this worker; a claim that another worker may have rescued (this worker having been taken for
  * dead) refuses, ends not started and is handed back, so that one claim never starts in two places.
+ *
+ * A job is [[weir.Interruptible]]: when an operator cancels it ([[TaskAdmin.cancel]]), its worker hears
+ * of it and interrupts its handler (the handler's finalizers run), and the task ends cancelled; one told
+ * before it starts refuses to start, and is cancelled as well.
  */
 final class Job[+A] private[postgres] (
     val id: Long,
@@ -31,14 +35,26 @@ final class Job[+A] private[postgres] (
     private[postgres] val token: Long,
     sql: Sql,
     keepCompleted: Boolean,
-    liveness: Liveness
-) extends Refusable:
+    liveness: Liveness,
+    interruption: Interruption
+) extends Interruptible:
 
   /**
-   * Why this claim must not start: another worker rescued it, or this worker's heartbeat is too late to be
-   * sure none did (see [[weir.postgres.WorkerStats.refused]]); `None` when it may start.
+   * Why this claim must not start: its cancel was requested, another worker rescued it, or this worker's
+   * heartbeat is too late to be sure none did (see [[weir.postgres.WorkerStats.refused]]); `None` when it
+   * may start.
    */
-  def refusal: Option[String] = liveness.refusal(token)
+  def refusal: Option[String] =
+    interruption.requested match
+      case None => liveness.refusal(token)
+      case Some(reason) => Some(s"cancelled: $reason")
+
+  /** Registers the engine's interruption of this job's attempt: see [[weir.Interruptible]]. */
+  def onInterrupt(interrupt: String => Unit): () => Unit =
+    interruption.onInterrupt(reason => interrupt(s"cancelled: $reason"))
+
+  /** Whether this job was told to stop (its cancel was requested). */
+  private[postgres] def cancelRequested: Boolean = interruption.requested.isDefined
 
   /**
    * Completes this task as part of the caller's transaction: the handler's own writes and the completion

@@ -30,7 +30,8 @@ object Migrations:
       "0004-claim-function",
       "0005-task-headers",
       "0006-queue-controls",
-      "0007-schedules"
+      "0007-schedules",
+      "0008-cancel-running"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))

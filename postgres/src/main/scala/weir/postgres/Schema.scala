@@ -15,6 +15,12 @@ final class Schema private (val name: String):
   /** The channel that wakes a queue's workers (the queue is the payload), named after the schema. */
   private[postgres] def channel: String = s"$name.tasks"
 
+  /**
+   * The channel that tells workers to interrupt a running task: the payload is the claim's lease token, a
+   * space, and the reason (see [[TaskAdmin.cancel]]).
+   */
+  private[postgres] def cancelChannel: String = s"$name.cancels"
+
   /** A 64-bit key for `purpose` in this schema, the same in every JVM and release (FNV-1a of the text). */
   private[postgres] def key(purpose: String): Long =
     s"weir.$purpose:$name".foldLeft(0xcbf29ce484222325L)((h, c) => (h ^ c.toLong) * 0x100000001b3L)

@@ -91,17 +91,21 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
   def schedules: F[Vector[ScheduleInfo]] = ScheduleInfo.list(db)
 
   /**
-   * Cancels a task that is not running: it moves to `finished` as cancelled. A running task is left alone
-   * (its worker owns it): the result says so.
+   * Cancels the task `id`, for `reason` (kept among its errors, after `cancelled: `):
+   *   - a task waiting to run moves to `finished` as cancelled at once ([[Cancel.Cancelled]]);
+   *   - a running one is interrupted ([[Cancel.Requested]]): the request is stored on its row and its
+   *     worker is told at commit, by a notification (or, if it misses it, by its next heartbeat, within
+   *     half a [[WorkerConfig.heartbeat]]); the worker cancels the handler's fiber (its finalizers run) and
+   *     the task moves to `finished` as cancelled. One whose worker is gone is cancelled by the rescue,
+   *     and one that completes before its worker interrupts it stays completed;
+   *   - a finished task is left as it is ([[Cancel.Finished]] says how it finished).
+   * The task's row is locked for the call, so that no finish, claim or retry races it. Cancelling again a
+   * task whose cancel is requested changes nothing but the stored reason. A worker of an earlier release
+   * never hears of a request: its task runs to its end.
    */
-  def cancel(id: Long): F[Cancel] =
-    db.run(sql.cancel(id)).flatMap {
-      case true => F.pure(Cancel.Cancelled)
-      case false =>
-        sql.isRunning(id).transact(db.transactor).map(running =>
-          if running then Cancel.Running else Cancel.NotFound
-        )
-    }
+  def cancel(id: Long, reason: String = "requested by an operator"): F[Cancel] =
+    require(reason != null && reason.nonEmpty, s"a cancel's reason must not be empty, was: '$reason'")
+    db.run(sql.cancel(id, reason))
 
   /**
    * Puts a dead or cancelled task back to run now, with a fresh set of attempts (its errors are kept).
@@ -162,7 +166,17 @@ final case class WorkerInfo(
 
 /** What [[TaskAdmin.cancel]] did. */
 enum Cancel:
-  case Cancelled, Running, NotFound
+  /** The task was waiting to run; it is now in `finished`, cancelled. */
+  case Cancelled
+
+  /** The task is running: its worker is told to interrupt it, and it ends cancelled (or completed, if first). */
+  case Requested
+
+  /** The task had already finished, as `state`; nothing changed. */
+  case Finished(state: FinishedState)
+
+  /** No task has this id. */
+  case NotFound
 
 /** The states of a finished task. */
 enum FinishedState(val name: String):

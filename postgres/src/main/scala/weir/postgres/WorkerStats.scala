@@ -13,6 +13,10 @@ package weir.postgres
  * silent for `deadAfter` (a long pause, a starved CPU, a partition) and was taken for dead. Those tasks
  * may run twice, here and there; a non-zero `taken` says `deadAfter` is too short for this worker's pauses.
  *
+ * `cancelled` counts this worker's claims whose cancel was requested ([[TaskAdmin.cancel]]) and that it
+ * finished as cancelled: interrupted while they ran, or refused before they started. Its rescues of dead
+ * workers' tasks count in `rescued`, whatever they became.
+ *
  * `refused` counts the claims this worker refused to start, handed back uncounted: another worker had
  * rescued them, or this worker's heartbeat was too late for it to be sure none had (a claim starts only
  * while the last heartbeat that committed is younger than three quarters of a heartbeat period). So a
@@ -24,6 +28,7 @@ final case class WorkerStats(
     completed: Long = 0,
     retried: Long = 0,
     dead: Long = 0,
+    cancelled: Long = 0,
     released: Long = 0,
     snoozed: Long = 0,
     rescued: Long = 0,

@@ -27,20 +27,34 @@ class AdminSuite extends DbSuite:
     )
   }
 
-  withDb("cancel moves a waiting task to cancelled, and leaves a running one to its worker") { db =>
+  withDb(
+    "cancel moves a waiting task to cancelled, requests a running one's, and tells a finished or unknown one"
+  ) { db =>
     val sql = new Sql(db.schema)
     val admin = TaskAdmin(db)
     for
       ids <- TaskQueue[IO, Int](db, "c").enqueueMany(Vector(NewTask(1), NewTask(2))).map(_.map(_.taskId))
       owner <- sql.register("w", 1000).transact(db.transactor)
       _ <- sql.claim("c", owner, 1, 60000).map(_.rows).transact(db.transactor)
-      running <- admin.cancel(ids(0))
+      running <- admin.cancel(ids(0), "too slow")
       cancelled <- admin.cancel(ids(1))
+      again <- admin.cancel(ids(1))
       missing <- admin.cancel(-1L)
+      requested <- Fragment.const(s"SELECT cancel_requested FROM ${db.schema("tasks")} WHERE id = ${ids(0)}")
+        .query[Option[String]].unique.transact(db.transactor)
       done <- Rows.finished(db)
+      empty <- IO.defer(admin.cancel(ids(0), "")).attempt
     yield
-      assertEquals((running, cancelled, missing), (Cancel.Running, Cancel.Cancelled, Cancel.NotFound))
+      assertEquals(
+        (running, cancelled, again, missing),
+        (Cancel.Requested, Cancel.Cancelled, Cancel.Finished(FinishedState.Cancelled), Cancel.NotFound)
+      )
+      assertEquals(requested, Some("too slow"))
       assertEquals(done.map(_._2), Vector("cancelled"))
+      assertEquals(
+        empty.left.map(_.getMessage),
+        Left("requirement failed: a cancel's reason must not be empty, was: ''")
+      )
   }
 
   withDb("retry puts a dead task back with fresh attempts, unless its unique key is held again") { db =>

@@ -71,9 +71,9 @@ class CrashPointsSuite extends DbSuite:
         second <- run(db, sql.rescue(10000, 1000))
         after <- Rows.tasks(db)
       yield
-        assertEquals(first, (10, 0))
+        assertEquals(first, (10, 0, 0))
         assert(still.forall(t => t._2 == "running" && t._4.contains(dead)), still)
-        assertEquals(second, (10, 0))
+        assertEquals(second, (10, 0, 0))
         assert(after.forall(t => t._2 == "available" && t._3 == 1), after)
   }
 

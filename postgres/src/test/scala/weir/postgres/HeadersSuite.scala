@@ -115,7 +115,7 @@ class HeadersSuite extends DbSuite:
     yield
       assertEquals(first.map(c => (c.id, read(c))), List((id, Some(headers)), (id + 1, Some(Map.empty))))
       assertEquals(second.map(c => (c.id, c.attempt, read(c))), List((id, 2, Some(headers))))
-      assertEquals(rescued, (1, 0))
+      assertEquals(rescued, (1, 0, 0))
       assertEquals(third.map(c => (c.id, c.attempt, read(c))), List((id, 3, Some(headers))))
       assertEquals(deadHeaders, Right(headers))
       assert(back)

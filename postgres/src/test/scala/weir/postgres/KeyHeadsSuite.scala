@@ -85,7 +85,7 @@ class KeyHeadsSuite extends DbSuite:
         s"UPDATE ${db.schema("workers")} SET heartbeat_at = now() - interval '1 hour' WHERE id = $owner"
       )
       rescued <- run(db, sql.rescue(10000, 1000))
-      _ = assertEquals(rescued, (2, 1)) // 3 and 9 back to available, 5 dead
+      _ = assertEquals(rescued, (2, 1, 0)) // 3 and 9 back to available, 5 dead
       _ <- step("after c1 was rescued dead", Vector("4", "6", "8", "9"))
       // cancel: the marked a4 is cancelled, a7 is next
       a4 <- marks(db).map(_.collectFirst { case (id, "4", _, _) => id })

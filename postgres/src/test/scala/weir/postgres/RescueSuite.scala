@@ -38,7 +38,7 @@ class RescueSuite extends DbSuite:
       rescued <- run(db, sql.rescue(10000, 1000))
       rows <- Rows.tasks(db)
     yield
-      assertEquals(rescued, (3, 0))
+      assertEquals(rescued, (3, 0, 0))
       val byOwner = rows.groupBy(_._4)
       assertEquals(byOwner.get(Some(alive)).map(_.size), Some(1))
       val freed = rows.filter(_._2 == "available")
@@ -87,12 +87,12 @@ class RescueSuite extends DbSuite:
       )
       late <- run(db, sql.rescue(1500, 1000))
     yield
-      assertEquals(rescued, (1, 0))
+      assertEquals(rescued, (1, 0, 0))
       val freed = rows.filter(_._2 == "available")
       assertEquals(freed.size, 1, rows.toString)
       assert(freed.head._5.contains(s"worker ${byName("ended")} lost its database session"), freed.toString)
       assertEquals(rows.filter(_._2 == "running").flatMap(_._4).toSet, owners.toSet - byName("ended"))
-      assertEquals(late, (3, 0))
+      assertEquals(late, (3, 0, 0))
   }
 
   withDb("a late finish after a rescue changes nothing, and a rescue after a completion finds nothing") {
@@ -122,8 +122,8 @@ class RescueSuite extends DbSuite:
         done <- Rows.finished(db)
       yield
         assertEquals(completed, 1)
-        assertEquals(rescued, (1, 0))
-        assertEquals((lateComplete, lateFail, lateRelease), (0, (0, 0), 0))
+        assertEquals(rescued, (1, 0, 0))
+        assertEquals((lateComplete, lateFail, lateRelease), (0, (0, 0, 0), (0, 0)))
         assertEquals(again.map(_.id), Vector(first.id))
         assertEquals(again.head.attempt, 2)
         assertEquals((stale, fresh), (0, 1))
@@ -141,7 +141,7 @@ class RescueSuite extends DbSuite:
       rescued <- run(db, sql.rescue(10000, 1000))
       done <- Rows.finished(db)
     yield
-      assertEquals(rescued, (0, 1))
+      assertEquals(rescued, (0, 1, 0))
       assertEquals(done.map(_._2), Vector("dead"))
       assert(done.head._4.contains("stopped heartbeating"), done.head._4)
   }

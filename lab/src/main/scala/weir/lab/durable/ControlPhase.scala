@@ -23,6 +23,8 @@ import scala.concurrent.duration.*
  *   - Revoked claims: a worker holding 40 claims, one of them running, has its heartbeat held up (its row
  *     locked) past `deadAfter`; another worker rescues and runs them all; then the first could go on:
  *     the claims it starts after that are revoked ones started (none may be), the others it refuses.
+ *   - Cancels: a worker runs handlers that never end; each in turn is cancelled ([[TaskAdmin.cancel]]), and
+ *     the time from the call to the handler's finalizer is measured (one JVM, one monotonic clock).
  */
 object ControlPhase:
 
@@ -40,12 +42,18 @@ object ControlPhase:
       scheduleDuplicates: Long,
       scheduleGaps: Long,
       revokedStarted: Long,
-      revokedRefused: Long
+      revokedRefused: Long,
+      cancels: Int,
+      cancelToInterruptMillis: Vector[Double],
+      cancelledSeen: Long
   ):
+    /** The cancel → interrupt time at quantile `q` (0 to 1). */
+    def cancelQuantile(q: Double): Double = DurableReport.pct(cancelToInterruptMillis, q)
+
     /** The achieved rate's distance from the asked one, as a fraction of it. */
     def rateError: Double = (rateSeen - rateAsked).abs / rateAsked
 
-  def run(db: Database[IO], workers: Int, rateWindow: FiniteDuration): IO[Control] =
+  def run(db: Database[IO], workers: Int, rateWindow: FiniteDuration, cancels: Int): IO[Control] =
     for
       pause <- pausePhase(db, workers)
       _ <- IO.println(
@@ -61,6 +69,10 @@ object ControlPhase:
       )
       revoked <- revokedPhase(db, claims = 40)
       _ <- IO.println(s"  control: revoked claims started ${revoked._1}, refused ${revoked._2}")
+      cancelled <- cancelPhase(db, cancels)
+      _ <- IO.println(
+        f"  control: cancel → handler interrupted, ${cancelled._1.size} cancels: p50 ${DurableReport.pct(cancelled._1, 0.5)}%.1f ms, p99 ${DurableReport.pct(cancelled._1, 0.99)}%.1f ms; ${cancelled._2} cancelled in finished"
+      )
     yield Control(
       pause._1,
       pause._2,
@@ -75,7 +87,10 @@ object ControlPhase:
       ticks._2,
       ticks._3,
       revoked._1,
-      revoked._2
+      revoked._2,
+      cancels,
+      cancelled._1,
+      cancelled._2
     )
 
   private def config(queue: String, claimBatch: Int): WorkerConfig =
@@ -263,3 +278,41 @@ object ControlPhase:
       }
       n <- started.get
     yield (n - 1, refused)
+
+  /**
+   * `(cancel call → finalizer ms per cancel, tasks cancelled in finished)`: `n` tasks whose handlers never
+   * end, on one worker running 16 at once; each in turn, once running, is cancelled and its finalizer
+   * awaited. The worker listens, as by default: the cancel reaches it by notification.
+   */
+  private def cancelPhase(db: Database[IO], n: Int): IO[(Vector[Double], Long)] =
+    import doobie.implicits.*
+    val queue = "control-cancel"
+    val cancelled =
+      (doobie.Fragment.const(
+        s"SELECT count(*) FROM ${db.schema("finished")} WHERE state = 'cancelled' AND queue = "
+      ) ++
+        fr0"$queue").query[Long].unique.transact(db.transactor)
+    for
+      ids <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to n).map(NewTask(_))).map(_.map(_.taskId))
+      signals <- ids.traverse(id => (IO.deferred[Unit], IO.deferred[Long]).tupled.map(id -> _)).map(_.toMap)
+      admin = TaskAdmin(db)
+      times <-
+        DurableWorker.start[IO, Int, Unit](db, config(queue, claimBatch = 16).copy(keepCompleted = true))(
+          Pipeline(_).process { job =>
+            val (started, interrupted) = signals(job.id)
+            (started.complete(()) *> IO.never[Unit])
+              .onCancel(IO.monotonic.flatMap(t => interrupted.complete(t.toNanos)).void)
+          }.withLimit(Limit.fixed(16))
+        ).use { worker =>
+          ids.traverse { id =>
+            val (started, interrupted) = signals(id)
+            for
+              _ <- started.get
+              t0 <- IO.monotonic
+              _ <- admin.cancel(id, "the lab's cancel")
+              t1 <- interrupted.get
+            yield (t1 - t0.toNanos) / 1e6
+          } <* waitUntil(worker.stats.map(_.cancelled >= n.toLong))
+        }
+      seen <- cancelled
+    yield (times, seen)

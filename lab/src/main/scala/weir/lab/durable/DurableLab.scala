@@ -72,6 +72,7 @@ object DurableLab extends Experiment:
     def warmup: Int = if quick then 300 else 2000
     def throughputRounds: Int = if quick then 1 else rounds
     def rateWindow: FiniteDuration = if quick then 5.seconds else 30.seconds
+    def cancels: Int = if quick then 30 else 200
 
   private val builder = OParser.builder[Settings]
   val parser: OParser[Unit, Settings] =
@@ -222,7 +223,10 @@ object DurableLab extends Experiment:
           ),
           Option.when(c.scheduleDuplicates != 0)(s"${c.scheduleDuplicates} schedule tick(s) enqueued twice"),
           Option.when(c.scheduleGaps != 0)(s"${c.scheduleGaps} schedule tick(s) never enqueued"),
-          Option.when(c.revokedStarted != 0)(s"${c.revokedStarted} revoked claim(s) started")
+          Option.when(c.revokedStarted != 0)(s"${c.revokedStarted} revoked claim(s) started"),
+          Option.when(c.cancelledSeen != c.cancels.toLong)(
+            s"${c.cancelledSeen} task(s) cancelled in finished of ${c.cancels} cancels"
+          )
         ).flatten
       )
 
@@ -306,7 +310,8 @@ object DurableLab extends Experiment:
             history <- s.history.filter(_ => s.runs(Phase.History)).traverse(h =>
               in(Phase.History.label)(timed("history")(HistoryPhase.run(lab, h, s.n)))
             )
-            control <- phase(Phase.Control)(timed("control")(ControlPhase.run(db, 4, s.rateWindow)))
+            control <-
+              phase(Phase.Control)(timed("control")(ControlPhase.run(db, 4, s.rateWindow, s.cancels)))
           yield Results(enq, rounds.orEmpty, notify.orEmpty, poll.orEmpty, kill, history, control)
         }
         _ <- in("report")(

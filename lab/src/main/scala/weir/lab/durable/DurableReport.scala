@@ -127,7 +127,12 @@ object DurableReport:
         Vector(
           "control: revoked claims started (of a worker taken for dead); refused",
           s"${c.revokedStarted}; ${c.revokedRefused}"
-        )
+        ),
+        Vector(
+          s"control: cancel call → handler interrupted, ${c.cancels} cancels: p50; p99; max",
+          f"${c.cancelQuantile(0.5)}%.1f; ${c.cancelQuantile(0.99)}%.1f; ${c.cancelQuantile(1.0)}%.1f ms"
+        ),
+        Vector("control: cancelled tasks in finished", s"${c.cancelledSeen} of ${c.cancels}")
       )
     )
     val rows = enqueue ++ throughput ++ idle ++ kill ++ control
@@ -267,7 +272,12 @@ object DurableReport:
             "schedule_duplicates" -> c.scheduleDuplicates.asJson,
             "schedule_gaps" -> c.scheduleGaps.asJson,
             "revoked_started" -> c.revokedStarted.asJson,
-            "revoked_refused" -> c.revokedRefused.asJson
+            "revoked_refused" -> c.revokedRefused.asJson,
+            "cancels" -> c.cancels.asJson,
+            "cancel_to_interrupt_p50_ms" -> number(c.cancelQuantile(0.5)),
+            "cancel_to_interrupt_p99_ms" -> number(c.cancelQuantile(0.99)),
+            "cancel_to_interrupt_max_ms" -> number(c.cancelQuantile(1.0)),
+            "cancelled_seen" -> c.cancelledSeen.asJson
           )
         ),
         "status" -> (if r.failures.isEmpty then "ok" else "failed").asJson,

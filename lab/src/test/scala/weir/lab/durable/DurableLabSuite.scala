@@ -142,6 +142,7 @@ class DurableLabSuite extends CatsEffectSuite:
       assert(c.scheduleTicks >= 100L, c.toString)
       assertEquals((c.scheduleDuplicates, c.scheduleGaps), (0L, 0L))
       assertEquals((c.revokedStarted, c.revokedRefused), (0L, 39L))
+      assertEquals((c.cancelToInterruptMillis.size, c.cancelledSeen), (30, 30L))
       val json = parse(text).fold(
         e => fail(s"not JSON: $e"),
         identity
@@ -151,6 +152,8 @@ class DurableLabSuite extends CatsEffectSuite:
       assertEquals(json.get[Long]("schedule_duplicates"), Right(0L), text)
       assert(json.get[Double]("pause_to_last_claim_ms").isRight, text)
       assert(json.get[Double]("rate_seen_per_s").isRight, text)
+      assertEquals(json.get[Double]("cancel_to_interrupt_p50_ms"), Right(c.cancelQuantile(0.5)), text)
+      assert(c.cancelQuantile(0.5) <= c.cancelQuantile(0.99), c.toString)
     }
   }
 

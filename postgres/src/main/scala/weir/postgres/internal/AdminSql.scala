@@ -4,7 +4,7 @@ import doobie.*
 import doobie.implicits.*
 import cats.syntax.all.*
 import doobie.postgres.implicits.*
-import weir.postgres.{QueueInfo, QueueRate, QueueStats, Schema, WorkerInfo}
+import weir.postgres.{Cancel, FinishedState, QueueInfo, QueueRate, QueueStats, Schema, WorkerInfo}
 
 /** The statements behind [[weir.postgres.TaskAdmin]], for one schema. */
 private[postgres] final class AdminSql(schema: Schema):
@@ -46,19 +46,44 @@ private[postgres] final class AdminSql(schema: Schema):
              (SELECT count(*) FROM $tasks AS t WHERE t.state = 'running' AND t.lease_owner = w.id)
       FROM $workersTable AS w ORDER BY w.id""").query[WorkerInfo].to[Vector]
 
-  def cancel(id: Long): ConnectionIO[Boolean] =
+  /**
+   * Cancels the task `id` for `reason`, under its row's lock, so that no finish or claim changes it
+   * meanwhile: an available one moves to `finished` as cancelled; a running one gets the request, and its
+   * worker is told (see [[weir.postgres.TaskAdmin.cancel]]); a finished one is left as it is.
+   */
+  def cancel(id: Long, reason: String): ConnectionIO[Cancel] =
+    (const(s"SELECT state::text FROM $tasks WHERE id = ") ++ fr0"$id" ++ const(" FOR UPDATE"))
+      .query[String].option.flatMap {
+        case Some("available") => cancelAvailable(id, reason).as(Cancel.Cancelled)
+        case Some(_) => requestCancel(id, reason).as(Cancel.Requested)
+        case None =>
+          (const(s"SELECT state::text FROM $finished WHERE id = ") ++ fr0"$id").query[String].option.map(
+            _.fold(Cancel.NotFound)(state => Cancel.Finished(FinishedState.valueOf(state.capitalize)))
+          )
+      }
+
+  private def cancelAvailable(id: Long, reason: String): ConnectionIO[Int] =
     (const(s"""WITH c AS (DELETE FROM $tasks WHERE id = """) ++ fr0"$id" ++
-      const(s""" AND state = 'available' RETURNING *)
+      const(
+        s""" AND state = 'available' RETURNING *)
     , moved AS (
       INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers)
-      SELECT id, queue, payload, priority, 'cancelled', attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers FROM c
+      SELECT id, queue, payload, priority, 'cancelled', attempt, max_attempts, ordering_key, unique_key,
+             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', now(), 'error', 'cancelled: ' || """
+      ) ++
+      fr0"$reason" ++ const("""::text)), created_at, headers FROM c
       RETURNING 1)""") ++ sql.nextHeads("c") ++ const("""
-    SELECT count(*) = 1 FROM moved""")).query[Boolean].unique
+    SELECT count(*)::int FROM moved""")).query[Int].unique
 
-  def isRunning(id: Long): ConnectionIO[Boolean] =
-    (const(s"SELECT EXISTS (SELECT 1 FROM $tasks WHERE state = 'running' AND id = ") ++ fr0"$id)").query[
-      Boolean
-    ].unique
+  /**
+   * Records the cancel of the running task `id` and tells its worker at commit, on the cancel channel: the
+   * claim's lease token, a space, the reason (cut to fit a notification's payload; the row keeps it whole).
+   */
+  private def requestCancel(id: Long, reason: String): ConnectionIO[Int] =
+    (const(s"WITH r AS (UPDATE $tasks SET cancel_requested = ") ++ fr0"$reason" ++ const(" WHERE id = ") ++
+      fr0"$id" ++ const(s""" AND state = 'running' RETURNING lease_token)
+    SELECT count(pg_notify('${schema.cancelChannel}', lease_token || ' ' || left(""") ++ fr0"$reason" ++
+      const(", 1000)))::int FROM r")).query[Int].unique
 
   /**
    * Copies a dead or cancelled task back (fresh attempts), then deletes its finished row and wakes its

@@ -136,11 +136,11 @@ private[postgres] final class Claimer[F[_], A](
       F.delay {
         limited.set(claim.control.exists(_.limited))
         if claim.control.exists(_.heldBackMillis.isDefined) then counters.heldBack.incrementAndGet(): Unit
-        rows.foreach(r => claims.add(r.token, r.orderingKey.isDefined))
+        val interruptions = rows.map(r => claims.add(r.token, r.orderingKey.isDefined))
         counters.claimed.addAndGet(rows.size.toLong)
         val jobs = Vector.newBuilder[Job[A]]
         val undecodable = Vector.newBuilder[Finish]
-        rows.foreach { r =>
+        rows.lazyZip(interruptions).foreach { (r, interruption) =>
           val decoded =
             for
               payload <-
@@ -163,7 +163,8 @@ private[postgres] final class Claimer[F[_], A](
                 r.token,
                 sql,
                 keepCompleted,
-                liveness
+                liveness,
+                interruption
               )
             case Left(error) =>
               undecodable += Finish.Fail(r.token, error, -1L)

@@ -1,6 +1,7 @@
 package weir.postgres.internal
 
 import fs2.Chunk
+import weir.Interruption
 
 import java.util.concurrent.ConcurrentHashMap
 
@@ -25,7 +26,18 @@ private[postgres] final class Claims:
 
   private val held = new ConcurrentHashMap[Long, Held]
 
-  def add(token: Long, keyed: Boolean): Unit = held.put(token, Held(keyed, handedOn = false)): Unit
+  /** Adds a claim; returns the switch that interrupts its task (see [[interrupt]]). */
+  def add(token: Long, keyed: Boolean): Interruption =
+    val interruption = new Interruption
+    held.put(token, Held(keyed, handedOn = false, interruption = interruption))
+    interruption
+
+  /**
+   * Tells the task of the claim `token` to stop, for `reason` (its cancel was requested): interrupted if it
+   * runs, refused if it has not started. True if this worker holds the claim and it was not told before.
+   */
+  def interrupt(token: Long, reason: String): Boolean =
+    Option(held.get(token)).exists(_.interruption.request(reason))
 
   /**
    * Marks a claim as finishing: its finish is with the completer. A finish that hands the claim back
@@ -84,6 +96,7 @@ private[postgres] object Claims:
   private final case class Held(
       keyed: Boolean,
       handedOn: Boolean,
+      interruption: Interruption,
       finishing: Boolean = false,
       taken: Boolean = false
   )

@@ -135,25 +135,32 @@ private[postgres] object Completer:
             if completeTokens.isEmpty then FC.pure(0)
             else sql.complete(completeTokens, keepCompleted, keyed = keyedCompletes)
           failed <-
-            if failedTokens.isEmpty then FC.pure((0, 0))
+            if failedTokens.isEmpty then FC.pure((0, 0, 0))
             else sql.fail(failedTokens, failErrors.result(), failDelays.result())
           released <-
-            if releaseTokens.isEmpty then FC.pure(0)
+            if releaseTokens.isEmpty then FC.pure((0, 0))
             else sql.release(releaseTokens)
           snoozed <-
-            if snoozedTokens.isEmpty then FC.pure(0)
+            if snoozedTokens.isEmpty then FC.pure((0, 0))
             else sql.snooze(snoozedTokens, snoozeDelays.result())
           _ <- if wakeUp then sql.wakeQueue(queue) else FC.unit
         yield (completed, failed, released, snoozed)
-      run(tx).flatMap { case (completed, (retried, dead), released, snoozed) =>
-        F.delay {
-          counters.completed.addAndGet(completed.toLong)
-          counters.retried.addAndGet(retried.toLong)
-          counters.dead.addAndGet(dead.toLong)
-          counters.released.addAndGet(released.toLong)
-          counters.snoozed.addAndGet(snoozed.toLong)
-          batch.foreach(f => claims.remove(f.token): Unit)
-        } *> wake.whenA(wakeUp)
+      run(tx).flatMap {
+        case (
+              completed,
+              (retried, dead, cancelledFailing),
+              (released, cancelledUnstarted),
+              (snoozed, cancelledSnoozing)
+            ) =>
+          F.delay {
+            counters.completed.addAndGet(completed.toLong)
+            counters.retried.addAndGet(retried.toLong)
+            counters.dead.addAndGet(dead.toLong)
+            counters.cancelled.addAndGet((cancelledFailing + cancelledUnstarted + cancelledSnoozing).toLong)
+            counters.released.addAndGet(released.toLong)
+            counters.snoozed.addAndGet(snoozed.toLong)
+            batch.foreach(f => claims.remove(f.token): Unit)
+          } *> wake.whenA(wakeUp)
       }
 
     def writeUntilCommitted(batch: Chunk[Finish], wait: FiniteDuration): F[Unit] =

@@ -9,7 +9,8 @@ import scala.concurrent.duration.*
  * Keeps a worker alive in the database: twice every `every` it writes its heartbeat (registering again if a
  * rescuer had removed it) and extends the leases of the claims it holds that end within half a lease. The
  * same statement names the claims whose rows are no longer this worker's: those another worker rescued
- * are marked taken in [[Claims]] and counted.
+ * are marked taken in [[Claims]] and counted. It also names the claims whose cancel was requested, whose
+ * tasks are told to stop: the fallback of the cancel's notification ([[WorkerSession]]).
  * Each beat that commits is reported to [[Liveness]] with the moment it was sent; beating twice per
  * period keeps the last one young enough for the worker's claims to start (see there).
  * Runs on the worker's maintenance pool, so a pool busy with claims and handlers never delays it.
@@ -31,10 +32,11 @@ private[postgres] object Heartbeat:
     val beat =
       F.delay((System.nanoTime(), claims.tokens)).flatMap { (sentAt, tokens) =>
         run.single(sql.beat(owner, name, every.toMillis, tokens, lease.toMillis))
-          .flatMap(gone =>
+          .flatMap(found =>
             // the claims found gone are marked taken before the beat counts: no claim of them starts after it
             F.delay {
-              counters.taken.addAndGet(claims.taken(gone).toLong)
+              counters.taken.addAndGet(claims.taken(found.gone).toLong)
+              found.cancels.foreach((token, reason) => claims.interrupt(token, reason): Unit)
               liveness.confirmed(sentAt)
             }.void
           )

@@ -26,9 +26,9 @@ private[postgres] object Rescuer:
       counters: Counters
   )(using F: Async[F]): Resource[F, Unit] =
     def rescueAll: F[Unit] =
-      run(sql.rescue(deadAfter.toMillis, batch)).flatMap { (rescued, dead) =>
-        F.delay(counters.rescued.addAndGet(rescued.toLong + dead.toLong)) *>
-          (if rescued + dead >= batch then rescueAll else F.unit)
+      run(sql.rescue(deadAfter.toMillis, batch)).flatMap { (rescued, dead, cancelled) =>
+        val n = rescued + dead + cancelled
+        F.delay(counters.rescued.addAndGet(n.toLong)) *> (if n >= batch then rescueAll else F.unit)
       }
     val round = rescueAll *> run(sql.forgetWorkers(deadAfter.toMillis * 20)).void
     val loop = (F.sleep(every) *> round.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[Unit]

@@ -164,15 +164,19 @@ private[postgres] final class Sql(schema: Schema):
 
   /**
    * Finishes the failed claims `tokens`: a claim whose `delays(i)` is negative, or whose task has used its
-   * attempts, moves to `finished` as dead; the others become available again after `delays(i)` ms. Each
-   * task's error is appended to its errors with its attempt number. Returns `(retried, dead)`.
+   * attempts, moves to `finished` as dead; one whose cancel was requested ([[weir.postgres.TaskAdmin.cancel]])
+   * moves there as cancelled; the others become available again after `delays(i)` ms. Each task's error is
+   * appended to its errors with its attempt number (and a cancelled one's reason after it). The claims are
+   * locked and read first, so that a cancel committed before this statement could lock a row is seen, and
+   * one that waits for the lock finds the row finished or available. Returns `(retried, dead, cancelled)`.
    */
-  def fail(tokens: Array[Long], errors: Array[String], delays: Array[Long]): ConnectionIO[(Int, Int)] =
+  def fail(tokens: Array[Long], errors: Array[String], delays: Array[Long]): ConnectionIO[(Int, Int, Int)] =
     (const("WITH f AS (SELECT * FROM unnest(") ++
       fr0"$tokens::bigint[], $errors::text[], $delays::bigint[]" ++
       const(s""") AS f(token, error, delay_ms))
     , claimed AS (
-      SELECT t.id, f.error, f.delay_ms, (f.delay_ms < 0 OR t.attempt >= t.max_attempts) AS dead
+      SELECT t.id, f.error, f.delay_ms,
+             (f.delay_ms < 0 OR t.attempt >= t.max_attempts OR t.cancel_requested IS NOT NULL) AS dead
       FROM $tasks AS t JOIN f ON f.token = t.lease_token
       WHERE t.lease_token = ANY(""") ++ fr0"$tokens" ++ const(s""") AND t.state = 'running'
       FOR UPDATE OF t)
@@ -182,10 +186,12 @@ private[postgres] final class Sql(schema: Schema):
       RETURNING t.*, c.error)
     , moved AS (
       INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers)
-      SELECT id, queue, payload, priority, 'dead', attempt, max_attempts, ordering_key, unique_key,
-             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', now(), 'error', error)), created_at,
-             headers
-      FROM dead RETURNING 1)
+      SELECT id, queue, payload, priority, ${finishedState(
+          "cancel_requested"
+        )}, attempt, max_attempts, ordering_key, unique_key,
+             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', now(), 'error', error))
+               || ${cancelEntry("attempt", "cancel_requested")}, created_at, headers
+      FROM dead RETURNING state = 'cancelled' AS cancelled)
     """) ++ nextHeads("dead") ++ const(s"""
     , retried AS (
       UPDATE $tasks AS t
@@ -195,39 +201,93 @@ private[postgres] final class Sql(schema: Schema):
       FROM claimed AS c
       WHERE t.lease_token = ANY(""") ++ fr0"$tokens" ++ const(s""") AND t.id = c.id AND NOT c.dead
       RETURNING 1)
-    SELECT (SELECT count(*) FROM retried)::int, (SELECT count(*) FROM moved)::int""")).query[(
+    SELECT (SELECT count(*) FROM retried)::int, (SELECT count(*) FILTER (WHERE NOT cancelled) FROM moved)::int,
+           (SELECT count(*) FILTER (WHERE cancelled) FROM moved)::int""")).query[(Int, Int, Int)].unique
+
+  /**
+   * Hands back the claims `tokens`, which never started: available again at once, in their old place, and
+   * their attempt not counted; or cancelled, if their cancel was requested. Returns `(released, cancelled)`.
+   */
+  def release(tokens: Array[Long]): ConnectionIO[(Int, Int)] =
+    putBack(
+      None,
+      const("t.lease_token = ANY(") ++ fr0"$tokens" ++ const(")"),
+      const("state = 'available', attempt = t.attempt - 1")
+    )
+
+  /**
+   * Puts back the claims `tokens`, whose handlers asked to run again later: available after `delays(i)`
+   * ms, their attempt not counted and their errors unchanged; or cancelled, if their cancel was requested.
+   * A task keeps its id, so it stays its key's head and the key's later tasks wait for it. Returns
+   * `(snoozed, cancelled)`.
+   */
+  def snooze(tokens: Array[Long], delays: Array[Long]): ConnectionIO[(Int, Int)] =
+    putBack(
+      Some(
+        const(", s.delay_ms FROM unnest(") ++ fr0"$tokens::bigint[], $delays::bigint[]" ++
+          const(s") AS s(token, delay_ms) JOIN $tasks AS t ON t.lease_token = s.token")
+      ),
+      const("t.lease_token = ANY(") ++ fr0"$tokens" ++ const(")"),
+      const(
+        "state = 'available', attempt = t.attempt - 1, run_at = now() + c.delay_ms * interval '1 millisecond'"
+      )
+    )
+
+  /**
+   * Hands back every claim `owner` still holds in `queue`, as never started (a worker's last step), or
+   * cancelled if its cancel was requested. Returns `(released, cancelled)`.
+   */
+  def releaseAll(queue: String, owner: Long): ConnectionIO[(Int, Int)] =
+    putBack(
+      None,
+      const("t.queue = ") ++ fr0"$queue" ++ const(" AND t.lease_owner = ") ++ fr0"$owner",
+      const("state = 'available', attempt = t.attempt - 1")
+    )
+
+  /**
+   * Puts back, uncounted, the running tasks `t` for which `where` holds, with `set` as the update's
+   * assignments (reading the claim's columns as `c`; the lease is cleared here): except those whose cancel
+   * was requested, which move to `finished` as cancelled, the reason among their errors. `from`, if given,
+   * adds columns to the claim and replaces its `FROM tasks AS t` (it starts with `, columns FROM`).
+   * As in [[fail]], the rows are locked and read first, their conditions checked again on the row locked,
+   * so that a cancel committed before the lock is seen and one that waits for it finds the row put back.
+   * Returns `(put back, cancelled)`.
+   */
+  private def putBack(from: Option[Fragment], where: Fragment, set: Fragment): ConnectionIO[(Int, Int)] =
+    val source = from.getOrElse(const(s" FROM $tasks AS t"))
+    (const("WITH claimed AS (SELECT t.id, t.cancel_requested IS NOT NULL AS cancel") ++ source ++
+      const(" WHERE ") ++ where ++ const(s""" AND t.state = 'running' FOR UPDATE OF t)
+    , cancelled AS (
+      DELETE FROM $tasks AS t USING claimed AS c
+      WHERE t.id = ANY(ARRAY(SELECT id FROM claimed)) AND t.id = c.id AND c.cancel
+      RETURNING t.*)
+    , moved AS (
+      INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers)
+      SELECT id, queue, payload, priority, 'cancelled', attempt - 1, max_attempts, ordering_key, unique_key,
+             errors || ${cancelEntry("attempt - 1", "cancel_requested")}, created_at, headers
+      FROM cancelled RETURNING 1)
+    """) ++ nextHeads("cancelled") ++ const(s"""
+    , put_back AS (
+      UPDATE $tasks AS t SET """) ++ set ++
+      const(s""", lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL
+      FROM claimed AS c
+      WHERE t.id = ANY(ARRAY(SELECT id FROM claimed)) AND t.id = c.id AND NOT c.cancel
+      RETURNING 1)
+    SELECT (SELECT count(*) FROM put_back)::int, (SELECT count(*) FROM moved)::int""")).query[(
         Int,
         Int
     )].unique
 
-  /**
-   * Hands back the claims `tokens`, which never started: available again at once, in their old place, and
-   * their attempt not counted.
-   */
-  def release(tokens: Array[Long]): ConnectionIO[Int] =
-    (const(s"""UPDATE $tasks
-    SET state = 'available', attempt = attempt - 1, lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL
-    WHERE lease_token = ANY(""") ++ fr0"$tokens" ++ const(") AND state = 'running'")).update.run
+  /** The `finished_state` of a task leaving `tasks` through failure: cancelled if `cancel` is set, or dead. */
+  private def finishedState(cancel: String): String =
+    s"(CASE WHEN $cancel IS NULL THEN 'dead' ELSE 'cancelled' END)::${schema("finished_state")}"
 
   /**
-   * Puts back the claims `tokens`, whose handlers asked to run again later: available after `delays(i)`
-   * ms, their attempt not counted and their errors unchanged. A task keeps its id, so it stays its key's
-   * head and the key's later tasks wait for it. Returns how many.
+   * The errors' entry of a cancel whose reason is the column `cancel` (an empty array when it is null), for
+   * attempt `attempt`.
    */
-  def snooze(tokens: Array[Long], delays: Array[Long]): ConnectionIO[Int] =
-    (const(s"""UPDATE $tasks AS t
-    SET state = 'available', attempt = t.attempt - 1, run_at = now() + s.delay_ms * interval '1 millisecond',
-        lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL
-    FROM unnest(""") ++ fr0"$tokens::bigint[], $delays::bigint[]" ++ const(""") AS s(token, delay_ms)
-    WHERE t.lease_token = ANY(""") ++ fr0"$tokens" ++
-      const(") AND t.lease_token = s.token AND t.state = 'running'")).update.run
-
-  /** Hands back every claim `owner` still holds in `queue`, as never started (a worker's last step). */
-  def releaseAll(queue: String, owner: Long): ConnectionIO[Int] =
-    (const(s"""UPDATE $tasks
-    SET state = 'available', attempt = attempt - 1, lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL
-    WHERE state = 'running' AND queue = """) ++ fr0"$queue" ++ const(" AND lease_owner = ") ++
-      fr0"$owner").update.run
+  private def cancelEntry(attempt: String, cancel: String): String =
+    s"(CASE WHEN $cancel IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(jsonb_build_object('attempt', $attempt, 'at', now(), 'error', 'cancelled: ' || $cancel)) END)"
 
   // ---- workers and leases
 
@@ -240,13 +300,15 @@ private[postgres] final class Sql(schema: Schema):
    * A worker's beat, as one statement run in autocommit ([[Run.single]]), asking for an asynchronous commit
    * of its own: marks `owner` alive now (registering it again under the same id if a rescuer removed it),
    * extends to `now + leaseMillis` the leases of the claims `tokens` that end within half a lease, and
-   * returns the tokens no running task holds any more (finished, or rescued by another worker). One
+   * returns the tokens no running task holds any more (finished, or rescued by another worker) and those
+   * whose cancel was requested, with its reason (the fallback of a missed notification: see
+   * [[weir.postgres.TaskAdmin.cancel]]). One
    * statement, so that no transaction of the beat is ever left open on the server holding the worker's
    * row: a connection that goes silent between the statements of a transaction leaves it open until the
    * server's TCP gives up, and every later beat would wait on that row.
    */
   def beat(owner: Long, name: String, beatEveryMillis: Long, tokens: Array[Long], leaseMillis: Long)
-      : ConnectionIO[Vector[Long]] =
+      : ConnectionIO[Sql.Beat] =
     (const(s"WITH alive AS (INSERT INTO $workers (id, name, beat_every) VALUES (") ++
       fr0"$owner, $name, $beatEveryMillis * interval '1 millisecond'" ++
       const(") ON CONFLICT (id) DO UPDATE SET heartbeat_at = now() RETURNING 1)") ++
@@ -254,12 +316,14 @@ private[postgres] final class Sql(schema: Schema):
       const(" * interval '1 millisecond' WHERE lease_token = ANY(") ++ fr0"$tokens" ++
       const(") AND state = 'running' AND lease_expires_at < now() + ") ++ fr0"${leaseMillis / 2}" ++
       const(" * interval '1 millisecond' RETURNING 1)") ++
-      const(" SELECT h.token FROM set_config('synchronous_commit', 'off', true) AS async, unnest(") ++
+      const(
+        " SELECT h.token, t.cancel_requested FROM set_config('synchronous_commit', 'off', true) AS async, unnest("
+      ) ++
       fr0"$tokens" ++
       const(
-        s"::bigint[]) AS h(token) WHERE NOT EXISTS (SELECT 1 FROM $tasks AS t WHERE t.lease_token = h.token AND t.state = 'running')"
+        s"::bigint[]) AS h(token) LEFT JOIN $tasks AS t ON t.lease_token = h.token AND t.state = 'running' WHERE t.id IS NULL OR t.cancel_requested IS NOT NULL"
       ))
-      .query[Long].to[Vector]
+      .query[(Long, Option[String])].to[Vector].map(Sql.Beat.of)
 
   /**
    * Takes `owner`'s session lock on the connection that runs it and records when, in one statement, as
@@ -288,8 +352,9 @@ private[postgres] final class Sql(schema: Schema):
   /**
    * Rescues up to `limit` running tasks whose owner is gone or whose own lease has expired: each goes back
    * to available at once, keeping its run-at (so its place in line: a rescued task is not sent behind a
-   * backlog), with the reason appended to its errors, or to dead if it has used its attempts. Rows another
-   * rescuer holds are skipped. Returns `(rescued, dead)`.
+   * backlog), with the reason appended to its errors, or to dead if it has used its attempts, or to
+   * cancelled if its cancel was requested (its worker died before it could interrupt it). Rows another
+   * rescuer holds are skipped. Returns `(rescued, dead, cancelled)`.
    *
    * An owner is gone when it has no row, when it has not heartbeaten for `deadAfterMillis`, or when its
    * session lock is free while its heartbeat is more than one period late (its process died and the
@@ -298,7 +363,7 @@ private[postgres] final class Sql(schema: Schema):
    * The error's time is the clock's when the row is changed, not the statement's start: a statement that
    * waited finds a dead worker's lock free only once it is dead, and its record must not say earlier.
    */
-  def rescue(deadAfterMillis: Long, limit: Int): ConnectionIO[(Int, Int)] =
+  def rescue(deadAfterMillis: Long, limit: Int): ConnectionIO[(Int, Int, Int)] =
     (const(s"""WITH owners AS (
       SELECT w.id, CASE
         WHEN w.heartbeat_at < now() - """) ++ fr0"$deadAfterMillis" ++ const(s""" * interval '1 millisecond'
@@ -314,7 +379,8 @@ private[postgres] final class Sql(schema: Schema):
       FROM $workers AS w
     ), lost AS (
       SELECT t.id, CASE WHEN o.id IS NULL THEN 'worker ' || t.lease_owner || ' stopped heartbeating'
-                        ELSE coalesce(o.gone, 'lease expired') END AS reason
+                        ELSE coalesce(o.gone, 'lease expired') END AS reason,
+             t.cancel_requested IS NOT NULL AS cancel
       FROM $tasks AS t
       LEFT JOIN owners AS o ON o.id = t.lease_owner
       WHERE t.state = 'running' AND (o.id IS NULL OR o.gone IS NOT NULL OR t.lease_expires_at < now())
@@ -322,27 +388,25 @@ private[postgres] final class Sql(schema: Schema):
       FOR UPDATE OF t SKIP LOCKED
     ), dead AS (
       DELETE FROM $tasks AS t USING lost
-      WHERE t.id = ANY(ARRAY(SELECT id FROM lost)) AND t.id = lost.id AND t.attempt >= t.max_attempts
+      WHERE t.id = ANY(ARRAY(SELECT id FROM lost)) AND t.id = lost.id AND (t.attempt >= t.max_attempts OR lost.cancel)
       RETURNING t.*, lost.reason
     ), moved AS (
       INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers)
-      SELECT id, queue, payload, priority, 'dead', attempt, max_attempts, ordering_key, unique_key,
-             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', clock_timestamp(), 'error', reason)), created_at,
-             headers
-      FROM dead RETURNING 1
+      SELECT id, queue, payload, priority, ${finishedState("cancel_requested")}, attempt, max_attempts, ordering_key, unique_key,
+             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', clock_timestamp(), 'error', reason))
+               || ${cancelEntry("attempt", "cancel_requested")}, created_at, headers
+      FROM dead RETURNING state = 'cancelled' AS cancelled
     )""") ++ nextHeads("dead") ++ const(s"""
     , rescued AS (
       UPDATE $tasks AS t
       SET state = 'available', lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
           errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', clock_timestamp(), 'error', lost.reason))
       FROM lost
-      WHERE t.id = ANY(ARRAY(SELECT id FROM lost)) AND t.id = lost.id AND t.attempt < t.max_attempts
+      WHERE t.id = ANY(ARRAY(SELECT id FROM lost)) AND t.id = lost.id AND t.attempt < t.max_attempts AND NOT lost.cancel
       RETURNING 1
     )
-    SELECT (SELECT count(*) FROM rescued)::int, (SELECT count(*) FROM moved)::int""")).query[(
-        Int,
-        Int
-    )].unique
+    SELECT (SELECT count(*) FROM rescued)::int, (SELECT count(*) FILTER (WHERE NOT cancelled) FROM moved)::int,
+           (SELECT count(*) FILTER (WHERE cancelled) FROM moved)::int""")).query[(Int, Int, Int)].unique
 
   /** Removes worker rows whose heartbeat is older than `olderThanMillis`. */
   def forgetWorkers(olderThanMillis: Long): ConnectionIO[Int] =
@@ -432,6 +496,19 @@ private[postgres] final class Sql(schema: Schema):
     (const(s"SELECT count(*) FROM $tasks WHERE queue = ") ++ fr0"$queue").query[Long].unique
 
 object Sql:
+
+  /**
+   * What a beat found among the claims it was given: the tokens no running task holds any more (`gone`),
+   * and those whose cancel was requested, with the reason (`cancels`).
+   */
+  final case class Beat(gone: Vector[Long], cancels: Vector[(Long, String)])
+
+  object Beat:
+    def of(rows: Vector[(Long, Option[String])]): Beat =
+      Beat(
+        rows.collect { case (token, None) => token },
+        rows.collect { case (token, Some(why)) => token -> why }
+      )
 
   /**
    * A task ready for the database: payload as JSON text, run-at as a delay from the server's now, headers as

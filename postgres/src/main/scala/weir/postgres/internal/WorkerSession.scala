@@ -16,7 +16,8 @@ import scala.concurrent.duration.*
  * Owns the worker's own session, a connection outside the pool, on a thread of its own, that does two
  * things. It listens: a notification naming the worker's queue wakes its claimer, or, when the claimer is
  * idle, is answered at once with a claim on this connection whose rows go to the claimer (see
- * [[IdleGate]]), since this thread and its server process are the two that are awake. And it holds the
+ * [[IdleGate]]), since this thread and its server process are the two that are awake; and one on the
+ * cancel channel naming a claim of this worker interrupts its task ([[Claims.interrupt]]). And it holds the
  * worker's session lock (see [[Sql.holdSession]]), which the server frees when the process dies, so that
  * other workers rescue its tasks within a heartbeat instead of after `deadAfter`. Its connection's sockets
  * come from [[ImmediatePeekSocketFactory]], so that pgjdbc hands a notification on without first waiting a
@@ -44,12 +45,14 @@ private[postgres] object WorkerSession:
       sql: Sql,
       owner: Long,
       channel: String,
+      cancelChannel: String,
       queue: String,
       claim: ConnectionIO[Sql.Claim],
       gate: IdleGate[F],
       wake: Queue[F, Unit],
       checkEvery: FiniteDuration,
-      counters: Counters
+      counters: Counters,
+      interrupt: (Long, String) => Unit
   )(using F: Async[F]): Resource[F, Unit] =
     val poke = wake.tryOffer(()).void
 
@@ -87,15 +90,21 @@ private[postgres] object WorkerSession:
         }
       def wakeUp: F[Unit] =
         F.uncancelable(_ => F.delay(gate.sessionClaims()).flatMap(_.fold(poke)(claimHere)))
+      // a cancel interrupts its task right here, on this thread: the interruption only completes a callback
       def slice: F[Unit] =
-        F.delay(Option(pg.getNotifications(waitSlice.toMillis.toInt)).exists(_.exists(_.getParameter ==
-          queue)))
-          .flatMap(woken => wakeUp.whenA(woken))
+        F.delay {
+          var woken = false
+          Option(pg.getNotifications(waitSlice.toMillis.toInt)).foreach(_.foreach { n =>
+            if n.getName == cancelChannel then WorkerSession.cancel(n.getParameter).foreach(interrupt.tupled)
+            else if n.getParameter == queue then woken = true
+          })
+          woken
+        }.flatMap(woken => wakeUp.whenA(woken))
       def rounds(locked: Boolean): F[Unit] =
         slice.replicateA_(slices.toInt) *> check(locked).flatMap(rounds)
       // the session is the worker's own, never a pooled one: its setting stays with it, and like the rest of
       // the worker's bookkeeping its one write (the lock's record) need not wait for the WAL
-      execute("SET synchronous_commit = off; LISTEN \"" + channel + "\"") *> poke *>
+      execute(s"SET synchronous_commit = off; LISTEN \"$channel\"; LISTEN \"$cancelChannel\"") *> poke *>
         F.guarantee(check(locked = false), started.complete(()).void).flatMap(rounds)
 
     def session(wait: FiniteDuration, started: Deferred[F, Unit]): F[Unit] =
@@ -114,6 +123,12 @@ private[postgres] object WorkerSession:
       _ <- F.background(F.evalOn(session(100.millis, started), ExecutionContext.fromExecutor(pool)))
       _ <- Resource.eval(started.get)
     yield ()
+
+  /** A cancel's payload: the claim's lease token, a space, the reason (see [[Sql]]'s cancel). */
+  def cancel(payload: String): Option[(Long, String)] =
+    val space = payload.indexOf(' ')
+    val token = if space < 0 then payload else payload.substring(0, space)
+    token.toLongOption.map(_ -> (if space < 0 then "" else payload.substring(space + 1)))
 
   private def thread(channel: String): ThreadFactory = runnable =>
     val t = new Thread(runnable, s"weir-session-$channel")
