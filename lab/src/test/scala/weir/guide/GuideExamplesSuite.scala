@@ -32,6 +32,17 @@ class GuideExamplesSuite extends CatsEffectSuite:
     )
   }
 
+  test("interrupt: the stopped task ends interrupted, once, and the others run their course") {
+    TestControl.executeEmbed(InterruptExample.run.flatMap(s => IO.monotonic.map(s -> _))).map { (s, now) =>
+      assertEquals((s.succeeded, s.failed, s.retries), (2L, 1L, 0L))
+      assertEquals(
+        s.failures.map(f => (f.task.name, f.disposition, f.error.getMessage)),
+        Vector(("weekly", weir.Disposition.Interrupted, "task interrupted: the user stopped it"))
+      )
+      assertEquals(now, 10.seconds)
+    }
+  }
+
   test("limits: fixed, resized and adaptive runs finish every task") {
     TestControl.executeEmbed(
       for

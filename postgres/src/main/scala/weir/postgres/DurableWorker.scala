@@ -27,7 +27,10 @@ import java.util.concurrent.atomic.AtomicBoolean
  *   - failed: available again after the configured backoff, with its error recorded, or dead once it has
  *     used its `maxAttempts` (or at once when `backoff.retryOn` rejects the error); a task interrupted
  *     because the worker stopped is retried at once (or dead, if that was its last attempt);
- *   - not started (drained, cancelled, failed fast): handed back at once, its attempt not counted.
+ *   - not started (drained, cancelled, failed fast, refused): handed back at once, its attempt not counted.
+ *
+ * Whatever the outcome, except a success, a task whose cancel was requested ([[TaskAdmin.cancel]]) moves to
+ * `finished` as cancelled instead; an interrupted one was interrupted for that reason.
  *
  * Release: the pipeline is drained (running tasks get [[WorkerConfig.shutdownGrace]]), every result is
  * written (waiting at most `shutdownGrace` for an unreachable database), every claim still held is handed
@@ -241,9 +244,12 @@ object DurableWorker:
     case TaskOutcome.Succeeded(job, _, _) => Finish.Complete(job.token)
     case TaskOutcome.NotStarted(job, _) => Finish.Release(job.token)
     case TaskOutcome.Failed(job, error, Disposition.Interrupted, _) =>
-      // a cancelled task's failure finishes it as cancelled (see Sql.fail); another was stopped with its worker
-      if job.cancelRequested then Finish.Fail(job.token, Errors.describe(error), -1L)
-      else Finish.Fail(job.token, "interrupted: the worker stopped while the task ran", 0L)
+      // a cancelled task's failure finishes it as cancelled (see Sql.fail); another was stopped with its
+      // worker (or, between two in-memory attempts, its claim may have been rescued): it is retried at once
+      val why = error match
+        case e: weir.TaskInterrupted => s"interrupted: ${e.reason}"
+        case e => Errors.describe(e)
+      Finish.Fail(job.token, why, if job.cancelRequested then -1L else 0L)
     case TaskOutcome.Failed(job, error, _, _) =>
       val delay =
         if config.backoff.retryable(error) then
