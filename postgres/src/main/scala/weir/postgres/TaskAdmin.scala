@@ -10,8 +10,8 @@ import scala.concurrent.duration.*
 
 /**
  * Operations on a schema's queues and tasks: counts per queue and state, the queues' controls (pause,
- * resume, a limit on running tasks, a rate), cancelling a task that has not started, retrying or
- * discarding a dead one, and pruning finished tasks. Every call is one short transaction (a prune is one
+ * resume, a limit on running tasks, a rate), cancelling a task (a running one through its worker),
+ * retrying or discarding a dead or cancelled one, and pruning finished tasks. Every call is one short transaction (a prune is one
  * per batch), so none holds locks for long.
  *
  * ==Queue controls==
