@@ -9,14 +9,14 @@ import scala.concurrent.duration.*
  * Every `every`, marks the head of any ordering key left without one and wakes the queues concerned. The
  * marks are a hint the claim relies on to skip a key's waiting tasks (see [[Sql.nextHeads]]); an enqueue
  * whose transaction overlaps the removal of its key's last task can leave its task unmarked, and nothing
- * but this walk would then claim it. Every worker runs one (schema-wide, like the rescue); errors are
- * counted and the next round tries again.
+ * but this walk would then claim it. Every worker runs one (schema-wide, like the rescue), a
+ * [[Periodic]] loop.
  */
 private[postgres] object HeadRepair:
 
   def resource[F[_]](run: Run[F], sql: Sql, every: FiniteDuration, counters: Counters)(using
       F: Async[F]
   ): Resource[F, Unit] =
-    val round = run(sql.repairHeads.flatMap(queues => queues.distinct.traverse_(sql.wakeQueue))).void
-    F.background((F.sleep(every) *> round.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[Unit])
-      .void
+    Periodic.resource(every, counters)(
+      run(sql.repairHeads.flatMap(queues => queues.distinct.traverse_(sql.wakeQueue))).void
+    )

@@ -13,8 +13,8 @@ import scala.concurrent.duration.*
  * tasks are told to stop: the fallback of the cancel's notification ([[WorkerSession]]).
  * Each beat that commits is reported to [[Liveness]] with the moment it was sent; beating twice per
  * period keeps the last one young enough for the worker's claims to start (see there).
- * Runs on the worker's maintenance pool, so a pool busy with claims and handlers never delays it.
- * Errors are counted and the next beat tries again.
+ * Runs on the worker's maintenance pool, so a pool busy with claims and handlers never delays it; a
+ * [[Periodic]] loop.
  */
 private[postgres] object Heartbeat:
 
@@ -41,7 +41,4 @@ private[postgres] object Heartbeat:
             }.void
           )
       }
-    val loop = (F.sleep(every / 2) *> beat.void.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[
-      Unit
-    ]
-    F.background(loop).void
+    Periodic.resource(every / 2, counters)(beat)

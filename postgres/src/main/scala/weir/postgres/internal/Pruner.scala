@@ -8,8 +8,7 @@ import scala.concurrent.duration.*
 
 /**
  * Deletes finished tasks past their retention, every `every`, a batch per transaction so a large prune
- * never holds many locks for long; rows another worker's pruner holds are skipped. Errors are counted and
- * the next round tries again.
+ * never holds many locks for long; rows another worker's pruner holds are skipped. A [[Periodic]] loop.
  */
 private[postgres] object Pruner:
 
@@ -31,7 +30,6 @@ private[postgres] object Pruner:
       run(sql.prune(olderThan.toMillis, Array(state), batch)).flatMap(n =>
         prune(state, olderThan).whenA(n >= batch)
       )
-    val round = retention.byState.traverse_((state, olderThan) => prune(state.name, olderThan))
-    F.background(
-      (F.sleep(every) *> round.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[Unit]
-    ).void
+    Periodic.resource(every, counters)(
+      retention.byState.traverse_((state, olderThan) => prune(state.name, olderThan))
+    )

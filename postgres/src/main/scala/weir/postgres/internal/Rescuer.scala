@@ -8,8 +8,8 @@ import scala.concurrent.duration.*
 /**
  * Frees the tasks of dead workers: every `every`, running tasks whose owner is gone (its session ended
  * and its heartbeat is late, or it has not heartbeaten within `deadAfter`: see [[Sql.rescue]]) or whose
- * own lease expired go back to available at once, or to dead if they have used their attempts, with the
- * reason in their errors. Every worker runs one: there is no leader to lose, the
+ * own lease expired go back to available at once, or to dead if they have used their attempts, or to
+ * cancelled if their cancel was requested, with the reason in their errors; a [[Periodic]] loop. Every worker runs one: there is no leader to lose, the
  * statement skips rows another rescuer holds, and the guarded finishes make a late result of a rescued
  * claim change nothing. Worker rows silent for twenty times `deadAfter` are removed.
  */
@@ -30,6 +30,4 @@ private[postgres] object Rescuer:
         val n = rescued + dead + cancelled
         F.delay(counters.rescued.addAndGet(n.toLong)) *> (if n >= batch then rescueAll else F.unit)
       }
-    val round = rescueAll *> run(sql.forgetWorkers(deadAfter.toMillis * 20)).void
-    val loop = (F.sleep(every) *> round.handleErrorWith(e => F.delay(counters.error(e)))).foreverM[Unit]
-    F.background(loop).void
+    Periodic.resource(every, counters)(rescueAll *> run(sql.forgetWorkers(deadAfter.toMillis * 20)).void)
