@@ -10,11 +10,12 @@ import scala.io.{Codec, Source as IoSource}
  * weir's schema, as numbered SQL files applied in order (`weir/postgres/migrations/NNNN-*.sql` on the
  * class path). Each file is written for the schema `weir_schema`, which is replaced by the schema's name.
  *
- * [[migrate]] applies what is missing in one transaction under a transaction-scoped advisory lock, so two
- * workers starting at once apply each migration exactly once (the second waits, then finds nothing to do)
- * and no lock outlives the transaction. [[check]] is what a worker runs at start: it fails with
- * [[SchemaError]] naming the schema and the versions when the schema is missing or not at this library's
- * version.
+ * Apply them with [[Database.migrate]] (or `./weir durable migrate`): the one way to migrate. It applies
+ * what is missing in one transaction under a transaction-scoped advisory lock, so two workers starting at
+ * once apply each migration exactly once (the second waits, then finds nothing to do) and no lock outlives
+ * the transaction. A worker checks at start that the schema is at this library's version, and fails with
+ * [[SchemaError]] naming the schema and the versions otherwise. [[all]] lists the SQL, for a user whose own
+ * migration tool must apply it.
  */
 object Migrations:
 
@@ -46,7 +47,7 @@ object Migrations:
   def latest: Int = all.last.version
 
   /** Applies every missing migration to `schema`; returns the versions applied (empty when up to date). */
-  def migrate(schema: Schema): ConnectionIO[Vector[Int]] = migrateTo(schema, latest)
+  private[postgres] def migrate(schema: Schema): ConnectionIO[Vector[Int]] = migrateTo(schema, latest)
 
   /** Applies the missing migrations up to `version` only: a schema as an earlier release left it. */
   private[postgres] def migrateTo(schema: Schema, version: Int): ConnectionIO[Vector[Int]] =
@@ -74,7 +75,7 @@ object Migrations:
    * Fails with [[SchemaError]] unless `schema` exists and is exactly at [[latest]]: a worker never runs
    * against a schema it does not know.
    */
-  def check(schema: Schema): ConnectionIO[Unit] =
+  private[postgres] def check(schema: Schema): ConnectionIO[Unit] =
     for
       exists <- sql"SELECT to_regclass(${schema("migrations")}) IS NOT NULL".query[Boolean].unique
       _ <-
