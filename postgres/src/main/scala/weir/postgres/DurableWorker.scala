@@ -102,68 +102,21 @@ object DurableWorker:
           F.delay(counters.error(e))
         )
       )
+      worker = new WorkerContext(owner, config, db.schema, sql, claims, counters, liveness, limited)
       // the session and the heartbeat outlive the completer: a worker writing its last results is alive
       _ <-
         if config.listen then
-          WorkerSession.resource(
-            db.dedicated,
-            sql,
-            owner,
-            db.schema.channel,
-            db.schema.cancelChannel,
-            config.queue,
-            Claimer.claim(sql, config, owner),
-            gate,
-            wake,
-            WorkerSession.checkEvery,
-            counters,
-            (token, reason) => claims.interrupt(token, reason): Unit
-          )
+          WorkerSession.resource(db.dedicated, worker, gate, wake, WorkerSession.checkEvery)
         else Resource.unit[F]
-      _ <- Heartbeat.resource(
-        maintenance,
-        sql,
-        owner,
-        config.name,
-        config.heartbeat,
-        config.lease,
-        claims,
-        liveness,
-        counters
-      )
-      completer <- Completer.resource(
-        xa,
-        sql,
-        config.queue,
-        config.keepCompleted,
-        config.ackBatch,
-        claims,
-        counters,
-        config.shutdownGrace,
-        wake.tryOffer(()).void,
-        limited
-      )
-      _ <- Rescuer.resource(maintenance, sql, config.heartbeat / 4, config.deadAfter, counters)
-      _ <- HeadRepair.resource(maintenance, sql, config.pollInterval, counters)
+      _ <- Heartbeat.resource(maintenance, worker)
+      completer <- Completer.resource(xa, worker, wake.tryOffer(()).void)
+      _ <- Rescuer.resource(maintenance, worker)
+      _ <- HeadRepair.resource(maintenance, worker)
       _ <- config.retention.fold(Resource.unit[F])(r =>
         Pruner.resource(maintenance, new AdminSql(db.schema), r, Pruner.every, counters)
       )
       stop <- Resource.eval(Deferred[F, Unit])
-      claimer = new Claimer[F, A](
-        xa,
-        sql,
-        owner,
-        config,
-        claims,
-        completer,
-        wake,
-        gate,
-        stop,
-        counters,
-        config.keepCompleted,
-        limited,
-        liveness
-      )
+      claimer = new Claimer[F, A](xa, worker, completer, wake, gate, stop)
       // marked before the pipeline can receive them: see Claims
       source = claimer.stream.chunks.evalTap(jobs => F.delay(claims.handedOn(jobs.map(_.token)))).unchunks
       started <- build(Source.refusable(source)).startWithOutcomes

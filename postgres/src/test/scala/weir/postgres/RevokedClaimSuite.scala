@@ -43,7 +43,10 @@ class RevokedClaimSuite extends DbSuite:
   withDb("a worker whose heartbeat was held up past deadAfter starts none of the claims rescued from it") {
     db =>
       val queue = TaskQueue[IO, Int](db, "rv")
-      val config = TestWorkers.config("rv").copy(stopWhenEmpty = false, claimBatch = 20, deadAfter = 1.second)
+      // beats every 500 ms, a claim starting while the last is younger than 750 ms: a loaded machine's late
+      // beat would refuse claims before the test holds the row, and spoil its counts
+      val config = TestWorkers.config("rv")
+        .copy(stopWhenEmpty = false, claimBatch = 20, heartbeat = 1.second, deadAfter = 3.seconds)
       for
         _ <- queue.enqueueMany((1 to 20).map(NewTask(_)))
         runs <- Ref[IO].of(Vector.empty[(Int, String)])

@@ -4,9 +4,8 @@ import cats.effect.kernel.{Async, Deferred}
 import cats.effect.std.Queue
 import cats.syntax.all.*
 import fs2.{Chunk, Stream}
-import weir.postgres.{Job, PayloadCodec, WorkerConfig}
+import weir.postgres.{Job, PayloadCodec}
 
-import java.util.concurrent.atomic.AtomicBoolean
 import scala.concurrent.duration.*
 
 /**
@@ -31,20 +30,14 @@ import scala.concurrent.duration.*
  */
 private[postgres] final class Claimer[F[_], A](
     run: Run[F],
-    sql: Sql,
-    owner: Long,
-    config: WorkerConfig,
-    claims: Claims,
+    worker: WorkerContext,
     completer: Completer[F],
     wake: Queue[F, Unit],
     gate: IdleGate[F],
-    stop: Deferred[F, Unit],
-    counters: Counters,
-    keepCompleted: Boolean,
-    limited: AtomicBoolean,
-    liveness: Liveness
+    stop: Deferred[F, Unit]
 )(using F: Async[F], codec: PayloadCodec[A]):
   import Claimer.Accepted
+  import worker.{claims, config, counters, limited, liveness, sql}
 
   def stream: Stream[F, Job[A]] = loop(Duration.Zero)
 
@@ -120,7 +113,7 @@ private[postgres] final class Claimer[F[_], A](
   private def claimNow: F[Either[Throwable, Accepted[A]]] =
     F.uncancelable { _ =>
       // one statement, committed with its own round trip: an idle worker's claim is most of its latency
-      run.single(Claimer.claim(sql, config, owner)).attempt.flatMap {
+      run.single(worker.claim).attempt.flatMap {
         case Left(e) => F.pure(Left(e))
         case Right(claim) => accept(claim).map(Right(_))
       }
@@ -162,7 +155,7 @@ private[postgres] final class Claimer[F[_], A](
                 headers,
                 r.token,
                 sql,
-                keepCompleted,
+                config.keepCompleted,
                 liveness,
                 interruption
               )
@@ -177,10 +170,6 @@ private[postgres] final class Claimer[F[_], A](
     }
 
 private[postgres] object Claimer:
-
-  /** The claim statement of a worker: by its claimer, or by its session on a notification. */
-  def claim(sql: Sql, config: WorkerConfig, owner: Long): doobie.ConnectionIO[Sql.Claim] =
-    sql.claim(config.queue, owner, config.claimBatch, config.lease.toMillis)
 
   /** SQLSTATE of a unique violation: here, a second running task of one ordering key. */
   val uniqueViolation: String = "23505"

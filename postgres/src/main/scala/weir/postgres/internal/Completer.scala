@@ -6,7 +6,6 @@ import cats.syntax.all.*
 import doobie.*
 import fs2.{Chunk, Stream}
 
-import java.util.concurrent.atomic.AtomicBoolean
 import scala.concurrent.duration.*
 
 /** How a claim ends, as the completer writes it. */
@@ -76,18 +75,18 @@ private[postgres] final class Completer[F[_]] private (
 
 private[postgres] object Completer:
 
-  def resource[F[_]](
-      run: Run[F],
-      sql: Sql,
-      queue: String,
-      keepCompleted: Boolean,
-      batchSize: Int,
-      claims: Claims,
-      counters: Counters,
-      stopWithin: FiniteDuration,
-      wake: F[Unit],
-      limited: AtomicBoolean
-  )(using F: Async[F]): Resource[F, Completer[F]] =
+  /**
+   * The worker's completer: batches of at most its `ackBatch`, written on `run`; `wake` wakes its own
+   * claimer when a batch made tasks claimable; release waits at most its `shutdownGrace`.
+   */
+  def resource[F[_]](run: Run[F], worker: WorkerContext, wake: F[Unit])(using
+      F: Async[F]
+  ): Resource[F, Completer[F]] =
+    import worker.{claims, counters, limited, sql}
+    val queueName = worker.config.queue
+    val keepCompleted = worker.config.keepCompleted
+    val batchSize = worker.config.ackBatch
+    val stopWithin = worker.config.shutdownGrace
 
     def write(batch: Chunk[Finish]): F[Unit] =
       // one pass over the batch: the statements' arrays, and whether any claim (or any completion) is keyed
@@ -143,7 +142,7 @@ private[postgres] object Completer:
           snoozed <-
             if snoozedTokens.isEmpty then FC.pure((0, 0))
             else sql.snooze(snoozedTokens, snoozeDelays.result())
-          _ <- if wakeUp then sql.wakeQueue(queue) else FC.unit
+          _ <- if wakeUp then sql.wakeQueue(queueName) else FC.unit
         yield (completed, failed, released, snoozed)
       run(tx).flatMap {
         case (

@@ -3,10 +3,8 @@ package weir.postgres.internal
 import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
 
-import scala.concurrent.duration.*
-
 /**
- * Every `every`, marks the head of any ordering key left without one and wakes the queues concerned. The
+ * Every `pollInterval`, marks the head of any ordering key left without one and wakes the queues concerned. The
  * marks are a hint the claim relies on to skip a key's waiting tasks (see [[Sql.nextHeads]]); an enqueue
  * whose transaction overlaps the removal of its key's last task can leave its task unmarked, and nothing
  * but this walk would then claim it. Every worker runs one (schema-wide, like the rescue), a
@@ -14,9 +12,9 @@ import scala.concurrent.duration.*
  */
 private[postgres] object HeadRepair:
 
-  def resource[F[_]](run: Run[F], sql: Sql, every: FiniteDuration, counters: Counters)(using
-      F: Async[F]
-  ): Resource[F, Unit] =
-    Periodic.resource(every, counters)(
+  /** The head repair of `worker`, every `pollInterval` of its (a key left unmarked waits no longer). */
+  def resource[F[_]](run: Run[F], worker: WorkerContext)(using F: Async[F]): Resource[F, Unit] =
+    import worker.sql
+    Periodic.resource(worker.config.pollInterval, worker.counters)(
       run(sql.repairHeads.flatMap(queues => queues.distinct.traverse_(sql.wakeQueue))).void
     )

@@ -3,10 +3,8 @@ package weir.postgres.internal
 import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
 
-import scala.concurrent.duration.*
-
 /**
- * Keeps a worker alive in the database: twice every `every` it writes its heartbeat (registering again if a
+ * Keeps a worker alive in the database: twice every `heartbeat` it writes its heartbeat (registering again if a
  * rescuer had removed it) and extends the leases of the claims it holds that end within half a lease. The
  * same statement names the claims whose rows are no longer this worker's: those another worker rescued
  * are marked taken in [[Claims]] and counted. It also names the claims whose cancel was requested, whose
@@ -18,20 +16,14 @@ import scala.concurrent.duration.*
  */
 private[postgres] object Heartbeat:
 
-  def resource[F[_]](
-      run: Run[F],
-      sql: Sql,
-      owner: Long,
-      name: String,
-      every: FiniteDuration,
-      lease: FiniteDuration,
-      claims: Claims,
-      liveness: Liveness,
-      counters: Counters
-  )(using F: Async[F]): Resource[F, Unit] =
+  /** The heartbeat of `worker`, every half of its `heartbeat`, extending leases to its `lease`. */
+  def resource[F[_]](run: Run[F], worker: WorkerContext)(using F: Async[F]): Resource[F, Unit] =
+    import worker.{claims, counters, liveness, owner, sql}
+    val every = worker.config.heartbeat
+    val lease = worker.config.lease
     val beat =
       F.delay((System.nanoTime(), claims.tokens)).flatMap { (sentAt, tokens) =>
-        run.single(sql.beat(owner, name, every.toMillis, tokens, lease.toMillis))
+        run.single(sql.beat(owner, worker.config.name, every.toMillis, tokens, lease.toMillis))
           .flatMap(found =>
             // the claims found gone are marked taken before the beat counts: no claim of them starts after it
             F.delay {

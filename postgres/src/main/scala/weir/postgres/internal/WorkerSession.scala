@@ -3,7 +3,6 @@ package weir.postgres.internal
 import cats.effect.kernel.{Async, Deferred, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
-import doobie.ConnectionIO
 import doobie.implicits.*
 import org.postgresql.PGConnection
 
@@ -40,20 +39,21 @@ private[postgres] object WorkerSession:
   /** How long one wait for notifications blocks its thread (and so how long a release may wait for it). */
   val waitSlice: FiniteDuration = 250.millis
 
+  /**
+   * The session of `worker`, on connections from `open`, checked every `checkEvery`; its claims go to the
+   * claimer through `gate`, and `wake` wakes the claimer.
+   */
   def resource[F[_]](
       open: Resource[F, Connection],
-      sql: Sql,
-      owner: Long,
-      channel: String,
-      cancelChannel: String,
-      queue: String,
-      claim: ConnectionIO[Sql.Claim],
+      worker: WorkerContext,
       gate: IdleGate[F],
       wake: Queue[F, Unit],
-      checkEvery: FiniteDuration,
-      counters: Counters,
-      interrupt: (Long, String) => Unit
+      checkEvery: FiniteDuration
   )(using F: Async[F]): Resource[F, Unit] =
+    import worker.{claims, counters, owner, sql}
+    val channel = worker.schema.channel
+    val cancelChannel = worker.schema.cancelChannel
+    val queue = worker.config.queue
     val poke = wake.tryOffer(()).void
 
     // every call below blocks this session's own thread, and nothing else: a notification finds the thread
@@ -82,7 +82,7 @@ private[postgres] object WorkerSession:
       // another worker's claim took the same key at once is no fault of the connection: the claimer is woken
       // to claim again, as after its own
       def claimHere(into: Deferred[F, Sql.Claim]): F[Unit] =
-        claim.transact(here).attempt.flatMap {
+        worker.claim.transact(here).attempt.flatMap {
           case Right(claim) => into.complete(claim).void
           case Left(e: SQLException) if e.getSQLState == Claimer.uniqueViolation =>
             into.complete(Sql.Claim.empty) *> poke
@@ -95,7 +95,10 @@ private[postgres] object WorkerSession:
         F.delay {
           var woken = false
           Option(pg.getNotifications(waitSlice.toMillis.toInt)).foreach(_.foreach { n =>
-            if n.getName == cancelChannel then WorkerSession.cancel(n.getParameter).foreach(interrupt.tupled)
+            if n.getName == cancelChannel then
+              WorkerSession.cancel(n.getParameter).foreach((token, reason) =>
+                claims.interrupt(token, reason): Unit
+              )
             else if n.getParameter == queue then woken = true
           })
           woken
