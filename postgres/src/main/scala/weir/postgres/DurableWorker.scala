@@ -32,8 +32,8 @@ import java.util.concurrent.atomic.AtomicBoolean
  * Whatever the outcome, except a success, a task whose cancel was requested ([[TaskAdmin.cancel]]) moves to
  * `finished` as cancelled instead; an interrupted one was interrupted for that reason.
  *
- * Release: the pipeline is drained (running tasks get [[WorkerConfig.shutdownGrace]]), every result is
- * written (waiting at most `shutdownGrace` for an unreachable database), every claim still held is handed
+ * Release: the pipeline is drained (running tasks get [[WorkerConfig.releaseGrace]]), every result is
+ * written (waiting at most `releaseGrace` for an unreachable database), every claim still held is handed
  * back and the worker's row is removed. A claim whose task never started goes back uncounted; one whose
  * task ran but whose result could not be written goes back counted, as a failed attempt. A worker that
  * dies without a release stops heartbeating, and any other worker rescues its running tasks: within about
@@ -133,8 +133,8 @@ object DurableWorker:
           // given one grace, then stopped; the claims whose outcomes it had not queued stay held, as having
           // maybe run, for the worker's last step
           consumer =>
-            stop.complete(()) *> pipeline.drain(config.shutdownGrace) *>
-              F.timeoutTo(consumer.join.void, config.shutdownGrace, consumer.cancel)
+            stop.complete(()) *> pipeline.drain(config.releaseGrace) *>
+              F.timeoutTo(consumer.join.void, config.releaseGrace, consumer.cancel)
         }
     yield new DurableWorker[F, A]:
       val id: Long = owner

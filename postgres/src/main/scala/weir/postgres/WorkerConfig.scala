@@ -33,7 +33,7 @@ import scala.concurrent.duration.*
  *     (dead tasks are always kept).
  *   - `retention`: how long finished tasks are kept before this worker prunes them (`None`: never).
  *   - `ackBatch`: acknowledgements written per statement, at most.
- *   - `shutdownGrace`: on release, how long running tasks may go on before they are interrupted (and
+ *   - `releaseGrace`: on release, how long running tasks may go on before they are interrupted (and
  *     handed back for another attempt), and then how long the worker waits for an unreachable database to
  *     take the last results.
  *   - `stopWhenEmpty`: end the run once the queue has no unfinished task anywhere (batch jobs, tests);
@@ -52,7 +52,7 @@ final case class WorkerConfig(
     keepCompleted: Boolean = false,
     retention: Option[Retention] = Some(Retention()),
     ackBatch: Int = 1000,
-    shutdownGrace: FiniteDuration = 10.seconds,
+    releaseGrace: FiniteDuration = 10.seconds,
     stopWhenEmpty: Boolean = false,
     name: String = WorkerConfig.defaultName
 ):
@@ -63,7 +63,7 @@ final case class WorkerConfig(
   require(deadAfter > heartbeat, s"deadAfter must be longer than the heartbeat ($heartbeat), was: $deadAfter")
   require(lease > heartbeat * 2, s"lease must be longer than two heartbeats (${heartbeat * 2}), was: $lease")
   require(ackBatch > 0, s"ackBatch must be > 0, was: $ackBatch")
-  require(shutdownGrace >= Duration.Zero, s"shutdownGrace must be >= 0, was: $shutdownGrace")
+  require(releaseGrace >= Duration.Zero, s"releaseGrace must be >= 0, was: $releaseGrace")
 
 object WorkerConfig:
 

@@ -279,7 +279,7 @@ class WorkerSuite extends DbSuite:
     "a release whose results cannot be written hands back the tasks that ran counted, and only the unstarted ones uncounted"
   ) { db =>
     val queue = TaskQueue[IO, Int](db, "unwritten")
-    val unwritable = config("unwritten").copy(stopWhenEmpty = false, shutdownGrace = 300.millis)
+    val unwritable = config("unwritten").copy(stopWhenEmpty = false, releaseGrace = 300.millis)
     for
       _ <- queue.enqueueMany((1 to 8).map(NewTask(_)))
       // no completion can be written: the statement that completes a task deletes its row
@@ -313,7 +313,7 @@ class WorkerSuite extends DbSuite:
     val queue = TaskQueue[IO, Int](db, "full")
     // ackBatch 1: the completer queues four results; twenty tasks succeed, so the pipeline's outcome
     // consumer is left waiting to queue the rest while the writer retries
-    val unwritable = config("full").copy(stopWhenEmpty = false, ackBatch = 1, shutdownGrace = 300.millis)
+    val unwritable = config("full").copy(stopWhenEmpty = false, ackBatch = 1, releaseGrace = 300.millis)
     for
       _ <- queue.enqueueMany((1 to 20).map(NewTask(_)))
       _ <- refuseDeletes(db)

@@ -77,7 +77,7 @@ private[postgres] object Completer:
 
   /**
    * The worker's completer: batches of at most its `ackBatch`, written on `run`; `wake` wakes its own
-   * claimer when a batch made tasks claimable; release waits at most its `shutdownGrace`.
+   * claimer when a batch made tasks claimable; release waits at most its `releaseGrace`.
    */
   def resource[F[_]](run: Run[F], worker: WorkerContext, wake: F[Unit])(using
       F: Async[F]
@@ -86,7 +86,7 @@ private[postgres] object Completer:
     val queueName = worker.config.queue
     val keepCompleted = worker.config.keepCompleted
     val batchSize = worker.config.ackBatch
-    val stopWithin = worker.config.shutdownGrace
+    val stopWithin = worker.config.releaseGrace
 
     def write(batch: Chunk[Finish]): F[Unit] =
       // one pass over the batch: the statements' arrays, and whether any claim (or any completion) is keyed
