@@ -127,6 +127,21 @@ class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
     }
   }
 
+  test(
+    "a first attempt asked its refusal once, just before it started: a refusal that comes after is not asked"
+  ) {
+    // answers None the first time it is asked, then refuses: asked again at the attempt, it would fail an
+    // attempt that never ran
+    final class Flipping extends Interruptible:
+      val asked = new AtomicInteger
+      def refusal: Option[String] = Option.when(asked.getAndIncrement() > 0)("too late")
+      def onInterrupt(interrupt: String => Unit): () => Unit = () => ()
+    val task = new Flipping
+    Pipeline(Source.refusable(Stream.emit(task).covary[IO])).process(_ => IO.pure(1)).run.map { s =>
+      assertEquals((s.succeeded, s.failed, s.refused, task.asked.get), (1L, 0L, 0L, 1))
+    }
+  }
+
   test("tasks of a source that is not refusable are never registered nor interrupted") {
     val tasks = List.tabulate(3)(new Task(_))
     tasks.foreach(_.interruption.request("ignored"))
@@ -140,17 +155,21 @@ class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
     val tasks = List(new Task(0, "a"), new Task(1, "a"), new Task(2, "b"))
     val run =
       for
-        order <- Ref[IO].of(Vector.empty[Int])
+        starts <- Ref[IO].of(Map.empty[Int, FiniteDuration])
         _ <- (IO.sleep(1.second) *> IO(tasks.head.interruption.request("stop"))).start
         summary <- Pipeline(source(tasks))
-          .process(t => order.update(_ :+ t.id) *> (if t.id == 0 then IO.never else IO.sleep(1.second)))
+          .process(t =>
+            IO.monotonic.flatMap(now => starts.update(_.updated(t.id, now))) *>
+              (if t.id == 0 then IO.never else IO.sleep(1.second))
+          )
           .withLimit(Limit.fixed(2))
           .withOrder(TaskOrder.byKey(_.key))
           .run
-        ran <- order.get
-      yield (summary, ran)
-    TestControl.executeEmbed(run).map { (summary, ran) =>
-      assertEquals(ran, Vector(0, 2, 1))
+        started <- starts.get
+      yield (summary, started)
+    TestControl.executeEmbed(run).map { (summary, started) =>
+      // a's second task starts when its first is interrupted, at 1 s; b's ran beside them from the start
+      assertEquals(started, Map(0 -> Duration.Zero, 2 -> Duration.Zero, 1 -> 1.second))
       assertEquals((summary.succeeded, summary.failed), (2L, 1L))
     }
   }

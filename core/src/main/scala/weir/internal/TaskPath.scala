@@ -140,13 +140,13 @@ private[weir] final class TaskPath[F[_], A, B](
   // ---- attempt --------------------------------------------------------------------------------
 
   /**
-   * One attempt of `task`: the handler, under the task timeout if there is one, and, for an
+   * Attempt `n` of `task`: the handler, under the task timeout if there is one, and, for an
    * [[weir.Interruptible]] task of a refusable source, against its interruption.
    */
-  def attempt(task: A): F[B] =
+  def attempt(task: A, n: Int): F[B] =
     if refusable then
       task match
-        case t: Interruptible => interruptible(t, F.defer(timed(task)))
+        case t: Interruptible => interruptible(t, n, F.defer(timed(task)))
         case _ => timed(task)
     else timed(task)
 
@@ -156,12 +156,14 @@ private[weir] final class TaskPath[F[_], A, B](
       case Some(limit) => F.timeoutTo(handle(task), limit, F.raiseError(new TaskTimedOut(limit)))
 
   /**
-   * `run` unless `task` refuses now, raced against the task's interruption: an interruption cancels `run`,
-   * and waits for its finalizers, before the attempt fails with [[TaskInterrupted]]. The race registers the
-   * interruption before the handler begins, and unregisters it once `run` has ended either way.
+   * `run` raced against the task's interruption: an interruption cancels `run`, and waits for its
+   * finalizers, before the attempt fails with [[TaskInterrupted]]. A retry (`n` > 1) first asks the task's
+   * refusal, and one that refuses fails so without running; the first attempt's refusal was asked just
+   * before its start ([[ready]], [[enter]]), and asking again here would fail, uncounted as a refusal, an
+   * attempt that never ran.
    */
-  private def interruptible(task: Interruptible, run: F[B]): F[B] =
-    task.refusal match
+  private def interruptible(task: Interruptible, n: Int, run: F[B]): F[B] =
+    (if n > 1 then task.refusal else None) match
       case Some(reason) => F.raiseError(new TaskInterrupted(reason))
       case None =>
         F.race(interruptionOf(task), run).flatMap {
