@@ -185,6 +185,19 @@ class ConsoleRoutesSuite extends CatsEffectSuite:
     }
   }
 
+  test("with payload search turned off, a text filter is a 400 and the form has no text field") {
+    console(ConsoleOptions(payloadSearch = false)).use { (client, _, _) =>
+      for
+        (refused, why) <- get(client, "tasks?text=hunter")
+        (ok, page) <- get(client, "tasks")
+      yield
+        assertEquals(refused, Status.BadRequest)
+        assert(why.contains("searching payload text is turned off"), why)
+        assertEquals(ok, Status.Ok)
+        assert(!page.contains("name=\"text\""), page)
+    }
+  }
+
   test("a task's page: redacted pretty payload, trace id, every error, its key's neighbours") {
     val redacting = ConsoleOptions(redact = _.replace(Planted.password, "***"))
     console(redacting).use { (client, _, f) =>

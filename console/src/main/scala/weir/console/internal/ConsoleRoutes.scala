@@ -188,7 +188,10 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
     case req @ POST -> Root / "queues" / name / "limit" => act(req)(limits(req, name, _))
 
     case req @ GET -> Root / "tasks" =>
-      TaskFilter.parse(req.params).fold(
+      TaskFilter.parse(req.params).filterOrElse(
+        f => options.payloadSearch || f.text.isEmpty,
+        "searching payload text is turned off for this console"
+      ).fold(
         badRequest(req, _),
         f =>
           (view(req), read(queries.taskPage(f, options.pageSize + 1))).flatMapN { (v, rows) =>
@@ -200,7 +203,7 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
                 last.id
               )
             )
-            Ok(TaskPages.list(v, f, page, next, options.redact, None))
+            Ok(TaskPages.list(v, f, page, next, options.redact, options.payloadSearch))
           }
       )
     case req @ POST -> Root / "tasks" / "actions" =>

@@ -51,13 +51,16 @@ private[console] object TaskPages:
       rows: Vector[TaskRow],
       next: Option[Cursor],
       redact: String => String,
-      notice: Option[Html]
+      payloadSearch: Boolean
   ): Html =
     val dt = (t: Option[java.time.Instant]) => t.fold("")(_.toString.stripSuffix("Z").take(19))
     val sortOptions = Html.concat(TaskSort.values.toVector.map { s =>
       val sel = if s == f.sort then Html(" selected") else Html.empty
       html"""<option value="${s.name}"$sel>newest ${s.name} first</option>"""
     })
+    val search =
+      if payloadSearch then html"""<input name="text" placeholder="text in payload" value="${f.text}">"""
+      else Html.empty
     val filters = html"""<form method="get" action="${v.link("tasks")}" class="filters">
 <input name="queue" placeholder="queue" value="${f.queue}">
 <select name="state">${stateOptions(f.state)}</select>
@@ -65,7 +68,7 @@ private[console] object TaskPages:
 <input name="priority" placeholder="priority" size="6" value="${f.priority}">
 <label>from <input name="from" type="datetime-local" step="1" value="${dt(f.from)}"></label>
 <label>to <input name="to" type="datetime-local" step="1" value="${dt(f.to)}"></label>
-<input name="text" placeholder="text in payload" value="${f.text}">
+$search
 <select name="sort">$sortOptions</select>
 <button>Filter</button></form>"""
     val body =
@@ -96,7 +99,7 @@ private[console] object TaskPages:
     val first = Option.when(f.after.isDefined)(
       html"""<p><a href="${v.link("tasks" + query(f.params(withCursor = false)))}">← Newest</a></p>"""
     )
-    page(v, "Tasks", "tasks")(notice.getOrElse(Html.empty) ++ filters ++ first.getOrElse(Html.empty) ++ body)
+    page(v, "Tasks", "tasks")(filters ++ first.getOrElse(Html.empty) ++ body)
 
   def task(
       v: View,
