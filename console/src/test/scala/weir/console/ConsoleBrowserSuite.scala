@@ -1,12 +1,13 @@
 package weir.console
 
 import cats.effect.{IO, Resource}
+import cats.syntax.all.*
 import com.comcast.ip4s.*
 import fs2.io.net.Network
 import munit.CatsEffectSuite
 import org.http4s.ember.server.EmberServerBuilder
 import org.http4s.server.Router
-import org.openqa.selenium.{By, WebDriver, WebElement}
+import org.openqa.selenium.{By, OutputType, TakesScreenshot, WebDriver, WebElement}
 import org.openqa.selenium.chrome.{ChromeDriver, ChromeDriverService, ChromeOptions}
 import weir.postgres.{Database, TaskAdmin}
 
@@ -23,6 +24,9 @@ import scala.jdk.CollectionConverters.*
  *
  * Without the browser or its driver the suite is skipped, unless `CI=true`: CI installs both (`.ci/run`),
  * so there a missing one is a failure. The tests run in order on one server and one browser.
+ *
+ * With `WEIR_CONSOLE_SCREENSHOTS=<directory>` the last test also saves a screenshot of every page there
+ * (docs/console.md names the command that regenerates `docs/img/`).
  */
 class ConsoleBrowserSuite extends CatsEffectSuite:
 
@@ -209,4 +213,29 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
       assertEquals(badge, "paused")
       assertEquals(resume, "Resume")
       assert(paused)
+  }
+
+  journey("screenshots of every page, when asked for") { s =>
+    val dir = sys.env.get("WEIR_CONSOLE_SCREENSHOTS").filter(_.nonEmpty)
+    assume(dir.isDefined, "WEIR_CONSOLE_SCREENSHOTS is not set: no screenshots")
+    val pages = Vector(
+      "console-overview" -> ("", "Overview"),
+      "console-queue" -> ("queues/emails", "Queue emails"),
+      "console-tasks" -> ("tasks", "Tasks"),
+      "console-task" -> (s"tasks/${s.fixture.available.head}", s"Task ${s.fixture.available.head}"),
+      "console-keys" -> ("keys", "Keys"),
+      "console-workers" -> ("workers", "Workers"),
+      "console-schedules" -> ("schedules", "Schedules")
+    )
+    val out = Paths.get(dir.get)
+    pages.traverse { case (name, (path, title)) =>
+      open(s, path) *> heading(s, title) *>
+        (if path.isEmpty then await(s, "the chart")(d => all(d, ".throughput canvas").headOption).void
+         else IO.unit) *>
+        IO.blocking {
+          val png = s.browser.asInstanceOf[TakesScreenshot].getScreenshotAs(OutputType.BYTES)
+          Files.createDirectories(out)
+          Files.write(out.resolve(s"$name.png"), png)
+        }
+    }.map(files => assert(files.forall(f => Files.size(f) > 10000), files))
   }

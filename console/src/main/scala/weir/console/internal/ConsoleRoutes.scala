@@ -11,6 +11,7 @@ import weir.console.ConsoleOptions
 import weir.postgres.{Cancel, Database, QueueRate, TaskAdmin, UnknownQueue}
 
 import java.time.temporal.ChronoUnit
+import scala.concurrent.duration.*
 
 /**
  * The console's routes. Every path is relative to where the routes are mounted, and every link a page
@@ -127,41 +128,33 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
       case Left(e) => F.raiseError(e)
     }
 
-  private def taskAction(id: Long, action: String): F[Either[Status, String]] =
-    def finishedOnly(ok: Boolean, verb: String): F[Either[Status, String]] =
-      if ok then F.pure(Right(verb))
+  private def perform(id: Long, action: TaskAction): F[ActionOutcome] =
+    // retry and discard answer false for a missing task and for one they do not apply to: the row says which
+    def finishedOnly(ok: Boolean, done: String, verb: String): F[ActionOutcome] =
+      if ok then F.pure(ActionOutcome.Done(done))
       else
-        read(queries.task(id)).map(t => Left(if t.isEmpty then Status.NotFound else Status.Conflict))
-    action match
-      case "retry" => admin.retry(id).flatMap(finishedOnly(_, "put back to run"))
-      case "discard" => admin.discard(id).flatMap(finishedOnly(_, "discarded"))
-      case "cancel" =>
-        admin.cancel(id).map {
-          case Cancel.Cancelled => Right("cancelled")
-          case Cancel.Requested => Right("cancel requested: its worker interrupts it")
-          case Cancel.Finished(_) => Left(Status.Conflict)
-          case Cancel.NotFound => Left(Status.NotFound)
+        read(queries.task(id)).map {
+          case None => ActionOutcome.NotFound
+          case Some(t) if t.state == "dead" || t.state == "cancelled" =>
+            ActionOutcome.Refused(s"task $id's unique key is held by a task that has not finished")
+          case Some(t) =>
+            ActionOutcome.Refused(s"task $id is ${t.state}: only a dead or cancelled task can be $verb")
         }
-      case other => F.raiseError(new IllegalArgumentException(s"unknown action '$other'"))
-
-  private val actions = Set("retry", "cancel", "discard")
-
-  private def describeRefusal(id: Long, action: String, status: Status): F[String] =
-    if status == Status.NotFound then F.pure(s"no task $id")
-    else
-      read(queries.task(id)).map(t =>
-        s"task $id is ${t.fold("gone")(_.state)}: " +
-          (if action == "cancel" then "only a task that has not finished can be cancelled"
-           else
-             s"only a dead or cancelled task can be ${if action == "retry" then "retried" else "discarded"}")
-      )
+    action match
+      case TaskAction.Retry => admin.retry(id).flatMap(finishedOnly(_, "put back to run", "retried"))
+      case TaskAction.Discard => admin.discard(id).flatMap(finishedOnly(_, "discarded", "discarded"))
+      case TaskAction.Cancel =>
+        admin.cancel(id).map {
+          case Cancel.Cancelled => ActionOutcome.Done("cancelled")
+          case Cancel.Requested => ActionOutcome.Done("cancel requested: its worker interrupts it")
+          case Cancel.Finished(state) =>
+            ActionOutcome.Refused(s"task $id has already finished (${state.name})")
+          case Cancel.NotFound => ActionOutcome.NotFound
+        }
 
   private def asset(req: Request[F], resource: String): F[Response[F]] =
     StaticFile.fromResource[F](resource, Some(req))
-      .map(_.putHeaders(headers.`Cache-Control`(CacheDirective.`max-age`(scala.concurrent.duration.Duration(
-        1,
-        "hour"
-      )))))
+      .map(_.putHeaders(headers.`Cache-Control`(CacheDirective.`max-age`(1.hour))))
       .getOrElseF(notFound(req, "No such asset."))
 
   val routes: HttpRoutes[F] = HttpRoutes.of[F] {
@@ -208,17 +201,22 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
       )
     case req @ POST -> Root / "tasks" / "actions" =>
       act(req) { form =>
-        val action = form.getFirst("action").getOrElse("")
+        val named = form.getFirst("action").getOrElse("")
         val ids = form.get("id").toVector
-        if !actions(action) then badRequest(req, s"unknown action '$action' (retry, cancel or discard)")
-        else if ids.isEmpty then badRequest(req, "select at least one task")
-        else
-          ids.traverse(s => TaskId.unapply(s).toRight(s)) match
-            case Left(bad) => badRequest(req, s"malformed task id: '$bad'")
-            case Right(parsed) =>
-              parsed.distinct.traverse(id =>
-                taskAction(id, action).flatMap(_.fold(describeRefusal(id, action, _), F.pure)).tupleLeft(id)
-              ).flatMap(outcomes => view(req).flatMap(v => Ok(TaskPages.batchResult(v, action, outcomes))))
+        TaskAction.parse(named) match
+          case None => badRequest(req, s"unknown action '$named' (retry, cancel or discard)")
+          case Some(_) if ids.isEmpty => badRequest(req, "select at least one task")
+          case Some(action) =>
+            ids.traverse(s => TaskId.unapply(s).toRight(s)) match
+              case Left(bad) => badRequest(req, s"malformed task id: '$bad'")
+              case Right(parsed) =>
+                parsed.distinct.traverse(id =>
+                  perform(id, action).map {
+                    case ActionOutcome.Done(what) => id -> what
+                    case ActionOutcome.NotFound => id -> s"no task $id"
+                    case ActionOutcome.Refused(why) => id -> why
+                  }
+                ).flatMap(outcomes => view(req).flatMap(v => Ok(TaskPages.batchResult(v, named, outcomes))))
       }
     case req @ GET -> Root / "tasks" / idText =>
       idText match
@@ -234,14 +232,14 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
               )
           }
         case _ => badRequest(req, s"malformed task id: '$idText'")
-    case req @ POST -> Root / "tasks" / idText / action if actions(action) =>
+    case req @ POST -> Root / "tasks" / idText / TaskAction(action) =>
       act(req) { _ =>
         idText match
           case TaskId(id) =>
-            taskAction(id, action).flatMap {
-              case Right(done) => redirect(s"../$id?done=${Layout.encode(done)}")
-              case Left(Status.NotFound) => notFound(req, s"No task $id.")
-              case Left(status) => describeRefusal(id, action, status).flatMap(conflict(req, _))
+            perform(id, action).flatMap {
+              case ActionOutcome.Done(what) => redirect(s"../$id?done=${Layout.encode(what)}")
+              case ActionOutcome.NotFound => notFound(req, s"No task $id.")
+              case ActionOutcome.Refused(why) => conflict(req, why)
             }
           case _ => badRequest(req, s"malformed task id: '$idText'")
       }
