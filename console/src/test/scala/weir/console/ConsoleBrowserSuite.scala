@@ -7,9 +7,13 @@ import fs2.io.net.Network
 import munit.CatsEffectSuite
 import org.http4s.ember.server.EmberServerBuilder
 import org.http4s.server.Router
-import org.openqa.selenium.{By, OutputType, TakesScreenshot, WebDriver, WebElement}
+import org.openqa.selenium.{
+  By, OutputType, StaleElementReferenceException, TakesScreenshot, WebDriver, WebElement
+}
 import org.openqa.selenium.chrome.{ChromeDriver, ChromeDriverService, ChromeOptions}
-import weir.postgres.{Database, TaskAdmin}
+import io.circe.Json
+import weir.Pipeline
+import weir.postgres.{Database, DurableWorker, TaskAdmin, WorkerConfig}
 
 import java.io.File
 import java.nio.file.{Files, Path, Paths}
@@ -20,7 +24,8 @@ import scala.jdk.CollectionConverters.*
  * An operator's journeys in headless Chromium (Debian's `chromium`, driven through Debian's
  * `chromium-driver` by Selenium) against a real console server, mounted under a prefix, over a real
  * PostgreSQL: the overview and its live chart, filtering tasks, a dead task's errors, refusal without the
- * token, a retry and a pause, each checked in the page and in the database.
+ * token, a retry and a pause, each checked in the page and in the database; then a real worker, which
+ * claims nothing while the queue is paused and runs the retried task once the console resumes the queue.
  *
  * Without the browser or its driver the suite is skipped, unless `CI=true`: CI installs both (`.ci/run`),
  * so there a missing one is a failure. The tests run in order on one server and one browser.
@@ -110,7 +115,10 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
   /** Polls the page until `found` gives a value, for at most `patience`. */
   private def await[A](s: Setup, what: String)(found: WebDriver => Option[A]): IO[A] =
     val deadline = System.nanoTime() + patience.toNanos
-    def loop: IO[A] = IO.blocking(found(s.browser)).flatMap {
+    // the overview swaps its table in place every few seconds: an element read across a swap is retried
+    def loop: IO[A] = IO.blocking(found(s.browser)).recover { case _: StaleElementReferenceException =>
+      None
+    }.flatMap {
       case Some(a) => IO.pure(a)
       case None if System.nanoTime() > deadline =>
         IO(fail(
@@ -213,6 +221,49 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
       assertEquals(badge, "paused")
       assertEquals(resume, "Resume")
       assert(paused)
+  }
+
+  journey(
+    "a worker claims nothing from the paused queue; resumed from the console, it runs the retried task"
+  ) { s =>
+    val config = WorkerConfig(queue = "emails", pollInterval = 200.millis, keepCompleted = true)
+    DurableWorker.start[IO, Json, Unit](s.db, config)(Pipeline(_).process(_ => IO.unit)).use { worker =>
+      val deadline = System.nanoTime() + patience.toNanos
+      def heldBack: IO[weir.postgres.WorkerStats] = worker.stats.flatMap { st =>
+        if st.heldBack > 0 then IO.pure(st)
+        else if System.nanoTime() > deadline then IO(fail(s"the worker never tried to claim: $st"))
+        else IO.sleep(50.millis) *> heldBack
+      }
+      def runs: IO[String] =
+        open(s, s"tasks/${s.fixture.dead}") *>
+          IO.blocking(all(s.browser, "dl.task .state").headOption.map(_.getText))
+            .flatMap {
+              case Some("completed") => IO.pure("completed")
+              case other if System.nanoTime() > deadline =>
+                IO(fail(s"the retried task is still $other:\n${s.browser.getPageSource.take(3000)}"))
+              case _ => IO.sleep(100.millis) *> runs
+            }
+      for
+        held <- heldBack
+        waiting <- Planted.where(s.db, s.fixture.dead)
+        _ <- open(s, "workers")
+        shown <- await(s, "the worker's row")(d =>
+          all(d, s"tr[data-worker='${worker.id}']").headOption.map(_.getText)
+        )
+        _ <- open(s, "queues/emails")
+        _ <- click(s, "form[action$='/resume'] button")
+        _ <- await(s, "the queue resumed")(d =>
+          all(d, "tr[data-queue='emails'] .paused").headOption.map(_.getText).filter(_ == "active")
+        )
+        state <- runs
+        done <- Planted.where(s.db, s.fixture.dead)
+      yield
+        assertEquals(held.claimed, 0L, "paused: held back, nothing claimed")
+        assertEquals(waiting, Some("available"))
+        assert(shown.contains(config.name), shown)
+        assertEquals(state, "completed")
+        assertEquals(done, Some("completed"))
+    }
   }
 
   journey("screenshots of every page, when asked for") { s =>
