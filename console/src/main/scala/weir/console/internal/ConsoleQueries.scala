@@ -40,9 +40,6 @@ private[console] final class ConsoleQueries(schema: Schema):
       queue.fold(Fragment.empty)(q => fr0" AND queue = $q") ++ const(" GROUP BY 1 ORDER BY 1"))
       .query[Minute].to[Vector]
 
-  /** The server's clock, which every age on the pages is measured against. */
-  val now: ConnectionIO[Instant] = sql"SELECT now()".query[Instant].unique
-
   /**
    * At most `limit` tasks matching `f`, newest first by `f.sort`, after `f.after`. Live tasks come from
    * `tasks` and finished ones from `finished`; each side is limited before the union, so each reads no more
