@@ -47,6 +47,7 @@ object Cli:
       note(Experiments.all.map(e => s"    ${e.name.padTo(12, ' ')} ${e.summary}").mkString("\n")),
       note("  compare [options]            the same as `lab compare`"),
       note("  durable <migrate|stats>      weir-postgres's schema; `weir durable --help`"),
+      note("  console --url URL            the web console of durable queues; `weir console --help`"),
       note("  train                        short runs for the launcher's ahead-of-time cache (JDK 25)\n"),
       checkConfig(o =>
         if o.command.isEmpty then

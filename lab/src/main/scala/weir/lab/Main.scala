@@ -14,6 +14,7 @@ object Main extends WeirApp:
       case "lab" :: rest => Experiments.run(rest)
       case "compare" :: rest => Experiments.run("compare" :: rest)
       case "durable" :: rest => DurableCli.run(rest)
+      case "console" :: rest => ConsoleCli.run(rest)
       case "train" :: Nil => Train.run
       case _ => command(args)
 
@@ -35,5 +36,6 @@ object Main extends WeirApp:
       case "lab" :: rest => Experiments.check(rest)
       case "compare" :: rest => Experiments.check("compare" :: rest)
       case "durable" :: rest => ExperimentIo.check(DurableCli.parser, rest, DurableCli.Options())
+      case "console" :: rest => ExperimentIo.check(ConsoleCli.parser, rest, ConsoleCli.Options())
       case "train" :: Nil => Train.check
       case _ => Cli.check(args)

@@ -1,0 +1,193 @@
+package weir.console.internal
+
+import io.circe.Printer
+import io.circe.parser.parse
+import weir.console.internal.ConsoleQueries.{Neighbour, TaskDetail, TaskRow}
+import weir.console.internal.Html.*
+import weir.console.internal.Layout.*
+
+/** The task list with its filters and batch actions, and a task's own page. */
+private[console] object TaskPages:
+
+  /** One attempt's error as stored among a task's errors. */
+  final case class Failure(attempt: Option[Long], at: Option[String], error: String)
+
+  def failures(errorsJson: String): Vector[Failure] =
+    parse(errorsJson).toOption.flatMap(_.asArray).getOrElse(Vector.empty).map { e =>
+      val o = e.asObject
+      def field(name: String) = o.flatMap(_(name))
+      Failure(
+        field("attempt").flatMap(_.asNumber).flatMap(_.toLong),
+        field("at").flatMap(_.asString),
+        field("error").map(j => j.asString.getOrElse(j.noSpaces)).getOrElse(e.noSpaces)
+      )
+    }
+
+  /** The payload after redaction, pretty-printed when it is JSON. */
+  def payload(redact: String => String, text: String): String =
+    val redacted = redact(text)
+    parse(redacted).fold(_ => redacted, _.printWith(pretty))
+
+  private val pretty = Printer.spaces2.copy(colonLeft = "")
+
+  /** The trace id of a W3C `traceparent` header (`00-<trace id>-<span id>-<flags>`). */
+  def traceId(headers: Map[String, String]): Option[String] =
+    headers.get("traceparent").map(_.split('-')).collect { case Array(_, trace, _, _) => trace }
+
+  def headers(json: Option[String]): Map[String, String] =
+    json.flatMap(parse(_).toOption).flatMap(_.asObject).fold(Map.empty)(
+      _.toMap.collect { case (k, v) if v.isString => k -> v.asString.getOrElse("") }
+    )
+
+  private def stateOptions(selected: Option[TaskState]): Html =
+    Html.concat(("" +: TaskState.values.toVector.map(_.name)).map { s =>
+      val sel = if selected.exists(_.name == s) then Html(" selected") else Html.empty
+      html"""<option value="$s"$sel>${if s.isEmpty then "any state" else s}</option>"""
+    })
+
+  def list(
+      v: View,
+      f: TaskFilter,
+      rows: Vector[TaskRow],
+      next: Option[Cursor],
+      redact: String => String,
+      payloadSearch: Boolean
+  ): Html =
+    val dt = (t: Option[java.time.Instant]) => t.fold("")(_.toString.stripSuffix("Z").take(19))
+    val sortOptions = Html.concat(TaskSort.values.toVector.map { s =>
+      val sel = if s == f.sort then Html(" selected") else Html.empty
+      html"""<option value="${s.name}"$sel>newest ${s.name} first</option>"""
+    })
+    val search =
+      if payloadSearch then html"""<input name="text" placeholder="text in payload" value="${f.text}">"""
+      else Html.empty
+    val filters = html"""<form method="get" action="${v.link("tasks")}" class="filters">
+<input name="queue" placeholder="queue" value="${f.queue}">
+<select name="state">${stateOptions(f.state)}</select>
+<input name="key" placeholder="ordering key" value="${f.key}">
+<input name="priority" placeholder="priority" size="6" value="${f.priority}">
+<label>from <input name="from" type="datetime-local" step="1" value="${dt(f.from)}"></label>
+<label>to <input name="to" type="datetime-local" step="1" value="${dt(f.to)}"></label>
+$search
+<select name="sort">$sortOptions</select>
+<button>Filter</button></form>"""
+    val body =
+      if rows.isEmpty then message("empty", "No task matches.")
+      else
+        val trs = rows.map { t =>
+          val preview = redact(t.payload)
+          html"""<tr data-task="${t.id}"><td><input type="checkbox" name="id" value="${t.id}" aria-label="select task ${t.id}"></td>
+<td><a href="${v.link("tasks/" + t.id)}">${t.id}</a></td><td>${t.queue}</td><td>${state(t.state)}</td>
+<td class="n">${t.priority}</td><td>${t.key}</td><td class="n">${t.attempt}/${t.maxAttempts}</td>
+<td>${time(t.createdAt)}</td><td>${time(t.finishedAt)}</td>
+<td class="payload"><code>${
+              if preview.length > 120 then preview.take(119) + "…" else preview
+            }</code></td></tr>"""
+        }
+        val more = next.fold(Html.empty)(c =>
+          html"""<p><a rel="next" href="${v.link("tasks" +
+              query(f.copy(after = Some(c)).params(withCursor = true)))}">Next page →</a></p>"""
+        )
+        val actions =
+          if !v.writable then Html.empty
+          else html"""<div class="batch">With the selected tasks:
+<button name="action" value="retry">Retry</button> <button name="action" value="cancel">Cancel</button>
+<button name="action" value="discard">Discard</button></div>"""
+        html"""<form method="post" action="${v.link("tasks/actions")}">${csrfField(v)}$actions
+<table class="tasks"><thead><tr><th></th><th>id</th><th>queue</th><th>state</th><th>priority</th><th>key</th>
+<th>attempts</th><th>enqueued</th><th>finished</th><th>payload</th></tr></thead><tbody>$trs</tbody></table></form>$more"""
+    val first = Option.when(f.after.isDefined)(
+      html"""<p><a href="${v.link("tasks" + query(f.params(withCursor = false)))}">← Newest</a></p>"""
+    )
+    page(v, "Tasks", "tasks")(filters ++ first.getOrElse(Html.empty) ++ body)
+
+  def task(
+      v: View,
+      t: TaskDetail,
+      neighbours: (Vector[Neighbour], Vector[Neighbour]),
+      redact: String => String,
+      notice: Option[String]
+  ): Html =
+    val hs = headers(t.headers)
+    val headerRows = Html.concat(hs.toVector.sortBy(_._1).map((k, value) =>
+      html"<tr><th>$k</th><td><code>$value</code></td></tr>"
+    ))
+    val trace =
+      traceId(hs).fold(Html.empty)(id => html"""<p>Trace id: <code class="trace-id">$id</code></p>""")
+    val errors = failures(t.errors)
+    val errorItems = Html.concat(errors.map { e =>
+      val first = e.error.linesIterator.nextOption().getOrElse("")
+      val summary = if first.length > 160 then first.take(159) + "…" else first
+      html"""<li class="error"><details><summary>attempt ${e.attempt.fold("?")(
+          _.toString
+        )} · ${e.at.getOrElse("")} · <span class="message">$summary</span></summary>
+<pre>${e.error}</pre></details></li>"""
+    })
+    val (before, after) = neighbours
+    def keyRow(n: Neighbour) =
+      html"""<li><a href="${v.link("tasks/" + n.id)}">${n.id}</a> ${state(n.state)} enqueued ${time(
+          n.createdAt
+        )}</li>"""
+    val keySection = t.key.fold(Html.empty)(k =>
+      html"""<section><h2>Key <a href="${v.link("tasks" +
+          query(Seq("queue" -> t.queue, "key" -> k)))}">$k</a></h2>
+${
+          if before.isEmpty && after.isEmpty then
+            message("empty", "No other task of this key is waiting or running.")
+          else Html.empty
+        }
+<ol class="neighbours">${Html.concat(
+          before.map(keyRow)
+        )}<li class="self"><strong>${t.id} (this task)</strong></li>${Html.concat(
+          after.map(keyRow)
+        )}</ol></section>"""
+    )
+    val here = v.link(s"tasks/${t.id}")
+    val live = !Set("completed", "dead", "cancelled")(t.state)
+    val actions =
+      if !v.writable then Html.empty
+      else
+        val buttons = Vector(
+          Option.when(live)("cancel" -> "Cancel"),
+          Option.when(t.state == "dead" || t.state == "cancelled")("retry" -> "Retry"),
+          Option.when(t.state == "dead" || t.state == "cancelled")("discard" -> "Discard")
+        ).flatten
+        Html.concat(buttons.map((verb, label) =>
+          html"""<form method="post" action="$here/$verb" class="inline">${csrfField(
+              v
+            )}<button>$label</button></form> """
+        ))
+    page(v, s"Task ${t.id}", "tasks")(
+      notice.fold(Html.empty)(message("notice", _)) ++
+        html"""<dl class="task">
+<dt>queue</dt><dd><a href="${v.link("queues/" + encode(t.queue))}">${t.queue}</a></dd>
+<dt>state</dt><dd>${state(t.state)}${t.cancelRequested.fold(Html.empty)(r =>
+            html" (cancel requested: $r)"
+          )}</dd>
+<dt>priority</dt><dd>${t.priority}</dd>
+<dt>attempts</dt><dd>${t.attempt} of ${t.maxAttempts}</dd>
+<dt>ordering key</dt><dd>${t.key.getOrElse("–")}</dd><dt>unique key</dt><dd>${t.uniqueKey.getOrElse("–")}</dd>
+<dt>enqueued</dt><dd>${time(t.createdAt)}</dd><dt>runs at</dt><dd>${time(t.runAt)}</dd>
+<dt>finished</dt><dd>${time(t.finishedAt)}</dd><dt>worker</dt><dd>${t.worker.fold("–")(_.toString)}</dd>
+</dl><div class="actions">$actions</div>
+<h2>Payload</h2><pre class="payload">${payload(redact, t.payload)}</pre>
+<h2>Headers</h2>$trace${
+            if hs.isEmpty then message("empty", "No headers.") else html"<table>$headerRows</table>"
+          }
+<h2>Errors</h2>${
+            if errors.isEmpty then message("empty", "No errors.")
+            else html"""<ol class="errors">$errorItems</ol>"""
+          }
+$keySection"""
+    )
+
+  /** What a batch action did to each task. */
+  def batchResult(v: View, action: String, outcomes: Vector[(Long, String)]): Html =
+    val items = Html.concat(outcomes.map((id, what) =>
+      html"""<li><a href="${v.link("tasks/" + id)}">$id</a>: $what</li>"""
+    ))
+    page(v, s"Tasks: $action", "tasks")(
+      html"""<div class="notice" role="status"><ul class="outcomes">$items</ul></div><p><a href="${v.link(
+          "tasks"
+        )}">Back to the tasks</a></p>"""
+    )

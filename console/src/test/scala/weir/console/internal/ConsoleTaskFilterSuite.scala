@@ -1,0 +1,45 @@
+package weir.console.internal
+
+import munit.FunSuite
+
+/** The task list's query string: parsed, refused with the bad value, and written back. */
+class ConsoleTaskFilterSuite extends FunSuite:
+
+  test("a filter survives its own query string, and empty values are absent") {
+    val query = Map(
+      "queue" -> "emails",
+      "state" -> "dead",
+      "key" -> "user 1",
+      "priority" -> "-3",
+      "from" -> "2026-01-31T12:00",
+      "to" -> "2026-02-01T00:00:00Z",
+      "text" -> "ada",
+      "sort" -> "finished",
+      "after" -> "1769860800000000.42",
+      "ignored" -> "x"
+    )
+    val f = TaskFilter.parse(query).fold(fail(_), identity)
+    assertEquals(f.state, Some(TaskState.Dead))
+    assertEquals(f.from.map(_.toString), Some("2026-01-31T12:00:00Z"))
+    assertEquals(f.after, Some(Cursor(1769860800000000L, 42L)))
+    assertEquals(TaskFilter.parse(f.params(withCursor = true).toMap), Right(f))
+    assertEquals(f.params(withCursor = false).map(_._1).contains("after"), false)
+    assertEquals(TaskFilter.parse(Map("queue" -> " ", "state" -> "")), Right(TaskFilter()))
+  }
+
+  test("a malformed value is refused, naming the parameter and the value") {
+    assertEquals(
+      TaskFilter.parse(Map("priority" -> "99999")).left.map(_.take(32)),
+      Left("malformed filter priority: '9999")
+    )
+    assert(TaskFilter.parse(Map("after" -> "1.2.3")).left.exists(_.contains("'1.2.3'")))
+    assert(TaskFilter.parse(Map("to" -> "tomorrow")).left.exists(_.contains("to: 'tomorrow'")))
+  }
+
+  test("a cursor is the sort key in microseconds and the id") {
+    val at = java.time.Instant.parse("2026-01-31T12:00:00.123456Z")
+    val c = Cursor.of(at, 7L)
+    assertEquals(c.render, "1769860800123456.7")
+    assertEquals(Cursor.parse(c.render), Some(c))
+    assertEquals(ConsoleQueries.instantOf(c.micros), at)
+  }
