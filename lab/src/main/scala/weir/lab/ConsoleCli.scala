@@ -31,17 +31,7 @@ object ConsoleCli:
       programName("weir console"),
       head("weir console — a web console for weir-postgres's durable queues"),
       help("help").text("print this help"),
-      opt[String]("url").valueName("URL")
-        .action((u, o) => o.copy(url = Some(u)))
-        .text("postgresql://user:password@host:5432/db or jdbc:postgresql://… (default: $WEIR_DATABASE_URL)"),
-      opt[String]("schema").valueName("NAME")
-        .validate(s =>
-          Either.catchOnly[IllegalArgumentException](Schema(s)).leftMap(_.getMessage.stripPrefix(
-            "requirement failed: "
-          )).void
-        )
-        .action((s, o) => o.copy(schema = s))
-        .text("the schema that holds weir's tables (default weir)"),
+      DatabaseArgs.options(builder)((o, u) => o.copy(url = Some(u)), (o, s) => o.copy(schema = s)),
       opt[String]("bind").valueName("HOST")
         .validate(h =>
           Host.fromString(h).toRight(s"--bind must be a host name or IP address, was: '$h'").void
@@ -62,17 +52,10 @@ object ConsoleCli:
 
   def run(args: List[String]): IO[ExitCode] =
     ExperimentIo.runWithCode(parser, args, Options()) { o =>
-      o.url.orElse(sys.env.get("WEIR_DATABASE_URL").filter(_.nonEmpty)) match
-        case None =>
-          IO.consoleForIO.errorln("Error: no database: give --url or set WEIR_DATABASE_URL").as(ExitCode(2))
-        case Some(url) =>
-          val token = o.adminToken.orElse(sys.env.get("WEIR_CONSOLE_TOKEN").filter(_.nonEmpty))
-          serve(o, DatabaseConfig(url, schema = Schema(o.schema)), ConsoleOptions(adminToken = token))
-            .handleErrorWith(e =>
-              IO.consoleForIO.errorln(
-                s"Error: ${e.getMessage.stripPrefix("requirement failed: ")}"
-              ).as(ExitCode(1))
-            )
+      DatabaseArgs.run(o.url, o.schema) { config =>
+        val token = o.adminToken.orElse(sys.env.get("WEIR_CONSOLE_TOKEN").filter(_.nonEmpty))
+        serve(o, config, ConsoleOptions(adminToken = token))
+      }
     }
 
   private def serve(o: Options, config: DatabaseConfig, options: ConsoleOptions): IO[ExitCode] =

@@ -32,17 +32,7 @@ object DurableCli:
       programName("weir durable"),
       head("weir durable — the PostgreSQL schema of weir's durable tasks"),
       help("help").text("print this help"),
-      opt[String]("url").valueName("URL")
-        .action((u, o) => o.copy(url = Some(u)))
-        .text("postgresql://user:password@host:5432/db or jdbc:postgresql://… (default: $WEIR_DATABASE_URL)"),
-      opt[String]("schema").valueName("NAME")
-        .validate(s =>
-          Either.catchOnly[IllegalArgumentException](
-            Schema(s)
-          ).leftMap(_.getMessage.stripPrefix("requirement failed: ")).void
-        )
-        .action((s, o) => o.copy(schema = s))
-        .text("the schema that holds weir's tables (default weir)"),
+      DatabaseArgs.options(builder)((o, u) => o.copy(url = Some(u)), (o, s) => o.copy(schema = s)),
       cmd(
         "migrate"
       ).action((_, o) => o.copy(command = "migrate")).text("create or upgrade the schema (idempotent)"),
@@ -106,15 +96,7 @@ object DurableCli:
 
   def run(args: List[String]): IO[ExitCode] =
     ExperimentIo.runWithCode(parser, args, Options()) { o =>
-      o.url.orElse(sys.env.get("WEIR_DATABASE_URL").filter(_.nonEmpty)) match
-        case None =>
-          IO.consoleForIO.errorln("Error: no database: give --url or set WEIR_DATABASE_URL").as(ExitCode(2))
-        case Some(url) =>
-          execute(o, DatabaseConfig(url, schema = Schema(o.schema))).handleErrorWith(e =>
-            IO.consoleForIO.errorln(
-              s"Error: ${e.getMessage.stripPrefix("requirement failed: ")}"
-            ).as(ExitCode(1))
-          )
+      DatabaseArgs.run(o.url, o.schema)(execute(o, _))
     }
 
   private def execute(o: Options, config: DatabaseConfig): IO[ExitCode] =
