@@ -111,8 +111,9 @@ class CancelSuite extends DbSuite:
   }
 
   withDb("a claimed task told to stop before it starts never starts, and is cancelled uncounted") { db =>
-    // one task at a time: the second waits in the worker's buffer, claimed, while the first runs
-    val config = TestWorkers.config("b")
+    // one task at a time: the second waits in the worker's buffer, claimed, while the first runs. Beats
+    // every 500 ms: a loaded machine's late beat would refuse claims for a reason of its own
+    val config = TestWorkers.config("b").copy(heartbeat = 1.second, deadAfter = 3.seconds)
     for
       ids <- TaskQueue[IO, String](db, "b")
         .enqueueMany(Vector(NewTask("first"), NewTask("second")))
@@ -134,8 +135,8 @@ class CancelSuite extends DbSuite:
           _ = assertEquals(answer, Cancel.Requested)
           requested <- Rows.count(db, "tasks", s"id = ${ids(1)} AND cancel_requested IS NOT NULL")
           _ = assertEquals(requested, 1L)
-          // the worker hears of it by notification, or at its next beat, every 100 ms: a second is ample
-          _ <- IO.sleep(1.second)
+          // the worker hears of it by notification, or at its next beat, every 500 ms: two seconds are ample
+          _ <- IO.sleep(2.seconds)
           _ <- release.complete(())
           _ <- w.running.join.timeout(30.seconds)
           stats <- w.stats
@@ -146,7 +147,10 @@ class CancelSuite extends DbSuite:
     yield
       assertEquals(order, Vector("first"))
       assertEquals(done.map(d => (d._2, d._3)), Vector(("completed", 1), ("cancelled", 0)))
-      assertEquals((stats.cancelled, stats.refused), (1L, 1L))
+      assertEquals(stats.cancelled, 1L)
+      // the second's refusal, and any of a claim whose beat came late on a loaded machine (handed back and
+      // claimed again: the order and the attempts above are what such a refusal cannot change)
+      assert(stats.refused >= 1L, stats.toString)
   }
 
   withDb(
