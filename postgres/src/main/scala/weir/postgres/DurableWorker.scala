@@ -197,12 +197,13 @@ object DurableWorker:
     case TaskOutcome.Succeeded(job, _, _) => Finish.Complete(job.token)
     case TaskOutcome.NotStarted(job, _) => Finish.Release(job.token)
     case TaskOutcome.Failed(job, error, Disposition.Interrupted, _) =>
-      // a cancelled task's failure finishes it as cancelled (see Sql.fail); another was stopped with its
-      // worker (or, between two in-memory attempts, its claim may have been rescued): it is retried at once
+      // retried at once: a task stopped with its worker (or, between two in-memory attempts, whose claim may
+      // have been rescued). One interrupted because its cancel was requested is finished as cancelled by the
+      // fail statement itself, which reads the request on the row (see FinishSql.fail)
       val why = error match
         case e: weir.TaskInterrupted => s"interrupted: ${e.reason}"
         case e => Errors.describe(e)
-      Finish.Fail(job.token, why, if job.cancelRequested then -1L else 0L)
+      Finish.Fail(job.token, why, 0L)
     case TaskOutcome.Failed(job, error, _, _) =>
       val delay =
         if config.backoff.retryable(error) then

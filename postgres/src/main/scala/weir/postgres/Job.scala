@@ -53,9 +53,6 @@ final class Job[+A] private[postgres] (
   def onInterrupt(interrupt: String => Unit): () => Unit =
     interruption.onInterrupt(reason => interrupt(s"cancelled: $reason"))
 
-  /** Whether this job was told to stop (its cancel was requested). */
-  private[postgres] def cancelRequested: Boolean = interruption.requested.isDefined
-
   /**
    * Completes this task as part of the caller's transaction: the handler's own writes and the completion
    * commit together or not at all, so a handler that writes to weir's database has exactly-once effects

@@ -304,15 +304,19 @@ object ControlPhase:
               .onCancel(IO.monotonic.flatMap(t => interrupted.complete(t.toNanos)).void)
           }.withLimit(Limit.fixed(16))
         ).use { worker =>
+          // bounded waits: a task that never starts, or is cancelled and never interrupted, ends the phase with
+          // an error naming it; cancels never written are counted short in `finished`, not waited for forever
+          def within[A](wait: IO[A], what: String): IO[A] =
+            wait.timeoutTo(60.seconds, IO.raiseError(new IllegalStateException(s"$what within 60 s")))
           ids.traverse { id =>
             val (started, interrupted) = signals(id)
             for
-              _ <- started.get
+              _ <- within(started.get, s"task $id did not start")
               t0 <- IO.monotonic
               _ <- admin.cancel(id, "the lab's cancel")
-              t1 <- interrupted.get
+              t1 <- within(interrupted.get, s"task $id, cancelled, was not interrupted")
             yield (t1 - t0.toNanos) / 1e6
-          } <* waitUntil(worker.stats.map(_.cancelled >= n.toLong))
+          } <* waitUntil(worker.stats.map(_.cancelled >= n.toLong)).timeoutTo(60.seconds, IO.unit)
         }
       seen <- cancelled
     yield (times, seen)
