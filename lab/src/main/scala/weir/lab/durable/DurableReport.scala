@@ -6,7 +6,7 @@ import weir.lab.report.Table
 import weir.lab.report.ExperimentIo
 import weir.lab.report.ExperimentIo.number
 
-/** What `./weir lab durable` prints (its table) and writes (`--json`, the format docs/durable.md describes). */
+/** What `./weir lab durable` prints (its table) and writes (`--json`, its format in docs/lab/durable.md). */
 object DurableReport:
 
   private[durable] def pct(xs: Vector[Double], p: Double): Double =

@@ -11,7 +11,7 @@ import javax.net.SocketFactory
  * Why: after every notification it reads, pgjdbc looks for more by reading with a 1 ms socket timeout
  * (`PGStream.hasMessagePending`), and its rule to look at most once a second does not hold when the look
  * times out, so each notification reaches the caller a millisecond late: a large share of an idle
- * worker's latency (docs/durable.md, Idle latency). Nothing else in pgjdbc reads with a 1 ms timeout.
+ * worker's latency (docs/lab/durable.md, "Idle latency"). Nothing else in pgjdbc reads with a 1 ms timeout.
  *
  * Timing out sooner changes no state: the same timeout, with the same bytes read, happens when the
  * millisecond passes, and a caller that reads with that timeout must already handle it. Only reads that
