@@ -10,14 +10,23 @@ package weir.console
  *     as it is otherwise. Searching payload text still matches the stored payload: turn it off with
  *     `payloadSearch = false` when the redacted part must not be found by guessing.
  *   - `pageSize`: tasks per page of the task list (1 to 1000).
+ *   - `scanLimit`: how many finished tasks one page of the task list reads at most to check the filters
+ *     no index answers (a key, a priority, payload text; by enqueue time, a state or a queue). A page that
+ *     finds fewer matches ends where its scan stopped, and its next page goes on from there: the bound
+ *     keeps every page fast on a history of any length. 100 to 1,000,000.
  */
 final case class ConsoleOptions(
     adminToken: Option[String] = None,
     redact: String => String = identity,
     pageSize: Int = ConsoleOptions.Defaults.pageSize,
-    payloadSearch: Boolean = true
+    payloadSearch: Boolean = true,
+    scanLimit: Int = ConsoleOptions.Defaults.scanLimit
 ):
   require(pageSize > 0 && pageSize <= 1000, s"pageSize must be in 1..1000, was: $pageSize")
+  require(
+    scanLimit >= 100 && scanLimit <= 1000000,
+    s"scanLimit must be in 100..1000000, was: $scanLimit"
+  )
   adminToken.foreach(t =>
     require(t.length >= 8, s"an admin token must have at least 8 characters, was: ${t.length}")
   )
@@ -28,6 +37,7 @@ final case class ConsoleOptions(
 object ConsoleOptions:
   object Defaults:
     val pageSize: Int = 50
+    val scanLimit: Int = 5000
 
   /** A console that only reads. */
   val readOnly: ConsoleOptions = ConsoleOptions()

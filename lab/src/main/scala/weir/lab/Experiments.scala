@@ -13,7 +13,8 @@ object Experiments:
     weir.lab.blocking.Blocking,
     weir.lab.trampoline.Trampoline,
     weir.lab.adaptive.AdaptiveLab,
-    weir.lab.durable.DurableLab
+    weir.lab.durable.DurableLab,
+    weir.lab.console.ConsoleLab
   )
 
   def usage: String =

@@ -32,7 +32,8 @@ object Migrations:
       "0005-task-headers",
       "0006-queue-controls",
       "0007-schedules",
-      "0008-cancel-running"
+      "0008-cancel-running",
+      "0009-console-indexes"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))

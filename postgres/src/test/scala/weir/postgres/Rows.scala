@@ -32,6 +32,10 @@ object Rows:
       .to[Vector]
       .transact(TestDatabase.admin)
 
+  /** The rows of any SELECT, as `A`. */
+  def query[A: Read](sql: String): IO[Vector[A]] =
+    Fragment.const(sql).query[A].to[Vector].transact(TestDatabase.admin)
+
   def exec(sql: String): IO[Int] = Fragment.const(sql).update.run.transact(TestDatabase.admin)
 
   /** `SELECT * FROM <call>` of the schema's enqueue function: `(task_id, inserted)`. */

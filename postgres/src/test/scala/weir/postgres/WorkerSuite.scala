@@ -34,6 +34,33 @@ class WorkerSuite extends DbSuite:
         .use(_.running.join) *>
       Rows.finished(db)
 
+  withDb("each attempt names its worker: a failure's error entry, and the finished row its last attempt's") {
+    db =>
+      val queue = TaskQueue[IO, Int](db, "q")
+      // 1 fails once then completes; 2 fails twice and is dead
+      def handler(job: Job[Int]): IO[Unit] =
+        if job.payload == 2 || job.attempt == 1 then
+          IO.raiseError(new RuntimeException(s"boom ${job.attempt}"))
+        else IO.unit
+      for
+        _ <- queue.enqueueMany(Vector(NewTask(1, maxAttempts = 2), NewTask(2, maxAttempts = 2)))
+        worker <- DurableWorker
+          .start[IO, Int, Unit](db, config())(Pipeline(_).process(handler).withRetry(Retry.none))
+          .use(w => w.running.join.as(w.id))
+        rows <- Rows.query[(String, String, Option[Long], String)](
+          s"""SELECT payload::text, state::text, worker,
+                (SELECT string_agg((e ->> 'attempt') || ':' || (e ->> 'worker'), ',') FROM jsonb_array_elements(errors) AS e)
+              FROM ${db.schema("finished")} ORDER BY id"""
+        )
+      yield assertEquals(
+        rows,
+        Vector(
+          ("1", "completed", Some(worker), s"1:$worker"),
+          ("2", "dead", Some(worker), s"1:$worker,2:$worker")
+        )
+      )
+  }
+
   withDb("every task ends exactly once, completed or dead, across two workers with failures and retries") {
     db =>
       val queue = TaskQueue[IO, Int](db, "q")

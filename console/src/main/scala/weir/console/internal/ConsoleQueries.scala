@@ -24,13 +24,39 @@ private[console] final class ConsoleQueries(schema: Schema):
   private val liveState =
     "CASE WHEN t.state = 'available' AND t.run_at > now() THEN 'scheduled' ELSE t.state::text END"
 
-  /** Per queue, how long its oldest task ready to run has waited, in seconds. */
-  def oldestAvailable: ConnectionIO[Map[String, Double]] =
-    const(s"""SELECT queue, extract(epoch FROM now() - min(run_at))::float8 FROM $tasks
-      WHERE state = 'available' AND run_at <= now() GROUP BY queue""").query[(
-        String,
-        Double
-    )].to[Vector].map(_.toMap)
+  /**
+   * Every queue with tasks, and its counts: the live ones exact, from one pass over `tasks` (bounded by the
+   * backlog), with how long its oldest task ready to run has waited; the finished ones counted up to
+   * `cap + 1` each, so that a history of any length costs at most that many index entries per queue and
+   * state. The finished queues are found by a skip scan of `finished_by_state`: one index probe per state
+   * and queue, not a pass over the history.
+   */
+  def queueCounts(cap: Int): ConnectionIO[Vector[QueueCounts]] =
+    val live = const(s"""SELECT queue, count(*) FILTER (WHERE state = 'available' AND run_at <= now()),
+             count(*) FILTER (WHERE state = 'available' AND run_at > now()), count(*) FILTER (WHERE state = 'running'),
+             extract(epoch FROM now() - min(run_at) FILTER (WHERE state = 'available' AND run_at <= now()))::float8
+      FROM $tasks GROUP BY queue""").query[(String, Long, Long, Long, Option[Double])].to[Vector]
+    val done =
+      (const(s"""WITH RECURSIVE pairs AS (
+        (SELECT state, queue FROM $finished ORDER BY state, queue LIMIT 1)
+        UNION ALL
+        SELECT n.state, n.queue FROM pairs AS p CROSS JOIN LATERAL (
+          SELECT f.state, f.queue FROM $finished AS f WHERE (f.state, f.queue) > (p.state, p.queue)
+          ORDER BY f.state, f.queue LIMIT 1) AS n)
+      SELECT p.queue, p.state::text, (SELECT count(*) FROM (
+        SELECT 1 FROM $finished AS f WHERE f.state = p.state AND f.queue = p.queue LIMIT """) ++
+        fr0"${cap + 1}" ++ const(") AS c) FROM pairs AS p")).query[(String, String, Long)].to[Vector]
+    (live, done).mapN { (l, d) =>
+      val finished = d.groupMap(_._1)(r => r._2 -> r._3).view.mapValues(_.toMap).toMap
+      (l.map(_._1) ++ finished.keys).distinct.sorted.map { q =>
+        val (a, s, r, oldest) =
+          l.find(_._1 == q).fold((0L, 0L, 0L, Option.empty[Double]))(x => (x._2, x._3, x._4, x._5))
+        val f = finished.getOrElse(q, Map.empty)
+        def capped(state: String) =
+          Count(f.getOrElse(state, 0L).min(cap.toLong), f.getOrElse(state, 0L) > cap)
+        QueueCounts(q, a, s, r, capped("completed"), capped("dead"), capped("cancelled"), oldest)
+      }
+    }
 
   /** Tasks completed and dead per minute over the last hour, of one queue or all, oldest minute first. */
   def throughput(queue: Option[String]): ConnectionIO[Vector[Minute]] =
@@ -41,43 +67,109 @@ private[console] final class ConsoleQueries(schema: Schema):
       .query[Minute].to[Vector]
 
   /**
-   * At most `limit` tasks matching `f`, newest first by `f.sort`, after `f.after`. Live tasks come from
-   * `tasks` and finished ones from `finished`; each side is limited before the union, so each reads no more
-   * than a page.
+   * A page of at most `size` tasks matching `f`, newest first by `f.sort`, strictly after `f.after`.
+   *
+   * Live tasks come from `tasks`, read whole with every filter (the table holds the backlog only);
+   * finished ones from `finished`, through an index whose order is the sort's, narrowed by what that index
+   * answers: the time range and the position always, and by finish time the state and queue too (one range
+   * of `finished_by_state` per state and queue). What no index answers (a key, a priority, payload text; by
+   * enqueue time a state or a queue) is checked on at most `scan` finished tasks: when that is not enough
+   * to fill the page, the page ends where the scan stopped, and says so ([[Page.scannedTo]]); the next page
+   * goes on from there. So no page reads more than `scan` rows of the history, however rare the match.
    */
-  def taskPage(f: TaskFilter, limit: Int): ConnectionIO[Vector[TaskRow]] =
-    val live = Option.when(f.sort == TaskSort.Enqueued && f.state.forall(_.live))(
-      side(
-        f,
-        limit,
-        from = s"$tasks AS t",
-        state = liveState,
-        at = "t.created_at",
-        finishedAt = "NULL::timestamptz"
+  def taskPage(f: TaskFilter, size: Int, scan: Int): ConnectionIO[Page] =
+    val byFinish = f.sort == TaskSort.Finished
+    val at = if byFinish then "t.finished_at" else "t.created_at"
+    val liveSide = Option.when(!byFinish && f.state.forall(_.live))(
+      Side(
+        s"$tasks AS t",
+        liveState,
+        "t.created_at",
+        "NULL::timestamptz",
+        conditions(f, liveState, "t.created_at")
       )
     )
-    val done = Option.when(f.state.forall(!_.live)) {
-      val at = if f.sort == TaskSort.Finished then "t.finished_at" else "t.created_at"
-      side(f, limit, from = s"$finished AS t", state = "t.state::text", at = at, finishedAt = "t.finished_at")
-    }
-    val sides = Vector(live, done).flatten
-    if sides.isEmpty then FC.pure(Vector.empty)
-    else
-      (const(
-        "SELECT id, queue, state, priority, ordering_key, attempt, max_attempts, created_at, finished_at, payload FROM ("
-      ) ++
-        sides.map(s => const("(") ++ s ++ const(")")).reduceLeft(_ ++ const(" UNION ALL ") ++ _) ++
-        const(") AS page ORDER BY at DESC, id DESC LIMIT ") ++ fr0"$limit").query[TaskRow].to[Vector]
+    val ranges = Vector(
+      f.from.map(t => const(s"$at >= ") ++ fr0"$t"),
+      f.to.map(t => const(s"$at < ") ++ fr0"$t"),
+      f.after.map(c => const(s"($at, t.id) < (") ++ fr0"${instantOf(c.micros)}, ${c.id}" ++ const(")"))
+    ).flatten
+    val residual = Vector(
+      Option.when(!byFinish)(f.queue.map(q => fr0"t.queue = $q")).flatten,
+      Option.when(!byFinish)(f.state.map(s => fr0"t.state::text = ${s.name}")).flatten,
+      f.key.map(k => fr0"t.ordering_key = $k"),
+      f.priority.map(p => fr0"t.priority = ${p.toShort}"),
+      f.text.map(s => fr0"strpos(lower(t.payload::text), lower($s)) > 0")
+    ).flatten
+    val finishedSides: ConnectionIO[Vector[Side]] =
+      if f.state.exists(_.live) then FC.pure(Vector.empty)
+      else if byFinish && (f.state.isDefined || f.queue.isDefined) then
+        val states = f.state.fold(TaskState.values.toVector.filterNot(_.live))(Vector(_))
+        f.queue.fold(finishedQueues(states.map(_.name)))(q => FC.pure(states.map(_.name -> q))).map(_.map {
+          (state, queue) =>
+            Side(
+              s"$finished AS t",
+              "t.state::text",
+              at,
+              "t.finished_at",
+              Vector(
+                fr0"t.state = $state::" ++ const(s"${schema("finished_state")}"),
+                fr0"t.queue = $queue"
+              ) ++
+                ranges
+            )
+        })
+      else FC.pure(Vector(Side(s"$finished AS t", "t.state::text", at, "t.finished_at", ranges)))
+    for
+      history <- finishedSides
+      bound <-
+        if residual.isEmpty || history.isEmpty then FC.pure(None)
+        else scanBound(history, scan)
+      sides = liveSide.toVector.map(_.narrowed(bound, Vector.empty)) ++
+        history.map(_.narrowed(bound, residual))
+      rows <- if sides.isEmpty then FC.pure(Vector.empty) else page(sides, size + 1)
+    yield
+      val shown = rows.take(size)
+      if rows.size > size then Page(shown, Some(cursorOf(shown.last, byFinish)), None)
+      else Page(shown, bound, bound)
 
-  private def side(
-      f: TaskFilter,
-      limit: Int,
-      from: String,
-      state: String,
-      at: String,
-      finishedAt: String
-  ): Fragment =
-    val conditions = Vector(
+  /** The queues with finished tasks in any of `states`, as (state, queue): a skip scan of `finished_by_state`. */
+  private def finishedQueues(states: Vector[String]): ConnectionIO[Vector[(String, String)]] =
+    states.flatTraverse { state =>
+      (const(s"""WITH RECURSIVE qs AS (
+          (SELECT queue FROM $finished WHERE state = """) ++ fr0"$state::" ++
+        const(s"""${schema("finished_state")}
+           ORDER BY queue LIMIT 1)
+          UNION ALL
+          SELECT n.queue FROM qs CROSS JOIN LATERAL (
+            SELECT f.queue FROM $finished AS f WHERE f.state = """) ++ fr0"$state::" ++
+        const(s"""${schema("finished_state")} AND f.queue > qs.queue ORDER BY f.queue LIMIT 1) AS n)
+        SELECT queue FROM qs""")).query[String].to[Vector].map(_.map(state -> _))
+    }
+
+  /**
+   * Where a scan of `scan` finished tasks of `sides`, in the sort's order, stops: the last of them, when
+   * there are that many (fewer, and the scan reaches the end: no bound).
+   */
+  private def scanBound(sides: Vector[Side], scan: Int): ConnectionIO[Option[Cursor]] =
+    (const("WITH w AS (SELECT at, id FROM (") ++ union(sides.map(_.positions(scan))) ++
+      const(") AS u ORDER BY at DESC, id DESC LIMIT ") ++ fr0"$scan" ++
+      const(") SELECT at, id, (SELECT count(*) FROM w) FROM w ORDER BY at, id LIMIT 1"))
+      .query[(Instant, Long, Long)].option
+      .map(_.collect { case (at, id, n) if n >= scan => Cursor.of(at, id) })
+
+  private def page(sides: Vector[Side], limit: Int): ConnectionIO[Vector[TaskRow]] =
+    (const(
+      "SELECT id, queue, state, priority, ordering_key, attempt, max_attempts, created_at, finished_at, payload FROM ("
+    ) ++ union(sides.map(_.rows(limit))) ++ const(") AS page ORDER BY at DESC, id DESC LIMIT ") ++
+      fr0"$limit")
+      .query[TaskRow].to[Vector]
+
+  private def union(parts: Vector[Fragment]): Fragment =
+    parts.map(p => const("(") ++ p ++ const(")")).reduceLeft(_ ++ const(" UNION ALL ") ++ _)
+
+  private def conditions(f: TaskFilter, state: String, at: String): Vector[Fragment] =
+    Vector(
       f.queue.map(q => fr0"t.queue = $q"),
       f.state.map(s => const(s"$state = ") ++ fr0"${s.name}"),
       f.key.map(k => fr0"t.ordering_key = $k"),
@@ -87,12 +179,41 @@ private[console] final class ConsoleQueries(schema: Schema):
       f.text.map(s => fr0"strpos(lower(t.payload::text), lower($s)) > 0"),
       f.after.map(c => const(s"($at, t.id) < (") ++ fr0"${instantOf(c.micros)}, ${c.id}" ++ const(")"))
     ).flatten
-    const(s"""SELECT t.id, t.queue, $state AS state, t.priority, t.ordering_key, t.attempt, t.max_attempts,
-             t.created_at, $finishedAt AS finished_at, t.payload::text AS payload, $at AS at
-      FROM $from""") ++
-      (if conditions.isEmpty then Fragment.empty
-       else const(" WHERE ") ++ conditions.reduceLeft(_ ++ const(" AND ") ++ _)) ++
-      const(s" ORDER BY $at DESC, t.id DESC LIMIT ") ++ fr0"$limit"
+
+  private def cursorOf(row: TaskRow, byFinish: Boolean): Cursor =
+    Cursor.of(if byFinish then row.finishedAt.getOrElse(row.createdAt) else row.createdAt, row.id)
+
+  /**
+   * One table read for the task list: `from`, the state as the console names it, the sort's time `at`,
+   * and the conditions an index answers.
+   */
+  private final case class Side(
+      from: String,
+      state: String,
+      at: String,
+      finishedAt: String,
+      where: Vector[Fragment]
+  ):
+    private def whereClause(extra: Vector[Fragment]): Fragment =
+      val all = where ++ extra
+      if all.isEmpty then Fragment.empty else const(" WHERE ") ++ all.reduceLeft(_ ++ const(" AND ") ++ _)
+
+    /** The side with the scan's bound (rows at or after it) and the checks no index answers. */
+    def narrowed(bound: Option[Cursor], residual: Vector[Fragment]): Side =
+      copy(where =
+        where ++
+          bound.map(c => const(s"($at, t.id) >= (") ++ fr0"${instantOf(c.micros)}, ${c.id}" ++ const(")")) ++
+          residual
+      )
+
+    def positions(limit: Int): Fragment =
+      const(s"SELECT $at AS at, t.id FROM $from") ++ whereClause(Vector.empty) ++
+        const(s" ORDER BY $at DESC, t.id DESC LIMIT ") ++ fr0"$limit"
+
+    def rows(limit: Int): Fragment =
+      const(s"""SELECT t.id, t.queue, $state AS state, t.priority, t.ordering_key, t.attempt, t.max_attempts,
+             t.created_at, $finishedAt AS finished_at, t.payload::text AS payload, $at AS at FROM $from""") ++
+        whereClause(Vector.empty) ++ const(s" ORDER BY $at DESC, t.id DESC LIMIT ") ++ fr0"$limit"
 
   /** The task `id`, live or finished. */
   def task(id: Long): ConnectionIO[Option[TaskDetail]] =
@@ -103,7 +224,7 @@ private[console] final class ConsoleQueries(schema: Schema):
       const(s"""
       UNION ALL
       SELECT f.id, f.queue, f.state::text, f.priority, f.ordering_key, f.unique_key, f.attempt, f.max_attempts,
-             f.created_at, NULL::timestamptz, f.finished_at, NULL::bigint, NULL::text, f.payload::text,
+             f.created_at, NULL::timestamptz, f.finished_at, f.worker, NULL::text, f.payload::text,
              f.headers::text, f.errors::text
       FROM $finished AS f WHERE f.id = """) ++ fr0"$id" ++ const(" LIMIT 1"))
       .query[TaskDetail].option
@@ -125,21 +246,55 @@ private[console] final class ConsoleQueries(schema: Schema):
     (around("<", "DESC").map(_.reverse), around(">", "ASC")).tupled
 
   /**
-   * Keys with tasks waiting, at most `limit`: each one's backlog and head (the task that runs next). A key
-   * is blocked when its head has failed at least once and others wait behind it; blocked keys come first,
-   * then the longest waiting heads.
+   * Keys with tasks waiting, at most `limit`: each one's backlog (counted up to `cap + 1`) and head, the
+   * task that runs next. A key is blocked when its head has failed at least once and others wait behind
+   * it; blocked keys come first, then the longest waiting heads. Heads are found by their `head` mark,
+   * which may for a moment be on a task behind the real head too (the marks err on that side): such a
+   * task is left out by checking that no earlier task of its key is left.
    */
-  def keys(limit: Int): ConnectionIO[Vector[KeyRow]] = (const(s"""WITH k AS (
-        SELECT queue, ordering_key, min(id) AS head, count(*) AS backlog
-        FROM $tasks WHERE ordering_key IS NOT NULL GROUP BY queue, ordering_key)
-      SELECT k.queue, k.ordering_key, k.backlog, t.id, $liveState, t.attempt, t.created_at,
-             jsonb_array_length(t.errors) > 0 AND k.backlog > 1 AS blocked
-      FROM k JOIN $tasks AS t ON t.id = k.head
-      ORDER BY blocked DESC, t.created_at, t.id LIMIT """) ++ fr0"$limit").query[KeyRow].to[Vector]
+  def keys(limit: Int, cap: Int): ConnectionIO[Vector[KeyRow]] =
+    (const(s"""WITH h AS (
+        SELECT t.id, t.queue, t.ordering_key, t.attempt, t.created_at, $liveState AS state,
+               jsonb_array_length(t.errors) > 0 AS failed
+        FROM $tasks AS t WHERE t.ordering_key IS NOT NULL AND t.head
+        ORDER BY failed DESC, t.created_at, t.id LIMIT """) ++ fr0"${limit * 2}" ++ const(s"""
+      ), k AS (
+        SELECT h.*, (SELECT count(*) FROM (SELECT 1 FROM $tasks AS b
+                     WHERE b.queue = h.queue AND b.ordering_key = h.ordering_key LIMIT """) ++
+      fr0"${cap + 1}" ++
+      const(s""") AS c) AS backlog
+        FROM h WHERE NOT EXISTS (
+          SELECT 1 FROM $tasks AS e WHERE e.queue = h.queue AND e.ordering_key = h.ordering_key AND e.id < h.id)
+        ORDER BY failed DESC, created_at, id LIMIT """) ++ fr0"$limit" ++ const(s"""
+      )
+      SELECT queue, ordering_key, backlog, id, state, attempt, created_at, failed AND backlog > 1 AS blocked
+      FROM k ORDER BY blocked DESC, created_at, id""")).query[KeyRow].to[Vector]
 
 private[console] object ConsoleQueries:
 
   final case class Minute(at: Instant, completed: Long, dead: Long)
+
+  /** A count of finished tasks, `atLeast` when it stopped at the console's cap. */
+  final case class Count(n: Long, atLeast: Boolean):
+    def render: String = if atLeast then f"$n%,d+" else f"$n%,d"
+
+  /** A queue's tasks by state, and how long its oldest task ready to run has waited, in seconds. */
+  final case class QueueCounts(
+      queue: String,
+      available: Long,
+      scheduled: Long,
+      running: Long,
+      completed: Count,
+      dead: Count,
+      cancelled: Count,
+      oldestSeconds: Option[Double]
+  )
+
+  /**
+   * A page of the task list: its rows, where the next page starts, and where the scan for matches stopped
+   * when it stopped before the page was full (the rows after that position are still to be searched).
+   */
+  final case class Page(rows: Vector[TaskRow], next: Option[Cursor], scannedTo: Option[Cursor])
 
   final case class TaskRow(
       id: Long,

@@ -75,11 +75,10 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
             case Some(_) => body(form)
         }
 
-  private def queueView(name: String): F[Option[QueueView]] =
-    (admin.stats, admin.queues, read(queries.oldestAvailable)).mapN(QueueView.all).map(_.find(_.name == name))
+  private def queueView(name: String): F[Option[QueueView]] = allQueues.map(_.find(_.name == name))
 
   private def allQueues: F[Vector[QueueView]] =
-    (admin.stats, admin.queues, read(queries.oldestAvailable)).mapN(QueueView.all)
+    (read(queries.queueCounts(ConsoleRoutes.countCap)), admin.queues).mapN(QueueView.all)
 
   private def throughput(queue: Option[String]): F[Json] =
     (read(queries.throughput(queue)), F.realTimeInstant).mapN { (minutes, now) =>
@@ -187,16 +186,8 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
       ).fold(
         badRequest(req, _),
         f =>
-          (view(req), read(queries.taskPage(f, options.pageSize + 1))).flatMapN { (v, rows) =>
-            val page = rows.take(options.pageSize)
-            val next = Option.when(rows.size > options.pageSize)(page.last).map(last =>
-              Cursor.of(
-                if f.sort == TaskSort.Finished then last.finishedAt.getOrElse(last.createdAt)
-                else last.createdAt,
-                last.id
-              )
-            )
-            Ok(TaskPages.list(v, f, page, next, options.redact, options.payloadSearch))
+          (view(req), read(queries.taskPage(f, options.pageSize, options.scanLimit))).flatMapN { (v, page) =>
+            Ok(TaskPages.list(v, f, page, options.redact, options.payloadSearch))
           }
       )
     case req @ POST -> Root / "tasks" / "actions" =>
@@ -245,7 +236,9 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
       }
 
     case req @ GET -> Root / "keys" =>
-      (view(req), read(queries.keys(keysShown))).flatMapN((v, ks) => Ok(OtherPages.keys(v, ks, keysShown)))
+      (view(req), read(queries.keys(keysShown, ConsoleRoutes.countCap))).flatMapN((v, ks) =>
+        Ok(OtherPages.keys(v, ks, keysShown, ConsoleRoutes.countCap))
+      )
     case req @ GET -> Root / "workers" =>
       (view(req), admin.workers).flatMapN((v, ws) => Ok(OtherPages.workers(v, ws)))
     case req @ GET -> Root / "schedules" =>
@@ -283,6 +276,12 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
   }
 
 private[console] object ConsoleRoutes:
+
+  /**
+   * Finished tasks are counted up to this many per queue and state (shown as "10,000+" beyond), and a key's
+   * backlog likewise: an exact count would read the whole history on every refresh.
+   */
+  val countCap: Int = 10000
 
   /** The version of the uPlot WebJar on the class path, from its Maven metadata. */
   lazy val uplotVersion: String =

@@ -62,7 +62,8 @@ $body
   def query(params: Seq[(String, String)]): String =
     if params.isEmpty then "" else params.map((k, v) => s"${encode(k)}=${encode(v)}").mkString("?", "&", "")
 
-  private val timeFormat = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss'Z'").withZone(ZoneOffset.UTC)
+  val timeFormat: DateTimeFormatter =
+    DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss'Z'").withZone(ZoneOffset.UTC)
 
   def time(t: Instant): Html = html"""<time datetime="${t.toString}">${timeFormat.format(t)}</time>"""
 

@@ -8,7 +8,7 @@ import weir.postgres.{ScheduleInfo, WorkerInfo}
 /** The pages of keys, workers and schedules, and the login form. */
 private[console] object OtherPages:
 
-  def keys(v: View, rows: Vector[KeyRow], limit: Int): Html =
+  def keys(v: View, rows: Vector[KeyRow], limit: Int, cap: Int): Html =
     val body =
       if rows.isEmpty then message("empty", "No ordering key has tasks waiting.")
       else
@@ -17,7 +17,9 @@ private[console] object OtherPages:
             if k.blocked then html"""<span class="state state-dead">blocked</span>""" else html"flowing"
           html"""<tr data-key="${k.key}"><td>${k.queue}</td>
 <td><a href="${v.link("tasks" + query(Seq("queue" -> k.queue, "key" -> k.key)))}">${k.key}</a></td>
-<td class="n">${k.backlog}</td><td><a href="${v.link("tasks/" + k.head)}">${k.head}</a> ${state(
+<td class="n">${if k.backlog > cap then f"$cap%,d+" else f"${k.backlog}%,d"}</td><td><a href="${v.link(
+              "tasks/" + k.head
+            )}">${k.head}</a> ${state(
               k.headState
             )}</td>
 <td class="n">${k.headAttempt}</td><td class="n">${since(v, k.headCreatedAt)}</td><td>$blocked</td></tr>"""

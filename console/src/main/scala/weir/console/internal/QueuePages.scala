@@ -2,24 +2,21 @@ package weir.console.internal
 
 import weir.console.internal.Html.*
 import weir.console.internal.Layout.*
-import weir.postgres.{QueueInfo, QueueStats}
+import weir.console.internal.ConsoleQueries.QueueCounts
+import weir.postgres.QueueInfo
 
-/** A queue as the console shows it: its counts, its controls and how long its oldest ready task has waited. */
+/** A queue as the console shows it: its counts (none when it has no task) and its controls. */
 private[console] final case class QueueView(
     name: String,
-    stats: Option[QueueStats],
-    controls: Option[QueueInfo],
-    oldestSeconds: Option[Double]
+    counts: Option[QueueCounts],
+    controls: Option[QueueInfo]
 )
 
 private[console] object QueueView:
-  def all(
-      stats: Vector[QueueStats],
-      infos: Vector[QueueInfo],
-      oldest: Map[String, Double]
-  ): Vector[QueueView] = (stats.map(_.queue) ++ infos.map(_.name)).distinct.sorted.map(name =>
-    QueueView(name, stats.find(_.queue == name), infos.find(_.name == name), oldest.get(name))
-  )
+  def all(counts: Vector[QueueCounts], infos: Vector[QueueInfo]): Vector[QueueView] =
+    (counts.map(_.queue) ++ infos.map(_.name)).distinct.sorted.map(name =>
+      QueueView(name, counts.find(_.queue == name), infos.find(_.name == name))
+    )
 
 /** The overview (every queue) and a queue's page (the same, plus its controls). */
 private[console] object QueuePages:
@@ -29,8 +26,8 @@ private[console] object QueuePages:
     if queues.isEmpty then message("empty", "No queues yet: none has tasks, workers or controls.")
     else
       val rows = queues.map { q =>
-        val s = q.stats
-        def n(f: QueueStats => Long) = s.fold(0L)(f)
+        def n(f: QueueCounts => Long) = f"${q.counts.fold(0L)(f)}%,d"
+        def c(f: QueueCounts => ConsoleQueries.Count) = q.counts.fold("0")(f(_).render)
         val paused = if q.controls.exists(_.paused) then
           html"""<span class="state state-paused">paused</span>"""
         else html"active"
@@ -39,8 +36,8 @@ private[console] object QueuePages:
         html"""<tr data-queue="${q.name}"><td><a href="${v.link("queues/" +
             encode(q.name))}">${q.name}</a></td>
 <td class="n">${n(_.available)}</td><td class="n">${n(_.scheduled)}</td><td class="n">${n(_.running)}</td>
-<td class="n">${n(_.completed)}</td><td class="n">${n(_.dead)}</td><td class="n">${n(_.cancelled)}</td>
-<td class="n">${q.oldestSeconds.fold("–")(
+<td class="n">${c(_.completed)}</td><td class="n">${c(_.dead)}</td><td class="n">${c(_.cancelled)}</td>
+<td class="n">${q.counts.flatMap(_.oldestSeconds).fold("–")(
             age
           )}</td><td class="paused">$paused</td><td class="n">$limit</td><td>$rate</td></tr>"""
       }

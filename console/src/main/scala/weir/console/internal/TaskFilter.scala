@@ -22,6 +22,13 @@ private[console] enum TaskSort(val name: String):
   case Enqueued extends TaskSort("enqueued")
   case Finished extends TaskSort("finished")
 
+private[console] object TaskSort:
+  /**
+   * The order a list of tasks in `state` has unless asked otherwise: finished ones by finish time, the most
+   * recent failures first (and an index range: see [[ConsoleQueries.taskPage]]); others by enqueue time.
+   */
+  def default(state: Option[TaskState]): TaskSort = if state.exists(!_.live) then Finished else Enqueued
+
 /**
  * A position in the task list: the sort key and id of the last row shown. The next page starts strictly
  * after it, so a page costs an index range scan however deep it is (keyset pagination, never `OFFSET`).
@@ -62,7 +69,7 @@ private[console] final case class TaskFilter(
       from.map(t => "from" -> t.toString),
       to.map(t => "to" -> t.toString),
       text.map("text" -> _),
-      Option.when(sort != TaskSort.Enqueued)("sort" -> sort.name),
+      Option.when(sort != TaskSort.default(state))("sort" -> sort.name),
       after.filter(_ => withCursor).map(c => "after" -> c.render)
     ).flatten
 
@@ -93,7 +100,7 @@ private[console] object TaskFilter:
       from = from,
       to = to,
       text = param("text"),
-      sort = sort.getOrElse(TaskSort.Enqueued),
+      sort = sort.getOrElse(TaskSort.default(state)),
       after = after
     )
 

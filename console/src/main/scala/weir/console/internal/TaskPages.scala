@@ -2,7 +2,7 @@ package weir.console.internal
 
 import io.circe.Printer
 import io.circe.parser.parse
-import weir.console.internal.ConsoleQueries.{Neighbour, TaskDetail, TaskRow}
+import weir.console.internal.ConsoleQueries.{Neighbour, Page, TaskDetail}
 import weir.console.internal.Html.*
 import weir.console.internal.Layout.*
 
@@ -10,7 +10,7 @@ import weir.console.internal.Layout.*
 private[console] object TaskPages:
 
   /** One attempt's error as stored among a task's errors. */
-  final case class Failure(attempt: Option[Long], at: Option[String], error: String)
+  final case class Failure(attempt: Option[Long], at: Option[String], worker: Option[Long], error: String)
 
   def failures(errorsJson: String): Vector[Failure] =
     parse(errorsJson).toOption.flatMap(_.asArray).getOrElse(Vector.empty).map { e =>
@@ -19,6 +19,7 @@ private[console] object TaskPages:
       Failure(
         field("attempt").flatMap(_.asNumber).flatMap(_.toLong),
         field("at").flatMap(_.asString),
+        field("worker").flatMap(_.asNumber).flatMap(_.toLong),
         field("error").map(j => j.asString.getOrElse(j.noSpaces)).getOrElse(e.noSpaces)
       )
     }
@@ -48,16 +49,23 @@ private[console] object TaskPages:
   def list(
       v: View,
       f: TaskFilter,
-      rows: Vector[TaskRow],
-      next: Option[Cursor],
+      result: Page,
       redact: String => String,
       payloadSearch: Boolean
   ): Html =
+    val rows = result.rows
     val dt = (t: Option[java.time.Instant]) => t.fold("")(_.toString.stripSuffix("Z").take(19))
-    val sortOptions = Html.concat(TaskSort.values.toVector.map { s =>
-      val sel = if s == f.sort then Html(" selected") else Html.empty
-      html"""<option value="${s.name}"$sel>newest ${s.name} first</option>"""
-    })
+    // "" keeps the state's own order (finished tasks by finish time, others by enqueue time)
+    val explicit = f.sort != TaskSort.default(f.state)
+    val sortOptions = Html.concat(
+      (html"""<option value=""${
+          if explicit then Html.empty else Html(" selected")
+        }>newest first</option>""") +:
+        TaskSort.values.toVector.map { s =>
+          val sel = if explicit && s == f.sort then Html(" selected") else Html.empty
+          html"""<option value="${s.name}"$sel>newest ${s.name} first</option>"""
+        }
+    )
     val search =
       if payloadSearch then html"""<input name="text" placeholder="text in payload" value="${f.text}">"""
       else Html.empty
@@ -71,6 +79,19 @@ private[console] object TaskPages:
 $search
 <select name="sort">$sortOptions</select>
 <button>Filter</button></form>"""
+    val next = result.next.fold(Html.empty)(c =>
+      html"""<p><a rel="next" href="${v.link("tasks" +
+          query(f.copy(after = Some(c)).params(withCursor = true)))}">${
+          if result.scannedTo.isDefined then "Search further →" else "Next page →"
+        }</a></p>"""
+    )
+    val scanned = result.scannedTo.fold(Html.empty)(c =>
+      message(
+        "note",
+        s"Searched the finished tasks down to ${timeFormat.format(ConsoleQueries.instantOf(c.micros))}: " +
+          "the filter needs each one read, so a page reads a bounded number of them."
+      )
+    )
     val body =
       if rows.isEmpty then message("empty", "No task matches.")
       else
@@ -84,10 +105,6 @@ $search
               if preview.length > 120 then preview.take(119) + "…" else preview
             }</code></td></tr>"""
         }
-        val more = next.fold(Html.empty)(c =>
-          html"""<p><a rel="next" href="${v.link("tasks" +
-              query(f.copy(after = Some(c)).params(withCursor = true)))}">Next page →</a></p>"""
-        )
         val actions =
           if !v.writable then Html.empty
           else html"""<div class="batch">With the selected tasks:
@@ -95,11 +112,11 @@ $search
 <button name="action" value="discard">Discard</button></div>"""
         html"""<form method="post" action="${v.link("tasks/actions")}">${csrfField(v)}$actions
 <table class="tasks"><thead><tr><th></th><th>id</th><th>queue</th><th>state</th><th>priority</th><th>key</th>
-<th>attempts</th><th>enqueued</th><th>finished</th><th>payload</th></tr></thead><tbody>$trs</tbody></table></form>$more"""
+<th>attempts</th><th>enqueued</th><th>finished</th><th>payload</th></tr></thead><tbody>$trs</tbody></table></form>"""
     val first = Option.when(f.after.isDefined)(
       html"""<p><a href="${v.link("tasks" + query(f.params(withCursor = false)))}">← Newest</a></p>"""
     )
-    page(v, "Tasks", "tasks")(filters ++ first.getOrElse(Html.empty) ++ body)
+    page(v, "Tasks", "tasks")(filters ++ first.getOrElse(Html.empty) ++ body ++ scanned ++ next)
 
   def task(
       v: View,
@@ -120,9 +137,20 @@ $search
       val summary = if first.length > 160 then first.take(159) + "…" else first
       html"""<li class="error"><details><summary>attempt ${e.attempt.fold("?")(
           _.toString
-        )} · ${e.at.getOrElse("")} · <span class="message">$summary</span></summary>
+        )} · ${e.at.getOrElse("")} · ${worker(e.worker)} · <span class="message">$summary</span></summary>
 <pre>${e.error}</pre></details></li>"""
     })
+    // the attempt the task is in or finished with, when no error entry tells of it
+    val current =
+      if t.state == "running" then
+        Some(html"""attempt ${t.attempt} · running on ${worker(t.worker)}""")
+      else if t.state == "completed" then
+        Some(html"""attempt ${t.attempt} · ${t.finishedAt.fold("")(_.toString)} · ${worker(
+            t.worker
+          )} · completed""")
+      else None
+    val attemptItems =
+      errorItems ++ current.fold(Html.empty)(c => html"""<li class="attempt-current">$c</li>""")
     val (before, after) = neighbours
     def keyRow(n: Neighbour) =
       html"""<li><a href="${v.link("tasks/" + n.id)}">${n.id}</a> ${state(n.state)} enqueued ${time(
@@ -168,18 +196,25 @@ ${
 <dt>attempts</dt><dd>${t.attempt} of ${t.maxAttempts}</dd>
 <dt>ordering key</dt><dd>${t.key.getOrElse("–")}</dd><dt>unique key</dt><dd>${t.uniqueKey.getOrElse("–")}</dd>
 <dt>enqueued</dt><dd>${time(t.createdAt)}</dd><dt>runs at</dt><dd>${time(t.runAt)}</dd>
-<dt>finished</dt><dd>${time(t.finishedAt)}</dd><dt>worker</dt><dd>${t.worker.fold("–")(_.toString)}</dd>
+<dt>finished</dt><dd>${time(t.finishedAt)}</dd><dt>worker</dt><dd>${t.worker.fold(Html("–"))(w =>
+            worker(Some(w))
+          )}</dd>
 </dl><div class="actions">$actions</div>
 <h2>Payload</h2><pre class="payload">${payload(redact, t.payload)}</pre>
 <h2>Headers</h2>$trace${
             if hs.isEmpty then message("empty", "No headers.") else html"<table>$headerRows</table>"
           }
-<h2>Errors</h2>${
-            if errors.isEmpty then message("empty", "No errors.")
-            else html"""<ol class="errors">$errorItems</ol>"""
+<h2>Attempts</h2>${
+            if errors.isEmpty && current.isEmpty then
+              message("empty", "No attempt has finished or failed yet.")
+            else html"""<ol class="errors">$attemptItems</ol>"""
           }
 $keySection"""
     )
+
+  /** A worker by id: it may have stopped since, and left the workers' page. */
+  private def worker(id: Option[Long]): Html =
+    id.fold(Html("worker unknown"))(w => html"""<span class="worker">worker $w</span>""")
 
   /** What a batch action did to each task. */
   def batchResult(v: View, action: String, outcomes: Vector[(Long, String)]): Html =

@@ -131,12 +131,16 @@ private[postgres] final class AdminSql(schema: Schema):
 
   /**
    * Whether `queue` is known: it has a row of controls, or tasks, finished ones included. A `CASE` so that
-   * the row, the usual answer, spares the scans of the tasks.
+   * the row, the usual answer, spares the scans of the tasks; the finished states are named so that the
+   * search is an index probe per state.
    */
   def known(queue: String): ConnectionIO[Boolean] =
     (const(s"SELECT CASE WHEN EXISTS (SELECT 1 FROM $queues WHERE name = ") ++ fr0"$queue" ++
       const(s") THEN true ELSE EXISTS (SELECT 1 FROM $tasks WHERE queue = ") ++ fr0"$queue" ++
-      const(s") OR EXISTS (SELECT 1 FROM $finished WHERE queue = ") ++ fr0"$queue" ++ const(") END"))
+      const(
+        s") OR EXISTS (SELECT 1 FROM $finished WHERE state IN ('completed', 'dead', 'cancelled') AND queue = "
+      ) ++
+      fr0"$queue" ++ const(") END"))
       .query[Boolean].unique
 
   def setPaused(queue: String, paused: Boolean): ConnectionIO[Int] =

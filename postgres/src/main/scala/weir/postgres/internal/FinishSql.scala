@@ -22,8 +22,8 @@ private[postgres] final class FinishSql(schema: Schema) extends SqlBase(schema):
         const(") AND t.state = 'running'")
     if keep then
       (const("WITH done AS (") ++ deleted ++ const(s""" RETURNING t.*)
-      , moved AS (INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers)
-        SELECT id, queue, payload, priority, 'completed', attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers FROM done
+      , moved AS (INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers, worker)
+        SELECT id, queue, payload, priority, 'completed', attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers, lease_owner FROM done
         RETURNING 1)
       """) ++ (if keyed then nextHeads("done") else Fragment.empty) ++ const("""
       SELECT count(*)::int FROM moved""")).query[Int].unique
@@ -55,19 +55,19 @@ private[postgres] final class FinishSql(schema: Schema) extends SqlBase(schema):
       WHERE t.lease_token = ANY(""") ++ fr0"$tokens" ++ const(s""") AND t.id = c.id AND c.dead
       RETURNING t.*, c.error)
     , moved AS (
-      INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers)
+      INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers, worker)
       SELECT id, queue, payload, priority, ${finishedState(
           "cancel_requested"
         )}, attempt, max_attempts, ordering_key, unique_key,
-             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', now(), 'error', error))
-               || ${cancelEntry("attempt", "cancel_requested")}, created_at, headers
+             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', now(), 'worker', lease_owner, 'error', error))
+               || ${cancelEntry("attempt", "cancel_requested")}, created_at, headers, lease_owner
       FROM dead RETURNING state = 'cancelled' AS cancelled)
     """) ++ nextHeads("dead") ++ const(s"""
     , retried AS (
       UPDATE $tasks AS t
       SET state = 'available', run_at = now() + c.delay_ms * interval '1 millisecond',
           lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
-          errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', now(), 'error', c.error))
+          errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', now(), 'worker', t.lease_owner, 'error', c.error))
       FROM claimed AS c
       WHERE t.lease_token = ANY(""") ++ fr0"$tokens" ++ const(s""") AND t.id = c.id AND NOT c.dead
       RETURNING 1)

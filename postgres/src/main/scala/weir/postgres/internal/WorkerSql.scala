@@ -111,16 +111,16 @@ private[postgres] final class WorkerSql(schema: Schema) extends SqlBase(schema):
       WHERE t.id = ANY(ARRAY(SELECT id FROM lost)) AND t.id = lost.id AND (t.attempt >= t.max_attempts OR lost.cancel)
       RETURNING t.*, lost.reason
     ), moved AS (
-      INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers)
+      INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers, worker)
       SELECT id, queue, payload, priority, ${finishedState("cancel_requested")}, attempt, max_attempts, ordering_key, unique_key,
-             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', clock_timestamp(), 'error', reason))
-               || ${cancelEntry("attempt", "cancel_requested")}, created_at, headers
+             errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', clock_timestamp(), 'worker', lease_owner, 'error', reason))
+               || ${cancelEntry("attempt", "cancel_requested")}, created_at, headers, lease_owner
       FROM dead RETURNING state = 'cancelled' AS cancelled
     )""") ++ nextHeads("dead") ++ const(s"""
     , rescued AS (
       UPDATE $tasks AS t
       SET state = 'available', lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
-          errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', clock_timestamp(), 'error', lost.reason))
+          errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', t.attempt, 'at', clock_timestamp(), 'worker', t.lease_owner, 'error', lost.reason))
       FROM lost
       WHERE t.id = ANY(ARRAY(SELECT id FROM lost)) AND t.id = lost.id AND t.attempt < t.max_attempts AND NOT lost.cancel
       RETURNING 1
