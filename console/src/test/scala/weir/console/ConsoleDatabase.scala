@@ -29,13 +29,16 @@ object ConsoleDatabase:
   private val schemas = new AtomicInteger
 
   /** A migrated schema of its own with the rows of [[Planted]], dropped on release. */
-  def planted: Resource[IO, (Database[IO], Planted)] =
+  def planted: Resource[IO, (Database[IO], Planted)] = empty.evalMap(db => Planted.plant(db).map(db -> _))
+
+  /** A migrated schema of its own, without rows, dropped on release. */
+  def empty: Resource[IO, Database[IO]] =
     val schema = Schema(s"console_${ProcessHandle.current().pid()}_${schemas.incrementAndGet()}")
     val config = DatabaseConfig(url, schema = schema, poolSize = 4)
     Resource.make(IO.unit)(_ =>
       Fragment.const(s"DROP SCHEMA IF EXISTS ${schema.name} CASCADE").update.run.transact(admin).void
-    ) *> Database.migrateAndConnect[IO](config).evalMap(db => Planted.plant(db).map(db -> _))
+    ) *> Database.migrateAndConnect[IO](config)
 
-  private lazy val admin: Transactor[IO] =
+  lazy val admin: Transactor[IO] =
     val (jdbc, props) = DatabaseConfig.toJdbc(url)
     Transactor.fromDriverManager[IO]("org.postgresql.Driver", jdbc, props, None)

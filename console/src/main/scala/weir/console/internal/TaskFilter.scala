@@ -17,7 +17,10 @@ private[console] enum TaskState(val name: String, val live: Boolean):
 private[console] object TaskState:
   def parse(s: String): Option[TaskState] = values.find(_.name == s)
 
-/** The order of the task list, newest first: by enqueue time, or by finish time (finished tasks only). */
+/**
+ * The order of the task list, newest first: by enqueue order (the order of the ids, drawn as tasks are
+ * enqueued), or by finish time (finished tasks only).
+ */
 private[console] enum TaskSort(val name: String):
   case Enqueued extends TaskSort("enqueued")
   case Finished extends TaskSort("finished")
@@ -30,18 +33,26 @@ private[console] object TaskSort:
   def default(state: Option[TaskState]): TaskSort = if state.exists(!_.live) then Finished else Enqueued
 
 /**
- * A position in the task list: the sort key and id of the last row shown. The next page starts strictly
- * after it, so a page costs an index range scan however deep it is (keyset pagination, never `OFFSET`).
- * Written `<epoch microseconds>.<id>`.
+ * A position in the task list: the id of the last task shown, and in finish order its finish time. The
+ * next page starts strictly after it, so a page costs an index range however deep it is (keyset
+ * pagination, never `OFFSET`). Written `<id>`, or `<finish time in epoch microseconds>.<id>`.
  */
-private[console] final case class Cursor(micros: Long, id: Long):
-  def render: String = s"$micros.$id"
+private[console] final case class Cursor(at: Option[Instant], id: Long):
+  def render: String = at.fold(id.toString)(t => s"${t.getEpochSecond * 1000000L + t.getNano / 1000}.$id")
 
 private[console] object Cursor:
-  def of(at: Instant, id: Long): Cursor = Cursor(at.getEpochSecond * 1000000L + at.getNano / 1000, id)
-
   def parse(s: String): Option[Cursor] = s.split('.') match
-    case Array(m, i) => (m.toLongOption, i.toLongOption).mapN(Cursor(_, _))
+    case Array(i) => i.toLongOption.map(Cursor(None, _))
+    case Array(m, i) =>
+      (m.toLongOption, i.toLongOption).mapN((micros, id) =>
+        Cursor(
+          Some(Instant.ofEpochSecond(
+            Math.floorDiv(micros, 1000000L),
+            Math.floorMod(micros, 1000000L) * 1000L
+          )),
+          id
+        )
+      )
     case _ => None
 
 /**
@@ -92,6 +103,10 @@ private[console] object TaskFilter:
       to <- parsed("to", "a time such as 2026-01-31T12:00 (UTC) or 2026-01-31T12:00:00Z")(instant)
       sort <- parsed("sort", "enqueued or finished")(s => TaskSort.values.find(_.name == s))
       after <- parsed("after", "a position from a previous page")(Cursor.parse)
+      order = sort.getOrElse(TaskSort.default(state))
+      _ <- after.filter(_.at.isDefined != (order == TaskSort.Finished)).fold(Right(()))(c =>
+        Left(s"malformed filter after: '${c.render}' (a position from a page in ${order.name} order)")
+      )
     yield TaskFilter(
       queue = param("queue"),
       state = state,
@@ -100,7 +115,7 @@ private[console] object TaskFilter:
       from = from,
       to = to,
       text = param("text"),
-      sort = sort.getOrElse(TaskSort.default(state)),
+      sort = order,
       after = after
     )
 

@@ -88,8 +88,8 @@ $search
     val scanned = result.scannedTo.fold(Html.empty)(c =>
       message(
         "note",
-        s"Searched the finished tasks down to ${timeFormat.format(ConsoleQueries.instantOf(c.micros))}: " +
-          "the filter needs each one read, so a page reads a bounded number of them."
+        s"Searched down to task ${c.id}${c.at.fold("")(t => s" (finished ${timeFormat.format(t)})")}: " +
+          "this filter needs each task read, so a page reads a bounded number of them."
       )
     )
     val body =

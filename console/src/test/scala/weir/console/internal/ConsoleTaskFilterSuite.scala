@@ -21,7 +21,7 @@ class ConsoleTaskFilterSuite extends FunSuite:
     val f = TaskFilter.parse(query).fold(fail(_), identity)
     assertEquals(f.state, Some(TaskState.Dead))
     assertEquals(f.from.map(_.toString), Some("2026-01-31T12:00:00Z"))
-    assertEquals(f.after, Some(Cursor(1769860800000000L, 42L)))
+    assertEquals(f.after, Some(Cursor(Some(java.time.Instant.parse("2026-01-31T12:00:00Z")), 42L)))
     assertEquals(TaskFilter.parse(f.params(withCursor = true).toMap), Right(f))
     assertEquals(f.params(withCursor = false).map(_._1).contains("after"), false)
     assertEquals(TaskFilter.parse(Map("queue" -> " ", "state" -> "")), Right(TaskFilter()))
@@ -34,12 +34,28 @@ class ConsoleTaskFilterSuite extends FunSuite:
     )
     assert(TaskFilter.parse(Map("after" -> "1.2.3")).left.exists(_.contains("'1.2.3'")))
     assert(TaskFilter.parse(Map("to" -> "tomorrow")).left.exists(_.contains("to: 'tomorrow'")))
+    // a position of one order given to the other
+    assert(TaskFilter.parse(Map("after" -> "17.42")).left.exists(_.contains("after: '17.42'")))
+    assert(TaskFilter.parse(Map(
+      "after" -> "42",
+      "sort" -> "finished"
+    )).left.exists(_.contains("after: '42'")))
   }
 
-  test("a cursor is the sort key in microseconds and the id") {
+  test("a finished state lists by finish time unless asked otherwise, and its links say no more") {
+    val dead = TaskFilter.parse(Map("state" -> "dead")).fold(fail(_), identity)
+    assertEquals(dead.sort, TaskSort.Finished)
+    assertEquals(dead.params(withCursor = false), Vector("state" -> "dead"))
+    val byEnqueue = TaskFilter.parse(Map("state" -> "dead", "sort" -> "enqueued")).fold(fail(_), identity)
+    assertEquals(byEnqueue.params(withCursor = false), Vector("state" -> "dead", "sort" -> "enqueued"))
+    assertEquals(TaskFilter.parse(Map("state" -> "running")).map(_.sort), Right(TaskSort.Enqueued))
+  }
+
+  test("a cursor is the id, and in finish order the finish time in microseconds before it") {
     val at = java.time.Instant.parse("2026-01-31T12:00:00.123456Z")
-    val c = Cursor.of(at, 7L)
+    val c = Cursor(Some(at), 7L)
     assertEquals(c.render, "1769860800123456.7")
     assertEquals(Cursor.parse(c.render), Some(c))
-    assertEquals(ConsoleQueries.instantOf(c.micros), at)
+    assertEquals(Cursor(None, 7L).render, "7")
+    assertEquals(Cursor.parse("7"), Some(Cursor(None, 7L)))
   }
