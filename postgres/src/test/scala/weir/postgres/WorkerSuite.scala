@@ -148,9 +148,11 @@ class WorkerSuite extends DbSuite:
           ).process(_ => started.release *> gate.await).withLimit(Limit.fixed(1)).withBuffer(10)
         }
         .use { worker =>
-          started.await *> (worker.drain(10.seconds), IO.sleep(100.millis) *> gate.release).parTupled.map(
-            _._1
-          )
+          // the gate opens once the drain has stopped the buffer, which refuses the claimer's rows still
+          // waiting for room (counted as not started at once): no second task can start after the first
+          val stopped = (IO.sleep(20.millis) *> worker.running.snapshot).iterateUntil(_.notStarted > 0)
+            .timeoutTo(20.seconds, IO(fail("the drain did not stop the buffer")))
+          started.await *> (worker.drain(10.seconds), stopped *> gate.release).parTupled.map(_._1)
         }
       rows <- Rows.tasks(db)
       completed <- Rows.count(db, "finished", "state = 'completed'")
