@@ -20,28 +20,27 @@ class NotifySuite extends DbSuite:
   private def idleWorker(db: Database[IO], config: WorkerConfig, ran: Deferred[IO, Long]) =
     DurableWorker.start[IO, Int, Unit](db, config)(Pipeline(_).process(job => ran.complete(job.id).void))
 
+  // a heartbeat long enough that a worker's first claim never finds its registration's beat too old: a
+  // claim skipped for a late beat would take the session's first wake-up, and [[quiet]] would wait for a
+  // second claim that never comes
   private val hourPoll =
-    WorkerConfig(queue = "n", pollInterval = 1.hour, heartbeat = 200.millis, deadAfter = 1.second)
+    WorkerConfig(queue = "n", pollInterval = 1.hour, heartbeat = 5.seconds, deadAfter = 20.seconds)
 
   /** Pauses or resumes queue `n` without waking anyone, as [[TaskAdmin]]'s pause and resume would. */
   private def setPaused(db: Database[IO], paused: Boolean): IO[Unit] =
     new AdminSql(db.schema).setPaused("n", paused).transact(db.transactor).void
 
   /**
-   * `worker`, in use once it has nothing left to claim for: started on queue `n` paused, so that every claim
-   * it makes counts as held back, it is handed over once `startup` claims were held back, and the queue is
-   * resumed without a notification. A listening worker makes two claims as it starts, its first one and
-   * the one its session's opening asks for (for what was enqueued while no one listened); a worker that
-   * does not listen makes one. Until a notification or its poll, such a worker claims nothing: a task
-   * enqueued after this cannot be found by a claim that was due anyway.
+   * A listening `worker`, in use once it has nothing left to claim for: started on queue `n` paused, so that
+   * every claim it makes counts as held back, it is handed over once its two startup claims were held back
+   * (its first one, and the one its session's opening asks for, for what was enqueued while no one
+   * listened), and the queue is resumed without a notification. Until a notification or its poll, such a
+   * worker claims nothing: a task enqueued after this cannot be found by a claim that was due anyway.
    */
-  private def quiet(
-      db: Database[IO],
-      worker: Resource[IO, DurableWorker[IO, Int]],
-      startup: Long
-  ): Resource[IO, DurableWorker[IO, Int]] =
+  private def quiet(db: Database[IO], worker: Resource[IO, DurableWorker[IO, Int]])
+      : Resource[IO, DurableWorker[IO, Int]] =
     Resource.eval(setPaused(db, paused = true)) *> worker.evalTap(w =>
-      heldBack(w, startup) *> setPaused(db, paused = false)
+      heldBack(w, 2) *> setPaused(db, paused = false)
     )
 
   /** Waits until `w` has had `n` claims held back by its queue's controls. */
@@ -54,7 +53,7 @@ class NotifySuite extends DbSuite:
   withDb("an enqueue wakes an idle worker through NOTIFY") { db =>
     for
       ran <- Deferred[IO, Long]
-      ids <- quiet(db, idleWorker(db, hourPoll, ran), startup = 2).use { _ =>
+      ids <- quiet(db, idleWorker(db, hourPoll, ran)).use { _ =>
         TaskQueue[IO, Int](db, "n").enqueue(NewTask(1)).product(
           ran.get.timeoutTo(20.seconds, IO(fail("the enqueue did not wake the worker")))
         )
@@ -130,8 +129,7 @@ class NotifySuite extends DbSuite:
                 IO.raiseError(new RuntimeException("once")).unlessA(before)
               )
                 .whenA(job.payload == 5)
-          }),
-          startup = 2
+          })
         )
         _ <- worker.use { _ =>
           def woken(payload: Int) =
@@ -165,7 +163,7 @@ class NotifySuite extends DbSuite:
       .transact(TestDatabase.admin)
     for
       ran <- Deferred[IO, Long]
-      result <- quiet(db, idleWorker(db, hourPoll, ran), startup = 2).use { w =>
+      result <- quiet(db, idleWorker(db, hourPoll, ran)).use { w =>
         for
           first <- (IO.sleep(50.millis) *> since).iterateUntil(_.isDefined)
           _ <- setPaused(db, paused = true)
@@ -206,7 +204,7 @@ class NotifySuite extends DbSuite:
       ))
       _ <- q.enqueueMany((1 to 5).map(NewTask(_)))
       _ <- holder.use { h =>
-        firstStarted.get *> quiet(db, other, startup = 2).use { _ =>
+        firstStarted.get *> quiet(db, other).use { _ =>
           // the other worker's claims found nothing and none is due; only a wake-up can start the handed-back
           // tasks within the deadline, its poll being an hour
           h.drain(100.millis) *>
