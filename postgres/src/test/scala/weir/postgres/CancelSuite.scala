@@ -2,6 +2,7 @@ package weir.postgres
 
 import cats.effect.{Deferred, IO, Ref}
 import cats.syntax.all.*
+import doobie.Fragment
 import doobie.implicits.*
 import weir.{Disposition, Limit, Pipeline, TaskInterrupted}
 import weir.postgres.internal.{Sql, WorkerSession}
@@ -19,6 +20,30 @@ class CancelSuite extends DbSuite:
 
   private def run[A](db: Database[IO], program: doobie.ConnectionIO[A]): IO[A] =
     program.transact(db.transactor)
+
+  /** The server's clock now, in microseconds since the epoch. */
+  private def serverNow: IO[Long] =
+    sql"SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint".query[Long].unique.transact(
+      TestDatabase.admin
+    )
+
+  /**
+   * Waits for the first beat of `worker` that began after `since` (microseconds, the server's clock), and
+   * returns when it began. A beat reads and writes in one statement whose snapshot is taken after it
+   * began: it has seen whatever committed before `since`.
+   */
+  private def beatAfter(db: Database[IO], worker: Long, since: Long): IO[Long] =
+    val at = Fragment
+      .const(
+        s"SELECT (extract(epoch FROM heartbeat_at) * 1000000)::bigint FROM ${db.schema("workers")} WHERE id = $worker"
+      )
+      .query[Long]
+      .unique
+      .transact(TestDatabase.admin)
+    (IO.sleep(50.millis) *> at).iterateUntil(_ > since).timeoutTo(
+      20.seconds,
+      IO(fail(s"worker $worker did not beat after $since"))
+    )
 
   /**
    * Runs a worker on queue `q` whose handler blocks on the task "slow" until cancelled (recording its
@@ -135,8 +160,10 @@ class CancelSuite extends DbSuite:
           _ = assertEquals(answer, Cancel.Requested)
           requested <- Rows.count(db, "tasks", s"id = ${ids(1)} AND cancel_requested IS NOT NULL")
           _ = assertEquals(requested, 1L)
-          // the worker hears of it by notification, or at its next beat, every 500 ms: two seconds are ample
-          _ <- IO.sleep(2.seconds)
+          // the worker hears of it by notification, or at its next beat: a beat begun after the request
+          // committed has seen it, and the heartbeat begins its next beat only once it has acted on that one
+          asked <- serverNow
+          _ <- beatAfter(db, w.id, asked).flatMap(beatAfter(db, w.id, _))
           _ <- release.complete(())
           _ <- w.running.join.timeout(30.seconds)
           stats <- w.stats

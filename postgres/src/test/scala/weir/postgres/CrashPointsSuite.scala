@@ -1,6 +1,6 @@
 package weir.postgres
 
-import cats.effect.{Deferred, IO, Ref, Resource}
+import cats.effect.{IO, Ref, Resource}
 
 import doobie.*
 import doobie.implicits.*
@@ -24,6 +24,16 @@ class CrashPointsSuite extends DbSuite:
 
   private def kill(pid: Int): IO[Unit] =
     Rows.select(s"SELECT pg_terminate_backend($pid)").void
+
+  /**
+   * Sessions waiting for the one-integer advisory lock `key`, which the server shows as the key's two
+   * halves (`classid`, the high 32 bits; `objid`, the low ones).
+   */
+  private def waitersOn(key: Long): IO[Long] =
+    sql"""SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND NOT granted
+          AND (classid::bigint << 32) | objid::bigint = $key""".query[Long].unique.transact(
+      TestDatabase.admin
+    )
 
   withDb("a worker that dies before its claim commits holds nothing: another worker runs every task once") {
     db =>
@@ -85,17 +95,18 @@ class CrashPointsSuite extends DbSuite:
     val body = doomed.use { (xa, pid) =>
       for
         half <- Migrations.migrate(schema).transact(xa)
-        // a second process migrates meanwhile: it waits on the first one's lock
-        finished <- Deferred[IO, Unit]
-        waiting <- Database.migrate[IO](config).flatTap(_ => finished.complete(())).start
-        _ <- IO.sleep(500.millis)
-        early <- finished.tryGet
+        // a second process migrates meanwhile: the server shows it waiting on the first one's lock, so the
+        // kill below happens while it waits, not before it has asked
+        waiting <- Database.migrate[IO](config).start
+        _ <- (IO.sleep(20.millis) *> waitersOn(schema.key("migrate"))).iterateUntil(_ == 1L).timeoutTo(
+          20.seconds,
+          IO(fail("the second migration never waited on the first one's lock"))
+        )
         _ <- kill(pid)
         applied <- waiting.joinWithNever
         versions <- Database.connect[IO](config).use(_ => IO.unit).attempt
       yield
         assertEquals(half, Migrations.all.map(_.version))
-        assertEquals(early, None, "the second migration did not wait for the first one's lock")
         assertEquals(applied, Migrations.all.map(_.version))
         assert(versions.isRight, versions.toString)
     }

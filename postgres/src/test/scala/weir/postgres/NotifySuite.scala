@@ -7,6 +7,7 @@ import doobie.*
 import doobie.implicits.*
 import doobie.postgres.implicits.*
 import weir.Pipeline
+import weir.postgres.internal.AdminSql
 
 import scala.concurrent.duration.*
 
@@ -19,16 +20,45 @@ class NotifySuite extends DbSuite:
   private def idleWorker(db: Database[IO], config: WorkerConfig, ran: Deferred[IO, Long]) =
     DurableWorker.start[IO, Int, Unit](db, config)(Pipeline(_).process(job => ran.complete(job.id).void))
 
+  // a heartbeat long enough that a worker's first claim never finds its registration's beat too old: a
+  // claim skipped for a late beat would take the session's first wake-up, and [[quiet]] would wait for a
+  // second claim that never comes
   private val hourPoll =
-    WorkerConfig(queue = "n", pollInterval = 1.hour, heartbeat = 200.millis, deadAfter = 1.second)
+    WorkerConfig(queue = "n", pollInterval = 1.hour, heartbeat = 5.seconds, deadAfter = 20.seconds)
+
+  /** Pauses or resumes queue `n` without waking anyone, as [[TaskAdmin]]'s pause and resume would. */
+  private def setPaused(db: Database[IO], paused: Boolean): IO[Unit] =
+    new AdminSql(db.schema).setPaused("n", paused).transact(db.transactor).void
+
+  /**
+   * A listening `worker`, in use once it has nothing left to claim for: started on queue `n` paused, so that
+   * every claim it makes counts as held back, it is handed over once its two startup claims were held back
+   * (its first one, and the one its session's opening asks for, for what was enqueued while no one
+   * listened), and the queue is resumed without a notification. Until a notification or its poll, such a
+   * worker claims nothing: a task enqueued after this cannot be found by a claim that was due anyway.
+   */
+  private def quiet(db: Database[IO], worker: Resource[IO, DurableWorker[IO, Int]])
+      : Resource[IO, DurableWorker[IO, Int]] =
+    Resource.eval(setPaused(db, paused = true)) *> worker.evalTap(w =>
+      heldBack(w, 2) *> setPaused(db, paused = false)
+    )
+
+  /** Waits until `w` has had `n` claims held back by its queue's controls. */
+  private def heldBack(w: DurableWorker[IO, Int], n: Long): IO[Unit] =
+    (IO.sleep(20.millis) *> w.stats).iterateUntil(_.heldBack >= n).void.timeoutTo(
+      20.seconds,
+      w.stats.flatMap(s => IO(fail(s"fewer than $n claims held back: $s")))
+    )
 
   withDb("an enqueue wakes an idle worker through NOTIFY") { db =>
     for
       ran <- Deferred[IO, Long]
-      id <- idleWorker(db, hourPoll, ran).use { _ =>
-        IO.sleep(500.millis) *> TaskQueue[IO, Int](db, "n").enqueue(NewTask(1)) *> ran.get.timeout(20.seconds)
+      ids <- quiet(db, idleWorker(db, hourPoll, ran)).use { _ =>
+        TaskQueue[IO, Int](db, "n").enqueue(NewTask(1)).product(
+          ran.get.timeoutTo(20.seconds, IO(fail("the enqueue did not wake the worker")))
+        )
       }
-    yield assert(id > 0)
+    yield assertEquals(ids._2, ids._1.taskId)
   }
 
   withDb(
@@ -90,21 +120,23 @@ class NotifySuite extends DbSuite:
       for
         started <- Queue.unbounded[IO, Int]
         failed <- Ref[IO].of(false)
-        worker = DurableWorker.start[IO, Int, Unit](db, hourPoll)(Pipeline(_).process { job =>
-          // task 5 fails its first run, its only attempt: it goes dead until retried by hand
-          started.offer(job.payload) *>
-            failed.getAndSet(true).flatMap(before =>
-              IO.raiseError(new RuntimeException("once")).unlessA(before)
-            )
-              .whenA(job.payload == 5)
-        })
+        worker = quiet(
+          db,
+          DurableWorker.start[IO, Int, Unit](db, hourPoll)(Pipeline(_).process { job =>
+            // task 5 fails its first run, its only attempt: it goes dead until retried by hand
+            started.offer(job.payload) *>
+              failed.getAndSet(true).flatMap(before =>
+                IO.raiseError(new RuntimeException("once")).unlessA(before)
+              )
+                .whenA(job.payload == 5)
+          })
+        )
         _ <- worker.use { _ =>
           def woken(payload: Int) =
             started.take.timeoutTo(20.seconds, IO(fail(s"task $payload did not wake the worker"))).map(p =>
               assertEquals(p, payload)
             )
           for
-            _ <- IO.sleep(500.millis)
             _ <- q.enqueueMany(Vector(NewTask(1))) *> woken(1)
             _ <- q.enqueueMany(Vector(NewTask(2, uniqueKey = Some("u")))) *> woken(2)
             _ <- Rows.enqueueSql(s"${db.schema("enqueue")}('n', '3')") *> woken(3)
@@ -131,14 +163,23 @@ class NotifySuite extends DbSuite:
       .transact(TestDatabase.admin)
     for
       ran <- Deferred[IO, Long]
-      result <- idleWorker(db, hourPoll, ran).use { w =>
+      result <- quiet(db, idleWorker(db, hourPoll, ran)).use { w =>
         for
           first <- (IO.sleep(50.millis) *> since).iterateUntil(_.isDefined)
+          _ <- setPaused(db, paused = true)
           _ <- Rows.select(s"SELECT pg_terminate_backend(pid) $locks")
-          _ <- (IO.sleep(50.millis) *> w.stats).iterateUntil(_.databaseErrors > 0)
-          second <- (IO.sleep(50.millis) *> since).iterateUntil(_ != first).timeout(20.seconds)
+          // every failed session and the new one wake the claimer once: the new session is open and each of
+          // those wake-ups has had its claim (held back) once there are as many claims as errors, plus one
+          second <- (IO.sleep(50.millis) *> (since, w.stats).tupled)
+            .iterateUntil((at, stats) =>
+              at != first && stats.databaseErrors > 0 && stats.heldBack - 2 >= stats.databaseErrors + 1
+            )
+            .timeoutTo(20.seconds, w.stats.flatMap(s => IO(fail(s"the session was not opened again: $s"))))
+            .map(_._1)
           held <- Rows.select(s"SELECT true $locks")
-          _ <- TaskQueue[IO, Int](db, "n").enqueue(NewTask(1)) *> ran.get.timeout(20.seconds)
+          _ <- setPaused(db, paused = false)
+          _ <- TaskQueue[IO, Int](db, "n").enqueue(NewTask(1)) *>
+            ran.get.timeoutTo(20.seconds, IO(fail("the enqueue did not wake the worker")))
           stats <- w.stats
         yield (first, second, held, stats)
       }
@@ -163,10 +204,10 @@ class NotifySuite extends DbSuite:
       ))
       _ <- q.enqueueMany((1 to 5).map(NewTask(_)))
       _ <- holder.use { h =>
-        firstStarted.get *> other.use { _ =>
-          // the other worker's first claim found nothing; only a wake-up can start the handed-back tasks
-          // within the deadline, its poll being an hour
-          IO.sleep(300.millis) *> h.drain(100.millis) *>
+        firstStarted.get *> quiet(db, other).use { _ =>
+          // the other worker's claims found nothing and none is due; only a wake-up can start the handed-back
+          // tasks within the deadline, its poll being an hour
+          h.drain(100.millis) *>
             (IO.sleep(50.millis) *> ranElsewhere.get).iterateUntil(_.size == 5).timeoutTo(
               20.seconds,
               (ranElsewhere.get, Rows.tasks(db), Rows.finished(db)).tupled.flatMap(seen =>
@@ -175,7 +216,8 @@ class NotifySuite extends DbSuite:
             )
         }
       }
-    yield ()
+      ran <- ranElsewhere.get
+    yield assertEquals(ran, (1 to 5).toSet)
   }
 
   withDb(
@@ -215,8 +257,12 @@ class NotifySuite extends DbSuite:
     )
     for
       ran <- Deferred[IO, Long]
-      _ <- idleWorker(db, polling, ran).use { _ =>
-        IO.sleep(300.millis) *> TaskQueue[IO, Int](db, "n").enqueue(NewTask(1)) *> ran.get.timeout(20.seconds)
+      ids <- Resource.eval(setPaused(db, paused = true)).flatMap(_ => idleWorker(db, polling, ran)).use { w =>
+        // nothing wakes a worker that does not listen: its claims after the first one are its polls
+        heldBack(w, 3) *> setPaused(db, paused = false) *>
+          TaskQueue[IO, Int](db, "n").enqueue(NewTask(1)).product(
+            ran.get.timeoutTo(20.seconds, IO(fail("the poll did not find the task")))
+          )
       }
-    yield ()
+    yield assertEquals(ids._2, ids._1.taskId)
   }

@@ -146,8 +146,13 @@ class WorkerSuite extends DbSuite:
     for
       _ <- queue.enqueueMany((1 to 10).map(NewTask(_)))
       gate <- CountDownLatch[IO](1)
+      // beats every 500 ms: a loaded machine's late beat would refuse a claim, whose hand-back, racing the
+      // rescue below, leaves its task to be claimed again and never counted as taken
       taken <- DurableWorker
-        .start[IO, Int, Unit](db, config("taken").copy(claimBatch = 10, stopWhenEmpty = false)) { source =>
+        .start[IO, Int, Unit](
+          db,
+          config("taken").copy(claimBatch = 10, stopWhenEmpty = false, heartbeat = 1.second)
+        ) { source =>
           Pipeline(source).process(_ => gate.await).withLimit(Limit.fixed(2))
         }
         .use { worker =>
@@ -156,7 +161,10 @@ class WorkerSuite extends DbSuite:
             s"UPDATE ${db.schema("tasks")} SET state = 'available', lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL WHERE lease_owner = ${worker.id}"
           )
           (IO.sleep(20.millis) *> worker.stats).iterateUntil(_.claimed >= 10) *> rescue *>
-            (IO.sleep(20.millis) *> worker.stats).iterateUntil(_.taken >= 10).timeout(30.seconds) <*
+            (IO.sleep(20.millis) *> worker.stats).iterateUntil(_.taken >= 10).timeoutTo(
+              30.seconds,
+              worker.stats.flatMap(s => IO(fail(s"not every rescued claim was counted as taken: $s")))
+            ) <*
             gate.release <* worker.drain(10.seconds)
         }
     yield assertEquals(taken.taken, 10L)
@@ -175,9 +183,11 @@ class WorkerSuite extends DbSuite:
           ).process(_ => started.release *> gate.await).withLimit(Limit.fixed(1)).withBuffer(10)
         }
         .use { worker =>
-          started.await *> (worker.drain(10.seconds), IO.sleep(100.millis) *> gate.release).parTupled.map(
-            _._1
-          )
+          // the gate opens once the drain has stopped the buffer, which refuses the claimer's rows still
+          // waiting for room (counted as not started at once): no second task can start after the first
+          val stopped = (IO.sleep(20.millis) *> worker.running.snapshot).iterateUntil(_.notStarted > 0)
+            .timeoutTo(20.seconds, IO(fail("the drain did not stop the buffer")))
+          started.await *> (worker.drain(10.seconds), stopped *> gate.release).parTupled.map(_._1)
         }
       rows <- Rows.tasks(db)
       completed <- Rows.count(db, "finished", "state = 'completed'")
