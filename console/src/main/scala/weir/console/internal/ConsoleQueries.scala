@@ -69,94 +69,116 @@ private[console] final class ConsoleQueries(schema: Schema):
   /**
    * A page of at most `size` tasks matching `f`, newest first by `f.sort`, strictly after `f.after`.
    *
-   * Live tasks come from `tasks`, read whole with every filter (the table holds the backlog only);
-   * finished ones from `finished`, through an index whose order is the sort's, narrowed by what that index
-   * answers: the time range and the position always, and by finish time the state and queue too (one range
-   * of `finished_by_state` per state and queue). What no index answers (a key, a priority, payload text; by
-   * enqueue time a state or a queue) is checked on at most `scan` finished tasks: when that is not enough
-   * to fill the page, the page ends where the scan stopped, and says so ([[Page.scannedTo]]); the next page
-   * goes on from there. So no page reads more than `scan` rows of the history, however rare the match.
+   * Enqueue order is id order (ids are drawn as tasks are enqueued), so that both tables page by their
+   * primary key; finish order is `(finished_at, id)`, through `finished_prune`, or through one range of
+   * `finished_by_state` per state and queue when those are filtered. Each read is narrowed by what its
+   * index answers; the rest of the filter (for live tasks all of it, the table holding the backlog only;
+   * for finished ones a key, a priority, payload text, and in enqueue order a state or a queue) is checked
+   * on at most `scan` tasks, the first ones after the position across both tables. When those hold too few
+   * matches to fill the page, it ends where the scan stopped and says so ([[Page.scannedTo]]); the next page
+   * goes on from there. So no page reads more than `scan` rows, however rare its matches.
    */
   def taskPage(f: TaskFilter, size: Int, scan: Int): ConnectionIO[Page] =
-    val byFinish = f.sort == TaskSort.Finished
-    val at = if byFinish then "t.finished_at" else "t.created_at"
-    val liveSide = Option.when(!byFinish && f.state.forall(_.live))(
+    val order = Order(byFinish = f.sort == TaskSort.Finished)
+    val after = f.after.map(order.after).toVector
+    val liveSide = Option.when(!order.byFinish && f.state.forall(_.live))(
       Side(
         s"$tasks AS t",
         liveState,
-        "t.created_at",
         "NULL::timestamptz",
-        conditions(f, liveState, "t.created_at")
+        order,
+        after,
+        Vector(
+          f.queue.map(q => fr0"t.queue = $q"),
+          f.state.map(s => const(s"$liveState = ") ++ fr0"${s.name}"),
+          f.from.map(t => fr0"t.created_at >= $t"),
+          f.to.map(t => fr0"t.created_at < $t")
+        ).flatten ++ anywhere(f)
       )
     )
-    val ranges = Vector(
-      f.from.map(t => const(s"$at >= ") ++ fr0"$t"),
-      f.to.map(t => const(s"$at < ") ++ fr0"$t"),
-      f.after.map(c => const(s"($at, t.id) < (") ++ fr0"${instantOf(c.micros)}, ${c.id}" ++ const(")"))
-    ).flatten
-    val residual = Vector(
-      Option.when(!byFinish)(f.queue.map(q => fr0"t.queue = $q")).flatten,
-      Option.when(!byFinish)(f.state.map(s => fr0"t.state::text = ${s.name}")).flatten,
+    val finishedSides: ConnectionIO[Vector[Side]] =
+      if f.state.exists(_.live) then FC.pure(Vector.empty)
+      else if order.byFinish then
+        val range = Vector(
+          f.from.map(t => fr0"t.finished_at >= $t"),
+          f.to.map(t => fr0"t.finished_at < $t")
+        ).flatten ++ after
+        if f.state.isEmpty && f.queue.isEmpty then
+          FC.pure(Vector(Side(
+            s"$finished AS t",
+            "t.state::text",
+            "t.finished_at",
+            order,
+            range,
+            anywhere(f)
+          )))
+        else
+          val states = f.state.fold(TaskState.values.toVector.filterNot(_.live))(Vector(_)).map(_.name)
+          f.queue.fold(finishedQueues(states))(q => FC.pure(states.map(_ -> q))).map(_.map((state, queue) =>
+            Side(
+              s"$finished AS t",
+              "t.state::text",
+              "t.finished_at",
+              order,
+              Vector(fr0"t.state = $state::" ++ const(schema("finished_state")), fr0"t.queue = $queue") ++
+                range,
+              anywhere(f)
+            )
+          ))
+      else
+        // the time range stays with the index conditions: the planner reads it through `finished_created`
+        // when it is narrow, and through the primary key, filtering, when it is wide
+        val range = Vector(
+          f.from.map(t => fr0"t.created_at >= $t"),
+          f.to.map(t => fr0"t.created_at < $t")
+        ).flatten ++ after
+        val residual = Vector(
+          f.queue.map(q => fr0"t.queue = $q"),
+          f.state.map(s => fr0"t.state::text = ${s.name}")
+        ).flatten ++ anywhere(f)
+        FC.pure(Vector(Side(s"$finished AS t", "t.state::text", "t.finished_at", order, range, residual)))
+    for
+      history <- finishedSides
+      sides = liveSide.toVector ++ history
+      scanned = sides.filter(_.residual.nonEmpty)
+      bound <- if scanned.isEmpty then FC.pure(None) else scanBound(scanned, scan)
+      rows <- if sides.isEmpty then FC.pure(Vector.empty) else page(sides.map(_.within(bound)), size + 1)
+    yield
+      val shown = rows.take(size)
+      if rows.size > size then Page(shown, Some(order.cursor(shown.last)), None)
+      else Page(shown, bound, bound)
+
+  /** The filters no index of either table answers. */
+  private def anywhere(f: TaskFilter): Vector[Fragment] =
+    Vector(
       f.key.map(k => fr0"t.ordering_key = $k"),
       f.priority.map(p => fr0"t.priority = ${p.toShort}"),
       f.text.map(s => fr0"strpos(lower(t.payload::text), lower($s)) > 0")
     ).flatten
-    val finishedSides: ConnectionIO[Vector[Side]] =
-      if f.state.exists(_.live) then FC.pure(Vector.empty)
-      else if byFinish && (f.state.isDefined || f.queue.isDefined) then
-        val states = f.state.fold(TaskState.values.toVector.filterNot(_.live))(Vector(_))
-        f.queue.fold(finishedQueues(states.map(_.name)))(q => FC.pure(states.map(_.name -> q))).map(_.map {
-          (state, queue) =>
-            Side(
-              s"$finished AS t",
-              "t.state::text",
-              at,
-              "t.finished_at",
-              Vector(
-                fr0"t.state = $state::" ++ const(s"${schema("finished_state")}"),
-                fr0"t.queue = $queue"
-              ) ++
-                ranges
-            )
-        })
-      else FC.pure(Vector(Side(s"$finished AS t", "t.state::text", at, "t.finished_at", ranges)))
-    for
-      history <- finishedSides
-      bound <-
-        if residual.isEmpty || history.isEmpty then FC.pure(None)
-        else scanBound(history, scan)
-      sides = liveSide.toVector.map(_.narrowed(bound, Vector.empty)) ++
-        history.map(_.narrowed(bound, residual))
-      rows <- if sides.isEmpty then FC.pure(Vector.empty) else page(sides, size + 1)
-    yield
-      val shown = rows.take(size)
-      if rows.size > size then Page(shown, Some(cursorOf(shown.last, byFinish)), None)
-      else Page(shown, bound, bound)
 
-  /** The queues with finished tasks in any of `states`, as (state, queue): a skip scan of `finished_by_state`. */
+  /** The queues with finished tasks in `states`, as (state, queue): a skip scan of `finished_by_state`. */
   private def finishedQueues(states: Vector[String]): ConnectionIO[Vector[(String, String)]] =
     states.flatTraverse { state =>
-      (const(s"""WITH RECURSIVE qs AS (
-          (SELECT queue FROM $finished WHERE state = """) ++ fr0"$state::" ++
-        const(s"""${schema("finished_state")}
-           ORDER BY queue LIMIT 1)
+      val named = fr0"$state::" ++ const(schema("finished_state"))
+      (const(s"WITH RECURSIVE qs AS ((SELECT queue FROM $finished WHERE state = ") ++ named ++
+        const(s""" ORDER BY queue LIMIT 1)
           UNION ALL
           SELECT n.queue FROM qs CROSS JOIN LATERAL (
-            SELECT f.queue FROM $finished AS f WHERE f.state = """) ++ fr0"$state::" ++
-        const(s"""${schema("finished_state")} AND f.queue > qs.queue ORDER BY f.queue LIMIT 1) AS n)
-        SELECT queue FROM qs""")).query[String].to[Vector].map(_.map(state -> _))
+            SELECT f.queue FROM $finished AS f WHERE f.state = """) ++ named ++
+        const(" AND f.queue > qs.queue ORDER BY f.queue LIMIT 1) AS n) SELECT queue FROM qs"))
+        .query[String].to[Vector].map(_.map(state -> _))
     }
 
   /**
-   * Where a scan of `scan` finished tasks of `sides`, in the sort's order, stops: the last of them, when
-   * there are that many (fewer, and the scan reaches the end: no bound).
+   * Where a scan of `scan` tasks of `sides` after the position, in the list's order, stops: the last of
+   * them, when there are that many (fewer, and the scan reaches the end: no bound).
    */
   private def scanBound(sides: Vector[Side], scan: Int): ConnectionIO[Option[Cursor]] =
     (const("WITH w AS (SELECT at, id FROM (") ++ union(sides.map(_.positions(scan))) ++
       const(") AS u ORDER BY at DESC, id DESC LIMIT ") ++ fr0"$scan" ++
       const(") SELECT at, id, (SELECT count(*) FROM w) FROM w ORDER BY at, id LIMIT 1"))
-      .query[(Instant, Long, Long)].option
-      .map(_.collect { case (at, id, n) if n >= scan => Cursor.of(at, id) })
+      .query[(Option[Instant], Long, Long)].option
+      .map(_.collect { case (at, id, n) if n >= scan => Cursor(at, id) })
 
   private def page(sides: Vector[Side], limit: Int): ConnectionIO[Vector[TaskRow]] =
     (const(
@@ -168,52 +190,53 @@ private[console] final class ConsoleQueries(schema: Schema):
   private def union(parts: Vector[Fragment]): Fragment =
     parts.map(p => const("(") ++ p ++ const(")")).reduceLeft(_ ++ const(" UNION ALL ") ++ _)
 
-  private def conditions(f: TaskFilter, state: String, at: String): Vector[Fragment] =
-    Vector(
-      f.queue.map(q => fr0"t.queue = $q"),
-      f.state.map(s => const(s"$state = ") ++ fr0"${s.name}"),
-      f.key.map(k => fr0"t.ordering_key = $k"),
-      f.priority.map(p => fr0"t.priority = ${p.toShort}"),
-      f.from.map(t => const(s"$at >= ") ++ fr0"$t"),
-      f.to.map(t => const(s"$at < ") ++ fr0"$t"),
-      f.text.map(s => fr0"strpos(lower(t.payload::text), lower($s)) > 0"),
-      f.after.map(c => const(s"($at, t.id) < (") ++ fr0"${instantOf(c.micros)}, ${c.id}" ++ const(")"))
-    ).flatten
+  /** The list's order: by id (enqueue order), or by finish time then id. */
+  private final case class Order(byFinish: Boolean):
+    /** The order's key of `t`, as an SQL row. */
+    private val key = if byFinish then "(t.finished_at, t.id)" else "t.id"
+    val descending: String = if byFinish then "t.finished_at DESC, t.id DESC" else "t.id DESC"
 
-  private def cursorOf(row: TaskRow, byFinish: Boolean): Cursor =
-    Cursor.of(if byFinish then row.finishedAt.getOrElse(row.createdAt) else row.createdAt, row.id)
+    /** The sort's time of a side's rows: the finish time, or none (every row alike) in enqueue order. */
+    def at(finishedAt: String): String = if byFinish then finishedAt else "NULL::timestamptz"
+    private def value(c: Cursor): Fragment =
+      if byFinish then const("(") ++ fr0"${c.at}, ${c.id}" ++ const(")") else fr0"${c.id}"
+
+    /** The rows after `c` in the list (newest first): older than it. */
+    def after(c: Cursor): Fragment = const(s"$key < ") ++ value(c)
+
+    /** The rows down to `c` in the list, `c` included. */
+    def downTo(c: Cursor): Fragment = const(s"$key >= ") ++ value(c)
+    def cursor(row: TaskRow): Cursor = Cursor(Option.when(byFinish)(row.finishedAt).flatten, row.id)
 
   /**
-   * One table read for the task list: `from`, the state as the console names it, the sort's time `at`,
-   * and the conditions an index answers.
+   * One table read for the task list: `from`, the state as the console names it, its finish time, the
+   * conditions its index answers (`where`) and those checked row by row (`residual`).
    */
   private final case class Side(
       from: String,
       state: String,
-      at: String,
       finishedAt: String,
-      where: Vector[Fragment]
+      order: Order,
+      where: Vector[Fragment],
+      residual: Vector[Fragment]
   ):
-    private def whereClause(extra: Vector[Fragment]): Fragment =
-      val all = where ++ extra
-      if all.isEmpty then Fragment.empty else const(" WHERE ") ++ all.reduceLeft(_ ++ const(" AND ") ++ _)
+    private def clause(conditions: Vector[Fragment]): Fragment =
+      if conditions.isEmpty then Fragment.empty
+      else const(" WHERE ") ++ conditions.reduceLeft(_ ++ const(" AND ") ++ _)
 
-    /** The side with the scan's bound (rows at or after it) and the checks no index answers. */
-    def narrowed(bound: Option[Cursor], residual: Vector[Fragment]): Side =
-      copy(where =
-        where ++
-          bound.map(c => const(s"($at, t.id) >= (") ++ fr0"${instantOf(c.micros)}, ${c.id}" ++ const(")")) ++
-          residual
-      )
+    /** The side limited to the rows a scan reached: down to `bound` in the list. */
+    def within(bound: Option[Cursor]): Side = copy(where = where ++ bound.map(order.downTo))
 
     def positions(limit: Int): Fragment =
-      const(s"SELECT $at AS at, t.id FROM $from") ++ whereClause(Vector.empty) ++
-        const(s" ORDER BY $at DESC, t.id DESC LIMIT ") ++ fr0"$limit"
+      const(s"SELECT ${order.at(finishedAt)} AS at, t.id FROM $from") ++ clause(where) ++
+        const(s" ORDER BY ${order.descending} LIMIT ") ++ fr0"$limit"
 
     def rows(limit: Int): Fragment =
       const(s"""SELECT t.id, t.queue, $state AS state, t.priority, t.ordering_key, t.attempt, t.max_attempts,
-             t.created_at, $finishedAt AS finished_at, t.payload::text AS payload, $at AS at FROM $from""") ++
-        whereClause(Vector.empty) ++ const(s" ORDER BY $at DESC, t.id DESC LIMIT ") ++ fr0"$limit"
+             t.created_at, $finishedAt AS finished_at, t.payload::text AS payload, ${order.at(
+          finishedAt
+        )} AS at FROM $from""") ++
+        clause(where ++ residual) ++ const(s" ORDER BY ${order.descending} LIMIT ") ++ fr0"$limit"
 
   /** The task `id`, live or finished. */
   def task(id: Long): ConnectionIO[Option[TaskDetail]] =
@@ -340,6 +363,3 @@ private[console] object ConsoleQueries:
       headCreatedAt: Instant,
       blocked: Boolean
   )
-
-  def instantOf(micros: Long): Instant =
-    Instant.ofEpochSecond(Math.floorDiv(micros, 1000000L), Math.floorMod(micros, 1000000L) * 1000L)
