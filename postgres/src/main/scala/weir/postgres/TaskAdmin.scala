@@ -104,17 +104,27 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
    * never hears of a request: its task runs to its end.
    */
   def cancel(id: Long, reason: String = "requested by an operator"): F[Cancel] =
+    cancelMany(Vector(id), reason).map(_.head)
+
+  /** [[cancel]] of each of `ids`, in one transaction, in their order: each one's outcome. */
+  def cancelMany(ids: Seq[Long], reason: String = "requested by an operator"): F[Vector[Cancel]] =
     require(reason != null && reason.nonEmpty, s"a cancel's reason must not be empty, was: '$reason'")
-    db.run(sql.cancel(id, reason))
+    db.run(ids.toVector.traverse(sql.cancel(_, reason)))
 
   /**
    * Puts a dead or cancelled task back to run now, with a fresh set of attempts (its errors are kept).
    * False if no dead or cancelled task has this id, or if its unique key is held by an unfinished task.
    */
-  def retry(id: Long): F[Boolean] = db.run(sql.retry(id))
+  def retry(id: Long): F[Boolean] = retryMany(Vector(id)).map(_.head)
+
+  /** [[retry]] of each of `ids`, in one transaction, in their order: whether each one was put back. */
+  def retryMany(ids: Seq[Long]): F[Vector[Boolean]] = db.run(ids.toVector.traverse(sql.retry))
 
   /** Deletes a dead or cancelled task for good. False if there is none with this id. */
-  def discard(id: Long): F[Boolean] = db.run(sql.discard(id))
+  def discard(id: Long): F[Boolean] = discardMany(Vector(id)).map(_.head)
+
+  /** [[discard]] of each of `ids`, in one transaction: whether each one was deleted. */
+  def discardMany(ids: Seq[Long]): F[Vector[Boolean]] = db.run(ids.toVector.traverse(sql.discard))
 
   /**
    * Deletes finished tasks in `states` that finished more than `olderThan` ago, `batch` rows per

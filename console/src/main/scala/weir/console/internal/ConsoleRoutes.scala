@@ -127,9 +127,10 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
       case Left(e) => F.raiseError(e)
     }
 
-  private def perform(id: Long, action: TaskAction): F[ActionOutcome] =
+  /** `action` on each of `ids`, in one transaction; each one's outcome, in their order. */
+  private def perform(ids: Vector[Long], action: TaskAction): F[Vector[ActionOutcome]] =
     // retry and discard answer false for a missing task and for one they do not apply to: the row says which
-    def finishedOnly(ok: Boolean, done: String, verb: String): F[ActionOutcome] =
+    def finishedOnly(id: Long, ok: Boolean, done: String, verb: String): F[ActionOutcome] =
       if ok then F.pure(ActionOutcome.Done(done))
       else
         read(queries.task(id)).map {
@@ -140,16 +141,22 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
             ActionOutcome.Refused(s"task $id is ${t.state}: only a dead or cancelled task can be $verb")
         }
     action match
-      case TaskAction.Retry => admin.retry(id).flatMap(finishedOnly(_, "put back to run", "retried"))
-      case TaskAction.Discard => admin.discard(id).flatMap(finishedOnly(_, "discarded", "discarded"))
+      case TaskAction.Retry =>
+        admin.retryMany(ids).flatMap(_.zip(ids).traverse((ok, id) =>
+          finishedOnly(id, ok, "put back to run", "retried")
+        ))
+      case TaskAction.Discard =>
+        admin.discardMany(ids).flatMap(_.zip(ids).traverse((ok, id) =>
+          finishedOnly(id, ok, "discarded", "discarded")
+        ))
       case TaskAction.Cancel =>
-        admin.cancel(id).map {
-          case Cancel.Cancelled => ActionOutcome.Done("cancelled")
-          case Cancel.Requested => ActionOutcome.Done("cancel requested: its worker interrupts it")
-          case Cancel.Finished(state) =>
+        admin.cancelMany(ids).map(_.zip(ids).map {
+          case (Cancel.Cancelled, _) => ActionOutcome.Done("cancelled")
+          case (Cancel.Requested, _) => ActionOutcome.Done("cancel requested: its worker interrupts it")
+          case (Cancel.Finished(state), id) =>
             ActionOutcome.Refused(s"task $id has already finished (${state.name})")
-          case Cancel.NotFound => ActionOutcome.NotFound
-        }
+          case (Cancel.NotFound, _) => ActionOutcome.NotFound
+        })
 
   private def asset(req: Request[F], resource: String): F[Response[F]] =
     StaticFile.fromResource[F](resource, Some(req))
@@ -201,13 +208,12 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
             ids.traverse(s => TaskId.unapply(s).toRight(s)) match
               case Left(bad) => badRequest(req, s"malformed task id: '$bad'")
               case Right(parsed) =>
-                parsed.distinct.traverse(id =>
-                  perform(id, action).map {
-                    case ActionOutcome.Done(what) => id -> what
-                    case ActionOutcome.NotFound => id -> s"no task $id"
-                    case ActionOutcome.Refused(why) => id -> why
-                  }
-                ).flatMap(outcomes => view(req).flatMap(v => Ok(TaskPages.batchResult(v, named, outcomes))))
+                val distinct = parsed.distinct
+                perform(distinct, action).map(_.zip(distinct).map {
+                  case (ActionOutcome.Done(what), id) => id -> what
+                  case (ActionOutcome.NotFound, id) => id -> s"no task $id"
+                  case (ActionOutcome.Refused(why), id) => id -> why
+                }).flatMap(outcomes => view(req).flatMap(v => Ok(TaskPages.batchResult(v, named, outcomes))))
       }
     case req @ GET -> Root / "tasks" / idText =>
       idText match
@@ -227,7 +233,7 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
       act(req) { _ =>
         idText match
           case TaskId(id) =>
-            perform(id, action).flatMap {
+            perform(Vector(id), action).map(_.head).flatMap {
               case ActionOutcome.Done(what) => redirect(s"../$id?done=${Layout.encode(what)}")
               case ActionOutcome.NotFound => notFound(req, s"No task $id.")
               case ActionOutcome.Refused(why) => conflict(req, why)

@@ -5,7 +5,6 @@ import cats.syntax.all.*
 import com.comcast.ip4s.{Host, Port}
 import doobie.*
 import doobie.implicits.*
-import doobie.postgres.implicits.*
 import io.circe.Json
 import io.circe.syntax.*
 import scopt.OParser
