@@ -25,19 +25,35 @@ private[console] final class ConsoleQueries(schema: Schema):
     "CASE WHEN t.state = 'available' AND t.run_at > now() THEN 'scheduled' ELSE t.state::text END"
 
   /**
-   * Every queue with tasks, and its counts: the live ones exact, from one pass over `tasks` (bounded by the
-   * backlog), with how long its oldest task ready to run has waited; the finished ones counted up to
-   * `cap + 1` each, so that a history of any length costs at most that many index entries per queue and
-   * state. The finished queues are found by a skip scan of `finished_by_state`: one index probe per state
-   * and queue, not a pass over the history.
+   * Every queue with live tasks, and their counts, exact, from one pass over `tasks` (the table holds the
+   * backlog only), with how long its oldest task ready to run has waited, in seconds.
    */
-  def queueCounts(cap: Int): ConnectionIO[Vector[QueueCounts]] =
-    val live = const(s"""SELECT queue, count(*) FILTER (WHERE state = 'available' AND run_at <= now()),
-             count(*) FILTER (WHERE state = 'available' AND run_at > now()), count(*) FILTER (WHERE state = 'running'),
-             extract(epoch FROM now() - min(run_at) FILTER (WHERE state = 'available' AND run_at <= now()))::float8
-      FROM $tasks GROUP BY queue""").query[(String, Long, Long, Long, Option[Double])].to[Vector]
-    val done =
-      (const(s"""WITH RECURSIVE pairs AS (
+  def liveCounts: ConnectionIO[Vector[LiveCounts]] =
+    // grouped by what the counts tell apart rather than filtered per count: one comparison per row
+    const(s"""SELECT queue, state::text, run_at <= now(), count(*),
+             extract(epoch FROM now() - min(run_at))::float8
+      FROM $tasks GROUP BY 1, 2, 3""").query[(String, String, Boolean, Long, Double)].to[Vector].map {
+      groups =>
+        groups.groupBy(_._1).toVector.map { (queue, gs) =>
+          def count(state: String, due: Boolean => Boolean) =
+            gs.collect { case (_, `state`, d, n, _) if due(d) => n }.sum
+          LiveCounts(
+            queue,
+            available = count("available", identity),
+            scheduled = count("available", !_),
+            running = count("running", _ => true),
+            oldestSeconds = gs.collectFirst { case (_, "available", true, _, age) => age }
+          )
+        }
+    }
+
+  /**
+   * Every queue with finished tasks, and their count per state up to `cap + 1`: a history of any length
+   * costs at most that many index entries per queue and state. The queues are found by a skip scan of
+   * `finished_by_state`, one index probe per state and queue, not a pass over the history.
+   */
+  def finishedCounts(cap: Int): ConnectionIO[Vector[(String, String, Long)]] =
+    (const(s"""WITH RECURSIVE pairs AS (
         (SELECT state, queue FROM $finished ORDER BY state, queue LIMIT 1)
         UNION ALL
         SELECT n.state, n.queue FROM pairs AS p CROSS JOIN LATERAL (
@@ -45,18 +61,7 @@ private[console] final class ConsoleQueries(schema: Schema):
           ORDER BY f.state, f.queue LIMIT 1) AS n)
       SELECT p.queue, p.state::text, (SELECT count(*) FROM (
         SELECT 1 FROM $finished AS f WHERE f.state = p.state AND f.queue = p.queue LIMIT """) ++
-        fr0"${cap + 1}" ++ const(") AS c) FROM pairs AS p")).query[(String, String, Long)].to[Vector]
-    (live, done).mapN { (l, d) =>
-      val finished = d.groupMap(_._1)(r => r._2 -> r._3).view.mapValues(_.toMap).toMap
-      (l.map(_._1) ++ finished.keys).distinct.sorted.map { q =>
-        val (a, s, r, oldest) =
-          l.find(_._1 == q).fold((0L, 0L, 0L, Option.empty[Double]))(x => (x._2, x._3, x._4, x._5))
-        val f = finished.getOrElse(q, Map.empty)
-        def capped(state: String) =
-          Count(f.getOrElse(state, 0L).min(cap.toLong), f.getOrElse(state, 0L) > cap)
-        QueueCounts(q, a, s, r, capped("completed"), capped("dead"), capped("cancelled"), oldest)
-      }
-    }
+      fr0"${cap + 1}" ++ const(") AS c) FROM pairs AS p")).query[(String, String, Long)].to[Vector]
 
   /** Tasks completed and dead per minute over the last hour, of one queue or all, oldest minute first. */
   def throughput(queue: Option[String]): ConnectionIO[Vector[Minute]] =
@@ -301,6 +306,15 @@ private[console] object ConsoleQueries:
   final case class Count(n: Long, atLeast: Boolean):
     def render: String = if atLeast then f"$n%,d+" else f"$n%,d"
 
+  /** A queue's live tasks by state, and how long its oldest task ready to run has waited, in seconds. */
+  final case class LiveCounts(
+      queue: String,
+      available: Long,
+      scheduled: Long,
+      running: Long,
+      oldestSeconds: Option[Double]
+  )
+
   /** A queue's tasks by state, and how long its oldest task ready to run has waited, in seconds. */
   final case class QueueCounts(
       queue: String,
@@ -312,6 +326,31 @@ private[console] object ConsoleQueries:
       cancelled: Count,
       oldestSeconds: Option[Double]
   )
+
+  object QueueCounts:
+    /** Every queue of `live` or `finished` (as [[finishedCounts]] gives them, counted up to `cap + 1`). */
+    def of(
+        live: Vector[LiveCounts],
+        finished: Vector[(String, String, Long)],
+        cap: Int
+    ): Vector[QueueCounts] =
+      val done = finished.groupMap(_._1)(r => r._2 -> r._3).view.mapValues(_.toMap).toMap
+      (live.map(_.queue) ++ done.keys).distinct.sorted.map { q =>
+        val l = live.find(_.queue == q)
+        val f = done.getOrElse(q, Map.empty)
+        def capped(state: String) =
+          Count(f.getOrElse(state, 0L).min(cap.toLong), f.getOrElse(state, 0L) > cap)
+        QueueCounts(
+          q,
+          l.fold(0L)(_.available),
+          l.fold(0L)(_.scheduled),
+          l.fold(0L)(_.running),
+          capped("completed"),
+          capped("dead"),
+          capped("cancelled"),
+          l.flatMap(_.oldestSeconds)
+        )
+      }
 
   /**
    * A page of the task list: its rows, where the next page starts, and where the scan for matches stopped

@@ -8,6 +8,7 @@ import org.http4s.*
 import org.http4s.dsl.Http4sDsl
 import org.http4s.headers.{`Content-Type`, Location}
 import weir.console.ConsoleOptions
+import weir.console.internal.ConsoleQueries.QueueCounts
 import weir.postgres.{Cancel, Database, QueueRate, TaskAdmin, UnknownQueue}
 
 import java.time.temporal.ChronoUnit
@@ -77,8 +78,15 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
 
   private def queueView(name: String): F[Option[QueueView]] = allQueues.map(_.find(_.name == name))
 
+  /** The queues with their counts and controls: three reads, each on a connection of its own, at once. */
   private def allQueues: F[Vector[QueueView]] =
-    (read(queries.queueCounts(ConsoleRoutes.countCap)), admin.queues).mapN(QueueView.all)
+    F.both(
+      read(queries.liveCounts),
+      F.both(read(queries.finishedCounts(ConsoleRoutes.countCap)), admin.queues)
+    )
+      .map { case (live, (finished, infos)) =>
+        QueueView.all(QueueCounts.of(live, finished, ConsoleRoutes.countCap), infos)
+      }
 
   private def throughput(queue: Option[String]): F[Json] =
     (read(queries.throughput(queue)), F.realTimeInstant).mapN { (minutes, now) =>
