@@ -36,7 +36,7 @@ final case class Retry private (
   def backoff(failed: Int, random: java.util.random.RandomGenerator): FiniteDuration =
     val delay = delayAfter(failed)
     jitter match
-      case Retry.Jitter.None => delay
+      case Retry.Jitter.Off => delay
       case Retry.Jitter.Full => random.nextLong(delay.toNanos + 1).nanos
       case Retry.Jitter.Equal => (delay.toNanos / 2 + random.nextLong(delay.toNanos / 2 + 1)).nanos
 
@@ -49,7 +49,7 @@ object Retry:
   /** How a backoff delay is spread. */
   enum Jitter:
     /** Wait exactly the computed delay. */
-    case None
+    case Off
 
     /** Wait a uniformly random time in `[0, delay]`. */
     case Full
@@ -58,7 +58,7 @@ object Retry:
     case Equal
 
   /** One attempt, no retry (the default). */
-  val none: Retry = Retry(1, Duration.Zero, 1.0, Duration.Zero, Jitter.None, _ => false)
+  val none: Retry = Retry(1, Duration.Zero, 1.0, Duration.Zero, Jitter.Off, _ => false)
 
   /**
    * Exponential backoff: `maxAttempts` attempts in all (≥ 1), the first retry after `base` (≥ 0), each next

@@ -15,7 +15,7 @@ import scala.concurrent.duration.FiniteDuration
  * |--------------------------------------------|------------------------------------|----------------------|------------------------------------------|------|
  * | the sources end ([[join]] waits for it)    | the [[Summary]], `Completed`       | (all ran)            | finish                                   | nothing |
  * | [[drain]]`(deadline)`                      | the [[Summary]], `Drained`         | the call             | finish within `deadline`, then `Interrupted` | the producers' unpulled elements |
- * | releasing the [[Pipeline.start]] resource (or cancelling `run`, or stopping the `outcomes` stream) | nothing; [[join]] has the summary, `Cancelled` | the release | finish within the release grace, then `Interrupted` | the producers' unpulled elements |
+ * | releasing the [[Pipeline.start]] resource (or cancelling `run`, or stopping the `outcomes` stream) | nothing; [[join]] has the summary, `Released` | the release | finish within the release grace, then `Interrupted` | the producers' unpulled elements |
  * | a failure under [[FailurePolicy.failFast]] | the [[Summary]] to [[join]], `FailedFast` | the failure   | interrupted at once (`Interrupted`)      | the producers' unpulled elements |
  *
  * "Unpulled elements" are those a producer's stream had not yet emitted: they were never received, so they

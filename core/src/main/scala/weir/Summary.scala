@@ -52,8 +52,8 @@ enum StopReason:
   /** A task failed under [[FailurePolicy.failFast]]. */
   case FailedFast(error: Throwable)
 
-  /** The run was released or cancelled without a drain. */
-  case Cancelled
+  /** The run was released (its resource, or `run` cancelled) without a drain. */
+  case Released
 
   /**
    * A producer's stream failed (further failures are suppressed on this one). The other producers ran on,

@@ -51,8 +51,8 @@ enum NotStartedReason:
   /** Another task failed under [[FailurePolicy.failFast]]. */
   case FailedFast
 
-  /** The pipeline was released or cancelled without a drain. */
-  case Cancelled
+  /** The run was released (its resource, or `run` cancelled) without a drain. */
+  case Released
 
   /** The task itself refused to start, for `reason` (see [[Refusable]]). */
   case Refused(reason: String)

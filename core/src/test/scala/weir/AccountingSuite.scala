@@ -152,7 +152,7 @@ class AccountingSuite extends ScalaCheckSuite:
           )
           .withRetry(
             if sc.attempts == 1 then Retry.none
-            else Retry.exponential(5.millis, sc.attempts, jitter = Retry.Jitter.None)
+            else Retry.exponential(5.millis, sc.attempts, jitter = Retry.Jitter.Off)
           )
         base = sc.timeout.fold(untimed)(t => untimed.withTaskTimeout((t * 1000 + 500).micros))
         limiter <- rate.traverse(r => RateLimiter.tokenBucket[IO](r.toDouble, burst = 4))

@@ -103,7 +103,7 @@ class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
               IO(task.interruption.request("stopped between attempts")) *>
               IO.raiseError[Unit](new Exception("boom"))
           )
-          .withRetry(Retry.exponential(10.seconds, maxAttempts = 3, jitter = Retry.Jitter.None))
+          .withRetry(Retry.exponential(10.seconds, maxAttempts = 3, jitter = Retry.Jitter.Off))
           .run
         n <- calls.get
       yield (summary, n)

@@ -61,7 +61,7 @@ class MetricsSuite extends CatsEffectSuite:
         .process(i => if i == 3 || i == 7 then IO.raiseError(new RuntimeException(s"task $i")) else IO.unit)
         .withLimit(Limit.fixed(4))
         .withRateLimit(limiter)
-        .withRetry(Retry.exponential(Duration.Zero, maxAttempts = 2, jitter = Retry.Jitter.None))
+        .withRetry(Retry.exponential(Duration.Zero, maxAttempts = 2, jitter = Retry.Jitter.Off))
         .withFailurePolicy(FailurePolicy.deadLetter[IO, Int]((i, _) =>
           IO.raiseError(new RuntimeException("sink")).whenA(i == 7)
         ))

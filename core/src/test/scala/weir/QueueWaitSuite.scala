@@ -98,7 +98,7 @@ class QueueWaitSuite extends CatsEffectSuite with ScalaCheckSuite:
             )
             .withLimit(Limit.fixed(2))
             .withRateLimit(limiter)
-            .withRetry(Retry.exponential(1.second, maxAttempts = 2, jitter = Retry.Jitter.None))
+            .withRetry(Retry.exponential(1.second, maxAttempts = 2, jitter = Retry.Jitter.Off))
         )
       }
     }
@@ -180,7 +180,7 @@ class QueueWaitSuite extends CatsEffectSuite with ScalaCheckSuite:
             .process(handler)
             .withLimit(Limit.fixed(sc.limit))
             .withBuffer(n)
-            .withRetry(Retry.exponential(3.millis, maxAttempts = 2, jitter = Retry.Jitter.None))
+            .withRetry(Retry.exponential(3.millis, maxAttempts = 2, jitter = Retry.Jitter.Off))
           pipeline = sc.keys.fold(base)(k => base.withOrder(TaskOrder.byKey(_ % k)))
           result <- waits(pipeline)
           e <- emitted.get

@@ -86,7 +86,7 @@ class RateLimitedPipelineSuite extends CatsEffectSuite:
               IO.raiseError(new java.io.IOException("busy")).whenA(c.size < 3)
             )
           )
-          .withRetry(Retry.exponential(100.millis, maxAttempts = 3, factor = 1.0, jitter = Retry.Jitter.None))
+          .withRetry(Retry.exponential(100.millis, maxAttempts = 3, factor = 1.0, jitter = Retry.Jitter.Off))
           .withRateLimit(l)
           .run
         c <- calls.get
@@ -138,6 +138,6 @@ class RateLimitedPipelineSuite extends CatsEffectSuite:
       assertEquals(s.succeeded, 4L) // permits at 0, 1, 2 and 3 s
       assertEquals(s.received, 50L)
       assertEquals(s.notStarted, 46L)
-      assertEquals(s.stop, StopReason.Cancelled)
+      assertEquals(s.stop, StopReason.Released)
     }
   }

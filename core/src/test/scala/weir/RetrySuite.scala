@@ -24,7 +24,7 @@ class RetrySuite extends CatsEffectSuite:
         attempts <- Ref.of[IO, Map[Int, Int]](Map.empty)
         outcomes <- Pipeline(Stream.emit(0).covary[IO])
           .process(flaky(Map(0 -> 3), attempts))
-          .withRetry(Retry.exponential(100.millis, maxAttempts = 5, jitter = Retry.Jitter.None))
+          .withRetry(Retry.exponential(100.millis, maxAttempts = 5, jitter = Retry.Jitter.Off))
           .outcomes
           .evalMap(o => IO.monotonic.map(t => (o, t)))
           .compile
@@ -46,7 +46,7 @@ class RetrySuite extends CatsEffectSuite:
         dead <- Ref.of[IO, List[String]](Nil)
         summary <- Pipeline(Stream.range(0, 3).covary[IO])
           .process(flaky(Map(1 -> 10), attempts))
-          .withRetry(Retry.exponential(1.second, maxAttempts = 3, jitter = Retry.Jitter.None))
+          .withRetry(Retry.exponential(1.second, maxAttempts = 3, jitter = Retry.Jitter.Off))
           .withFailurePolicy(FailurePolicy.deadLetter((_, e) => dead.update(e.getMessage :: _)))
           .run
         letters <- dead.get
@@ -91,7 +91,7 @@ class RetrySuite extends CatsEffectSuite:
             calls.updateAndGet(_ + 1).flatMap(n => IO.sleep(if n < 3 then 10.seconds else 1.second))
           )
           .withTaskTimeout(2.seconds)
-          .withRetry(Retry.exponential(500.millis, maxAttempts = 3, factor = 1.0, jitter = Retry.Jitter.None))
+          .withRetry(Retry.exponential(500.millis, maxAttempts = 3, factor = 1.0, jitter = Retry.Jitter.Off))
           .run
       yield s
     TestControl.executeEmbed(run).map { s =>
@@ -133,7 +133,7 @@ class RetrySuite extends CatsEffectSuite:
         attempts <- Ref.of[IO, Map[Int, Int]](Map.empty)
         s <- Pipeline(Stream.emit(0).covary[IO])
           .process(flaky(Map(0 -> 5), attempts))
-          .withRetry(Retry.exponential(10.seconds, maxAttempts = 5, jitter = Retry.Jitter.None))
+          .withRetry(Retry.exponential(10.seconds, maxAttempts = 5, jitter = Retry.Jitter.Off))
           .start
           .use(r => IO.sleep(3.seconds) *> r.drain(1.second))
       yield s

@@ -85,7 +85,7 @@ private[weir] final class Engine[F[_], A, B] private (
   private def release(grace: FiniteDuration): F[Unit] =
     val ended = result.tryGet.flatMap {
       case Some(_) => F.unit
-      case None => stop.request(StopReason.Cancelled, grace) *> result.get.void
+      case None => stop.request(StopReason.Released, grace) *> result.get.void
     }
     // a request that won `ending` completes `conductor` in the same uncancelable step: the wait is short
     val conducted =

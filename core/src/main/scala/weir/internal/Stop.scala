@@ -50,4 +50,4 @@ private[weir] object Stop:
   def notStartedReason(stop: StopReason): NotStartedReason = stop match
     case StopReason.FailedFast(_) => NotStartedReason.FailedFast
     case StopReason.Drained => NotStartedReason.Drained
-    case _ => NotStartedReason.Cancelled
+    case _ => NotStartedReason.Released

@@ -79,7 +79,7 @@ class WeirMetricsSuite extends CatsEffectSuite:
           }
         }
         .withLimit(Limit.fixed(3))
-        .withRetry(Retry.exponential(Duration.Zero, maxAttempts = 2, jitter = Retry.Jitter.None))
+        .withRetry(Retry.exponential(Duration.Zero, maxAttempts = 2, jitter = Retry.Jitter.Off))
         .withFailurePolicy(FailurePolicy.deadLetter[IO, Int]((_, _) => IO.unit))
       metrics.run(pipeline, name)
     }

@@ -58,7 +58,7 @@ class WeirTracingSuite extends CatsEffectSuite:
         .withRetry(Retry.exponential(
           scala.concurrent.duration.Duration.Zero,
           maxAttempts = 2,
-          jitter = Retry.Jitter.None
+          jitter = Retry.Jitter.Off
         ))
         .run
         .map { summary =>

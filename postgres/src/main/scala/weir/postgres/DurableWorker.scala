@@ -171,17 +171,17 @@ object DurableWorker:
         else sql.fail(ran, Array.fill(ran.length)(unwritten), Array.fill(ran.length)(0L))
       run(for
         failed <- failRan
-        released <- sql.releaseAll(queue, owner)
+        handedBack <- sql.handBackAll(queue, owner)
         _ <- sql.deregister(owner)
         // what goes back is claimable at once: other workers need not wait for their poll
-        _ <- if failed._1 + released._1 > 0 then sql.wakeQueue(queue) else FC.unit
-      yield (failed, released))
-        .flatMap { case ((retried, dead, cancelledFailing), (released, cancelledUnstarted)) =>
+        _ <- if failed._1 + handedBack._1 > 0 then sql.wakeQueue(queue) else FC.unit
+      yield (failed, handedBack))
+        .flatMap { case ((retried, dead, cancelledFailing), (handedBack, cancelledUnstarted)) =>
           F.delay {
             counters.retried.addAndGet(retried.toLong)
             counters.dead.addAndGet(dead.toLong)
             counters.cancelled.addAndGet((cancelledFailing + cancelledUnstarted).toLong)
-            counters.released.addAndGet(released.toLong)
+            counters.handedBack.addAndGet(handedBack.toLong)
           }.void
         }
     }
@@ -195,7 +195,7 @@ object DurableWorker:
   private def finishOf[A, B](config: WorkerConfig, outcome: TaskOutcome[Job[A], B]): Finish = outcome match
     case TaskOutcome.Succeeded(job, Snooze(after), _) => Finish.Snooze(job.token, after.toMillis)
     case TaskOutcome.Succeeded(job, _, _) => Finish.Complete(job.token)
-    case TaskOutcome.NotStarted(job, _) => Finish.Release(job.token)
+    case TaskOutcome.NotStarted(job, _) => Finish.HandBack(job.token)
     case TaskOutcome.Failed(job, error, Disposition.Interrupted, _) =>
       // retried at once: a task stopped with its worker (or, between two in-memory attempts, whose claim may
       // have been rescued). One interrupted because its cancel was requested is finished as cancelled by the

@@ -29,7 +29,7 @@ final case class WorkerStats(
     retried: Long = 0,
     dead: Long = 0,
     cancelled: Long = 0,
-    released: Long = 0,
+    handedBack: Long = 0,
     snoozed: Long = 0,
     rescued: Long = 0,
     taken: Long = 0,

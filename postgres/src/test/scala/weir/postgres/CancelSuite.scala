@@ -193,7 +193,7 @@ class CancelSuite extends DbSuite:
         tokens = claim.rows.sortBy(_.id).map(_.token)
         answers <- ids.traverse(admin.cancel(_, "no more"))
         failed <- run(db, sql.fail(Array(tokens(0)), Array("boom"), Array(0L)))
-        released <- run(db, sql.release(Array(tokens(1))))
+        released <- run(db, sql.handBack(Array(tokens(1))))
         snoozed <- run(db, sql.snooze(Array(tokens(2)), Array(1000L)))
         completed <- run(db, sql.complete(Array(tokens(3)), keep = true, keyed = false))
         // the worker is gone: its heartbeat is an hour old

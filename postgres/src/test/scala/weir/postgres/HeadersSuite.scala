@@ -107,7 +107,7 @@ class HeadersSuite extends DbSuite:
       back <- TaskAdmin(db).retry(id)
       fourth <- claimOne(other)
       // handed back unstarted, then cancelled while it waits, then put back again
-      _ <- run(db, sql.release(Array(fourth.head.token)))
+      _ <- run(db, sql.handBack(Array(fourth.head.token)))
       cancelled <- TaskAdmin(db).cancel(id)
       cancelledHeaders <- finishedHeaders(id)
       _ <- TaskAdmin(db).retry(id)

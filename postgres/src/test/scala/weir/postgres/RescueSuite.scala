@@ -113,7 +113,7 @@ class RescueSuite extends DbSuite:
         // the late finisher of the first: complete, fail and release must all be refused
         lateComplete <- run(db, sql.complete(Array(first.token), keep = true, keyed = false))
         lateFail <- run(db, sql.fail(Array(first.token), Array("late"), Array(0L)))
-        lateRelease <- run(db, sql.release(Array(first.token)))
+        lateRelease <- run(db, sql.handBack(Array(first.token)))
         // another worker claims the rescued task: attempt 2; the first claim's finish is still refused
         other <- run(db, sql.register("other", 1000))
         again <- run(db, sql.claim("g", other, 2, 60000).map(_.rows))

@@ -89,5 +89,5 @@ class RevokedClaimSuite extends DbSuite:
         assertEquals(finished.map(_._2).distinct, Vector("completed"))
         assertEquals(finished.size, 20)
         // refused, and handed back for nothing: the rescuer had finished them
-        assertEquals((result.refused, result.completed, result.released), (19L, 0L, 0L))
+        assertEquals((result.refused, result.completed, result.handedBack), (19L, 0L, 0L))
   }

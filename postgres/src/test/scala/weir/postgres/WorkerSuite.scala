@@ -294,7 +294,7 @@ class WorkerSuite extends DbSuite:
           base = 300.millis,
           maxAttempts = Int.MaxValue,
           maxDelay = 300.millis,
-          jitter = Retry.Jitter.None
+          jitter = Retry.Jitter.Off
         )
       )
       _ <-

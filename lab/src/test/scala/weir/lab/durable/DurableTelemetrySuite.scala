@@ -96,7 +96,7 @@ class DurableTelemetrySuite extends CatsEffectSuite:
             queue = "traced",
             stopWhenEmpty = true,
             pollInterval = 50.millis,
-            backoff = Retry.exponential(Duration.Zero, maxAttempts = Int.MaxValue, jitter = Retry.Jitter.None)
+            backoff = Retry.exponential(Duration.Zero, maxAttempts = Int.MaxValue, jitter = Retry.Jitter.Off)
           )
         )(source => Pipeline(source).process(handler).withLimit(Limit.fixed(4)))
         for

@@ -17,7 +17,7 @@ private[postgres] enum Finish:
   case Fail(token: Long, error: String, delayMillis: Long)
 
   /** The task never started: hand it back uncounted. */
-  case Release(token: Long)
+  case HandBack(token: Long)
 
   /** The handler asked to run the task again after `delayMillis`: put it back, its attempt uncounted. */
   case Snooze(token: Long, delayMillis: Long)
@@ -62,7 +62,7 @@ private[postgres] final class Completer[F[_]] private (
    */
   def submitAll(finishes: Chunk[Finish]): F[Unit] =
     F.delay(
-      finishes.foreach(f => claims.finishing(f.token, notStarted = f.isInstanceOf[Finish.Release]))
+      finishes.foreach(f => claims.finishing(f.token, notStarted = f.isInstanceOf[Finish.HandBack]))
     ) *> {
       if finishes.size <= batchSize then offer(finishes)
       else Stream.chunk(finishes).chunkLimit(batchSize).foreach(offer).compile.drain
@@ -94,7 +94,7 @@ private[postgres] object Completer:
       val failTokens = Array.newBuilder[Long]
       val failErrors = Array.newBuilder[String]
       val failDelays = Array.newBuilder[Long]
-      val releases = Array.newBuilder[Long]
+      val handBacks = Array.newBuilder[Long]
       val snoozeTokens = Array.newBuilder[Long]
       val snoozeDelays = Array.newBuilder[Long]
       var keyedCompletes = false
@@ -112,9 +112,9 @@ private[postgres] object Completer:
             failTokens += token
             failErrors += error
             failDelays += delayMillis
-          case Finish.Release(token) =>
+          case Finish.HandBack(token) =>
             claimableNow = true
-            releases += token
+            handBacks += token
           case Finish.Snooze(token, delayMillis) =>
             claimableNow ||= delayMillis == 0L
             snoozeTokens += token
@@ -126,7 +126,7 @@ private[postgres] object Completer:
       val wakeUp = keyed || claimableNow || limited.get
       val completeTokens = completes.result()
       val failedTokens = failTokens.result()
-      val releaseTokens = releases.result()
+      val handBackTokens = handBacks.result()
       val snoozedTokens = snoozeTokens.result()
       val tx =
         for
@@ -136,19 +136,19 @@ private[postgres] object Completer:
           failed <-
             if failedTokens.isEmpty then FC.pure((0, 0, 0))
             else sql.fail(failedTokens, failErrors.result(), failDelays.result())
-          released <-
-            if releaseTokens.isEmpty then FC.pure((0, 0))
-            else sql.release(releaseTokens)
+          handedBack <-
+            if handBackTokens.isEmpty then FC.pure((0, 0))
+            else sql.handBack(handBackTokens)
           snoozed <-
             if snoozedTokens.isEmpty then FC.pure((0, 0))
             else sql.snooze(snoozedTokens, snoozeDelays.result())
           _ <- if wakeUp then sql.wakeQueue(queueName) else FC.unit
-        yield (completed, failed, released, snoozed)
+        yield (completed, failed, handedBack, snoozed)
       run(tx).flatMap {
         case (
               completed,
               (retried, dead, cancelledFailing),
-              (released, cancelledUnstarted),
+              (handedBack, cancelledUnstarted),
               (snoozed, cancelledSnoozing)
             ) =>
           F.delay {
@@ -156,7 +156,7 @@ private[postgres] object Completer:
             counters.retried.addAndGet(retried.toLong)
             counters.dead.addAndGet(dead.toLong)
             counters.cancelled.addAndGet((cancelledFailing + cancelledUnstarted + cancelledSnoozing).toLong)
-            counters.released.addAndGet(released.toLong)
+            counters.handedBack.addAndGet(handedBack.toLong)
             counters.snoozed.addAndGet(snoozed.toLong)
             batch.foreach(f => claims.remove(f.token): Unit)
           } *> wake.whenA(wakeUp)

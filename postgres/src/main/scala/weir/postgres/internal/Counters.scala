@@ -6,7 +6,7 @@ import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
 
 /** A worker's counters, bumped by its parts from any thread; read as a [[WorkerStats]]. */
 private[postgres] final class Counters:
-  val claimed, heldBack, completed, retried, dead, cancelled, released, snoozed, refused, rescued, taken,
+  val claimed, heldBack, completed, retried, dead, cancelled, handedBack, snoozed, refused, rescued, taken,
       databaseErrors =
     new AtomicLong
   private val last = new AtomicReference[Option[Throwable]](None)
@@ -23,7 +23,7 @@ private[postgres] final class Counters:
       retried = retried.get,
       dead = dead.get,
       cancelled = cancelled.get,
-      released = released.get,
+      handedBack = handedBack.get,
       snoozed = snoozed.get,
       rescued = rescued.get,
       taken = taken.get,

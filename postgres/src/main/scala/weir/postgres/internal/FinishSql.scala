@@ -76,9 +76,9 @@ private[postgres] final class FinishSql(schema: Schema) extends SqlBase(schema):
 
   /**
    * Hands back the claims `tokens`, which never started: available again at once, in their old place, and
-   * their attempt not counted; or cancelled, if their cancel was requested. Returns `(released, cancelled)`.
+   * their attempt not counted; or cancelled, if their cancel was requested. Returns `(handed back, cancelled)`.
    */
-  def release(tokens: Array[Long]): ConnectionIO[(Int, Int)] =
+  def handBack(tokens: Array[Long]): ConnectionIO[(Int, Int)] =
     putBack(
       None,
       const("t.lease_token = ANY(") ++ fr0"$tokens" ++ const(")"),
@@ -105,9 +105,9 @@ private[postgres] final class FinishSql(schema: Schema) extends SqlBase(schema):
 
   /**
    * Hands back every claim `owner` still holds in `queue`, as never started (a worker's last step), or
-   * cancelled if its cancel was requested. Returns `(released, cancelled)`.
+   * cancelled if its cancel was requested. Returns `(handed back, cancelled)`.
    */
-  def releaseAll(queue: String, owner: Long): ConnectionIO[(Int, Int)] =
+  def handBackAll(queue: String, owner: Long): ConnectionIO[(Int, Int)] =
     putBack(
       None,
       const("t.queue = ") ++ fr0"$queue" ++ const(" AND t.lease_owner = ") ++ fr0"$owner",

@@ -8,7 +8,7 @@ import java.time.Instant
 
 /**
  * Every statement weir-postgres runs, for one schema. Each is a single round trip; batches travel as
- * arrays. Finalisations (complete, fail, release) name the claim they finish by its token, drawn afresh
+ * arrays. Finalisations (complete, fail, hand back) name the claim they finish by its token, drawn afresh
  * for every claim and cleared by every finish and rescue, so a late finisher cannot overwrite a rescue and
  * a rescue cannot overwrite a completion: whichever commits first wins, the other changes no row.
  *
@@ -30,7 +30,7 @@ private[postgres] final class Sql(schema: Schema) extends SqlBase(schema):
   private val working = new WorkerSql(schema)
 
   export enqueueing.{enqueueMany, enqueueOne, enqueuePlain}
-  export finishing.{complete, fail, release, releaseAll, snooze}
+  export finishing.{complete, fail, handBack, handBackAll, snooze}
   export working.{beat, deregister, endEarlierSessions, forgetWorkers, holdSession, register, rescue}
 
   // ---- claim
