@@ -22,13 +22,10 @@ import scala.concurrent.ExecutionContext
  * Users' own `ConnectionIO`s keep going through [[weir.postgres.Database.transactor]], doobie's standard
  * transactor on the same connection pool.
  */
-private[postgres] final class Run[F[_]] private (transactor: Transactor[F], ec: ExecutionContext)(using
-    F: Async[F]
-):
+private[postgres] trait Run[F[_]]:
 
-  private val autocommit = transactor.copy(strategy0 = Strategy.void)
-
-  def apply[A](program: ConnectionIO[A]): F[A] = F.evalOn(program.transact(transactor), ec)
+  /** Runs `program` in a transaction of its own. */
+  def apply[A](program: ConnectionIO[A]): F[A]
 
   /**
    * Runs `program`, a single statement, in autocommit: the server commits it when it ends, in the same
@@ -36,9 +33,16 @@ private[postgres] final class Run[F[_]] private (transactor: Transactor[F], ec: 
    * asynchronous commit if it wants one (`set_config('synchronous_commit', 'off', true)`): the pool's
    * commit step does not run.
    */
-  def single[A](program: ConnectionIO[A]): F[A] = F.evalOn(program.transact(autocommit), ec)
+  def single[A](program: ConnectionIO[A]): F[A]
 
 private[postgres] object Run:
+
+  /** Transactions of `transactor` run on `ec`, the JDBC pool's threads. */
+  private final class Pooled[F[_]](transactor: Transactor[F], ec: ExecutionContext)(using F: Async[F])
+      extends Run[F]:
+    private val autocommit = transactor.copy(strategy0 = Strategy.void)
+    def apply[A](program: ConnectionIO[A]): F[A] = F.evalOn(program.transact(transactor), ec)
+    def single[A](program: ConnectionIO[A]): F[A] = F.evalOn(program.transact(autocommit), ec)
 
   /** A `Run` over `transactor`'s connections, with a JDBC thread pool that is shut down on release. */
   def resource[F[_]](transactor: Transactor[F], name: String)(using F: Async[F]): Resource[F, Run[F]] =
@@ -46,7 +50,7 @@ private[postgres] object Run:
       .make(F.delay(Executors.newCachedThreadPool(threads(name))))(pool => F.delay(pool.shutdown()))
       .map { pool =>
         val direct = new Direct[F]
-        new Run(
+        new Pooled(
           transactor.copy(interpret0 = direct.ConnectionInterpreter),
           ExecutionContext.fromExecutor(pool)
         )
