@@ -4,10 +4,9 @@ import cats.effect.{Deferred, IO, Ref, Resource}
 import cats.syntax.all.*
 import doobie.ConnectionIO
 import fs2.Chunk
-import weir.postgres.{Database, DbSuite, NewTask, Rows, TaskQueue, TestWorkers, WorkerConfig}
+import weir.postgres.{Database, DbSuite, Rows, TestWorkers, WorkerConfig}
 
 import java.sql.SQLException
-import java.util.concurrent.atomic.AtomicBoolean
 import scala.concurrent.duration.*
 
 /**
@@ -24,35 +23,12 @@ class CompleterSuite extends DbSuite:
       transactions.updateAndGet(_ + 1).flatMap(n => before(n) *> run(program) <* after(n))
     def single[A](program: ConnectionIO[A]): IO[A] = run.single(program)
 
-  /**
-   * `n` tasks enqueued and claimed by a registered worker; the worker's context (its claims hold the
-   * tokens) and the tokens.
-   */
   private def claimed(
       db: Database[IO],
       n: Int,
       config: WorkerConfig
   ): Resource[IO, (WorkerContext, Vector[Long])] =
-    val sql = new Sql(db.schema)
-    for
-      run <- db.workerPool(size = 2)
-      owner <- Resource.eval(run(sql.register("completer-suite", 60000L) <* sql.addQueue(config.queue)))
-      _ <- Resource.eval(TaskQueue[IO, Int](db, config.queue).enqueueMany((1 to n).map(NewTask(_))))
-      claim <- Resource.eval(run(sql.claim(config.queue, owner, n, 60000L)))
-    yield
-      val claims = new Claims
-      claim.rows.foreach(r => claims.add(r.token, keyed = false): Unit)
-      val context = new WorkerContext(
-        owner,
-        config,
-        db.schema,
-        sql,
-        claims,
-        new Counters,
-        new Liveness(config.heartbeat, claims),
-        new AtomicBoolean
-      )
-      (context, claim.rows.map(_.token))
+    HeldClaims.of(db, n, config).map(h => (h.worker, h.tokens))
 
   private val config = TestWorkers.config("c")
 

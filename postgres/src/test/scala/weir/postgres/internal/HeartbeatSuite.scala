@@ -1,0 +1,99 @@
+package weir.postgres.internal
+
+import cats.effect.IO
+import weir.postgres.{DbSuite, Rows, TestWorkers}
+
+import scala.concurrent.duration.*
+
+/**
+ * The heartbeat ([[Heartbeat]]) against a real server, on claims held without a worker ([[HeldClaims]]):
+ * what one beat extends, what it finds gone or asked to stop, and that it registers its worker again.
+ */
+class HeartbeatSuite extends DbSuite:
+
+  // a lease of 10 s, beats every 100 ms: a lease ending within 5 s is extended by the next beat
+  private val config =
+    TestWorkers.config("h").copy(heartbeat = 100.millis, lease = 10.seconds, deadAfter = 5.seconds)
+
+  /** Runs the heartbeat of `held` until `done` holds, at most 30 s. */
+  private def beating(db: weir.postgres.Database[IO], held: HeldClaims)(done: IO[Boolean]): IO[Unit] =
+    db.workerPool(size = 1).use(run =>
+      Heartbeat.resource(run, held.worker).surround(
+        (IO.sleep(20.millis) *> done).iterateUntil(identity).timeout(30.seconds).void
+      )
+    )
+
+  private def leaseSeconds(db: weir.postgres.Database[IO], token: Long): IO[Double] =
+    Rows.query[Double](
+      s"SELECT extract(epoch FROM lease_expires_at - now())::float8 FROM ${db.schema("tasks")} WHERE lease_token = $token"
+    ).map(_.head)
+
+  withDb("a beat extends the leases of the claims it holds that end within half a lease, and only those") {
+    db =>
+      HeldClaims.of(db, 3, config).use { held =>
+        val Vector(near, far, forgotten) = held.tokens
+        val tasks = db.schema("tasks")
+        for
+          _ <- Rows.exec(
+            s"UPDATE $tasks SET lease_expires_at = now() + interval '1 second' WHERE lease_token IN ($near, $forgotten)"
+          )
+          _ <- IO(held.worker.claims.remove(forgotten))
+          _ <- beating(db, held)(leaseSeconds(db, near).map(_ > 5))
+          farLease <- leaseSeconds(db, far)
+          forgottenLease <- leaseSeconds(db, forgotten)
+        yield
+          // `far` ended in 10 s when claimed: more than half a lease, so left as it was (not pushed to 10 s again)
+          assert(farLease > 5 && farLease <= 10, s"far: $farLease s")
+          assert(forgottenLease <= 1, s"a claim this worker forgot is not kept alive: $forgottenLease s")
+      }
+  }
+
+  withDb("a claim whose row is no longer this worker's is marked taken and counted, once") {
+    db =>
+      HeldClaims.of(db, 2, config).use { held =>
+        val Vector(rescued, kept) = held.tokens
+        // what a rescue does to the row: available again, the lease gone
+        Rows.exec(s"""UPDATE ${db.schema("tasks")} SET state = 'available', lease_owner = NULL,
+            lease_expires_at = NULL, lease_token = NULL WHERE lease_token = $rescued""") *>
+          beating(db, held)(IO(held.worker.claims.isTaken(rescued))) *>
+          beating(db, held)(IO(held.worker.counters.taken.get >= 1)) *> IO {
+            assertEquals(held.worker.counters.taken.get, 1L)
+            assert(!held.worker.claims.isTaken(kept))
+            assertEquals(held.worker.liveness.refusal(rescued), Some(Liveness.taken))
+          }
+      }
+  }
+
+  withDb("a claim whose cancel was requested is told to stop, with the reason") {
+    db =>
+      HeldClaims.of(db, 2, config).use { held =>
+        val Vector(cancelled, other) = held.tokens
+        Rows.exec(
+          s"UPDATE ${db.schema("tasks")} SET cancel_requested = 'stop it' WHERE lease_token = $cancelled"
+        ) *>
+          beating(db, held)(IO(held.interruptions(cancelled).requested.isDefined)) *> IO {
+            assertEquals(held.interruptions(cancelled).requested, Some("stop it"))
+            assertEquals(held.interruptions(other).requested, None)
+          }
+      }
+  }
+
+  withDb("a worker whose row a rescuer removed registers again under the same id at its next beat") {
+    db =>
+      HeldClaims.of(db, 1, config).use { held =>
+        val workers = db.schema("workers")
+        val owner = held.worker.owner
+        Rows.exec(s"DELETE FROM $workers WHERE id = $owner") *>
+          beating(db, held)(Rows.count(db, "workers", s"id = $owner").map(_ == 1L)).as(())
+      }
+  }
+
+  withDb("each beat that commits keeps the worker's claims free to start") {
+    db =>
+      HeldClaims.of(db, 1, config).use { held =>
+        val token = held.tokens.head
+        // a second and a half without a beat: more than three quarters of a period, so claims may not start
+        IO.sleep(150.millis) *> IO(assert(held.worker.liveness.refusal(token).isDefined)) *>
+          beating(db, held)(IO(held.worker.liveness.refusal(token).isEmpty))
+      }
+  }
