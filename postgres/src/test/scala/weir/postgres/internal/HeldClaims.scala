@@ -8,9 +8,9 @@ import weir.postgres.{Database, NewTask, TaskQueue, WorkerConfig}
 import java.util.concurrent.atomic.AtomicBoolean
 
 /**
- * A worker's parts without the worker: `n` tasks enqueued to `config.queue` and claimed by a registered
- * worker, whose context's [[Claims]] hold the claims, for the suites of single components (the completer,
- * the heartbeat). `interruptions` are the claims' switches, by token.
+ * A worker's parts without the worker, for the suites of single components (the claimer, the completer,
+ * the heartbeat): `tokens` are claims of `config.queue`'s tasks by a registered worker, held in its
+ * context's [[Claims]]; `interruptions` are their switches, by token.
  */
 final case class HeldClaims(
     worker: WorkerContext,
@@ -20,25 +20,32 @@ final case class HeldClaims(
 
 object HeldClaims:
 
-  def of(db: Database[IO], n: Int, config: WorkerConfig): Resource[IO, HeldClaims] =
+  /** The context of a worker registered for `config.queue`, holding no claim. */
+  def context(db: Database[IO], config: WorkerConfig): Resource[IO, WorkerContext] =
     val sql = new Sql(db.schema)
+    db.workerPool(size = 1).evalMap { run =>
+      run(sql.register(config.name, config.heartbeat.toMillis) <* sql.addQueue(config.queue)).map { owner =>
+        val claims = new Claims
+        new WorkerContext(
+          owner,
+          config,
+          db.schema,
+          sql,
+          claims,
+          new Counters,
+          new Liveness(config.heartbeat, claims),
+          new AtomicBoolean
+        )
+      }
+    }
+
+  /** `n` tasks enqueued and claimed by a worker whose [[Claims]] hold them. */
+  def of(db: Database[IO], n: Int, config: WorkerConfig): Resource[IO, HeldClaims] =
     for
-      run <- db.workerPool(size = 2)
-      owner <-
-        Resource.eval(run(sql.register(config.name, config.heartbeat.toMillis) <* sql.addQueue(config.queue)))
+      worker <- context(db, config)
+      run <- db.workerPool(size = 1)
       _ <- Resource.eval(TaskQueue[IO, Int](db, config.queue).enqueueMany((1 to n).map(NewTask(_))))
-      claim <- Resource.eval(run(sql.claim(config.queue, owner, n, config.lease.toMillis)))
+      claim <- Resource.eval(run(worker.sql.claim(config.queue, worker.owner, n, config.lease.toMillis)))
     yield
-      val claims = new Claims
-      val switches = claim.rows.map(r => r.token -> claims.add(r.token, keyed = false)).toMap
-      val context = new WorkerContext(
-        owner,
-        config,
-        db.schema,
-        sql,
-        claims,
-        new Counters,
-        new Liveness(config.heartbeat, claims),
-        new AtomicBoolean
-      )
-      HeldClaims(context, claim.rows.map(_.token), switches)
+      val switches = claim.rows.map(r => r.token -> worker.claims.add(r.token, keyed = false)).toMap
+      HeldClaims(worker, claim.rows.map(_.token), switches)
