@@ -138,8 +138,13 @@ object Compare extends Experiment:
     def measure(w: Workload, approaches: Vector[Approach]): IO[Vector[Measurement]] =
       (0 until s.runs).toVector.flatTraverse { r =>
         val plan = Plan.draw(w, s.seed, r)
-        val ideals = approaches.map(_.producers(w)).distinct.map(p => p -> Ideal.of(plan, p).makespan).toMap
-        approaches.traverse(a => measureOne(s, plan, a, ideals(a.producers(w))).flatTap(each))
+        val producers = approaches.map(_.producers(w)).distinct
+        val ideals = producers.map(p => p -> Ideal.of(plan, p).makespan).toMap
+        val bounded = producers.filter(_ => w.bufferBelowBurst)
+          .map(p => p -> BoundedIdeal.makespan(plan, p, w.buffer)).toMap
+        approaches.traverse { a =>
+          measureOne(s, plan, a, ideals(a.producers(w)), bounded.get(a.producers(w))).flatTap(each)
+        }
       }
     if !s.parallel then s.workloads.flatTraverse(measure(_, s.approaches))
     else
@@ -149,7 +154,14 @@ object Compare extends Experiment:
         apart <- s.workloads.flatTraverse(measure(_, alone))
       yield inRunOrder(s, together ++ apart)
 
-  def measureOne(s: Settings, plan: Plan, approach: Approach, idealWorkloadMs: Long): IO[Measurement] =
+  /** @param boundedWorkloadMs the bounded ideal's makespan in the workload's ms, when it has one */
+  def measureOne(
+      s: Settings,
+      plan: Plan,
+      approach: Approach,
+      idealWorkloadMs: Long,
+      boundedWorkloadMs: Option[Long] = None
+  ): IO[Measurement] =
     val w = plan.workload
     // the blocking demo always runs in real time; under the virtual clock it gets a tenth of the delays
     val scale = approach.placement match
@@ -165,11 +177,23 @@ object Compare extends Experiment:
     val live = Option.when(
       s.live && !s.parallel && s.clock == Clock.Real && approach.placement == Placement.Shared
     )(new LiveView())
-    Measure(approach, bench, idealMs, limit, stall, live, w.name, peaks = !s.parallel)
+    Measure(
+      approach,
+      bench,
+      idealMs,
+      boundedWorkloadMs.map(_ * scale),
+      limit,
+      stall,
+      live,
+      w.name,
+      peaks = !s.parallel
+    )
 
   private def progressLine(m: Measurement): String =
     val result = m.status match
-      case Status.Ok => f"${m.makespanMs}%.1f ms, ideal ${m.idealMs}%.1f ms, ratio ${m.ratio}%.3f"
+      case Status.Ok =>
+        f"${m.makespanMs}%.1f ms, ideal ${m.idealMs}%.1f ms, ratio ${m.ratio}%.3f, to own order ${m.ownOrderRatio}%.3f" +
+          m.boundedIdealMs.fold("")(b => f", bounded ideal $b%.1f ms, ratio ${m.boundedRatio}%.3f")
       case Status.Failed(reason) => s"failed: $reason"
       case other => other.label
     f"  ${m.scenario}%-16s run ${m.run}%-2d ${m.approach}%-30s $result"

@@ -7,6 +7,7 @@ import cats.effect.testkit.TestControl
 import cats.effect.unsafe.{IORuntime, Scheduler}
 import weir.lab.compare.approaches.*
 import weir.lab.compare.report.LiveView
+import weir.lab.compare.scenarios.Ideal
 
 import java.lang.management.{ManagementFactory, MemoryType}
 import java.util.concurrent.{Executors, ThreadFactory, TimeoutException}
@@ -22,6 +23,7 @@ object Measure:
    *              `TimedOut`
    * @param stall for approaches on a pool of their own: no produce or consume at all for this long (real
    *              time) while the pool's threads are all blocked means `Deadlocked`
+   * @param boundedIdealMs the bounded ideal's makespan in the bench's (scaled) ms, when the workload has one
    * @param peaks measure the JVM's peak threads and heap (reset before the run): only meaningful when
    *              nothing else runs at the same time
    */
@@ -29,6 +31,7 @@ object Measure:
       approach: Approach,
       bench: Bench,
       idealMs: Double,
+      boundedIdealMs: Option[Double],
       limit: FiniteDuration,
       stall: FiniteDuration,
       live: Option[LiveView],
@@ -64,6 +67,9 @@ object Measure:
             s"${wrong.size} tasks not consumed exactly once, e.g. ${wrong.take(3).mkString(", ")}"
           ))
       }
+      ownOrder = checked.toOption.flatMap(_ => bench.recorder.started).map(order =>
+        Ideal.inOrder(bench.plan, approach.producers(bench.workload), order) * bench.scale
+      )
     yield Measurement(
       scenario,
       approach.name,
@@ -71,6 +77,8 @@ object Measure:
       approach.producers(bench.workload),
       checked.fold(_ => Double.NaN, _.toNanos / 1e6),
       idealMs,
+      boundedIdealMs,
+      ownOrder,
       checked.fold(identity, _ => Status.Ok),
       threads,
       heap,

@@ -26,6 +26,11 @@ enum Status:
  * @param makespanMs from the first produce to the last consume, in real (or virtual) ms; NaN unless `Ok`
  * @param idealMs    the ideal schedule's makespan for the same delays and the approach's producer count, in
  *                   the same (scaled) ms
+ * @param boundedIdealMs the [[scenarios.BoundedIdeal]]'s makespan, in the same ms, when the workload's
+ *                   buffer is smaller than a burst ([[scenarios.Workload.bufferBelowBurst]])
+ * @param ownOrderMs the ideal's model with the tasks started in the order this run started them
+ *                   ([[scenarios.Ideal.inOrder]]), in the same ms: a lower bound of this run, where
+ *                   `idealMs` is not one when the run served tasks in another order; None unless `Ok`
  * @param peakThreads  the JVM's peak live threads during the run; None when load shapes ran side by side
  *                     (`--parallel`), where the JVM's peaks are not one approach's own
  * @param peakHeapMiB  the peak heap used during the run, in MiB; None as for `peakThreads`
@@ -40,6 +45,8 @@ final case class Measurement(
     producers: Int,
     makespanMs: Double,
     idealMs: Double,
+    boundedIdealMs: Option[Double],
+    ownOrderMs: Option[Double],
     status: Status,
     peakThreads: Option[Int],
     peakHeapMiB: Option[Long],
@@ -47,4 +54,13 @@ final case class Measurement(
     produced: Vector[Long],
     consumed: Vector[Long]
 ):
-  def ratio: Double = if status == Status.Ok && idealMs > 0 then makespanMs / idealMs else Double.NaN
+  def ratio: Double = over(Some(idealMs))
+
+  /** The makespan over the bounded ideal's; NaN when there is none. */
+  def boundedRatio: Double = over(boundedIdealMs)
+
+  /** The makespan over the ideal of this run's own start order: at least 1 for every run. */
+  def ownOrderRatio: Double = over(ownOrderMs)
+
+  private def over(ms: Option[Double]): Double =
+    ms.filter(_ > 0).fold(Double.NaN)(d => if status == Status.Ok then makespanMs / d else Double.NaN)

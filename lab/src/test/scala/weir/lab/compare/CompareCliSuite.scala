@@ -5,6 +5,8 @@ import cats.effect.IO
 import io.circe.Json
 import munit.CatsEffectSuite
 import weir.lab.compare.approaches.Clock
+import weir.lab.compare.report.{ResultsTable, Rows}
+import weir.lab.compare.scenarios.{BoundedIdeal, Plan}
 
 import java.nio.file.Files
 import scala.concurrent.duration.*
@@ -120,6 +122,64 @@ class CompareCliSuite extends CatsEffectSuite:
           """<figure class="chart" id="chart-timeline-balanced-weir"><img src="data:image/png;base64,"""
         ))
         assert(!index.contains(".png\""), "no chart is linked from the page")
+      }
+    }
+  }
+
+  test(
+    "the bounded ideal, in the JSON and the table, where the buffer is smaller than a burst and only there"
+  ) {
+    val json = Files.createTempDirectory("weir-compare").resolve("out.json")
+    def run(producers: Option[Int]) =
+      val settings = Compare.settings(Compare.Options(
+        quick = true,
+        scenarios = Seq("slow-consumer"),
+        approaches = Seq("stream", "weir"),
+        producers = producers,
+        json = Some(json),
+        live = false
+      )).fold(e => fail(e), identity)
+      Compare.execute(settings).flatMap { ms =>
+        IO.blocking(Files.readString(json)).map { text =>
+          val doc = io.circe.parser.parse(text).fold(e => fail(e.toString), identity)
+          val records =
+            doc.hcursor.downField("records").as[Vector[Json]].fold(e => fail(e.toString), identity)
+          (settings.workloads.head, ms, records.map(_.hcursor))
+        }
+      }
+    // three producers hand over 3 batches of 10 at once, into a buffer of 20
+    run(Some(3)).flatMap { (w, ms, records) =>
+      val plan = Plan.draw(w, seed = 0L, run = 0)
+      assertEquals(records.map(_.get[Int]("producers").toOption.get), Vector(1, 3))
+      records.foreach { c =>
+        val p = c.get[Int]("producers").toOption.get
+        assertEquals(c.get[Double]("bounded_ideal_ms"), Right(BoundedIdeal.makespan(plan, p, 20).toDouble))
+        assertEqualsDouble(
+          c.get[Double]("bounded_ratio").toOption.get,
+          c.get[Double]("makespan_ms").toOption.get / c.get[Double]("bounded_ideal_ms").toOption.get,
+          1e-9
+        )
+        assert(c.get[Double]("own_order_ratio").exists(_ >= 1.0), c.focus.toString)
+      }
+      val table = ResultsTable.shape(Rows.of(ms), w, runs = 1)
+      assertEquals(table.head.takeRight(2), Vector("ratio to own order", "ratio to bounded ideal"))
+      assertEquals(
+        table.map(_.head).filter(_.contains("ideal")),
+        Vector(
+          "ideal (1 producer)",
+          "ideal (3 producers)",
+          "bounded ideal (1 producer)",
+          "bounded ideal (3 producers)"
+        )
+      )
+      run(None).map { (w, ms, records) =>
+        records.foreach { c =>
+          assert(c.downField("bounded_ideal_ms").focus.exists(_.isNull), c.focus.toString)
+          assert(c.downField("bounded_ratio").focus.exists(_.isNull), c.focus.toString)
+        }
+        val table = ResultsTable.shape(Rows.of(ms), w, runs = 1)
+        assertEquals(table.head.last, "ratio to own order")
+        assert(!table.exists(_.head.startsWith("bounded")), table.toString)
       }
     }
   }

@@ -3,7 +3,7 @@ package compare
 
 import cats.effect.IO
 import weir.lab.compare.approaches.{Approach, Clock}
-import weir.lab.compare.scenarios.{Ideal, Plan, Workload}
+import weir.lab.compare.scenarios.{Burst, Ideal, Plan, Workload}
 
 /** Small hand-made workloads with delays written out, and a way to run one approach on them in virtual time. */
 object Fixtures:
@@ -23,6 +23,22 @@ object Fixtures:
 
   val smallPlan: Plan =
     Plan(small, seed = 0L, run = 0, Vector(100L, 100L, 100L), Vector(200L, 50L, 50L, 50L, 50L, 50L))
+
+  /** A small workload drawn from `rng`, bursty half the time; its producers never outnumber its batches. */
+  def random(rng: scala.util.Random, i: Int): Workload =
+    val batch = 1 + rng.nextInt(8)
+    val tasks = 1 + rng.nextInt(60)
+    Workload(
+      s"random-$i",
+      tasks = tasks,
+      batch = batch,
+      producers = 1 + rng.nextInt(math.min(4, (tasks + batch - 1) / batch)),
+      slots = 1 + rng.nextInt(6),
+      buffer = 1 + rng.nextInt(12),
+      produce = Delay.Uniform(0, 1 + rng.nextInt(50)),
+      consume = Delay.Uniform(0, 1 + rng.nextInt(200)),
+      burst = Option.when(rng.nextBoolean())(Burst(1 + rng.nextInt(3), rng.nextInt(300).toLong))
+    )
 
   val virtual: Compare.Settings = Compare.Settings(clock = Clock.Virtual, live = false)
 

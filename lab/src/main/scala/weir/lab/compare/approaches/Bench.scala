@@ -5,7 +5,7 @@ import cats.effect.std.Semaphore
 import fs2.{Chunk, Pipe, Stream}
 import weir.lab.compare.scenarios.Plan
 
-import java.util.concurrent.atomic.{AtomicInteger, AtomicLongArray}
+import java.util.concurrent.atomic.{AtomicInteger, AtomicIntegerArray, AtomicLongArray}
 import scala.concurrent.duration.*
 
 /** Which clock a run uses: the machine's, or Cats Effect's `TestControl`, where sleeping costs nothing. */
@@ -71,7 +71,7 @@ final class Bench(
 
   /** Waits task `i`'s consume delay, then records it as done (the write-up's `consume`). */
   def consume(i: Int): IO[Unit] =
-    recorder.begin *> IO.sleep(delay(plan.consumeMs(i))) *> recorder.consumed(i)
+    recorder.begin(i) *> IO.sleep(delay(plan.consumeMs(i))) *> recorder.consumed(i)
 
 /**
  * Counts and times produced batches and consumed tasks (relative to `start`), for the checks, the live
@@ -85,6 +85,8 @@ final class Recorder(tasks: Int, batches: Int):
   private val producedCount = new AtomicInteger(0)
   private val consumedCount = new AtomicInteger(0)
   private val inFlight = new AtomicInteger(0)
+  private val starts = new AtomicInteger(0)
+  private val startOrder = new AtomicIntegerArray(tasks)
   private val maxInFlight = new AtomicInteger(0)
 
   /** Marks time zero. */
@@ -94,10 +96,15 @@ final class Recorder(tasks: Int, batches: Int):
     IO { producedAt.set(batch, t.toNanos - t0.get); val _ = producedCount.addAndGet(size) }
   }
 
-  /** A task's consume delay begins. */
-  def begin: IO[Unit] = IO {
+  /**
+   * Task `task`'s consume delay begins: it takes a slot and its place in the start order in one step (a
+   * second `IO` here would move the runtime's auto-yields, and with them the virtual clock's schedules).
+   */
+  def begin(task: Int): IO[Unit] = IO {
     val now = inFlight.incrementAndGet()
     val _ = maxInFlight.accumulateAndGet(now, math.max)
+    val k = starts.getAndIncrement()
+    if k < tasks then startOrder.set(k, task)
   }
 
   def consumed(task: Int): IO[Unit] = IO.monotonic.flatMap { t =>
@@ -108,6 +115,11 @@ final class Recorder(tasks: Int, batches: Int):
       val _ = consumedCount.incrementAndGet()
     }
   }
+
+  /** The tasks in the order they began, when every task began exactly once (else `None`). */
+  def started: Option[Vector[Int]] =
+    Option.when(starts.get == tasks)(Vector.tabulate(tasks)(startOrder.get))
+      .filter(order => order.distinct.size == tasks)
 
   def producedSoFar: Int = producedCount.get
   def consumedSoFar: Int = consumedCount.get

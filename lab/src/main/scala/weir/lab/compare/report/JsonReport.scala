@@ -12,7 +12,9 @@ import weir.lab.compare.Measurement
  *  "records": [{"scenario": "balanced", "approach": "weir", "run": 0, "makespan_ms": 12874.0,
  *               "ideal_ms": 12874.0, "ratio": 1.0, "status": "ok", ...}, ...]}
  * }}}
- * `makespan_ms` and `ratio` are null for a run that did not finish (see `status`).
+ * `makespan_ms` and the ratios are null for a run that did not finish (see `status`). `bounded_ideal_ms`
+ * and `bounded_ratio` are null unless the workload's buffer is smaller than a burst; `own_order_ideal_ms`
+ * is the ideal of the run's own start order, a lower bound of its makespan (`own_order_ratio` >= 1).
  */
 object JsonReport:
 
@@ -73,6 +75,10 @@ object JsonReport:
       "makespan_ms" -> number(m.makespanMs),
       "ideal_ms" -> number(m.idealMs),
       "ratio" -> number(m.ratio),
+      "bounded_ideal_ms" -> m.boundedIdealMs.fold(Json.Null)(number),
+      "bounded_ratio" -> number(m.boundedRatio),
+      "own_order_ideal_ms" -> m.ownOrderMs.fold(Json.Null)(number),
+      "own_order_ratio" -> number(m.ownOrderRatio),
       "status" -> m.status.label.asJson,
       "error" ->
         (m.status match

@@ -37,10 +37,11 @@ object Page:
       case LivePage.Stage.Finished => Html.empty
     val shapes = charts.timelines.map { t =>
       val w = t.workload
+      val table = ResultsTable.shape(rows, w, env.runs)
       Html.concat(Vector(
         Html.heading(2, w.name),
         Html.paragraph(w.describe),
-        Html.table(w.name, ResultsTable.shape(rows, w, env.runs), ResultsTable.shapeNumbers),
+        Html.table(w.name, table, ResultsTable.shapeNumbers(table)),
         embed(t.all),
         Html.grid(t.singles.map(embed))
       ))
@@ -63,7 +64,10 @@ object Page:
       Html.paragraph(
         "The ideal: tasks available when their producer has waited out its batches' delays, started " +
           "first-come first-served on the same number of slots as soon as one is free, with no overhead. " +
-          "Ratio = makespan / ideal."
+          "Ratio = makespan / ideal. That order is one of many: a run that starts tasks in another order can " +
+          "pack them better and end sooner, so each run is also divided by the ideal of its own start order, " +
+          "a lower bound of it. The bounded ideal (workloads whose buffer is smaller than a burst) is the same " +
+          "model with the workload's buffer: a producer whose batch finds it full waits for room."
       ),
       charts.ratios.fold(Html.empty)(embed),
       Html.concat(shapes),

@@ -14,7 +14,8 @@ object ResultsTable:
     val sb = new StringBuilder
     workloads.filter(w => rows.exists(_.scenario == w.name)).foreach { w =>
       sb ++= s"\n${w.name}: ${w.describe}\n"
-      sb ++= Table.grid(shape(rows, w, runs), rightAligned = shapeNumbers)
+      val table = shape(rows, w, runs)
+      sb ++= Table.grid(table, rightAligned = shapeNumbers(table))
     }
     matrix(rows, workloads).foreach { cells =>
       sb ++= s"\nmakespan ms (ratio to ideal)${if runs > 1 then ", medians" else ""}\n"
@@ -22,12 +23,19 @@ object ResultsTable:
     }
     sb.result()
 
-  /** The columns of [[shape]] that hold numbers. */
-  val shapeNumbers: Set[Int] = Set(1, 2, 3, 4, 5, 6)
+  /** The columns of a [[shape]] table that hold numbers: all but the approach and the status. */
+  def shapeNumbers(table: Vector[Vector[String]]): Set[Int] = (1 until table.head.size).toSet --
+    Set(table.head.indexOf("status"))
 
-  /** One load shape's table, header first: the ideal per producer count, then each approach. */
+  /**
+   * One load shape's table, header first: the ideal per producer count, then each approach. The columns
+   * after the status are the ratio to the ideal of each run's own start order (a lower bound of the run)
+   * and, when the workload's buffer is smaller than a burst, the ratio to the bounded ideal, whose own rows
+   * give its makespan and its ratio to the unbounded ideal.
+   */
   def shape(rows: Vector[Row], w: Workload, runs: Int): Vector[Vector[String]] =
     val mine = rows.filter(_.scenario == w.name)
+    val bounded = mine.exists(!_.boundedIdeal.isEmpty)
     val header = Vector(
       "approach",
       "producers",
@@ -36,21 +44,29 @@ object ResultsTable:
       "peak in flight",
       "peak threads",
       "peak heap MiB",
-      "status"
-    )
-    val ideals = mine.filter(_.status == "ok").map(r => (r.producers, r.ideal)).distinct.sortBy(_._1).map {
-      (p, ideal) =>
+      "status",
+      "ratio to own order"
+    ) ++ Option.when(bounded)("ratio to bounded ideal")
+    def extra(cells: String*) = cells.toVector.take(if bounded then 2 else 1)
+    val ok = mine.filter(_.status == "ok")
+    val ideals = ok.map(r => (r.producers, r.ideal)).distinct.sortBy(_._1).map { (p, ideal) =>
+      Vector(s"ideal ${producers(p)}", p.toString, ms(ideal, runs), "1.000", "", "", "", "") ++ extra("", "")
+    }
+    val boundedIdeals = ok.filter(!_.boundedIdeal.isEmpty)
+      .map(r => (r.producers, r.boundedIdeal, r.boundedOverIdeal)).distinct.sortBy(_._1)
+      .map { (p, b, overIdeal) =>
         Vector(
-          s"ideal ($p producer${if p > 1 then "s" else ""})",
+          s"bounded ideal ${producers(p)}",
           p.toString,
-          ms(ideal, runs),
-          "1.000",
+          ms(b, runs),
+          ratio(overIdeal, runs),
           "",
           "",
           "",
           ""
-        )
-    }
+        ) ++
+          extra("", "1.000")
+      }
     val body = mine.map { r =>
       Vector(
         r.approach,
@@ -61,9 +77,11 @@ object ResultsTable:
         r.peakThreads.fold("n/a")(_.toString),
         r.peakHeapMiB.fold("n/a")(_.toString),
         r.status
-      )
+      ) ++ extra(ratio(r.ownOrderRatio, runs), ratio(r.boundedRatio, runs))
     }
-    header +: (ideals ++ body)
+    header +: (ideals ++ boundedIdeals ++ body)
+
+  private def producers(p: Int): String = s"($p producer${if p > 1 then "s" else ""})"
 
   /** The write-up's approach × load shape matrix, header first; only when more than one shape has rows. */
   def matrix(rows: Vector[Row], workloads: Vector[Workload]): Option[Vector[Vector[String]]] =

@@ -9,6 +9,12 @@ final case class Row(scenario: String, approach: String, producers: Int, runs: V
   def makespan: Stats = Stats.of(ok.map(_.makespanMs))
   def ideal: Stats = Stats.of(runs.map(_.idealMs))
   def ratio: Stats = Stats.of(ok.map(_.ratio))
+  def boundedIdeal: Stats = Stats.of(runs.flatMap(_.boundedIdealMs))
+
+  /** The bounded ideal over the unbounded one, run by run: how far the buffer alone puts the ideal. */
+  def boundedOverIdeal: Stats = Stats.of(runs.flatMap(m => m.boundedIdealMs.map(_ / m.idealMs)))
+  def boundedRatio: Stats = Stats.of(ok.filter(_.boundedIdealMs.nonEmpty).map(_.boundedRatio))
+  def ownOrderRatio: Stats = Stats.of(ok.filter(_.ownOrderMs.nonEmpty).map(_.ownOrderRatio))
   def peakThreads: Option[Int] = runs.flatMap(_.peakThreads).maxOption
   def peakHeapMiB: Option[Long] = runs.flatMap(_.peakHeapMiB).maxOption
   def peakInFlight: Int = runs.map(_.peakInFlight).max

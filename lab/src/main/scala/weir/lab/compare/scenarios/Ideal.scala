@@ -38,6 +38,26 @@ object Ideal:
     }
     (spans.result(), end)
 
+  /**
+   * The makespan of [[of]]'s model with the tasks started in `order` (task ids, every task once) instead of
+   * first come, first served: each in turn takes the slot that frees first, once it is available.
+   *
+   * It is a lower bound of any run that starts its tasks in that order with at most `slots` at once, no
+   * task before its ideal availability and none shorter than its delay: by induction on the order, the
+   * `k`-th task's start here is at most the later of its availability and the `(k - slots)`-th earliest end
+   * among the tasks before it, and the run's start is at least that (a run has a free slot only once that
+   * many of them have ended). [[of]] is no such bound: a run that serves tasks in another order than first
+   * come, first served can pack them better and end sooner.
+   */
+  def inOrder(plan: Plan, producers: Int, order: Vector[Int]): Long =
+    require(
+      order.sorted == order.indices.toVector && order.size == plan.workload.tasks,
+      s"order must hold each of the ${plan.workload.tasks} tasks once, was: ${order.take(20)}"
+    )
+    val at = Array.fill(plan.workload.tasks)(0L)
+    plan.arrivals(producers).foreach(a => at(a.task) = a.at)
+    simulate(order.map(at(_)), order.map(plan.consumeMs), plan.workload.slots)._2
+
   /** The ideal schedule of `plan` with `producers` producers and the workload's slots. */
   def of(plan: Plan, producers: Int): Schedule =
     val arrivals = plan.arrivals(producers)

@@ -37,6 +37,19 @@ final case class Workload(
   def batchesOf(p: Int, n: Int): Range = (p.toLong * batches / n).toInt until
     ((p + 1).toLong * batches / n).toInt
 
+  /**
+   * A burst: the tasks the producers hand over between two pauses (one batch each without `burst`), all
+   * due at once when their batches fall due together.
+   */
+  def burstTasks: Int =
+    math.min(tasks.toLong, producers.toLong * batch * burst.fold(1)(_.batches)).toInt
+
+  /**
+   * The buffer cannot take a whole burst, so producers may wait for room, which the unbounded [[Ideal]]'s
+   * producers never do: the workload is also judged against the [[BoundedIdeal]].
+   */
+  def bufferBelowBurst: Boolean = buffer < burstTasks
+
   def describe: String =
     s"$tasks tasks in batches of $batch, produce ${produce.label} per batch, consume ${consume.label} per task, " +
       s"$slots slots, buffer $buffer" +
