@@ -119,14 +119,16 @@ class ClaimerSuite extends DbSuite:
     db =>
       // no heartbeat runs here: the context's registration is its last beat, stale after 75 ms
       val config = base.copy(heartbeat = 100.millis, deadAfter = 5.seconds)
-      TaskQueue[IO, Int](db, config.queue).enqueueMany(Vector(NewTask(1))) *> IO.sleep(150.millis) *>
+      TaskQueue[IO, Int](db, config.queue).enqueueMany(Vector(NewTask(1))) *>
         claimer[Int, Unit](db, config, beating = false) { (jobs, f) =>
-          jobs.take(1).compile.drain.start.flatMap { taking =>
+          // the registration's beat is at least 150 ms old before the first claim can be tried
+          IO.sleep(150.millis) *> jobs.take(1).compile.drain.start.flatMap { taking =>
             for
               _ <- IO.sleep(300.millis)
               before <- f.probe.claims.get
-              _ <- IO(f.worker.liveness.confirmed(System.nanoTime()))
-              _ <- taking.joinWithNever.timeout(30.seconds)
+              // beats from now on, as the heartbeat would send them
+              beats = (IO(f.worker.liveness.confirmed(System.nanoTime())) *> IO.sleep(20.millis)).foreverM
+              _ <- beats.background.surround(taking.joinWithNever.timeout(30.seconds))
             yield assertEquals(before, 0, "claims made while the last beat was stale")
           }
         }
