@@ -101,7 +101,7 @@ object ConsoleLab extends Experiment:
   private val token = "console-lab-token"
 
   def execute(s: Settings): IO[Results] =
-    LabDatabase.resource(s.url).use { lab =>
+    LabDatabase.resource(s.url, experiment = "lab_console").use { lab =>
       for
         _ <- IO.println(
           s"weir lab console — ${

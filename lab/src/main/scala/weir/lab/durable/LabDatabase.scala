@@ -51,8 +51,9 @@ final case class LabDatabase(
 
 object LabDatabase:
 
-  def resource(url: Option[String]): Resource[IO, LabDatabase] =
-    val schema = Schema(s"lab_durable_${ProcessHandle.current().pid()}")
+  /** The server of `url` (or an embedded one) and a schema `<experiment>_<pid>` of the run's own. */
+  def resource(url: Option[String], experiment: String = "lab_durable"): Resource[IO, LabDatabase] =
+    val schema = Schema(s"${experiment}_${ProcessHandle.current().pid()}")
     val server = url match
       case Some(u) => Resource.pure[IO, LabDatabase](LabDatabase(u, embedded = false, schema))
       case None => embeddedServer.map((u, restart) => LabDatabase(u, embedded = true, schema, Some(restart)))
