@@ -123,7 +123,13 @@ class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
         outcomes.collect { case TaskOutcome.NotStarted(t, NotStartedReason.Refused(why)) => (t.id, why) },
         Vector(2 -> "cancelled before it ran")
       )
-      assertEquals(tasks.map(_.registered.get), List(1, 1, 0))
+      // a task that ran registered at most once (a handler that ends before the race's other side starts
+      // leaves it unregistered), and took back what it registered; the refused one never registered
+      assert(
+        tasks.take(2).forall(t => t.registered.get <= 1 && t.unregistered.get == t.registered.get),
+        tasks
+      )
+      assertEquals(tasks(2).registered.get, 0)
     }
   }
 
