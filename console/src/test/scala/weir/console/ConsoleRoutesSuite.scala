@@ -78,9 +78,9 @@ class ConsoleRoutesSuite extends CatsEffectSuite:
         assertEquals(status, Status.Ok)
         assert(page.contains("""<tr data-queue="emails">"""), page)
         assert(page.contains("""<tr data-queue="reports">"""), page)
-        // emails: 3 available, 0 scheduled, 0 running, 0 completed, 1 dead
+        // emails: 2 available, 0 scheduled, 1 waiting behind its key, 0 running, 0 completed, 1 dead
         assert(
-          page.contains("""<td class="n">3</td><td class="n">0</td><td class="n">0</td>
+          page.contains("""<td class="n">2</td><td class="n">0</td><td class="n">1</td><td class="n">0</td>
 <td class="n">0</td><td class="n">1</td>"""),
           page
         )
@@ -133,6 +133,8 @@ class ConsoleRoutesSuite extends CatsEffectSuite:
         (_, keyed) <- get(client, "tasks?key=user-1")
         (_, text) <- get(client, "tasks?text=BOB@")
         (_, scheduled) <- get(client, "tasks?state=scheduled")
+        (_, waiting) <- get(client, "tasks?state=waiting")
+        (_, available) <- get(client, "tasks?state=available")
         (_, byFinish) <- get(client, "tasks?sort=finished")
         (_, all) <- get(client, "tasks")
       yield
@@ -141,6 +143,8 @@ class ConsoleRoutesSuite extends CatsEffectSuite:
         assertEquals(ids(keyed), f.available.take(2).reverse)
         assertEquals(ids(text), Vector(f.available(2)))
         assertEquals(ids(scheduled), Vector(f.scheduled))
+        assertEquals(ids(waiting), Vector(f.available(1)), "behind the first task of its key")
+        assertEquals(ids(available), Vector(f.available(2), f.available(0)))
         assertEquals(ids(byFinish).toSet, Set(f.dead, f.completed))
         assertEquals(ids(all), f.all.sorted.reverse, "newest enqueued first")
     }

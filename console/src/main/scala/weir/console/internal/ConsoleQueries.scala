@@ -20,32 +20,42 @@ private[console] final class ConsoleQueries(schema: Schema):
   private val finished = schema("finished")
   private def const(s: String): Fragment = Fragment.const0(s)
 
-  /** A live task's state as the console names it: an available task due later is `scheduled`. */
+  /**
+   * A live task's state as the console names it: an available task behind an earlier task of its key is
+   * `waiting` (by its `head` mark, the hint the claim reads), and one due later is `scheduled`.
+   */
   private val liveState =
-    "CASE WHEN t.state = 'available' AND t.run_at > now() THEN 'scheduled' ELSE t.state::text END"
+    """CASE WHEN t.state = 'available' AND t.ordering_key IS NOT NULL AND NOT t.head THEN 'waiting'
+      WHEN t.state = 'available' AND t.run_at > now() THEN 'scheduled' ELSE t.state::text END"""
 
   /**
-   * Every queue with live tasks, and their counts, exact, from one pass over `tasks` (the table holds the
-   * backlog only), with how long its oldest task ready to run has waited, in seconds.
+   * Every queue with live tasks, and their counts, exact, with how long its oldest task ready to run has
+   * waited, in seconds. Each count reads one of the claim's partial indexes and nothing else, as long as
+   * the table's pages are all-visible (the visibility map; a vacuumed backlog is): the tasks a claim may
+   * take, split by due time, from `tasks_claim`; those behind their key from `tasks_waiting`; the running
+   * ones from `tasks_running`.
    */
   def liveCounts: ConnectionIO[Vector[LiveCounts]] =
-    // grouped by what the counts tell apart rather than filtered per count: one comparison per row
-    const(s"""SELECT queue, state::text, run_at <= now(), count(*),
-             extract(epoch FROM now() - min(run_at))::float8
-      FROM $tasks GROUP BY 1, 2, 3""").query[(String, String, Boolean, Long, Double)].to[Vector].map {
-      groups =>
-        groups.groupBy(_._1).toVector.map { (queue, gs) =>
-          def count(state: String, due: Boolean => Boolean) =
-            gs.collect { case (_, `state`, d, n, _) if due(d) => n }.sum
+    const(
+      s"""SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0, 0,
+             extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8
+      FROM $tasks WHERE state = 'available' AND (ordering_key IS NULL OR head) GROUP BY queue
+      UNION ALL SELECT queue, 0, 0, count(*), 0, NULL FROM $tasks
+      WHERE ordering_key IS NOT NULL AND NOT head GROUP BY queue
+      UNION ALL SELECT queue, 0, 0, 0, count(*), NULL FROM $tasks WHERE state = 'running' GROUP BY queue"""
+    )
+      .query[(String, Long, Long, Long, Long, Option[Double])].to[Vector].map { parts =>
+        parts.groupBy(_._1).toVector.map { (queue, ps) =>
           LiveCounts(
             queue,
-            available = count("available", identity),
-            scheduled = count("available", !_),
-            running = count("running", _ => true),
-            oldestSeconds = gs.collectFirst { case (_, "available", true, _, age) => age }
+            available = ps.map(_._2).sum,
+            scheduled = ps.map(_._3).sum,
+            waiting = ps.map(_._4).sum,
+            running = ps.map(_._5).sum,
+            oldestSeconds = ps.flatMap(_._6).headOption
           )
         }
-    }
+      }
 
   /**
    * Every queue with finished tasks, and their count per state up to `cap + 1`: a history of any length
@@ -311,6 +321,7 @@ private[console] object ConsoleQueries:
       queue: String,
       available: Long,
       scheduled: Long,
+      waiting: Long,
       running: Long,
       oldestSeconds: Option[Double]
   )
@@ -320,6 +331,7 @@ private[console] object ConsoleQueries:
       queue: String,
       available: Long,
       scheduled: Long,
+      waiting: Long,
       running: Long,
       completed: Count,
       dead: Count,
@@ -344,6 +356,7 @@ private[console] object ConsoleQueries:
           q,
           l.fold(0L)(_.available),
           l.fold(0L)(_.scheduled),
+          l.fold(0L)(_.waiting),
           l.fold(0L)(_.running),
           capped("completed"),
           capped("dead"),

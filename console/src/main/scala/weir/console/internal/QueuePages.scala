@@ -35,13 +35,15 @@ private[console] object QueuePages:
         val rate = q.controls.flatMap(_.rate).fold("–")(r => s"${r.perSecond}/s, burst ${r.burst}")
         html"""<tr data-queue="${q.name}"><td><a href="${v.link("queues/" +
             encode(q.name))}">${q.name}</a></td>
-<td class="n">${n(_.available)}</td><td class="n">${n(_.scheduled)}</td><td class="n">${n(_.running)}</td>
+<td class="n">${n(_.available)}</td><td class="n">${n(_.scheduled)}</td><td class="n">${n(
+            _.waiting
+          )}</td><td class="n">${n(_.running)}</td>
 <td class="n">${c(_.completed)}</td><td class="n">${c(_.dead)}</td><td class="n">${c(_.cancelled)}</td>
 <td class="n">${q.counts.flatMap(_.oldestSeconds).fold("–")(
             age
           )}</td><td class="paused">$paused</td><td class="n">$limit</td><td>$rate</td></tr>"""
       }
-      html"""<table class="queues"><thead><tr><th>queue</th><th>available</th><th>scheduled</th><th>running</th>
+      html"""<table class="queues"><thead><tr><th>queue</th><th>available</th><th>scheduled</th><th title="behind an earlier task of their key">waiting</th><th>running</th>
 <th>completed</th><th>dead</th><th>cancelled</th><th>oldest available</th><th>state</th><th>max running</th><th>rate</th></tr></thead>
 <tbody>$rows</tbody></table>"""
 

@@ -9,6 +9,7 @@ import java.time.format.DateTimeParseException
 private[console] enum TaskState(val name: String, val live: Boolean):
   case Available extends TaskState("available", true)
   case Scheduled extends TaskState("scheduled", true)
+  case Waiting extends TaskState("waiting", true)
   case Running extends TaskState("running", true)
   case Completed extends TaskState("completed", false)
   case Dead extends TaskState("dead", false)

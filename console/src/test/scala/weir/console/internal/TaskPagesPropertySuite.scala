@@ -47,8 +47,12 @@ class TaskPagesPropertySuite extends CatsEffectSuite:
           queue <- Gen.oneOf("a", "b")
           state <- Gen.oneOf(TaskState.values.toSeq)
           priority <- Gen.choose(0, 1)
-          // running tasks go without a key: the schema allows one running task per key
-          key <- if state == TaskState.Running then Gen.const(None) else Gen.option(Gen.oneOf("k1", "k2"))
+          // running tasks go without a key: the schema allows one running task per key; a waiting one is
+          // behind an earlier task of its key, so it has one
+          key <- state match
+            case TaskState.Running => Gen.const(None)
+            case TaskState.Waiting => Gen.some(Gen.oneOf("k1", "k2"))
+            case _ => Gen.option(Gen.oneOf("k1", "k2"))
           payload <- Gen.oneOf("x", "y", "X marks")
           created <- Gen.choose(0L, 50L).map(m => now.minusSeconds(3600 + m * 60))
           // few distinct finish times, so that ties are broken by id
@@ -90,10 +94,10 @@ class TaskPagesPropertySuite extends CatsEffectSuite:
         val runAt = if r.state == TaskState.Scheduled then now.plusSeconds(86400 * 365 * 10) else r.createdAt
         val running = r.state == TaskState.Running
         (Fragment.const(s"""INSERT INTO $tasks (id, queue, payload, priority, run_at, state, attempt,
-            ordering_key, lease_owner, lease_expires_at, lease_token, created_at) VALUES (""") ++
+            ordering_key, head, lease_owner, lease_expires_at, lease_token, created_at) VALUES (""") ++
           fr0"${r.id}, ${r.queue}, $payload::jsonb, ${r.priority.toShort}, $runAt, " ++
           Fragment.const(s"'${if running then "running" else "available"}'") ++
-          fr0", ${if running then 1 else 0}, ${r.key}, ${Option.when(running)(1L)}, " ++
+          fr0", ${if running then 1 else 0}, ${r.key}, ${r.state != TaskState.Waiting}, ${Option.when(running)(1L)}, " ++
           fr0"${Option.when(running)(now.plusSeconds(3600))}, ${Option.when(running)(r.id)}, ${r.createdAt})")
           .update.run.void
       else
