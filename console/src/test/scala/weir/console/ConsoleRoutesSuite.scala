@@ -115,11 +115,25 @@ class ConsoleRoutesSuite extends CatsEffectSuite:
     console().use { (client, _, _) =>
       for
         (status, page) <- get(client, "queues/emails")
+        (_, reports) <- get(client, "queues/reports")
         (missing, _) <- get(client, "queues/nope")
       yield
         assertEquals(status, Status.Ok)
         assert(page.contains("Queue emails"))
         assert(page.contains("""action="../queues/emails/pause""""), page)
+        // the queue's own counts, read for it alone
+        assert(
+          page.contains("""<td class="n">2</td><td class="n">0</td><td class="n">1</td><td class="n">0</td>
+<td class="n">0</td><td class="n">1</td><td class="n">0</td>"""),
+          page
+        )
+        assert(!page.contains("""data-queue="reports""""), page)
+        // reports: 1 scheduled, 1 completed
+        assert(
+          reports.contains("""<td class="n">0</td><td class="n">1</td><td class="n">0</td><td class="n">0</td>
+<td class="n">1</td><td class="n">0</td><td class="n">0</td>"""),
+          reports
+        )
         assertEquals(missing, Status.NotFound)
     }
   }

@@ -108,8 +108,11 @@ object DurableCli:
       case "limit" =>
         val rate = o.rate.map(_.map(r => QueueRate(r, o.burst.getOrElse(math.ceil(r).toInt.max(1)))))
         admin(a =>
-          o.maxRunning.traverse_(a.limitRunning(o.queue, _)) *> rate.traverse_(a.limitRate(o.queue, _)) *>
-            a.queues.map(_.find(_.name == o.queue))
+          val change = (o.maxRunning, rate) match
+            case (Some(max), Some(r)) => a.limits(o.queue, max, r)
+            case _ => o.maxRunning.traverse_(a.limitRunning(o.queue, _)) *>
+                rate.traverse_(a.limitRate(o.queue, _))
+          change *> a.queues.map(_.find(_.name == o.queue))
         ).flatMap(info => IO.println(s"queue ${o.queue}: ${info.fold("?")(describe)}")).as(ExitCode.Success)
       case "queues" =>
         admin(_.queues).flatMap { queues =>

@@ -69,7 +69,7 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
    * [[UnknownQueue]].
    */
   def limitRunning(queue: String, max: Option[Int]): F[Unit] =
-    max.foreach(n => require(n > 0, s"a queue's limit on running tasks must be > 0, was: $n"))
+    max.foreach(requirePositive)
     control(queue)(sql.setMaxRunning(queue, max))
 
   /**
@@ -77,6 +77,17 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
    * `rate.burst` (see [[QueueRate]]); `None` removes the rate. Fails with [[UnknownQueue]].
    */
   def limitRate(queue: String, rate: Option[QueueRate]): F[Unit] = control(queue)(sql.setRate(queue, rate))
+
+  /**
+   * Sets both of `queue`'s limits, as [[limitRunning]] and [[limitRate]] do, in one transaction: no claim
+   * sees one of them changed and the other not. Fails as they do, changing neither.
+   */
+  def limits(queue: String, maxRunning: Option[Int], rate: Option[QueueRate]): F[Unit] =
+    maxRunning.foreach(requirePositive)
+    control(queue)(sql.setMaxRunning(queue, maxRunning) *> sql.setRate(queue, rate))
+
+  private def requirePositive(max: Int): Unit =
+    require(max > 0, s"a queue's limit on running tasks must be > 0, was: $max")
 
   private def control(queue: String)(change: ConnectionIO[Int]): F[Unit] =
     db.run(sql.known(queue).flatMap { known =>

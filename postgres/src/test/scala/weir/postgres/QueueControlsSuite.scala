@@ -126,6 +126,9 @@ class QueueControlsSuite extends DbSuite:
         declared <- admin.limitRunning("declared", Some(2)).attempt
         zero <- IO(admin.limitRunning("declared", Some(0))).attempt
         negative <- IO(admin.limitRunning("declared", Some(-3))).attempt
+        both <- admin.limits("declared", Some(4), Some(QueueRate(2.0, 2))).attempt
+        bothZero <- IO(admin.limits("declared", Some(0), Some(QueueRate(9.0, 9)))).attempt
+        bothUnknown <- admin.limits("nowhere", Some(1), None).attempt
         nan <- IO(QueueRate(Double.NaN, 1)).attempt
         infinite <- IO(QueueRate(Double.PositiveInfinity, 1)).attempt
         noBurst <- IO(QueueRate(1.0, 0)).attempt
@@ -137,10 +140,17 @@ class QueueControlsSuite extends DbSuite:
         assertEquals(declared, Right(()))
         assert(zero.left.exists(_.getMessage.contains("was: 0")), zero)
         assert(negative.left.exists(_.getMessage.contains("was: -3")), negative)
+        assertEquals(both, Right(()))
+        assert(bothZero.left.exists(_.getMessage.contains("was: 0")), bothZero)
+        assert(bothUnknown.left.exists(_.isInstanceOf[UnknownQueue]), bothUnknown)
         assert(nan.left.exists(_.getMessage.contains("was: NaN")), nan)
         assert(infinite.left.exists(_.getMessage.contains("was: Infinity")), infinite)
         assert(noBurst.left.exists(_.getMessage.contains("burst must be > 0, was: 0")), noBurst)
-        assertEquals(infos.map(i => (i.name, i.maxRunning)), Vector(("declared", Some(2))))
+        // both limits set together, and neither changed by the refused call
+        assertEquals(
+          infos.map(i => (i.name, i.maxRunning, i.rate)),
+          Vector(("declared", Some(4), Some(QueueRate(2.0, 2))))
+        )
   }
 
   withDb("workers of a paused queue claim nothing however often they try, and run it all once resumed") {

@@ -29,21 +29,26 @@ private[console] final class ConsoleQueries(schema: Schema):
       WHEN t.state = 'available' AND t.run_at > now() THEN 'scheduled' ELSE t.state::text END"""
 
   /**
-   * Every queue with live tasks, and their counts, exact, with how long its oldest task ready to run has
+   * Every queue with live tasks (or `only` that one), and their counts, exact, with how long its oldest task ready to run has
    * waited, in seconds. Each count reads one of the claim's partial indexes and nothing else, as long as
    * the table's pages are all-visible (the visibility map; a vacuumed backlog is): the tasks a claim may
    * take, split by due time, from `tasks_claim`; those behind their key from `tasks_waiting`; the running
    * ones from `tasks_running`.
    */
-  def liveCounts: ConnectionIO[Vector[LiveCounts]] =
-    const(
+  def liveCounts(only: Option[String]): ConnectionIO[Vector[LiveCounts]] =
+    val queue = only.fold(Fragment.empty)(q => fr0" AND queue = $q")
+    (const(
       s"""SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0, 0,
              extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8
-      FROM $tasks WHERE state = 'available' AND (ordering_key IS NULL OR head) GROUP BY queue
-      UNION ALL SELECT queue, 0, 0, count(*), 0, NULL FROM $tasks
-      WHERE ordering_key IS NOT NULL AND NOT head GROUP BY queue
-      UNION ALL SELECT queue, 0, 0, 0, count(*), NULL FROM $tasks WHERE state = 'running' GROUP BY queue"""
-    )
+      FROM $tasks WHERE state = 'available' AND (ordering_key IS NULL OR head)"""
+    ) ++ queue ++
+      const(
+        s""" GROUP BY queue
+      UNION ALL SELECT queue, 0, 0, count(*), 0, NULL FROM $tasks WHERE ordering_key IS NOT NULL AND NOT head"""
+      ) ++
+      queue ++ const(s""" GROUP BY queue
+      UNION ALL SELECT queue, 0, 0, 0, count(*), NULL FROM $tasks WHERE state = 'running'""") ++ queue ++
+      const(" GROUP BY queue"))
       .query[(String, Long, Long, Long, Long, Option[Double])].to[Vector].map { parts =>
         parts.groupBy(_._1).toVector.map { (queue, ps) =>
           LiveCounts(
@@ -58,20 +63,25 @@ private[console] final class ConsoleQueries(schema: Schema):
       }
 
   /**
-   * Every queue with finished tasks, and their count per state up to `cap + 1`: a history of any length
-   * costs at most that many index entries per queue and state. The queues are found by a skip scan of
-   * `finished_by_state`, one index probe per state and queue, not a pass over the history.
+   * Every queue with finished tasks (or `only` that one), and their count per state up to `cap + 1`: a
+   * history of any length costs at most that many index entries per queue and state. The queues are found
+   * by a skip scan of `finished_by_state`, one index probe per state and queue, not a pass over the history.
    */
-  def finishedCounts(cap: Int): ConnectionIO[Vector[(String, String, Long)]] =
-    (const(s"""WITH RECURSIVE pairs AS (
+  def finishedCounts(cap: Int, only: Option[String]): ConnectionIO[Vector[(String, String, Long)]] =
+    val pairs = only match
+      case None => const(s"""WITH RECURSIVE pairs AS (
         (SELECT state, queue FROM $finished ORDER BY state, queue LIMIT 1)
         UNION ALL
         SELECT n.state, n.queue FROM pairs AS p CROSS JOIN LATERAL (
           SELECT f.state, f.queue FROM $finished AS f WHERE (f.state, f.queue) > (p.state, p.queue)
-          ORDER BY f.state, f.queue LIMIT 1) AS n)
-      SELECT p.queue, p.state::text, (SELECT count(*) FROM (
+          ORDER BY f.state, f.queue LIMIT 1) AS n)""")
+      case Some(q) => const(s"WITH pairs AS (SELECT s.state, ") ++ fr0"$q::text" ++
+          const(s" AS queue FROM unnest(enum_range(NULL::${schema("finished_state")})) AS s(state))")
+    (pairs ++ const(s"""
+      SELECT * FROM (SELECT p.queue, p.state::text, (SELECT count(*) FROM (
         SELECT 1 FROM $finished AS f WHERE f.state = p.state AND f.queue = p.queue LIMIT """) ++
-      fr0"${cap + 1}" ++ const(") AS c) FROM pairs AS p")).query[(String, String, Long)].to[Vector]
+      fr0"${cap + 1}" ++ const(") AS c) AS n FROM pairs AS p) AS counts WHERE n > 0"))
+      .query[(String, String, Long)].to[Vector]
 
   /** Tasks completed and dead per minute over the last hour, of one queue or all, oldest minute first. */
   def throughput(queue: Option[String]): ConnectionIO[Vector[Minute]] =

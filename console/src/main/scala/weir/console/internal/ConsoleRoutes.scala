@@ -76,13 +76,16 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
             case Some(_) => body(form)
         }
 
-  private def queueView(name: String): F[Option[QueueView]] = allQueues.map(_.find(_.name == name))
+  private def queueView(name: String): F[Option[QueueView]] = queues(Some(name)).map(_.find(_.name == name))
 
-  /** The queues with their counts and controls: three reads, each on a connection of its own, at once. */
-  private def allQueues: F[Vector[QueueView]] =
+  /**
+   * The queues (or `only` that one) with their counts and controls: three reads, each on a connection of
+   * its own, at once.
+   */
+  private def queues(only: Option[String]): F[Vector[QueueView]] =
     F.both(
-      read(queries.liveCounts),
-      F.both(read(queries.finishedCounts(ConsoleRoutes.countCap)), admin.queues)
+      read(queries.liveCounts(only)),
+      F.both(read(queries.finishedCounts(ConsoleRoutes.countCap, only)), admin.queues)
     )
       .map { case (live, (finished, infos)) =>
         QueueView.all(QueueCounts.of(live, finished, ConsoleRoutes.countCap), infos)
@@ -125,7 +128,7 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
     parsed.fold(
       badRequest(req, _),
       (max, rate) =>
-        control(req, queue)(admin.limitRunning(queue, max) *> admin.limitRate(queue, rate), "limits set")
+        control(req, queue)(admin.limits(queue, max, rate), "limits set")
     )
 
   private def control(req: Request[F], queue: String)(change: F[Unit], done: String): F[Response[F]] =
@@ -176,9 +179,9 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
     case req if req.pathInfo.segments.isEmpty && !req.uri.path.endsWithSlash =>
       redirect(req.uri.path.renderString + "/")
 
-    case req @ GET -> Root => (view(req), allQueues).flatMapN((v, qs) => Ok(QueuePages.overview(v, qs)))
+    case req @ GET -> Root => (view(req), queues(None)).flatMapN((v, qs) => Ok(QueuePages.overview(v, qs)))
     case req @ GET -> Root / "fragments" / "queues" =>
-      (view(req), allQueues).flatMapN((v, qs) => Ok(QueuePages.table(v, qs)))
+      (view(req), queues(None)).flatMapN((v, qs) => Ok(QueuePages.table(v, qs)))
     case req @ GET -> Root / "api" / "throughput" =>
       val queue = req.params.get("queue").filter(_.nonEmpty)
       throughput(queue).flatMap(json => Ok(json.noSpaces, `Content-Type`(MediaType.application.json)))
