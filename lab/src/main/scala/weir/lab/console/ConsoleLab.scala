@@ -40,6 +40,7 @@ object ConsoleLab extends Experiment:
       samples: Int = 50,
       targetMillis: Double = 100,
       quick: Boolean = false,
+      rewritten: Boolean = false,
       json: Option[Path] = None
   ):
     def history: Long = if quick then finished.min(20000L) else finished
@@ -72,6 +73,11 @@ object ConsoleLab extends Experiment:
         ),
       opt[Unit]("quick").action((_, s) => s.copy(quick = true))
         .text("a smoke run: 20000 finished, 2000 available, 5 samples"),
+      opt[Unit]("rewritten-backlog").action((_, s) => s.copy(rewritten = true))
+        .text(
+          "rewrite every live task once after the vacuum, and keep autovacuum off it: the visibility map " +
+            "as a busy table has it between vacuums"
+        ),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
         .text("also write the results as JSON")
     )
@@ -108,14 +114,15 @@ object ConsoleLab extends Experiment:
               if lab.embedded then "embedded PostgreSQL"
               else "server " + weir.postgres.DatabaseConfig(lab.url).redactedUrl
             }, " +
-            f"schema ${lab.schema}, ${s.history}%,d finished and ${s.backlog}%,d live tasks, ${s.n} samples each"
+            f"schema ${lab.schema}, ${s.history}%,d finished and ${s.backlog}%,d live tasks" +
+            (if s.rewritten then " (rewritten since their vacuum)" else "") + s", ${s.n} samples each"
         )
         _ <- Database.migrate[IO](lab.config())
         results <- Database.connect[IO](lab.config()).use { db =>
           for
             seeding <-
             (ConsoleSeed.history(lab, s.history) *> ConsoleSeed.backlog(lab, db, s.backlog) *>
-              ConsoleSeed.settle(lab)).timed.map(_._1)
+              ConsoleSeed.settle(lab) *> ConsoleSeed.rewrite(lab).whenA(s.rewritten)).timed.map(_._1)
             _ <- IO.println(f"  seeded in ${seeding.toMillis / 1e3}%.1f s")
             timings <- (
               DurableWorker.start[IO, Map[String, String], Unit](db, WorkerConfig(queue = "idle"))(
@@ -244,6 +251,7 @@ object ConsoleLab extends Experiment:
       "environment" -> ExperimentIo.environment,
       "finished" -> r.history.asJson,
       "available" -> r.backlog.asJson,
+      "rewritten_backlog" -> s.rewritten.asJson,
       "samples" -> s.n.asJson,
       "target_p95_ms" -> s.targetMillis.asJson,
       "seed_seconds" -> ExperimentIo.number(r.seedSeconds),

@@ -1,8 +1,12 @@
 package weir.lab.console
 
 import cats.effect.IO
+import doobie.*
+import doobie.implicits.*
 import io.circe.parser.parse
 import munit.CatsEffectSuite
+import weir.lab.durable.LabDatabase
+import weir.postgres.Database
 
 import java.nio.file.Files
 import scala.concurrent.duration.*
@@ -41,5 +45,24 @@ class ConsoleLabSuite extends CatsEffectSuite:
       val timings = json.hcursor.downField("timings").values.getOrElse(fail("no timings")).toVector
       assertEquals(timings.size, 28)
       assert(timings.forall(_.hcursor.get[Double]("p95_ms").isRight), text)
+    }
+  }
+
+  test("--rewritten-backlog leaves no page of the backlog all-visible, and autovacuum off it") {
+    LabDatabase.resource(None, experiment = "lab_console_rewrite").use { lab =>
+      val visibility = lab.read("visibility")(
+        (fr"SELECT relallvisible, coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE oid = " ++
+          fr0"${lab.schema("tasks")}::regclass").query[(Int, String)].unique
+      )
+      for
+        _ <- Database.migrate[IO](lab.config())
+        _ <- Database.connect[IO](lab.config()).use(db => ConsoleSeed.backlog(lab, db, 2000))
+        _ <- ConsoleSeed.settle(lab)
+        settled <- visibility
+        _ <- ConsoleSeed.rewrite(lab)
+        rewritten <- visibility
+      yield
+        assert(settled._1 > 0, s"the vacuum marked pages all-visible: $settled")
+        assertEquals(rewritten, (0, "autovacuum_enabled=false"))
     }
   }
