@@ -151,6 +151,7 @@ class ConsoleRoutesSuite extends CatsEffectSuite:
         (_, available) <- get(client, "tasks?state=available")
         (_, byFinish) <- get(client, "tasks?sort=finished")
         (_, all) <- get(client, "tasks")
+        (_, oldest) <- get(client, "tasks?first=oldest")
       yield
         assertEquals(ids(dead), Vector(f.dead))
         assertEquals(ids(reports).toSet, Set(f.completed, f.scheduled))
@@ -161,6 +162,7 @@ class ConsoleRoutesSuite extends CatsEffectSuite:
         assertEquals(ids(available), Vector(f.available(2), f.available(0)))
         assertEquals(ids(byFinish).toSet, Set(f.dead, f.completed))
         assertEquals(ids(all), f.all.sorted.reverse, "newest enqueued first")
+        assertEquals(ids(oldest), f.all.sorted)
     }
   }
 

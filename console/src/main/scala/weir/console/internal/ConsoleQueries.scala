@@ -92,7 +92,8 @@ private[console] final class ConsoleQueries(schema: Schema):
       .query[Minute].to[Vector]
 
   /**
-   * A page of at most `size` tasks matching `f`, newest first by `f.sort`, strictly after `f.after`.
+   * A page of at most `size` tasks matching `f`, newest first by `f.sort` (or oldest first), strictly after
+   * `f.after`.
    *
    * Enqueue order is id order (ids are drawn as tasks are enqueued), so that both tables page by their
    * primary key; finish order is `(finished_at, id)`, through `finished_prune`, or through one range of
@@ -104,7 +105,7 @@ private[console] final class ConsoleQueries(schema: Schema):
    * goes on from there. So no page reads more than `scan` rows, however rare its matches.
    */
   def taskPage(f: TaskFilter, size: Int, scan: Int): ConnectionIO[Page] =
-    val order = Order(byFinish = f.sort == TaskSort.Finished)
+    val order = Order(byFinish = f.sort == TaskSort.Finished, oldest = f.oldest)
     val after = f.after.map(order.after).toVector
     val liveSide = Option.when(!order.byFinish && f.state.forall(_.live))(
       Side(
@@ -166,8 +167,9 @@ private[console] final class ConsoleQueries(schema: Schema):
       history <- finishedSides
       sides = liveSide.toVector ++ history
       scanned = sides.filter(_.residual.nonEmpty)
-      bound <- if scanned.isEmpty then FC.pure(None) else scanBound(scanned, scan)
-      rows <- if sides.isEmpty then FC.pure(Vector.empty) else page(sides.map(_.within(bound)), size + 1)
+      bound <- if scanned.isEmpty then FC.pure(None) else scanBound(order, scanned, scan)
+      rows <-
+        if sides.isEmpty then FC.pure(Vector.empty) else page(order, sides.map(_.within(bound)), size + 1)
     yield
       val shown = rows.take(size)
       if rows.size > size then Page(shown, Some(order.cursor(shown.last)), None)
@@ -198,39 +200,48 @@ private[console] final class ConsoleQueries(schema: Schema):
    * Where a scan of `scan` tasks of `sides` after the position, in the list's order, stops: the last of
    * them, when there are that many (fewer, and the scan reaches the end: no bound).
    */
-  private def scanBound(sides: Vector[Side], scan: Int): ConnectionIO[Option[Cursor]] =
+  private def scanBound(order: Order, sides: Vector[Side], scan: Int): ConnectionIO[Option[Cursor]] =
     (const("WITH w AS (SELECT at, id FROM (") ++ union(sides.map(_.positions(scan))) ++
-      const(") AS u ORDER BY at DESC, id DESC LIMIT ") ++ fr0"$scan" ++
-      const(") SELECT at, id, (SELECT count(*) FROM w) FROM w ORDER BY at, id LIMIT 1"))
+      const(s") AS u ORDER BY ${order.merged} LIMIT ") ++ fr0"$scan" ++
+      const(s") SELECT at, id, (SELECT count(*) FROM w) FROM w ORDER BY ${order.mergedBackwards} LIMIT 1"))
       .query[(Option[Instant], Long, Long)].option
       .map(_.collect { case (at, id, n) if n >= scan => Cursor(at, id) })
 
-  private def page(sides: Vector[Side], limit: Int): ConnectionIO[Vector[TaskRow]] =
+  private def page(order: Order, sides: Vector[Side], limit: Int): ConnectionIO[Vector[TaskRow]] =
     (const(
       "SELECT id, queue, state, priority, ordering_key, attempt, max_attempts, created_at, finished_at, payload FROM ("
-    ) ++ union(sides.map(_.rows(limit))) ++ const(") AS page ORDER BY at DESC, id DESC LIMIT ") ++
+    ) ++ union(sides.map(_.rows(limit))) ++ const(s") AS page ORDER BY ${order.merged} LIMIT ") ++
       fr0"$limit")
       .query[TaskRow].to[Vector]
 
   private def union(parts: Vector[Fragment]): Fragment =
     parts.map(p => const("(") ++ p ++ const(")")).reduceLeft(_ ++ const(" UNION ALL ") ++ _)
 
-  /** The list's order: by id (enqueue order), or by finish time then id. */
-  private final case class Order(byFinish: Boolean):
+  /** The list's order: by id (enqueue order), or by finish time then id; newest first, or `oldest`. */
+  private final case class Order(byFinish: Boolean, oldest: Boolean):
     /** The order's key of `t`, as an SQL row. */
     private val key = if byFinish then "(t.finished_at, t.id)" else "t.id"
-    val descending: String = if byFinish then "t.finished_at DESC, t.id DESC" else "t.id DESC"
+    private val direction = if oldest then "ASC" else "DESC"
+    private val backwards = if oldest then "DESC" else "ASC"
+
+    /** A side's rows in the list's order. */
+    val ordering: String =
+      if byFinish then s"t.finished_at $direction, t.id $direction" else s"t.id $direction"
+
+    /** The sides' rows merged (`at`, `id`) in the list's order, and backwards. */
+    val merged: String = s"at $direction, id $direction"
+    val mergedBackwards: String = s"at $backwards, id $backwards"
 
     /** The sort's time of a side's rows: the finish time, or none (every row alike) in enqueue order. */
     def at(finishedAt: String): String = if byFinish then finishedAt else "NULL::timestamptz"
     private def value(c: Cursor): Fragment =
       if byFinish then const("(") ++ fr0"${c.at}, ${c.id}" ++ const(")") else fr0"${c.id}"
 
-    /** The rows after `c` in the list (newest first): older than it. */
-    def after(c: Cursor): Fragment = const(s"$key < ") ++ value(c)
+    /** The rows after `c` in the list: older than it, or newer when the list is `oldest` first. */
+    def after(c: Cursor): Fragment = const(s"$key ${if oldest then ">" else "<"} ") ++ value(c)
 
     /** The rows down to `c` in the list, `c` included. */
-    def downTo(c: Cursor): Fragment = const(s"$key >= ") ++ value(c)
+    def downTo(c: Cursor): Fragment = const(s"$key ${if oldest then "<=" else ">="} ") ++ value(c)
     def cursor(row: TaskRow): Cursor = Cursor(Option.when(byFinish)(row.finishedAt).flatten, row.id)
 
   /**
@@ -254,14 +265,14 @@ private[console] final class ConsoleQueries(schema: Schema):
 
     def positions(limit: Int): Fragment =
       const(s"SELECT ${order.at(finishedAt)} AS at, t.id FROM $from") ++ clause(where) ++
-        const(s" ORDER BY ${order.descending} LIMIT ") ++ fr0"$limit"
+        const(s" ORDER BY ${order.ordering} LIMIT ") ++ fr0"$limit"
 
     def rows(limit: Int): Fragment =
       const(s"""SELECT t.id, t.queue, $state AS state, t.priority, t.ordering_key, t.attempt, t.max_attempts,
              t.created_at, $finishedAt AS finished_at, t.payload::text AS payload, ${order.at(
           finishedAt
         )} AS at FROM $from""") ++
-        clause(where ++ residual) ++ const(s" ORDER BY ${order.descending} LIMIT ") ++ fr0"$limit"
+        clause(where ++ residual) ++ const(s" ORDER BY ${order.ordering} LIMIT ") ++ fr0"$limit"
 
   /** The task `id`, live or finished. */
   def task(id: Long): ConnectionIO[Option[TaskDetail]] =

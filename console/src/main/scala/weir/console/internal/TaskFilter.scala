@@ -58,7 +58,8 @@ private[console] object Cursor:
 
 /**
  * The task list's filters, as the query string carries them; every field optional. `from` and `to` bound the
- * sort's time (enqueue or finish), inclusive and exclusive.
+ * sort's time (enqueue or finish), inclusive and exclusive; `oldest` (`first=oldest`) lists the oldest
+ * first.
  */
 private[console] final case class TaskFilter(
     queue: Option[String] = None,
@@ -69,6 +70,7 @@ private[console] final case class TaskFilter(
     to: Option[Instant] = None,
     text: Option[String] = None,
     sort: TaskSort = TaskSort.Enqueued,
+    oldest: Boolean = false,
     after: Option[Cursor] = None
 ):
   /** The query string of this filter (without the cursor unless `withCursor`), for links and forms. */
@@ -82,6 +84,7 @@ private[console] final case class TaskFilter(
       to.map(t => "to" -> t.toString),
       text.map("text" -> _),
       Option.when(sort != TaskSort.default(state))("sort" -> sort.name),
+      Option.when(oldest)("first" -> "oldest"),
       after.filter(_ => withCursor).map(c => "after" -> c.render)
     ).flatten
 
@@ -103,6 +106,7 @@ private[console] object TaskFilter:
       from <- parsed("from", "a time such as 2026-01-31T12:00 (UTC) or 2026-01-31T12:00:00Z")(instant)
       to <- parsed("to", "a time such as 2026-01-31T12:00 (UTC) or 2026-01-31T12:00:00Z")(instant)
       sort <- parsed("sort", "enqueued or finished")(s => TaskSort.values.find(_.name == s))
+      first <- parsed("first", "newest or oldest")(s => Option.when(s == "newest" || s == "oldest")(s))
       after <- parsed("after", "a position from a previous page")(Cursor.parse)
       order = sort.getOrElse(TaskSort.default(state))
       _ <- after.filter(_.at.isDefined != (order == TaskSort.Finished)).fold(Right(()))(c =>
@@ -117,6 +121,7 @@ private[console] object TaskFilter:
       to = to,
       text = param("text"),
       sort = order,
+      oldest = first.contains("oldest"),
       after = after
     )
 

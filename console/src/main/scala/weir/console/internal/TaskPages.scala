@@ -60,12 +60,16 @@ private[console] object TaskPages:
     val sortOptions = Html.concat(
       (html"""<option value=""${
           if explicit then Html.empty else Html(" selected")
-        }>newest first</option>""") +:
+        }>its state's order</option>""") +:
         TaskSort.values.toVector.map { s =>
           val sel = if explicit && s == f.sort then Html(" selected") else Html.empty
-          html"""<option value="${s.name}"$sel>newest ${s.name} first</option>"""
+          html"""<option value="${s.name}"$sel>by ${s.name} time</option>"""
         }
     )
+    val firstOptions =
+      html"""<option value="">newest first</option><option value="oldest"${
+          if f.oldest then Html(" selected") else Html.empty
+        }>oldest first</option>"""
     val search =
       if payloadSearch then html"""<input name="text" placeholder="text in payload" value="${f.text}">"""
       else Html.empty
@@ -78,6 +82,7 @@ private[console] object TaskPages:
 <label>to <input name="to" type="datetime-local" step="1" value="${dt(f.to)}"></label>
 $search
 <select name="sort">$sortOptions</select>
+<select name="first">$firstOptions</select>
 <button>Filter</button></form>"""
     val next = result.next.fold(Html.empty)(c =>
       html"""<p><a rel="next" href="${v.link("tasks" +
@@ -114,7 +119,7 @@ $search
 <table class="tasks"><thead><tr><th></th><th>id</th><th>queue</th><th>state</th><th>priority</th><th>key</th>
 <th>attempts</th><th>enqueued</th><th>finished</th><th>payload</th></tr></thead><tbody>$trs</tbody></table></form>"""
     val first = Option.when(f.after.isDefined)(
-      html"""<p><a href="${v.link("tasks" + query(f.params(withCursor = false)))}">← Newest</a></p>"""
+      html"""<p><a href="${v.link("tasks" + query(f.params(withCursor = false)))}">← First page</a></p>"""
     )
     page(v, "Tasks", "tasks")(filters ++ first.getOrElse(Html.empty) ++ body ++ scanned ++ next)
 

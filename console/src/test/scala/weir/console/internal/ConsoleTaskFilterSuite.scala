@@ -15,11 +15,13 @@ class ConsoleTaskFilterSuite extends FunSuite:
       "to" -> "2026-02-01T00:00:00Z",
       "text" -> "ada",
       "sort" -> "finished",
+      "first" -> "oldest",
       "after" -> "1769860800000000.42",
       "ignored" -> "x"
     )
     val f = TaskFilter.parse(query).fold(fail(_), identity)
     assertEquals(f.state, Some(TaskState.Dead))
+    assert(f.oldest)
     assertEquals(f.from.map(_.toString), Some("2026-01-31T12:00:00Z"))
     assertEquals(f.after, Some(Cursor(Some(java.time.Instant.parse("2026-01-31T12:00:00Z")), 42L)))
     assertEquals(TaskFilter.parse(f.params(withCursor = true).toMap), Right(f))
@@ -34,6 +36,8 @@ class ConsoleTaskFilterSuite extends FunSuite:
     )
     assert(TaskFilter.parse(Map("after" -> "1.2.3")).left.exists(_.contains("'1.2.3'")))
     assert(TaskFilter.parse(Map("to" -> "tomorrow")).left.exists(_.contains("to: 'tomorrow'")))
+    assert(TaskFilter.parse(Map("first" -> "latest")).left.exists(_.contains("first: 'latest'")))
+    assertEquals(TaskFilter.parse(Map("first" -> "newest")), Right(TaskFilter()))
     // a position of one order given to the other
     assert(TaskFilter.parse(Map("after" -> "17.42")).left.exists(_.contains("after: '17.42'")))
     assert(TaskFilter.parse(Map(

@@ -69,6 +69,7 @@ class TaskPagesPropertySuite extends CatsEffectSuite:
       priority <- Gen.option(Gen.choose(0, 1))
       text <- Gen.option(Gen.oneOf("x", "MARKS"))
       sort <- Gen.oneOf(TaskSort.values.toSeq)
+      oldest <- Gen.oneOf(false, true)
       range <- Gen.option(Gen.choose(0L, 60L).flatMap(a => Gen.choose(a, 60L).map(b => (a, b))))
     yield
       // a range of the sort's time: minutes before `now` (finish times lie in the last 5, enqueue times in
@@ -82,7 +83,8 @@ class TaskPagesPropertySuite extends CatsEffectSuite:
         from = range.map((_, b) => base.minusSeconds(b * 60)),
         to = range.map((a, _) => base.minusSeconds(a * 60 - 1)),
         text = text,
-        sort = sort
+        sort = sort,
+        oldest = oldest
       )
 
   private def plant(db: Database[IO], rs: Vector[Row]): IO[Unit] =
@@ -120,8 +122,9 @@ class TaskPagesPropertySuite extends CatsEffectSuite:
       f.text.forall(t => s"""{"v": "${r.payload}"}""".toLowerCase.contains(t.toLowerCase)) &&
       f.from.forall(from => at.exists(!_.isBefore(from))) && f.to.forall(to => at.exists(_.isBefore(to)))
     }
-    if byFinish then matching.sortBy(r => (r.finishedAt.get, r.id)).reverse.map(_.id)
-    else matching.map(_.id).sorted.reverse
+    val oldestFirst =
+      if byFinish then matching.sortBy(r => (r.finishedAt.get, r.id)).map(_.id) else matching.map(_.id).sorted
+    if f.oldest then oldestFirst else oldestFirst.reverse
 
   /** Every page of `f` from the first, as the console's next links walk them. */
   private def walk(

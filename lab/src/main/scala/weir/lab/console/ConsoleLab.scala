@@ -185,6 +185,8 @@ object ConsoleLab extends Experiment:
         "tasks, one queue's completed" -> "tasks?queue=invoices&state=completed",
         "tasks, one queue" -> "tasks?queue=reports",
         "tasks, one queue's available" -> "tasks?queue=emails&state=available",
+        "tasks, one queue's available, oldest first" -> "tasks?queue=emails&state=available&first=oldest",
+        "tasks, dead, oldest first" -> "tasks?state=dead&first=oldest",
         "tasks, one key" -> "tasks?key=k42",
         "tasks, one priority" -> "tasks?priority=2",
         "tasks, an hour 3 days ago" ->
