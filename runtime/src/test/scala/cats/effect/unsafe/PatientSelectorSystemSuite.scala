@@ -4,13 +4,14 @@ import cats.effect.{Deferred, IO, Selector}
 import cats.effect.syntax.all.*
 import cats.syntax.all.*
 import munit.FunSuite
-import weir.WeirRuntime
+import weir.runtime.WeirRuntime
 
 import java.nio.ByteBuffer
 import java.nio.channels.{Pipe, SelectionKey}
-import java.util.concurrent.{CountDownLatch, TimeUnit}
+import java.util.concurrent.{ConcurrentLinkedQueue, CountDownLatch, TimeUnit}
 import java.util.concurrent.atomic.AtomicReference
 import scala.concurrent.duration.*
+import scala.jdk.CollectionConverters.*
 
 /**
  * The patient polling system: its wait for the waker, its parks and wake-ups on a plain thread, and the
@@ -70,10 +71,38 @@ class PatientSelectorSystemSuite extends FunSuite:
     finally system.closePoller(poller)
   }
 
-  test("the pinned Cats Effect has the parked signal; a worker class without it is not taken for one") {
-    assert(PatientSelectorSystem.hasParkedSignal(classOf[WorkerThread[?]]))
-    assert(PatientSelectorSystem.orSelectors().isInstanceOf[PatientSelectorSystem])
-    assert(!PatientSelectorSystem.hasParkedSignal(classOf[Thread]))
+  test("the Cats Effect on the class path is the release the patch was written against, read both ways") {
+    assertEquals(CatsEffectVersion.fromManifest(), Some(PatientSelectorSystem.WrittenAgainst))
+    assertEquals(CatsEffectVersion.fromFingerprint(), Some(PatientSelectorSystem.WrittenAgainst))
+    assertEquals(CatsEffectVersion.onClassPath(), Some(PatientSelectorSystem.WrittenAgainst))
+  }
+
+  test("on the release it was written against, the patient system is chosen and nothing is said") {
+    val said = new ConcurrentLinkedQueue[String]
+    val system = PatientSelectorSystem.choose(Some(PatientSelectorSystem.WrittenAgainst), said.add(_): Unit)
+    assert(system.isInstanceOf[PatientSelectorSystem], system.toString)
+    assertEquals(said.asScala.toList, Nil)
+  }
+
+  test("on another release, or an unknown one, Cats Effect's default polling system is chosen, said once") {
+    val lines = new ConcurrentLinkedQueue[String]
+    val once = new PatientSelectorSystem.Once(lines.add(_): Unit)
+    val other = PatientSelectorSystem.choose(Some("3.7.2"), once)
+    val unknown = PatientSelectorSystem.choose(None, once)
+    for system <- List(other, unknown) do
+      assert(!system.isInstanceOf[PatientSelectorSystem], system.toString)
+      assertEquals(system.getClass, IORuntime.createDefaultPollingSystem().getClass)
+    assertEquals(lines.asScala.toList.length, 1, lines.toString)
+    val line = lines.peek()
+    assert(line.contains(s"written against Cats Effect ${PatientSelectorSystem.WrittenAgainst}"), line)
+    assert(line.contains("on the class path is 3.7.2"), line)
+    assert(line.contains("default polling system"), line)
+  }
+
+  test("an unknown release is named as such in the warning") {
+    val lines = new ConcurrentLinkedQueue[String]
+    val _ = PatientSelectorSystem.choose(None, lines.add(_): Unit)
+    assert(lines.peek().contains("on the class path is of an unknown version"), lines.toString)
   }
 
   test("weir's runtime parks its compute threads through the patient system") {
