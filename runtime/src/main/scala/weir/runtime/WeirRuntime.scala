@@ -33,7 +33,7 @@ import weir.runtime.internal.TimerScheduler
  * every release.
  *
  * ==When this can go==
- * When a Cats Effect release fixes typelevel/cats-effect#4674 and `weir.hang.HangProbe default queue`
+ * When a Cats Effect release fixes typelevel/cats-effect#4674 and `weir.runtime.hang.HangProbe default queue`
  * (in this module's test sources, run by `HangDetectorSuite`) no longer wedges on it, weir's entry points
  * can return to the default runtime and this module can go.
  *

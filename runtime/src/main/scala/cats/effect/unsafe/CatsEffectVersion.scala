@@ -11,7 +11,8 @@ import scala.util.{Try, Using}
  * The jar Cats Effect publishes names its release in its manifest (`Implementation-Version`, beside
  * `Implementation-Title: cats-effect`). A fat jar (maven-shade, sbt-assembly) keeps one manifest, usually
  * the application's own, and loses that line: there the release is recognised by the bytes of the classes
- * whose package-private protocol the patch depends on, against the releases it was checked on. Anything else is unknown (`None`), which the caller treats as another release.
+ * whose package-private protocol the patch depends on, against the releases it was checked on. Anything
+ * else is unknown (`None`), which the caller treats as another release.
  */
 private[unsafe] object CatsEffectVersion:
 

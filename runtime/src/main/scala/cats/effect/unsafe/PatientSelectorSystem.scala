@@ -1,6 +1,6 @@
 package cats.effect.unsafe
 
-import java.util.concurrent.atomic.AtomicReference
+import java.util.concurrent.atomic.{AtomicBoolean, AtomicReference}
 import java.util.concurrent.locks.LockSupport
 
 /**
@@ -87,19 +87,19 @@ object PatientSelectorSystem:
     if found.contains(WrittenAgainst) then apply()
     else
       warn(
-        s"weir-runtime: PatientSelectorSystem was written against Cats Effect $WrittenAgainst, but the Cats " +
-          s"Effect on the class path is ${found.getOrElse("of an unknown version")}; using Cats Effect's " +
+        s"weir-runtime: PatientSelectorSystem was written against Cats Effect $WrittenAgainst, but the " +
+          s"Cats Effect on the class path is ${found.getOrElse("of an unknown version")}; using Cats Effect's " +
           "default polling system instead (compute threads woken from a park may stall for a time slice " +
           "on a busy machine; see weir's docs/adr/0024-patient-wake-up.md)"
       )
       IORuntime.createDefaultPollingSystem()
 
-  /** A patient system over Cats Effect's default selector system, whatever the version (for tests). */
+  /** A patient system over Cats Effect's selector system, whatever the version: [[orDefault]] checks it. */
   private[unsafe] def apply(): PatientSelectorSystem = new PatientSelectorSystem(SelectorSystem())
 
-  /** Prints its first message to stderr and drops the others, so that every runtime built says it once. */
+  /** Prints its first message and drops the others: a JVM that builds many runtimes says it once. */
   private[unsafe] final class Once(print: String => Unit) extends (String => Unit):
-    private val said = new java.util.concurrent.atomic.AtomicBoolean(false)
+    private val said = new AtomicBoolean(false)
     def apply(message: String): Unit = if said.compareAndSet(false, true) then print(message)
 
   private val StderrOnce = new Once(System.err.println)

@@ -6,9 +6,9 @@ import munit.CatsEffectSuite
 import scala.concurrent.duration.*
 
 /**
- * Liveness checks for typelevel/cats-effect#4674 (see [[weir.runtime.WeirRuntime]]), each in child JVMs running
- * [[HangProbe]]: a wedged runtime cannot be recovered from inside its own JVM, so the probe watches its
- * runs from a plain thread, and this suite kills a child that outlives a hard deadline.
+ * Liveness checks for typelevel/cats-effect#4674 (see [[weir.runtime.WeirRuntime]]), each in child JVMs
+ * running [[HangProbe]]: a wedged runtime cannot be recovered from inside its own JVM, so the probe watches
+ * its runs from a plain thread, and this suite kills a child that outlives a hard deadline.
  *
  *   - The default runtime must be seen to wedge: that proves the detector can see a wedge, so the checks
  *     on the weir runtime mean something. If Cats Effect fixes the bug this test fails and says so; then
@@ -17,7 +17,8 @@ import scala.concurrent.duration.*
  *
  * About a minute of wall time on 2 cores. A longer soak, outside the build:
  * {{{
- * java --sun-misc-unsafe-memory-access=allow -cp <test classpath> weir.runtime.hang.HangProbe weir queue 10000 5000
+ * java --sun-misc-unsafe-memory-access=allow -cp <test classpath> \
+ *   weir.runtime.hang.HangProbe weir queue 10000 5000
  * }}}
  */
 class HangDetectorSuite extends CatsEffectSuite:

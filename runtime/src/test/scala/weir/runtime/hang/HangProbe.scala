@@ -13,8 +13,8 @@ import scala.concurrent.duration.*
 import scala.jdk.CollectionConverters.*
 
 /**
- * A liveness probe for typelevel/cats-effect#4674 (see [[weir.runtime.WeirRuntime]]): repeats a timer-heavy run
- * back to back on one runtime and reports whether a run ever exceeds its deadline.
+ * A liveness probe for typelevel/cats-effect#4674 (see [[weir.runtime.WeirRuntime]]): repeats a timer-heavy
+ * run back to back on one runtime and reports whether a run ever exceeds its deadline.
  *
  * {{{
  * java --sun-misc-unsafe-memory-access=allow -cp <test classpath> weir.runtime.hang.HangProbe \
