@@ -17,7 +17,7 @@ import scala.util.{Try, Using}
 private[unsafe] object CatsEffectVersion:
 
   /** The classes whose internals [[PatientSelectorSystem]] reads or relies on, as class-path resources. */
-  private val Watched = List(
+  private[unsafe] val Watched = List(
     "cats/effect/unsafe/WorkerThread.class",
     "cats/effect/unsafe/WorkStealingThreadPool.class",
     "cats/effect/unsafe/ParkedSignal.class"
@@ -28,13 +28,13 @@ private[unsafe] object CatsEffectVersion:
     "7f404df116344d0b33eb2c434833853fb4ce1b455d1f92a4cba9591cb7e2b2f6" -> "3.7.1"
   )
 
-  private def loader: ClassLoader = classOf[WorkerThread[?]].getClassLoader
-
-  def onClassPath(): Option[String] = fromManifest().orElse(fromFingerprint())
+  /** The release that `loader` (by default the one that loaded Cats Effect) finds, if it is known. */
+  def onClassPath(loader: ClassLoader = classOf[WorkerThread[?]].getClassLoader): Option[String] =
+    fromManifest(loader).orElse(fromFingerprint(loader))
 
   // The manifest of the jar that holds `WorkerThread`, read from that jar: `Package` would not do, since
   // this module puts classes of its own in the same package and whichever loads first defines it.
-  private[unsafe] def fromManifest(): Option[String] =
+  private[unsafe] def fromManifest(loader: ClassLoader): Option[String] =
     Option(loader.getResource(Watched.head))
       .flatMap(url => Try(url.openConnection()).toOption)
       .collect { case jar: JarURLConnection => jar }
@@ -43,7 +43,7 @@ private[unsafe] object CatsEffectVersion:
       .filter(_.getValue("Implementation-Title") == "cats-effect")
       .flatMap(attributes => Option(attributes.getValue("Implementation-Version")))
 
-  private[unsafe] def fromFingerprint(): Option[String] =
+  private[unsafe] def fromFingerprint(loader: ClassLoader): Option[String] =
     val digest = MessageDigest.getInstance("SHA-256")
     val complete = Watched.forall { name =>
       Option(loader.getResourceAsStream(name)).exists { in =>

@@ -7,15 +7,21 @@ import munit.FunSuite
 import weir.runtime.WeirRuntime
 
 import java.nio.ByteBuffer
+import java.net.URLClassLoader
 import java.nio.channels.{Pipe, SelectionKey}
+import java.nio.file.Files
 import java.util.concurrent.{ConcurrentLinkedQueue, CountDownLatch, TimeUnit}
 import java.util.concurrent.atomic.AtomicReference
+import java.util.jar.{Attributes, JarEntry, JarOutputStream, Manifest}
 import scala.concurrent.duration.*
 import scala.jdk.CollectionConverters.*
+import scala.util.Using
 
 /**
- * The patient polling system: its wait for the waker, its parks and wake-ups on a plain thread, and the
- * compute pool of weir's runtime parking through it for timers, fiber wake-ups and selector events.
+ * The patient polling system: its wait for the waker, its parks and wake-ups on a plain thread, its choice
+ * by Cats Effect release (the one it was written against, read from the jar or recognised in a fat jar,
+ * or any other, which falls back and warns), and the compute pool of weir's runtime parking through it for
+ * timers, fiber wake-ups and selector events.
  */
 class PatientSelectorSystemSuite extends FunSuite:
 
@@ -72,9 +78,42 @@ class PatientSelectorSystemSuite extends FunSuite:
   }
 
   test("the Cats Effect on the class path is the release the patch was written against, read both ways") {
-    assertEquals(CatsEffectVersion.fromManifest(), Some(PatientSelectorSystem.WrittenAgainst))
-    assertEquals(CatsEffectVersion.fromFingerprint(), Some(PatientSelectorSystem.WrittenAgainst))
+    val loader = classOf[WorkerThread[?]].getClassLoader
+    assertEquals(CatsEffectVersion.fromManifest(loader), Some(PatientSelectorSystem.WrittenAgainst))
+    assertEquals(CatsEffectVersion.fromFingerprint(loader), Some(PatientSelectorSystem.WrittenAgainst))
     assertEquals(CatsEffectVersion.onClassPath(), Some(PatientSelectorSystem.WrittenAgainst))
+  }
+
+  // A jar with the watched classes under an application's manifest, as maven-shade or sbt-assembly make it;
+  // `change` may alter each class file's bytes.
+  private def repackaged(change: Array[Byte] => Array[Byte]): URLClassLoader =
+    val jar = Files.createTempFile("weir-fat", ".jar")
+    jar.toFile.deleteOnExit()
+    val manifest = new Manifest()
+    manifest.getMainAttributes.put(Attributes.Name.MANIFEST_VERSION, "1.0")
+    manifest.getMainAttributes.put(Attributes.Name.IMPLEMENTATION_TITLE, "some-application")
+    manifest.getMainAttributes.put(Attributes.Name.IMPLEMENTATION_VERSION, "1.0.0")
+    val real = classOf[WorkerThread[?]].getClassLoader
+    Using.resource(new JarOutputStream(Files.newOutputStream(jar), manifest)) { out =>
+      CatsEffectVersion.Watched.foreach { name =>
+        out.putNextEntry(new JarEntry(name))
+        out.write(change(Using.resource(real.getResourceAsStream(name))(_.readAllBytes())))
+        out.closeEntry()
+      }
+    }
+    new URLClassLoader(Array(jar.toUri.toURL), null)
+
+  test("in a fat jar, whose manifest is the application's, the release is recognised by its classes") {
+    Using.resource(repackaged(identity)) { loader =>
+      assertEquals(CatsEffectVersion.fromManifest(loader), None)
+      assertEquals(CatsEffectVersion.onClassPath(loader), Some(PatientSelectorSystem.WrittenAgainst))
+    }
+  }
+
+  test("in a fat jar, classes that differ by one byte from the release's are of an unknown version") {
+    Using.resource(repackaged(bytes => bytes :+ 0.toByte)) { loader =>
+      assertEquals(CatsEffectVersion.onClassPath(loader), None)
+    }
   }
 
   test("on the release it was written against, the patient system is chosen and nothing is said") {
