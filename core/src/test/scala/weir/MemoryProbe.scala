@@ -1,13 +1,13 @@
 package weir
 
-import cats.effect.{ExitCode, IO}
+import cats.effect.{ExitCode, IO, IOApp}
 import fs2.{Chunk, Stream}
 
 /**
  * `MemoryProbe <tasks>`: pushes that many lazily generated no-op tasks through weir and prints
  * `OK succeeded=<n>`; run by [[MemorySuite]] in a child JVM with a small heap.
  */
-object MemoryProbe extends WeirApp:
+object MemoryProbe extends IOApp:
   def run(args: List[String]): IO[ExitCode] =
     val tasks = args.head.toLong
     val source = Stream.unfoldChunk[IO, Long, Long](0L) { from =>

@@ -1,7 +1,6 @@
 package weir
 
 import cats.effect.{Deferred, IO, Ref}
-import cats.effect.unsafe.IORuntime
 import cats.syntax.all.*
 import fs2.Stream
 import munit.CatsEffectSuite
@@ -10,16 +9,16 @@ import scala.concurrent.duration.*
 import scala.util.Random
 
 /**
- * The pool's ramp on the real runtime, where a producer's appends and the workers it starts truly race on
- * two threads. Each run's first `limit` tasks wait until `limit` tasks run at once, so a run in which a
- * waiting task never got a worker while the pool had room would hang (and fail on the suite's timeout); no
+ * The pool's ramp on the real runtime (Cats Effect's default one: this suite sets no timer), where a
+ * producer's appends and the workers it starts truly race on two threads. Each run's first `limit` tasks
+ * wait until `limit` tasks run at once, so a run in which a waiting task never got a worker while the pool
+ * had room would hang (and fail on the suite's timeout); no
  * run may have more than `limit` tasks in flight. Sources of one-element chunks (`Stream.range`), which
  * grow the pool one worker per pull, and of one chunk, which grows it in one step.
  */
 class RampSuite extends CatsEffectSuite:
 
   override def munitIOTimeout: Duration = 60.seconds
-  override implicit lazy val munitIORuntime: IORuntime = WeirRuntime.unsafeCreate()._1
 
   private def once(seed: Long): IO[Unit] =
     val r = new Random(seed)

@@ -1,14 +1,17 @@
 package weir
 
 import cats.effect.testkit.TestControl
-import cats.effect.{IO, Ref}
+import cats.effect.{IO, IOApp, Ref}
 import fs2.Stream
 import munit.CatsEffectSuite
 
 import scala.concurrent.duration.*
 
-/** The README's example, verbatim apart from the printing, so that it keeps compiling and working. */
-object Crawl extends WeirApp.Simple:
+/**
+ * A whole program on weir-core alone (two producers, a drain, dead letters), run in virtual time. The
+ * README's current quick start is `weir.guide.QuickStart` in the lab, checked by `DocSnippetsSuite`.
+ */
+object Crawl extends IOApp.Simple:
   def feeds(partition: Int): Stream[IO, Int] = Stream.range(partition * 500, partition * 500 + 500)
   def fetch(feed: Int): IO[String] = IO.sleep(10.millis).as(s"feed $feed")
 

@@ -3,11 +3,11 @@ package weir.bench
 import cats.effect.IO
 import cats.effect.unsafe.IORuntime
 import org.openjdk.jmh.annotations.*
-import weir.WeirRuntime
+import weir.runtime.WeirRuntime
 
 /**
  * Benchmark state for everything that runs on Cats Effect (weir, fs2, plain Cats Effect): one runtime per
- * trial, built by [[weir.WeirRuntime]] (an external timer scheduler), never `IORuntime.global`, whose
+ * trial, built by [[weir.runtime.WeirRuntime]] (an external timer scheduler), never `IORuntime.global`, whose
  * compute pool can wedge forever when ~1000 fibers wake from 1 ms sleeps (typelevel/cats-effect#4674,
  * docs/adr/0003-safe-runtime.md).
  */

@@ -3,14 +3,14 @@ package weir.bench
 import cats.effect.IO
 import cats.effect.unsafe.IORuntime
 import org.openjdk.jmh.annotations.*
-import weir.WeirRuntime
+import weir.runtime.WeirRuntime
 
 import java.util.concurrent.TimeUnit
 import scala.concurrent.duration.*
 
 /**
  * What waking another fiber costs a fiber that has just come back from a timer, on weir's runtime (timers on
- * an external scheduler thread, [[weir.WeirRuntime]]) and on Cats Effect's default one (timers in the compute
+ * an external scheduler thread, [[weir.runtime.WeirRuntime]]) and on Cats Effect's default one (timers in the compute
  * pool). One round: a fiber waits on a `Deferred`; the benchmark's fiber sleeps 1 ms, completes it, and waits
  * for that fiber to end; ten rounds per operation. The score is ns per round, so anything beyond the 1 ms
  * sleep is the timer's lateness plus the wake-up; `sleep` is the same rounds without the other fiber, so the

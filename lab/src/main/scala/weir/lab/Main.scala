@@ -1,11 +1,11 @@
 package weir.lab
 
 import cats.effect.{ExitCode, IO}
-import weir.WeirApp
+import weir.runtime.WeirApp
 import weir.lab.report.ExperimentIo
 
 /**
- * `./weir <command>`: the lab's entry point. Runs on [[weir.WeirRuntime]] (timers off the compute pool), so
+ * `./weir <command>`: the lab's entry point. Runs on [[weir.runtime.WeirRuntime]] (timers off the compute pool), so
  * the many short sleeps of the compare experiment cannot wedge the pool (typelevel/cats-effect#4674).
  */
 object Main extends WeirApp:

@@ -4,7 +4,8 @@ import cats.effect.IO
 import cats.effect.testkit.TestControl
 import cats.effect.unsafe.IORuntime
 import munit.CatsEffectSuite
-import weir.{StopReason, WeirRuntime}
+import weir.StopReason
+import weir.runtime.WeirRuntime
 
 import scala.concurrent.duration.*
 

@@ -5,6 +5,7 @@ package weir.guide
 import cats.effect.IO
 import fs2.Stream
 import weir.*
+import weir.runtime.WeirApp
 import scala.concurrent.duration.*
 
 object QuickStart extends WeirApp.Simple:

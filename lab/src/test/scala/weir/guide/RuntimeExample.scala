@@ -5,6 +5,7 @@ package weir.guide
 import cats.effect.IO
 import fs2.Stream
 import weir.*
+import weir.runtime.{WeirApp, WeirRuntime}
 import scala.concurrent.duration.*
 
 // an application: the safe runtime comes with WeirApp (WeirApp for IOApp, WeirApp.Simple for IOApp.Simple)

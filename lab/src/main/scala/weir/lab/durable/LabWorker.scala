@@ -3,7 +3,8 @@ package weir.lab.durable
 import cats.effect.{ExitCode, IO, Resource}
 import cats.syntax.all.*
 import com.zaxxer.hikari.{HikariConfig, HikariDataSource}
-import weir.{Limit, Pipeline, Retry, WeirApp}
+import weir.{Limit, Pipeline, Retry}
+import weir.runtime.WeirApp
 import weir.postgres.*
 
 import scala.concurrent.duration.*

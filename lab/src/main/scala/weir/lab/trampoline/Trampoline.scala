@@ -8,7 +8,7 @@ import io.circe.syntax.*
 import org.knowm.xchart.{XYChart, XYChartBuilder}
 import org.knowm.xchart.style.Styler
 import scopt.OParser
-import weir.WeirRuntime
+import weir.runtime.WeirRuntime
 import weir.lab.Experiment
 import weir.lab.report.ExperimentIo
 import weir.lab.report.ExperimentIo.{number, positive}

@@ -3,7 +3,7 @@ package weir.lab.report
 import cats.effect.IO
 import cats.effect.unsafe.IORuntime
 import munit.CatsEffectSuite
-import weir.WeirRuntime
+import weir.runtime.WeirRuntime
 import weir.lab.adaptive.AdaptiveLab
 import weir.lab.compare.Compare
 import weir.lab.requests.Requests

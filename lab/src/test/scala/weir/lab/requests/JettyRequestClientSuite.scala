@@ -4,7 +4,7 @@ import cats.effect.IO
 import cats.effect.unsafe.IORuntime
 import cats.syntax.all.*
 import munit.CatsEffectSuite
-import weir.WeirRuntime
+import weir.runtime.WeirRuntime
 
 import scala.concurrent.duration.*
 

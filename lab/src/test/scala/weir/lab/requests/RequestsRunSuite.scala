@@ -5,7 +5,7 @@ import cats.effect.{IO, Resource}
 import cats.syntax.all.*
 import io.circe.parser.parse
 import munit.CatsEffectSuite
-import weir.WeirRuntime
+import weir.runtime.WeirRuntime
 
 import java.nio.file.Files
 import scala.concurrent.duration.*

@@ -7,7 +7,7 @@ import com.comcast.ip4s.{Host, Port}
 import fs2.Chunk
 import fs2.io.net.Network
 import munit.CatsEffectSuite
-import weir.WeirRuntime
+import weir.runtime.WeirRuntime
 
 import java.net.Socket
 import java.nio.charset.StandardCharsets

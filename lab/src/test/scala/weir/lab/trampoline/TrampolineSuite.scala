@@ -2,7 +2,7 @@ package weir.lab.trampoline
 
 import cats.effect.IO
 import munit.CatsEffectSuite
-import weir.WeirRuntime
+import weir.runtime.WeirRuntime
 import weir.lab.report.ExperimentIo
 import weir.lab.report.ExperimentIo.Parsed
 

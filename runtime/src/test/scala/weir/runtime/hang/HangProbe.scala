@@ -1,22 +1,23 @@
-package weir.hang
+package weir.runtime.hang
 
 import cats.effect.IO
 import cats.effect.std.{Queue, Semaphore}
 import cats.effect.unsafe.{IORuntime, IORuntimeConfig}
 import cats.syntax.all.*
 import fs2.Stream
-import weir.{Limit, Pipeline, WeirRuntime}
+import weir.runtime.WeirRuntime
+import weir.{Limit, Pipeline}
 
 import java.util.concurrent.{TimeUnit, TimeoutException}
 import scala.concurrent.duration.*
 import scala.jdk.CollectionConverters.*
 
 /**
- * A liveness probe for typelevel/cats-effect#4674 (see [[weir.WeirRuntime]]): repeats a timer-heavy run
- * back to back on one runtime and reports whether a run ever exceeds its deadline.
+ * A liveness probe for typelevel/cats-effect#4674 (see [[weir.runtime.WeirRuntime]]): repeats a timer-heavy
+ * run back to back on one runtime and reports whether a run ever exceeds its deadline.
  *
  * {{{
- * java --sun-misc-unsafe-memory-access=allow -cp <test classpath> weir.hang.HangProbe \
+ * java --sun-misc-unsafe-memory-access=allow -cp <test classpath> weir.runtime.hang.HangProbe \
  *   <runtime: default|weir|wstp1> <shape: queue|semaphore|weir> <runs> <perRunTimeoutMillis>
  * }}}
  *
@@ -25,7 +26,7 @@ import scala.jdk.CollectionConverters.*
  *   - `semaphore`: one fiber per task, [[Workers]] permits of a `Semaphore`;
  *   - `weir`: the same work through weir's engine, `Limit.fixed(1000)`.
  *
- * Runtimes: `default` is `IORuntime.global`; `weir` is [[weir.WeirRuntime]]; `wstp1` is the default
+ * Runtimes: `default` is `IORuntime.global`; `weir` is [[weir.runtime.WeirRuntime]]; `wstp1` is the default
  * work-stealing pool with a single compute thread (an alternative measured for ADR 0003).
  *
  * The deadline is watched from the JVM's main thread with `CompletableFuture.get(timeout)`, never from

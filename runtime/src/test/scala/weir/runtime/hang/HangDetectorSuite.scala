@@ -1,15 +1,14 @@
-package weir.hang
+package weir.runtime.hang
 
 import cats.effect.IO
 import munit.CatsEffectSuite
-import weir.ChildJvm
 
 import scala.concurrent.duration.*
 
 /**
- * Liveness checks for typelevel/cats-effect#4674 (see [[weir.WeirRuntime]]), each in child JVMs running
- * [[HangProbe]]: a wedged runtime cannot be recovered from inside its own JVM, so the probe watches its
- * runs from a plain thread, and this suite kills a child that outlives a hard deadline.
+ * Liveness checks for typelevel/cats-effect#4674 (see [[weir.runtime.WeirRuntime]]), each in child JVMs
+ * running [[HangProbe]]: a wedged runtime cannot be recovered from inside its own JVM, so the probe watches
+ * its runs from a plain thread, and this suite kills a child that outlives a hard deadline.
  *
  *   - The default runtime must be seen to wedge: that proves the detector can see a wedge, so the checks
  *     on the weir runtime mean something. If Cats Effect fixes the bug this test fails and says so; then
@@ -18,7 +17,8 @@ import scala.concurrent.duration.*
  *
  * About a minute of wall time on 2 cores. A longer soak, outside the build:
  * {{{
- * java --sun-misc-unsafe-memory-access=allow -cp <test classpath> weir.hang.HangProbe weir queue 10000 5000
+ * java --sun-misc-unsafe-memory-access=allow -cp <test classpath> \
+ *   weir.runtime.hang.HangProbe weir queue 10000 5000
  * }}}
  */
 class HangDetectorSuite extends CatsEffectSuite:
@@ -127,7 +127,7 @@ object HangDetectorSuite:
 
   /** Runs [[HangProbe]] with `args` in a child JVM, killed at `hardDeadline`. */
   def launch(args: List[String], hardDeadline: FiniteDuration): IO[ChildResult] =
-    ChildJvm.run("weir.hang.HangProbe", Nil, args, hardDeadline).map(r =>
+    ChildJvm.run("weir.runtime.hang.HangProbe", Nil, args, hardDeadline).map(r =>
       ChildResult(r.exitCode, r.out, r.err)
     )
 

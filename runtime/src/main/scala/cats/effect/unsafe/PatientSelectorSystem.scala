@@ -1,6 +1,6 @@
 package cats.effect.unsafe
 
-import java.util.concurrent.atomic.AtomicReference
+import java.util.concurrent.atomic.{AtomicBoolean, AtomicReference}
 import java.util.concurrent.locks.LockSupport
 
 /**
@@ -23,11 +23,15 @@ import java.util.concurrent.locks.LockSupport
  * either park. Everything else (the selector API that fs2's sockets use, the pollers' metrics) is the
  * wrapped `SelectorSystem`'s.
  *
- * It lives in Cats Effect's package because the signal it watches is private to it; it is written
- * against Cats Effect 3.7.1, the version weir's build pins. [[PatientSelectorSystem.orSelectors]] checks
- * that the Cats Effect on the class path still has that signal before choosing this system.
+ * ==Which Cats Effect==
+ * It lives in Cats Effect's package because the signal it watches is package-private, and it is written
+ * against one Cats Effect release, [[PatientSelectorSystem.WrittenAgainst]]: that signal and the protocol
+ * around it (`WorkStealingThreadPool.notifyParked`) are internals, free to change in any release.
+ * [[PatientSelectorSystem.orDefault]] therefore takes it only on that exact version and otherwise gives Cats
+ * Effect's default polling system, with a warning on stderr (`docs/adr/0024-patient-wake-up.md` has the
+ * upstream issue that would make this file unnecessary).
  */
-final class PatientSelectorSystem(val selectors: SelectorSystem) extends PollingSystem:
+final class PatientSelectorSystem private[unsafe] (val selectors: SelectorSystem) extends PollingSystem:
   type Api = selectors.Api
   type Poller = selectors.Poller
 
@@ -67,22 +71,38 @@ final class PatientSelectorSystem(val selectors: SelectorSystem) extends Polling
 
 object PatientSelectorSystem:
 
-  /** A patient system over Cats Effect's default selector system. */
-  def apply(): PatientSelectorSystem = new PatientSelectorSystem(SelectorSystem())
+  /** The Cats Effect release whose package-private wake-up protocol this system was written against. */
+  val WrittenAgainst: String = "3.7.1"
 
   /**
-   * A patient system if the Cats Effect on the class path has the parked signal it watches, else Cats
-   * Effect's own selector system: a release that moved the signal loses the fix, not its compute threads
-   * (which would otherwise fail to link on their first park).
+   * This system if the Cats Effect on the class path is [[WrittenAgainst]], else Cats Effect's default
+   * polling system and, once per JVM, a warning on stderr naming both versions: on another release the
+   * signal may have moved (the compute threads would fail to link on their first park) or changed meaning
+   * (they would wait for a mark that never comes), so that release loses the fix, not its compute threads.
    */
-  def orSelectors(): PollingSystem =
-    if hasParkedSignal(classOf[WorkerThread[?]]) then apply() else SelectorSystem()
+  def orDefault(): PollingSystem = choose(CatsEffectVersion.onClassPath(), StderrOnce)
 
-  private[unsafe] def hasParkedSignal(worker: Class[?]): Boolean =
-    try
-      worker.getMethod("parked").getReturnType == classOf[AtomicReference[?]] &&
-        (ParkedSignal.Interrupting ne null)
-    catch case _: NoSuchMethodException | _: LinkageError => false
+  /** [[orDefault]] with the version found and the warning's destination given. */
+  private[unsafe] def choose(found: Option[String], warn: String => Unit): PollingSystem =
+    if found.contains(WrittenAgainst) then apply()
+    else
+      warn(
+        s"weir-runtime: PatientSelectorSystem was written against Cats Effect $WrittenAgainst, but the " +
+          s"Cats Effect on the class path is ${found.getOrElse("of an unknown version")}; using Cats Effect's " +
+          "default polling system instead (compute threads woken from a park may stall for a time slice " +
+          "on a busy machine; see weir's docs/adr/0024-patient-wake-up.md)"
+      )
+      IORuntime.createDefaultPollingSystem()
+
+  /** A patient system over Cats Effect's selector system, whatever the version: [[orDefault]] checks it. */
+  private[unsafe] def apply(): PatientSelectorSystem = new PatientSelectorSystem(SelectorSystem())
+
+  /** Prints its first message and drops the others: a JVM that builds many runtimes says it once. */
+  private[unsafe] final class Once(print: String => Unit) extends (String => Unit):
+    private val said = new AtomicBoolean(false)
+    def apply(message: String): Unit = if said.compareAndSet(false, true) then print(message)
+
+  private val StderrOnce = new Once(System.err.println)
 
   private val Spins = 64
   private val Yields = 64

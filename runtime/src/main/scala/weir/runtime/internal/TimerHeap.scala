@@ -1,6 +1,6 @@
-package weir.internal
+package weir.runtime.internal
 
-import weir.internal.TimerScheduler.Timer
+import weir.runtime.internal.TimerScheduler.Timer
 
 /**
  * The timer thread's pending timers, earliest deadline first: a binary min-heap over two parallel arrays,

@@ -1,8 +1,8 @@
-package weir.internal
+package weir.runtime.internal
 
 import munit.ScalaCheckSuite
 import org.scalacheck.{Gen, Prop}
-import weir.internal.TimerScheduler.Timer
+import weir.runtime.internal.TimerScheduler.Timer
 
 import java.util.concurrent.{ConcurrentLinkedQueue, CountDownLatch, TimeUnit}
 import java.util.concurrent.atomic.{AtomicInteger, AtomicIntegerArray}

@@ -1,8 +1,8 @@
-package weir
+package weir.runtime
 
 import cats.effect.{IO, Resource}
 import cats.effect.unsafe.{IORuntime, IORuntimeConfig, PatientSelectorSystem}
-import weir.internal.TimerScheduler
+import weir.runtime.internal.TimerScheduler
 
 /**
  * The Cats Effect runtime weir runs on: the default work-stealing compute pool and blocking pool, but
@@ -26,15 +26,19 @@ import weir.internal.TimerScheduler
  * Its compute threads park through [[cats.effect.unsafe.PatientSelectorSystem]]: a thread woken from its
  * park waits for its waker without spinning on the CPU the waker needs. Without it, a wake-up that the
  * kernel places on the waker's CPU stalls both threads for a time slice (milliseconds), which the timer
- * hand-over above makes frequent (`docs/adr/0024-patient-wake-up.md`).
+ * hand-over above makes frequent (`docs/adr/0024-patient-wake-up.md`). That system reads Cats Effect's
+ * package-private state, so it is used only on the Cats Effect release it was written against; on any
+ * other the compute threads park through Cats Effect's default polling system, and the first runtime built
+ * says so on stderr. The timer thread uses only Cats Effect's public `Scheduler` interface and is used on
+ * every release.
  *
  * ==When this can go==
- * When a Cats Effect release fixes typelevel/cats-effect#4674 and `weir.hang.HangProbe default queue`
- * (in the test sources, run by `HangDetectorSuite`) no longer wedges on it, weir can return to the
- * default runtime: delete this object and [[WeirApp]]'s override, and flip `HangDetectorSuite`'s
- * expectation for the default runtime.
+ * When a Cats Effect release fixes typelevel/cats-effect#4674 and `weir.runtime.hang.HangProbe default queue`
+ * (in this module's test sources, run by `HangDetectorSuite`) no longer wedges on it, weir's entry points
+ * can return to the default runtime and this module can go.
  *
- * Library code stays polymorphic (`F[_]: Async`) and never picks a runtime; only entry points do.
+ * weir-core does not depend on this module: the engine is polymorphic (`F[_]: Async`) and runs on any
+ * runtime; only entry points pick one.
  */
 object WeirRuntime:
 
@@ -65,7 +69,7 @@ object WeirRuntime:
     val runtime = IORuntime
       .builder()
       .setScheduler(scheduler, shutdownScheduler)
-      .setPollingSystem(PatientSelectorSystem.orSelectors())
+      .setPollingSystem(PatientSelectorSystem.orDefault())
       .setConfig(config)
       .build()
     (runtime, () => runtime.shutdown())

@@ -4,17 +4,24 @@ import cats.effect.{Deferred, IO, Selector}
 import cats.effect.syntax.all.*
 import cats.syntax.all.*
 import munit.FunSuite
-import weir.WeirRuntime
+import weir.runtime.WeirRuntime
 
 import java.nio.ByteBuffer
+import java.net.URLClassLoader
 import java.nio.channels.{Pipe, SelectionKey}
-import java.util.concurrent.{CountDownLatch, TimeUnit}
+import java.nio.file.Files
+import java.util.concurrent.{ConcurrentLinkedQueue, CountDownLatch, TimeUnit}
 import java.util.concurrent.atomic.AtomicReference
+import java.util.jar.{Attributes, JarEntry, JarOutputStream, Manifest}
 import scala.concurrent.duration.*
+import scala.jdk.CollectionConverters.*
+import scala.util.Using
 
 /**
- * The patient polling system: its wait for the waker, its parks and wake-ups on a plain thread, and the
- * compute pool of weir's runtime parking through it for timers, fiber wake-ups and selector events.
+ * The patient polling system: its wait for the waker, its parks and wake-ups on a plain thread, its choice
+ * by Cats Effect release (the one it was written against, read from the jar or recognised in a fat jar,
+ * or any other, which falls back and warns), and the compute pool of weir's runtime parking through it for
+ * timers, fiber wake-ups and selector events.
  */
 class PatientSelectorSystemSuite extends FunSuite:
 
@@ -70,10 +77,71 @@ class PatientSelectorSystemSuite extends FunSuite:
     finally system.closePoller(poller)
   }
 
-  test("the pinned Cats Effect has the parked signal; a worker class without it is not taken for one") {
-    assert(PatientSelectorSystem.hasParkedSignal(classOf[WorkerThread[?]]))
-    assert(PatientSelectorSystem.orSelectors().isInstanceOf[PatientSelectorSystem])
-    assert(!PatientSelectorSystem.hasParkedSignal(classOf[Thread]))
+  test("the Cats Effect on the class path is the release the patch was written against, read both ways") {
+    val loader = classOf[WorkerThread[?]].getClassLoader
+    assertEquals(CatsEffectVersion.fromManifest(loader), Some(PatientSelectorSystem.WrittenAgainst))
+    assertEquals(CatsEffectVersion.fromFingerprint(loader), Some(PatientSelectorSystem.WrittenAgainst))
+    assertEquals(CatsEffectVersion.onClassPath(), Some(PatientSelectorSystem.WrittenAgainst))
+  }
+
+  // A jar with the watched classes under an application's manifest, as maven-shade or sbt-assembly make it;
+  // `change` may alter each class file's bytes.
+  private def repackaged(change: Array[Byte] => Array[Byte]): URLClassLoader =
+    val jar = Files.createTempFile("weir-fat", ".jar")
+    jar.toFile.deleteOnExit()
+    val manifest = new Manifest()
+    manifest.getMainAttributes.put(Attributes.Name.MANIFEST_VERSION, "1.0")
+    manifest.getMainAttributes.put(Attributes.Name.IMPLEMENTATION_TITLE, "some-application")
+    manifest.getMainAttributes.put(Attributes.Name.IMPLEMENTATION_VERSION, "1.0.0")
+    val real = classOf[WorkerThread[?]].getClassLoader
+    Using.resource(new JarOutputStream(Files.newOutputStream(jar), manifest)) { out =>
+      CatsEffectVersion.Watched.foreach { name =>
+        out.putNextEntry(new JarEntry(name))
+        out.write(change(Using.resource(real.getResourceAsStream(name))(_.readAllBytes())))
+        out.closeEntry()
+      }
+    }
+    new URLClassLoader(Array(jar.toUri.toURL), null)
+
+  test("in a fat jar, whose manifest is the application's, the release is recognised by its classes") {
+    Using.resource(repackaged(identity)) { loader =>
+      assertEquals(CatsEffectVersion.fromManifest(loader), None)
+      assertEquals(CatsEffectVersion.onClassPath(loader), Some(PatientSelectorSystem.WrittenAgainst))
+    }
+  }
+
+  test("in a fat jar, classes that differ by one byte from the release's are of an unknown version") {
+    Using.resource(repackaged(bytes => bytes :+ 0.toByte)) { loader =>
+      assertEquals(CatsEffectVersion.onClassPath(loader), None)
+    }
+  }
+
+  test("on the release it was written against, the patient system is chosen and nothing is said") {
+    val said = new ConcurrentLinkedQueue[String]
+    val system = PatientSelectorSystem.choose(Some(PatientSelectorSystem.WrittenAgainst), said.add(_): Unit)
+    assert(system.isInstanceOf[PatientSelectorSystem], system.toString)
+    assertEquals(said.asScala.toList, Nil)
+  }
+
+  test("on another release, or an unknown one, Cats Effect's default polling system is chosen, said once") {
+    val lines = new ConcurrentLinkedQueue[String]
+    val once = new PatientSelectorSystem.Once(lines.add(_): Unit)
+    val other = PatientSelectorSystem.choose(Some("3.7.2"), once)
+    val unknown = PatientSelectorSystem.choose(None, once)
+    for system <- List(other, unknown) do
+      assert(!system.isInstanceOf[PatientSelectorSystem], system.toString)
+      assertEquals(system.getClass, IORuntime.createDefaultPollingSystem().getClass)
+    assertEquals(lines.asScala.toList.length, 1, lines.toString)
+    val line = lines.peek()
+    assert(line.contains(s"written against Cats Effect ${PatientSelectorSystem.WrittenAgainst}"), line)
+    assert(line.contains("on the class path is 3.7.2"), line)
+    assert(line.contains("default polling system"), line)
+  }
+
+  test("an unknown release is named as such in the warning") {
+    val lines = new ConcurrentLinkedQueue[String]
+    val _ = PatientSelectorSystem.choose(None, lines.add(_): Unit)
+    assert(lines.peek().contains("on the class path is of an unknown version"), lines.toString)
   }
 
   test("weir's runtime parks its compute threads through the patient system") {

@@ -1,4 +1,4 @@
-package weir
+package weir.runtime
 
 import cats.effect.IOApp
 import cats.effect.unsafe.IORuntime
@@ -16,7 +16,7 @@ import cats.effect.unsafe.IORuntime
  * How it works: `IOApp.main` installs a runtime that `runtime` returns (when it is not null) as the
  * global runtime instead of building its own, so `IORuntime.global` is this runtime too inside the app.
  * `runtimeConfig` is still honoured; `computeWorkerThreadCount` and `pollingSystem` are not (the pool
- * keeps Cats Effect's defaults: one thread per core and the default polling system). The runtime is not
+ * keeps one thread per core and parks through the polling system [[WeirRuntime]] chooses). The runtime is not
  * shut down explicitly: its threads are daemon threads and `IOApp` ends the JVM.
  */
 trait WeirApp extends IOApp:

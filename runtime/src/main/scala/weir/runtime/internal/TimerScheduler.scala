@@ -1,4 +1,4 @@
-package weir.internal
+package weir.runtime.internal
 
 import cats.effect.unsafe.Scheduler
 
@@ -25,7 +25,7 @@ import scala.util.control.NonFatal
  * Callbacks run on the timer thread and must be short (Cats Effect's only resume a fiber on its compute
  * pool); one that throws is reported to `reportFailure` and the thread goes on.
  */
-final class TimerScheduler private (reportFailure: Throwable => Unit) extends Scheduler:
+private[weir] final class TimerScheduler private (reportFailure: Throwable => Unit) extends Scheduler:
   import TimerScheduler.*
 
   private val incoming = new AtomicReference[Timer](null)
@@ -113,7 +113,7 @@ final class TimerScheduler private (reportFailure: Throwable => Unit) extends Sc
       val _ = cancelled.addAndGet(-gone)
       heap.removeCancelled()
 
-object TimerScheduler:
+private[weir] object TimerScheduler:
 
   private val SweepAbove = 1024
 
