@@ -44,7 +44,7 @@ private[weir] final class TaskPath[F[_], A, B](
     val ledger: Ledger[A],
     window: Option[OrderWindow[F]],
     val record: Recorder[F, A, B],
-    stopRequest: Deferred[F, Stop.Request]
+    stopRequest: Deferred[F, RunEnd.Request]
 )(using F: Async[F]):
   import TaskPath.Front
 
