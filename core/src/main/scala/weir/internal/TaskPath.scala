@@ -40,8 +40,8 @@ import scala.util.control.NonFatal
  */
 private[weir] final class TaskPath[F[_], A, B](
     settings: Settings[F, A, B],
-    val buffer: TaskBuffer[F, A],
-    val ledger: Ledger[A],
+    buffer: TaskBuffer[F, A],
+    ledger: Ledger[A],
     window: Option[OrderWindow[F]],
     val record: Recorder[F, A, B],
     stopRequest: Deferred[F, RunEnd.Request]
@@ -53,6 +53,34 @@ private[weir] final class TaskPath[F[_], A, B](
   private val unlimited = settings.rateLimit.isEmpty
   private val once = retries.maxAttempts == 1 && timeout.isEmpty // an attempt is one plain try
   private val refusable = settings.source.refusable
+  // whether the run measures queue waits, asked before the type test in `waited`: a JVM whose runs do not
+  // measure then never loads `TimedEntry`, and `Entry`, a class without subclasses, is tested for with one
+  // comparison on every take
+  private val measured = buffer.unsafe.measured
+
+  // ---- take: where a task comes from ----------------------------------------------------------------
+
+  /**
+   * The fast take ([[UnsafeTaskBuffer.tryTake]]): the oldest claimable task, or [[TakeLater]]. A plain call,
+   * to be made inside an effect.
+   */
+  def tryTake(): Took[A] = buffer.unsafe.tryTake()
+
+  /** The slow take ([[TaskBuffer.take]]): waits in `poll`; `None` means "look again" ([[isFinished]]). */
+  def take(poll: Poll[F]): F[Option[Entry[A]]] = buffer.take(poll)
+
+  /** True once the buffer will hand out no task any more: the worker leaves. */
+  def isFinished: F[Boolean] = buffer.isFinished
+
+  /** A task starts: counted started. A plain call, inside an effect. */
+  def started(): Unit = ledger.started()
+
+  /** The queue wait of `entry`, started at `startNanos`, if the run measures queue waits. A plain call. */
+  def waited(entry: Entry[A], startNanos: Long): Unit =
+    if measured then
+      entry match
+        case timed: TimedEntry[?] => ledger.waited(startNanos - timed.enqueuedAt)
+        case _ => ()
 
   // ---- admit and permit ---------------------------------------------------------------------------
 
