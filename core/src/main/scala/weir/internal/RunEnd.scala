@@ -34,6 +34,14 @@ import scala.concurrent.duration.FiniteDuration
  * conductor, which arms the pool to end and waits for the end until the request's deadline; at the deadline
  * it interrupts what is left ([[Action.Kill]]), and the kill's [[Event.Killed]] makes both facts true.
  *
+ * ==Cancellation==
+ * The engine signals each event and runs its action in one step that cannot be cancelled: a state changed
+ * whose action never ran would leave the run without an end. So an action waits only where nothing may
+ * cancel it anyway: [[Action.Finish]] hands the unstarted tasks to the outcome stream, and [[Action.Release]]
+ * (a resource's release, not cancelable) waits for the summary. The conductor waits for the end in a fiber
+ * of its own, which the release cancels once the summary is written; a drain's caller waits for the summary
+ * after its request, and cancelling that wait leaves the request in force.
+ *
  * Invariants (checked by `RunEndSuite` on random sequences of events): [[Action.Finish]] is returned once
  * at most, and only when the sources ended and no worker is left; [[Action.Conduct]] at most once, and never
  * after the end; a kill only while stopping, once; the first request is the one the run ends with, and

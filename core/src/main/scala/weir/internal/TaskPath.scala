@@ -61,10 +61,10 @@ private[weir] final class TaskPath[F[_], A, B](
   // ---- take: where a task comes from ----------------------------------------------------------------
 
   /**
-   * The fast take ([[UnsafeTaskBuffer.tryTake]]): the oldest claimable task, or [[TakeLater]]. A plain call,
+   * The fast take ([[UnsafeTaskBuffer.tryTake]]): the oldest claimable task, or [[Later]]. A plain call,
    * to be made inside an effect.
    */
-  def tryTake(): Took[A] = buffer.unsafe.tryTake()
+  def tryTake(): Handout[A] = buffer.unsafe.tryTake()
 
   /** The slow take ([[TaskBuffer.take]]): waits in `poll`; `None` means "look again" ([[isFinished]]). */
   def take(poll: Poll[F]): F[Option[Entry[A]]] = buffer.take(poll)
@@ -153,11 +153,11 @@ private[weir] final class TaskPath[F[_], A, B](
    * The key's chain, after a task: the next task parked behind its key (the key stays claimed by the
    * caller, which runs it next, from [[ready]] on); with `andTake`, once the key is released, the caller's
    * next task, taken from the buffer in the same step (see [[UnsafeTaskBuffer.tryFinishKey]]);
-   * [[KeyReleased]] (no key, or nothing handed on or taken); or [[KeyTurnLater]] when the hand-on must wake a
+   * [[Released]] (no key, or nothing handed on or taken); or [[Later]] when the hand-on must wake a
    * producer ([[handOnLater]]). A plain call, inside an effect.
    */
-  def handOn(entry: Entry[A], andTake: Boolean): KeyTurn[A] =
-    if entry.keyed then buffer.unsafe.tryFinishKey(entry.key, andTake) else KeyReleased
+  def handOn(entry: Entry[A], andTake: Boolean): Handout[A] =
+    if entry.keyed then buffer.unsafe.tryFinishKey(entry.key, andTake) else Released
 
   /**
    * The key's hand-on as an effect: the next task parked behind `key`, or `None` (the key is released; or

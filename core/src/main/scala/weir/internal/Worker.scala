@@ -48,7 +48,8 @@ private[weir] final class Worker[F[_], A, B](
   private var current: Entry[A] = null // the task started and not yet recorded; null between tasks
   private var t0 = 0L // when it started (monotonic nanoseconds)
   private var tries = 1 // its attempts so far, the one running included
-  private var result: Either[Throwable, B] = Left(null) // how it ended, between `ended` and `recorded`
+  // how it ended: written by `ended` (through `finished`) before `recorded` reads it
+  private var result: Either[Throwable, B] = scala.compiletime.uninitialized
 
   // ---- what comes next: one decision -----------------------------------------------------------
 
@@ -57,19 +58,19 @@ private[weir] final class Worker[F[_], A, B](
    * [[TaskPath.ready]], at the clock reading `now` when `clocked` (one already made serves), else at one of
    * its own; the stages' effects ([[enter]]) otherwise. A plain step in the continuation that took.
    */
-  private def dispatch(took: Took[A], clocked: Boolean, now: Long): F[Boolean] =
+  private def dispatch(took: Handout[A], clocked: Boolean, now: Long): F[Boolean] =
     took match
-      case TakeLater => slowTake
       case entry: Entry[A] =>
         if path.ready(entry) then
           start(entry)
           if clocked then attempt(now) else clockThenAttempt
         else enter(entry)
+      case _ => slowTake // Later: the fast take could not complete
 
-  private val dispatchUnclocked: Took[A] => F[Boolean] = took => dispatch(took, clocked = false, 0L)
+  private val dispatchUnclocked: Handout[A] => F[Boolean] = took => dispatch(took, clocked = false, 0L)
 
-  /** The fast take, as one plain step; [[TakeLater]] when the pool is over its limit (the slow take retires). */
-  private def next(): Took[A] = if pool.overLimit then TakeLater else path.tryTake()
+  /** The fast take, as one plain step; [[Later]] when the pool is over its limit (the slow take retires). */
+  private def next(): Handout[A] = if pool.overLimit then Later else path.tryTake()
 
   /** Retires if the pool is over its limit; otherwise takes a task, waiting for one if need be. */
   private def slowTake: F[Boolean] =
@@ -154,9 +155,9 @@ private[weir] final class Worker[F[_], A, B](
    */
   private def handOn(entry: Entry[A], now: Long): F[Boolean] =
     path.handOn(entry, andTake = entry.keyed && !pool.overLimit) match
-      case KeyReleased => dispatch(next(), clocked = true, now)
       case following: Entry[A] => dispatch(following, clocked = true, now) // claimed for this worker
-      case KeyTurnLater => afterKey(entry.key)
+      case Released => dispatch(next(), clocked = true, now)
+      case _ => afterKey(entry.key) // Later: the hand-on must wake a producer
 
   /** After a task whose record took an effect: the key's next task, or any. */
   private def after(entry: Entry[A]): F[Boolean] =
