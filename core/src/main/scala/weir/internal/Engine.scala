@@ -138,7 +138,7 @@ private[weir] final class Engine[F[_], A, B] private (
           signal(Event.Killed).void
       case Action.Finish(request) => finish(request)
       case Action.Release(request) =>
-        // the conductor's last step wrote the summary: what is left of it, and of the groups, ends at once
+        // once the summary is written nothing waits on the conductor or on a group: their fibers end at once
         request.traverse_(conduct) *> result.get *> conductor.close *> producers.close *> workers.close
 
   /**
