@@ -1,6 +1,6 @@
 package weir.internal
 
-import cats.effect.kernel.{Async, Deferred, Fiber, Ref, Resource}
+import cats.effect.kernel.{Async, Deferred, Ref, Resource}
 import cats.Parallel
 import cats.effect.instances.spawn.parallelForGenSpawn
 import cats.syntax.all.*
@@ -17,40 +17,65 @@ import scala.concurrent.duration.*
  *                                         (WorkerPool)                                       (Recorder, Ledger)
  * }}}
  *
- * and an end, made once by whichever comes first: the pool's exit (the sources ended and every task ran)
- * writes the [[Summary]] in the step that made it; a stop request (a drain, a fail-fast, a release) starts a
- * conductor, which shuts the run down within the request's deadline and then writes it.
+ * and an end, decided by the state machine [[RunEnd]]: the producers' end, the pool's exit, a drain, a
+ * fail-fast, the conductor's deadline and the release are its events, and this class runs the action each
+ * returns ([[perform]]). The parts reach the run's end through methods of this class ([[signal]],
+ * [[request]]), which is why they are built here, as fields, rather than passed in.
  *
  * Every task goes received → (buffered) → started → succeeded | failed, or received → not started, and
  * each transition is recorded once, on every path: the handler's cancellation is recorded by the worker
  * that ran it, an interrupted offer hands its rest to the ledger, a cancelled take puts its element back,
  * and whatever the buffer still holds at the end is returned as not started.
+ *
+ * The parts are built by plain constructors in one effect (the constructor, run by [[Engine.start]]) rather
+ * than by a chain of effects: every step of such a chain is a closure of its own, and a JVM makes each
+ * closure's class the first time it runs it, even with an ahead-of-time cache, which cannot hold Scala's
+ * (serializable) closures (ADR 0020).
  */
 private[weir] final class Engine[F[_], A, B] private (
-    startedAt: FiniteDuration,
-    ledger: Ledger[A],
-    buffer: TaskBuffer[F, A],
-    pool: WorkerPool[F],
-    record: Recorder[F, A, B],
-    private val stop: Stop[F],
-    ending: Deferred[F, Boolean],
-    conductor: Deferred[F, Fiber[F, Throwable, Unit]],
-    result: Deferred[F, Summary[A]],
-    sourceErrors: Ref[F, List[Throwable]],
-    producersDone: Deferred[F, Unit],
-    workers: FiberGroup[F],
-    producers: FiberGroup[F],
-    private val produce: F[Unit]
+    settings: Settings[F, A, B],
+    emit: Option[Engine.Emit[F, A, B]],
+    startedAt: FiniteDuration
 )(using F: Async[F])
     extends Running[F, A]:
+  import RunEnd.{Action, Event}
 
   private given Parallel[F] = parallelForGenSpawn[F, Throwable]
+
+  private val end = new RunEnd.Cell
+  // the request the run stops for, once kept: the stages that wait (a permit) race it, a record reads it
+  private val requested = Deferred.unsafe[F, RunEnd.Request]
+  private val result = Deferred.unsafe[F, Summary[A]]
+  private val sourceErrors = Ref.unsafe[F, List[Throwable]](Nil)
+  private val workers = FiberGroup.unsafe[F]
+  private val producers = FiberGroup.unsafe[F]
+  private val conductor = FiberGroup.unsafe[F] // the conductor, if a request started one
+
+  private val ledger = new Ledger[A](settings.queueWaits)
+  private val window = settings.order match
+    case TaskOrder.InputOrder(w) =>
+      Some(OrderWindow.unsafe[F](w.getOrElse(Defaults.reorderWindow(settings.limit.initial))))
+    case _ => None
+  private val buffer =
+    val keyOf = settings.order match
+      case TaskOrder.ByKey(f) => Some((a: A) => f(a): Any)
+      case _ => None
+    TaskBuffer.unsafe[F, A](settings.bufferCapacity, keyOf, settings.queueWaits)
+  private val record = new Recorder(settings.policy, emit, ledger, window, requested, request)
+  private val pool =
+    val path = new TaskPath(settings, buffer, ledger, window, record, requested)
+    WorkerPool.unsafe[F](settings.limit.initial, workers, onExit = signal(Event.WorkersLeft).void)(pool =>
+      F.uncancelable(poll => new Worker(path, pool, poll).life)
+    )
+  private val produce: F[Unit] =
+    new Producer(ledger, buffer, pool, sourceErrors).all(settings.source.producers) *>
+      signal(Event.SourcesEnded).void
 
   def join: F[Summary[A]] = result.get
 
   def drain(deadline: FiniteDuration): F[Summary[A]] =
     F.raiseError(new IllegalArgumentException(s"drain deadline must be >= 0, was: $deadline"))
-      .whenA(deadline < Duration.Zero) *> stop.request(StopReason.Drained, deadline) *> result.get
+      .whenA(deadline < Duration.Zero) *> request(StopReason.Drained, deadline) *> result.get
 
   def setLimit(n: Int): F[Unit] =
     F.raiseError(new IllegalArgumentException(s"concurrency limit must be > 0, was: $n")).whenA(n <= 0) *>
@@ -74,57 +99,68 @@ private[weir] final class Engine[F[_], A, B] private (
     (Stream.eval(snapshot) ++ Stream.fixedDelay[F](every).evalMap(_ => snapshot))
       .interruptWhen(result.get.as(Right(()): Either[Throwable, Unit])) ++ Stream.eval(snapshot)
 
-  // ---- the end of the run -----------------------------------------------------------------------
+  // ---- the end of the run: events in, actions out ([[RunEnd]]) -------------------------------------
+
+  /** Starts the producers. Run once, by [[Engine.start]]. */
+  private def launch: F[Unit] = producers.start(produce).void
 
   /**
-   * The release of the run: asks it to stop unless it has ended, waits for its summary, then cancels
-   * whatever is left: the conductor if a request started one (its last step wrote the summary), the
-   * producers, the workers. A request after the end would change nothing, so a run that ended on its own
-   * makes none.
+   * Asks the run to stop (a drain, a fail-fast): true for the request that is kept (the first). Any request
+   * stops the buffer before it returns, so that nothing starts from then on. Not cancelable.
    */
-  private def release(grace: FiniteDuration): F[Unit] =
-    val ended = result.tryGet.flatMap {
-      case Some(_) => F.unit
-      case None => stop.request(StopReason.Released, grace) *> result.get.void
-    }
-    // a request that won `ending` completes `conductor` in the same uncancelable step: the wait is short
-    val conducted =
-      ending.get.flatMap(byRequest => if byRequest then conductor.get.flatMap(_.cancel) else F.unit)
-    ended *> conducted *> producers.close *> workers.close
-
-  /*
-   * `ending` is completed once, by the first of the pool's exit (false) and a stop request (true), and that
-   * side ends the run. An exit that comes first is a natural end: every producer has finished and every worker
-   * left, so there is nothing to shut down, and the step that made the exit, not cancelable, writes the summary.
-   * A request that comes first starts the conductor. A run that ends on its own thus starts no fiber for its end
-   * and wakes none; the other side, coming later, finds `ending` complete and does nothing.
-   */
-  private def exited: F[Unit] = ending.complete(false).flatMap(first => finish.whenA(first))
-
-  private def requested: F[Unit] =
-    ending.complete(true).flatMap { first =>
-      if first then F.start(conduct).flatMap(conductor.complete).void else F.unit
+  private def request(reason: StopReason, deadline: FiniteDuration): F[Boolean] =
+    signal(Event.Requested(RunEnd.Request(reason, deadline))).map {
+      case Action.Conduct(_) => true
+      case _ => false
     }
 
-  private def conduct: F[Unit] = stop.requested.get.flatMap(request => shutdown(request.deadline)) *> finish
+  /**
+   * The release of the run's resource: a request, unless the run has ended or stops already; then waits for
+   * the summary and cancels whatever fiber is left.
+   */
+  private def release(grace: FiniteDuration): F[Unit] = signal(Event.Release(grace)).void
 
-  /** Stops taking tasks, lets in-flight ones finish within `deadline`, then interrupts what is left. */
-  private def shutdown(deadline: FiniteDuration): F[Unit] =
-    buffer.stop *> pool.finishing(stop = true) *>
-      (
-        F.timeoutTo(pool.awaitExit, deadline, pool.kill),
-        F.timeoutTo(producersDone.get, deadline, producers.close)
-      ).parTupled.void
+  /**
+   * Applies `event` to the run's end and runs the action it returns, in one step that cannot be cancelled:
+   * a state changed whose action never ran would leave the run without an end.
+   */
+  private def signal(event: Event): F[Action] =
+    F.uncancelable(_ => F.delay(end.signal(event)).flatTap(perform))
 
-  private def finish: F[Unit] =
+  private def perform(action: Action): F[Unit] =
+    action match
+      case Action.Nothing => F.unit
+      case Action.StopTaking => buffer.stop
+      case Action.Conduct(request) => conduct(request)
+      case Action.Wind => buffer.close *> pool.finishing(stop = false)
+      case Action.Kill(killWorkers, killProducers) =>
+        (pool.kill.whenA(killWorkers), producers.close.whenA(killProducers)).parTupled *>
+          signal(Event.Killed).void
+      case Action.Finish(request) => finish(request)
+      case Action.Release(request) =>
+        // once the summary is written nothing waits on the conductor or on a group: their fibers end at once
+        request.traverse_(conduct) *> result.get *> conductor.close *> producers.close *> workers.close
+
+  /**
+   * The first request: the buffer stops handing out tasks, the request is published to the stages that wait,
+   * and the conductor arms the pool to end, waits for the end until the deadline, and then has what is left
+   * interrupted ([[RunEnd.Event.DeadlinePassed]]).
+   */
+  private def conduct(request: RunEnd.Request): F[Unit] =
+    val conducting =
+      pool.finishing(stop = true) *>
+        F.timeoutTo(result.get.void, request.deadline, signal(Event.DeadlinePassed).void)
+    buffer.stop *> requested.complete(request) *> conductor.start(conducting).void
+
+  /** Returns what the buffer still holds as not started, and writes the summary. */
+  private def finish(request: Option[RunEnd.Request]): F[Unit] =
     for
       left <- buffer.remaining
       _ <- F.delay(ledger.notStarted(left))
-      request <- stop.requested.tryGet
       errors <- sourceErrors.get
-      reason = Stop.reason(request.map(_.reason), errors)
+      reason = RunEnd.reason(request.map(_.reason), errors)
       summary <- F.monotonic.flatMap(now => F.delay(ledger.summary(elapsed = now - startedAt, stop = reason)))
-      why = Stop.notStartedReason(reason)
+      why = RunEnd.notStartedReason(reason)
       _ <-
         summary.unstarted.traverse_(task => record.publish(Long.MaxValue, TaskOutcome.NotStarted(task, why)))
       _ <- result.complete(summary)
@@ -145,69 +181,8 @@ private[weir] object Engine:
   def start[F[_], A, B](settings: Settings[F, A, B], emit: Option[Emit[F, A, B]])(using
       F: Async[F]
   ): Resource[F, Running[F, A]] =
-    Resource.make(launch(settings, emit))(_.release(settings.releaseGrace))
-
-  /** Wires a run and starts its producers. Run by `Resource.make`: not cancelable. */
-  private def launch[F[_], A, B](settings: Settings[F, A, B], emit: Option[Emit[F, A, B]])(using
-      F: Async[F]
-  ): F[Engine[F, A, B]] =
-    F.monotonic.flatMap { now =>
-      F.defer {
-        val workers = FiberGroup.unsafe[F]
-        val producers = FiberGroup.unsafe[F]
-        val engine = wire(settings, emit, now, workers, producers)
-        producers.start(engine.produce).as(engine)
-      }
-    }
-
-  /*
-   * The run's parts, built by plain constructors in one effect rather than by a chain of effects: every step
-   * of such a chain is a closure of its own, and a JVM makes each closure's class the first time it runs it,
-   * even with an ahead-of-time cache, which cannot hold Scala's (serializable) closures (ADR 0020).
-   */
-  private def wire[F[_], A, B](
-      settings: Settings[F, A, B],
-      emit: Option[Emit[F, A, B]],
-      startedAt: FiniteDuration,
-      workers: FiberGroup[F],
-      producers: FiberGroup[F]
-  )(using F: Async[F]): Engine[F, A, B] =
-    given Parallel[F] = parallelForGenSpawn[F, Throwable]
-    val keyOf = settings.order match
-      case TaskOrder.ByKey(f) => Some((a: A) => f(a): Any)
-      case _ => None
-    val window = settings.order match
-      case TaskOrder.InputOrder(w) =>
-        Some(OrderWindow.unsafe[F](w.getOrElse(Defaults.reorderWindow(settings.limit.initial))))
-      case _ => None
-    // built last, from the parts below; the stop and the pool reach it only when the run ends
-    var engine: Engine[F, A, B] = null
-    val ledger = new Ledger[A](settings.queueWaits)
-    val buffer = TaskBuffer.unsafe[F, A](settings.bufferCapacity, keyOf, settings.queueWaits)
-    val stop = new Stop(buffer, Deferred.unsafe[F, Stop.Request], onRequest = F.defer(engine.requested))
-    val record = new Recorder(settings.policy, emit, ledger, window, stop.requested, stop.request)
-    val path = new TaskPath(settings, buffer, ledger, window, record, stop.requested)
-    val pool =
-      WorkerPool.unsafe[F](settings.limit.initial, workers, onExit = F.defer(engine.exited))(pool =>
-        F.uncancelable(poll => new Worker(path, pool, poll).life)
+    Resource.make(
+      F.monotonic.flatMap(now =>
+        F.defer { val engine = new Engine(settings, emit, now); engine.launch.as(engine) }
       )
-    val sourceErrors = Ref.unsafe[F, List[Throwable]](Nil)
-    val producersDone = Deferred.unsafe[F, Unit]
-    engine = new Engine(
-      startedAt = startedAt,
-      ledger = ledger,
-      buffer = buffer,
-      pool = pool,
-      record = record,
-      stop = stop,
-      ending = Deferred.unsafe[F, Boolean],
-      conductor = Deferred.unsafe[F, Fiber[F, Throwable, Unit]],
-      result = Deferred.unsafe[F, Summary[A]],
-      sourceErrors = sourceErrors,
-      producersDone = producersDone,
-      workers = workers,
-      producers = producers,
-      produce = new Producer(ledger, buffer, pool, sourceErrors).all(settings.source.producers) *>
-        producersDone.complete(()).void
-    )
-    engine
+    )(_.release(settings.releaseGrace))

@@ -1,15 +1,15 @@
 package weir.internal
 
 /**
- * A task held by the [[TaskBuffer]]: its input position and, under per-key admission, its key (`null`
+ * A task held by the [[TaskBuffer]]: its input position and, under per-key admission, its key ([[NoKey]]
  * without a key function, a [[KeyFailure]] when the key function threw on it).
  *
- * It is also the value of the buffer's plain results ([[Took]], [[KeyTurn]]), so that handing out a task
+ * It is also the "handed out" case of the buffer's answers ([[Handout]]), so that handing out a task
  * allocates no wrapper around it.
  */
-private[weir] class Entry[+A](val seq: Long, val task: A, val key: Any) extends Took[A], KeyTurn[A]:
+private[weir] class Entry[+A](val seq: Long, val task: A, val key: Any) extends Handout[A]:
   /** Whether this task waits for its key: it has one, and the key function did not fail on it. */
-  def keyed: Boolean = key != null && !key.isInstanceOf[KeyFailure]
+  def keyed: Boolean = (key.asInstanceOf[AnyRef] ne NoKey) && !key.isInstanceOf[KeyFailure]
 
 /**
  * An [[Entry]] of a run that measures queue waits: `enqueuedAt` is when its chunk entered the buffer
@@ -22,27 +22,32 @@ private[weir] final class TimedEntry[+A](seq: Long, task: A, key: Any, val enque
 /** The key of a task whose key function threw: never equal to another key, so it never waits. */
 private[weir] final class KeyFailure(val error: Throwable)
 
-/** What [[UnsafeTaskBuffer.tryTake]] returns: the [[Entry]] taken, or [[TakeLater]]. */
-private[weir] sealed trait Took[+A]
+/** The key of every entry of a run without a key function: such entries claim and wait for nothing. */
+private[weir] case object NoKey
 
 /**
- * Nothing was taken and nothing changed: the buffer is empty, stopped, or the take would have to wake a
- * producer. Take with [[TaskBuffer.take]], which waits or wakes as needed.
+ * The buffer's answer to whoever asks it for a task — a take, plain ([[UnsafeTaskBuffer.tryTake]]) or in
+ * the shell ([[TaskBuffer.take]]), or a key's hand-on ([[UnsafeTaskBuffer.tryFinishKey]],
+ * [[TaskBuffer.finishKey]]): the [[Entry]] handed out, or why none was. One vocabulary for every way of
+ * asking; each call says which of the answers it gives. The answers without a task are single objects, so
+ * that an answer allocates nothing unless a task is handed out.
  */
-private[weir] case object TakeLater extends Took[Nothing]
+private[weir] sealed trait Handout[+A]
 
 /**
- * What [[UnsafeTaskBuffer.tryFinishKey]] returns: the caller's next [[Entry]] — parked behind the key (the
- * key stays claimed by the caller) or, the key released, taken in the same step (its key claimed by the
- * caller) — [[KeyReleased]], or [[KeyTurnLater]].
+ * Nothing changed: the answer needs a wait or a wake-up (the buffer is empty or stopped, or handing the task
+ * out would have to wake a producer). Ask the effectful shell, [[TaskBuffer]], which waits or wakes as needed.
  */
-private[weir] sealed trait KeyTurn[+A]
+private[weir] case object Later extends Handout[Nothing]
 
-/** Nothing was parked behind the key (or the buffer is stopped): the key is free again. */
-private[weir] case object KeyReleased extends KeyTurn[Nothing]
+/** The key is free again: nothing was parked behind it (or the buffer is stopped), and nothing was taken. */
+private[weir] case object Released extends Handout[Nothing]
 
-/**
- * Nothing changed: handing the next entry on would free a place a waiting producer needs. Finish the key
- * with [[TaskBuffer.finishKey]], which wakes it.
- */
-private[weir] case object KeyTurnLater extends KeyTurn[Nothing]
+/** Nothing, ever again: the buffer is stopped, or closed and emptied. */
+private[weir] case object Finished extends Handout[Nothing]
+
+/** Nothing claimable now: the taker waits (registered, when it gave its callback). */
+private[weir] case object Wait extends Handout[Nothing]
+
+/** Nothing claimable now: the taker spins a little before it waits (see `TaskBuffer.spin`). */
+private[weir] case object Spin extends Handout[Nothing]

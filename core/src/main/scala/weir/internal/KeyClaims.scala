@@ -47,12 +47,12 @@ private[weir] object KeyClaims:
   def empty[A]: Claims[A] = Empty
 
   /**
-   * The entries parked behind `key` if it is claimed, `null` if it is free: a sentinel rather than an
-   * `Option`, because every take under per-key admission asks this.
+   * The entries parked behind `key` if it is claimed, `None` if it is free. Every take under per-key
+   * admission asks this; the common answer, a free key, allocates nothing.
    */
-  def behind[A](claims: Claims[A], key: Any): ScalaQueue[Entry[A]] =
+  def behind[A](claims: Claims[A], key: Any): Option[ScalaQueue[Entry[A]]] =
     val c = find(claims.buckets(bucket(key, claims.buckets.length)), key)
-    if c == null then null else c.parked
+    if c == null then None else Some(c.parked)
 
   /** Claims the free `key` (see [[behind]]). */
   def claim[A](claims: Claims[A], key: Any): Claims[A] =
@@ -74,7 +74,7 @@ private[weir] object KeyClaims:
     else if find(claims.buckets(i), from) == null then claim(claims, to)
     else
       val buckets = claims.buckets.clone()
-      buckets(i) = replacedIn(buckets(i), from, null)
+      buckets(i) = removedIn(buckets(i), from)
       val j = bucket(to, buckets.length)
       buckets(j) = Claim(to, ScalaQueue.empty, buckets(j))
       Claims(buckets, claims.count)
@@ -83,26 +83,27 @@ private[weir] object KeyClaims:
   def park[A](claims: Claims[A], e: Entry[A], queue: ScalaQueue[Entry[A]]): Claims[A] =
     replaced(claims, e.key, queue.enqueue(e))
 
-  /** What the claimant of `key` gets next: the first entry parked behind it, or [[KeyReleased]]. */
-  def next[A](claims: Claims[A], key: Any): KeyTurn[A] =
+  /** What the claimant of `key` gets next: the first entry parked behind it, or [[Released]]. */
+  def next[A](claims: Claims[A], key: Any): Handout[A] =
     val c = find(claims.buckets(bucket(key, claims.buckets.length)), key)
-    if c == null || c.parked.isEmpty then KeyReleased else c.parked.head
+    if c == null || c.parked.isEmpty then Released else c.parked.head
 
   /**
    * Hands on `turn`, which is `next(claims, key)`: the parked entry leaves the key's queue (the key stays
    * claimed), or the key is freed.
    */
-  def advance[A](claims: Claims[A], key: Any, turn: KeyTurn[A]): Claims[A] =
+  def advance[A](claims: Claims[A], key: Any, turn: Handout[A]): Claims[A] =
     turn match
-      case KeyReleased => replaced(claims, key, null)
-      case _ => replaced(claims, key, behind(claims, key).tail)
+      case _: Entry[A] => behind(claims, key).fold(claims)(queue => replaced(claims, key, queue.tail))
+      case _ => removed(claims, key)
 
   /** Releases `e`'s key (its claimant gave it back untaken) and returns the entries parked behind it. */
   def release[A](claims: Claims[A], e: Entry[A]): (Claims[A], List[Entry[A]]) =
     if !e.keyed then (claims, Nil)
     else
-      val queue = behind(claims, e.key)
-      if queue == null then (claims, Nil) else (replaced(claims, e.key, null), queue.toList)
+      behind(claims, e.key) match
+        case None => (claims, Nil)
+        case Some(queue) => (removed(claims, e.key), queue.toList)
 
   def tasks[A](claims: Claims[A]): Iterator[A] =
     all(claims).flatMap(_.parked.iterator.map(_.task))
@@ -118,25 +119,33 @@ private[weir] object KeyClaims:
   @tailrec private def find[A](c: Claim[A], key: Any): Claim[A] =
     if c == null || c.key == key then c else find(c.next, key)
 
-  /**
-   * The claims with `key`'s queue replaced by `parked`, or the key removed when `parked` is null (the
-   * table halves when it is sparse); the same claims when `key` is not claimed.
-   */
+  /** The claims with `key`'s queue replaced by `parked`; the same claims when `key` is not claimed. */
   private def replaced[A](claims: Claims[A], key: Any, parked: ScalaQueue[Entry[A]]): Claims[A] =
     val i = bucket(key, claims.buckets.length)
     if find(claims.buckets(i), key) == null then claims
     else
       val buckets = claims.buckets.clone()
       buckets(i) = replacedIn(buckets(i), key, parked)
-      if parked != null then Claims(buckets, claims.count)
-      else if sparse(claims.count - 1, buckets.length) then
+      Claims(buckets, claims.count)
+
+  /** The claims without `key` (the table halves when it is sparse); the same claims when it is not claimed. */
+  private def removed[A](claims: Claims[A], key: Any): Claims[A] =
+    val i = bucket(key, claims.buckets.length)
+    if find(claims.buckets(i), key) == null then claims
+    else
+      val buckets = claims.buckets.clone()
+      buckets(i) = removedIn(buckets(i), key)
+      if sparse(claims.count - 1, buckets.length) then
         resized(Claims(buckets, claims.count - 1), buckets.length / 2)
       else Claims(buckets, claims.count - 1)
 
-  // copies the chain up to `key`'s claim, which must be in it; the rest of the chain is shared
+  // copy the chain up to `key`'s claim, which must be in it; the rest of the chain is shared
   private def replacedIn[A](c: Claim[A], key: Any, parked: ScalaQueue[Entry[A]]): Claim[A] =
-    if c.key == key then if parked == null then c.next else Claim(key, parked, c.next)
+    if c.key == key then Claim(key, parked, c.next)
     else Claim(c.key, c.parked, replacedIn(c.next, key, parked))
+
+  private def removedIn[A](c: Claim[A], key: Any): Claim[A] =
+    if c.key == key then c.next else Claim(c.key, c.parked, removedIn(c.next, key))
 
   private def resized[A](claims: Claims[A], length: Int): Claims[A] =
     val buckets = new Array[Claim[A]](length)

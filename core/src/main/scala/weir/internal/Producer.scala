@@ -18,13 +18,12 @@ private[weir] final class Producer[F[_], A](
 )(using F: Async[F], P: Parallel[F]):
 
   /**
-   * Runs every producer to its end, then closes the buffer and arms the pool's end. A single stream, the
-   * common case, runs in this fiber: `parTraverse_` would start a fiber for it and one for the unit it is
-   * combined with, and join both.
+   * Runs every producer to its end (what follows is the run's: [[RunEnd.Event.SourcesEnded]]). A single
+   * stream, the common case, runs in this fiber: `parTraverse_` would start a fiber for it and one for the
+   * unit it is combined with, and join both.
    */
   def all(streams: Vector[Stream[F, A]]): F[Unit] =
-    val each = if streams.sizeIs == 1 then one(streams.head) else streams.parTraverse_(one)
-    each *> buffer.close *> pool.finishing(stop = false)
+    if streams.sizeIs == 1 then one(streams.head) else streams.parTraverse_(one)
 
   /**
    * Feeds one stream's chunks to the buffer until it ends or is refused.

@@ -20,7 +20,7 @@ private[weir] final class Recorder[F[_], A, B](
     emit: Option[Engine.Emit[F, A, B]],
     ledger: Ledger[A],
     window: Option[OrderWindow[F]],
-    stopRequest: Deferred[F, Stop.Request],
+    stopRequest: Deferred[F, RunEnd.Request],
     requestStop: (StopReason, FiniteDuration) => F[Boolean]
 )(using F: Async[F]):
 

@@ -44,7 +44,14 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
    * stays claimed) or `None` (the key is released; or the buffer is stopped, and what is parked behind the
    * key stays there, to be returned as not started).
    */
-  def finishKey(key: Any): F[Option[Entry[A]]] = modify(_.finishKey(key)).flatten
+  def finishKey(key: Any): F[Option[Entry[A]]] =
+    modify { s =>
+      s.finishKey(key, andTake = false) match
+        case (next, e: Entry[A]) =>
+          val (after, wake) = next.wakeOfferer // an entry handed on frees a place
+          (after, wake.as(Some(e)))
+        case (next, _) => (next, F.pure(None))
+    }.flatten
 
   /** True once stopped, or closed and emptied: takes will only ever return `None`. */
   def isFinished: F[Boolean] = get.map(_.finished)
@@ -109,10 +116,10 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
    */
   def take(poll: Poll[F]): F[Option[Entry[A]]] =
     modify(_.takeOrSpin).flatMap {
-      case Taken(entry, wake) => (wake: F[Unit]).as(Some(entry))
-      case Finished => F.pure(None)
-      case Spin => spin(poll, TaskBuffer.Spins)
-      case MustWait => park(poll, spinner = false)
+      case (entry: Entry[A], wake) => wake.as(Some(entry))
+      case (Finished, _) => F.pure(None)
+      case (Spin, _) => spin(poll, TaskBuffer.Spins)
+      case _ => park(poll, spinner = false) // Wait
     }
 
   /*
@@ -135,8 +142,8 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
         if seen.size == 0 && !seen.stopped && !seen.closed then spin(poll, left - 1)
         else
           modify(_.spinAgain).flatMap {
-            case Taken(entry, wake) => (wake: F[Unit]).as(Some(entry))
-            case Finished => F.pure(None)
+            case (entry: Entry[A], wake) => wake.as(Some(entry))
+            case (Finished, _) => F.pure(None)
             case _ => spin(poll, left - 1)
           }
       }
@@ -152,8 +159,8 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
         val taker = new Taker[A](callback, unsafe.giveBack)
         (taker, unsafe.modify(_.takeOrWait(taker)))
       }.flatMap {
-        case (_, Taken(entry, wake)) => (wake: F[Unit]).map { _ => callback(Right(Some(entry))); None }
-        case (_, Finished) => F.delay { callback(Right(None)); None }
+        case (_, (entry: Entry[A], wake)) => wake.map { _ => callback(Right(Some(entry))); None }
+        case (_, (Finished, _)) => F.delay { callback(Right(None)); None }
         case (taker, _) => F.pure(Some(abandonTake(taker)))
       }
     })

@@ -40,11 +40,11 @@ import scala.util.control.NonFatal
  */
 private[weir] final class TaskPath[F[_], A, B](
     settings: Settings[F, A, B],
-    val buffer: TaskBuffer[F, A],
-    val ledger: Ledger[A],
+    buffer: TaskBuffer[F, A],
+    ledger: Ledger[A],
     window: Option[OrderWindow[F]],
     val record: Recorder[F, A, B],
-    stopRequest: Deferred[F, Stop.Request]
+    stopRequest: Deferred[F, RunEnd.Request]
 )(using F: Async[F]):
   import TaskPath.Front
 
@@ -53,6 +53,34 @@ private[weir] final class TaskPath[F[_], A, B](
   private val unlimited = settings.rateLimit.isEmpty
   private val once = retries.maxAttempts == 1 && timeout.isEmpty // an attempt is one plain try
   private val refusable = settings.source.refusable
+  // whether the run measures queue waits, asked before the type test in `waited`: a JVM whose runs do not
+  // measure then never loads `TimedEntry`, and `Entry`, a class without subclasses, is tested for with one
+  // comparison on every take
+  private val measured = buffer.unsafe.measured
+
+  // ---- take: where a task comes from ----------------------------------------------------------------
+
+  /**
+   * The fast take ([[UnsafeTaskBuffer.tryTake]]): the oldest claimable task, or [[Later]]. A plain call,
+   * to be made inside an effect.
+   */
+  def tryTake(): Handout[A] = buffer.unsafe.tryTake()
+
+  /** The slow take ([[TaskBuffer.take]]): waits in `poll`; `None` means "look again" ([[isFinished]]). */
+  def take(poll: Poll[F]): F[Option[Entry[A]]] = buffer.take(poll)
+
+  /** True once the buffer will hand out no task any more: the worker leaves. */
+  def isFinished: F[Boolean] = buffer.isFinished
+
+  /** A task starts: counted started. A plain call, inside an effect. */
+  def started(): Unit = ledger.started()
+
+  /** The queue wait of `entry`, started at `startNanos`, if the run measures queue waits. A plain call. */
+  def waited(entry: Entry[A], startNanos: Long): Unit =
+    if measured then
+      entry match
+        case timed: TimedEntry[?] => ledger.waited(startNanos - timed.enqueuedAt)
+        case _ => ()
 
   // ---- admit and permit ---------------------------------------------------------------------------
 
@@ -125,11 +153,11 @@ private[weir] final class TaskPath[F[_], A, B](
    * The key's chain, after a task: the next task parked behind its key (the key stays claimed by the
    * caller, which runs it next, from [[ready]] on); with `andTake`, once the key is released, the caller's
    * next task, taken from the buffer in the same step (see [[UnsafeTaskBuffer.tryFinishKey]]);
-   * [[KeyReleased]] (no key, or nothing handed on or taken); or [[KeyTurnLater]] when the hand-on must wake a
+   * [[Released]] (no key, or nothing handed on or taken); or [[Later]] when the hand-on must wake a
    * producer ([[handOnLater]]). A plain call, inside an effect.
    */
-  def handOn(entry: Entry[A], andTake: Boolean): KeyTurn[A] =
-    if entry.keyed then buffer.unsafe.tryFinishKey(entry.key, andTake) else KeyReleased
+  def handOn(entry: Entry[A], andTake: Boolean): Handout[A] =
+    if entry.keyed then buffer.unsafe.tryFinishKey(entry.key, andTake) else Released
 
   /**
    * The key's hand-on as an effect: the next task parked behind `key`, or `None` (the key is released; or

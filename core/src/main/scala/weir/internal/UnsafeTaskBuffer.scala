@@ -16,8 +16,8 @@ import scala.annotation.tailrec
  * | call                | completes when                                        | otherwise (nothing changed) |
  * |---------------------|-------------------------------------------------------|-----------------------------|
  * | [[tryOffer]]        | the whole chunk fits and the buffer is not stopped     | [[NoRoom]]: `TaskBuffer.offer` |
- * | [[tryTake]]         | a claimable entry is queued and taking it wakes no producer | [[TakeLater]]: `TaskBuffer.take` |
- * | [[tryFinishKey]]    | handing the key on wakes no producer (a take with it: as [[tryTake]]) | [[KeyTurnLater]]: `TaskBuffer.finishKey` |
+ * | [[tryTake]]         | a claimable entry is queued and taking it wakes no producer | [[Later]]: `TaskBuffer.take` |
+ * | [[tryFinishKey]]    | handing the key on wakes no producer (a take with it: as [[tryTake]]) | [[Later]]: `TaskBuffer.finishKey` |
  *
  * These are plain calls with effects on shared state: call them inside an effect (an `F.delay`, or a
  * continuation that runs once), never while building one that may be run twice.
@@ -60,26 +60,54 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](initial: BufferState[F, A]):
       Taker.handOver(appended.served)
       appended.unserved
 
-  /** Takes the oldest claimable entry if that needs no wait and wakes no producer; else [[TakeLater]]. */
-  @tailrec def tryTake(): Took[A] =
+  /**
+   * Takes the oldest claimable entry ([[BufferState.take]]) if that needs no wait and wakes no producer;
+   * else [[Later]], and nothing changed.
+   */
+  @tailrec def tryTake(): Handout[A] =
     val seen = ref.get()
-    val next = seen.takeFromHead
-    if next eq seen then modify(_.takeIfFree)
+    val next = headTaken(seen)
+    if next eq seen then
+      modify[Handout[A]](s =>
+        if s.size == 0 then (s, Later)
+        else
+          s.take match
+            case taken @ (after, _: Entry[A]) if !after.offererDue => taken
+            case _ => (s, Later)
+      )
     else if ref.compareAndSet(seen, next) then
-      if measured then seen.times.entry(seen.headSeq + seen.pos, seen.head(seen.pos), null)
-      else Entry(seen.headSeq + seen.pos, seen.head(seen.pos), null) // see `Worker.measured`
+      if measured then seen.times.entry(seen.headSeq + seen.pos, seen.head(seen.pos), NoKey)
+      else Entry(seen.headSeq + seen.pos, seen.head(seen.pos), NoKey) // see `TaskPath.measured`
     else tryTake()
 
   /**
-   * The claimant of `key` is done with an entry: the next entry parked behind the key (still claimed);
-   * with `andTake`, once the key is released, the oldest claimable entry, taken in the same step if that
-   * wakes no producer (its key claimed for the caller, as [[tryTake]]'s); [[KeyReleased]] (nothing handed
-   * on or taken); or [[KeyTurnLater]] when the place a hand-on frees must wake a producer.
+   * [[tryTake]]'s commonest case with nothing allocated but the next state: no key function, nothing put
+   * back, the oldest entry in the head chunk, and no producer to wake by taking it. The task taken is
+   * `head(pos)` of `s`. Returns `s` itself when the case does not apply.
    */
-  @tailrec def tryFinishKey(key: Any, andTake: Boolean): KeyTurn[A] =
+  private def headTaken(s: BufferState[F, A]): BufferState[F, A] =
+    if s.stopped || s.keyOf.isDefined || s.front.nonEmpty || s.pos >= s.head.size then s
+    else
+      val next = s.copy(pos = s.pos + 1, size = s.size - 1)
+      if next.offererDue then s else next
+
+  /**
+   * The claimant of `key` is done with an entry ([[BufferState.finishKey]]): the next entry parked behind
+   * the key (still claimed); with `andTake`, once the key is released, the oldest claimable entry, taken in
+   * the same step if that wakes no producer (its key claimed for the caller, as [[tryTake]]'s); [[Released]]
+   * (nothing handed on or taken); or [[Later]], and nothing changed, when the place a hand-on frees must wake
+   * a producer.
+   */
+  @tailrec def tryFinishKey(key: Any, andTake: Boolean): Handout[A] =
     val seen = ref.get()
-    val (next, turn) = seen.finishKeyQuietly(key, andTake)
-    if (next eq seen) || ref.compareAndSet(seen, next) then turn else tryFinishKey(key, andTake)
+    val (next, answer) = seen.finishKey(key, andTake)
+    // an entry taken after the release woke no producer (`finishKey` made sure); one handed on may have to
+    val wakes = answer match
+      case _: Entry[A] => next.offererDue
+      case _ => false
+    if wakes then Later
+    else if (next eq seen) || ref.compareAndSet(seen, next) then answer
+    else tryFinishKey(key, andTake)
 
   /** Puts back an entry a cancelled taker never received, serving it again at once if someone waits. */
   val giveBack: Entry[A] => Unit = entry => Taker.handOver(modify(_.putBack(entry)))

@@ -12,13 +12,17 @@ import scala.concurrent.duration.*
  *
  * ==The chain, as continuations==
  * The worker composes the path's stages once, into continuations built when it starts (the `val`s
- * below), and runs each stage's plain step inside them: the take, the retire check, admit and permit
- * ([[TaskPath.ready]]), the started and succeeded counters, the latency, the window's mark
+ * below), and runs each stage's plain step inside them: the take ([[TaskPath.tryTake]]), the retire check,
+ * admit and permit ([[TaskPath.ready]]), the started and succeeded counters, the latency, the window's mark
  * ([[Recorder.succeeded]]) and the key's hand-on ([[TaskPath.handOn]]) are plain calls in the
  * continuations of the handler and of one clock reading, which also serves as the next task's start. A
  * stage's effect runs only when its plain step cannot complete — a wait, a wake-up, an outcome to
  * publish, a failure, a retry — so a run whose settings use no such stage runs each task as the handler
  * and one clock reading, whatever stages the engine has.
+ *
+ * Whatever comes next — a task taken by the fast take or the slow one, handed on by its key, or nothing —
+ * goes through one decision, [[dispatch]]: nothing taken, the slow take; a task ready to start, its start;
+ * any other task, the stages' effects ([[TaskPath.enter]]).
  *
  * ==Cancellation==
  * Its whole life is masked: it can be cancelled only where it waits (a take, an admission, a permit, a
@@ -39,43 +43,43 @@ private[weir] final class Worker[F[_], A, B](
 )(using
     F: Async[F]
 ):
-  import path.{buffer, ledger, record}
+  import path.record
 
   private var current: Entry[A] = null // the task started and not yet recorded; null between tasks
   private var t0 = 0L // when it started (monotonic nanoseconds)
   private var tries = 1 // its attempts so far, the one running included
-  private var result: Either[Throwable, B] = Left(null) // how it ended, between `ended` and `recorded`
+  // how it ended: written by `ended` (through `finished`) before `recorded` reads it
+  private var result: Either[Throwable, B] = scala.compiletime.uninitialized
 
-  // whether the run measures queue waits, asked before the type test in `waited`: a JVM whose runs do not
-  // measure then never loads `TimedEntry`, and `Entry`, a class without subclasses, is tested for with one
-  // comparison on every take
-  private val measured = buffer.unsafe.measured
+  // ---- what comes next: one decision -----------------------------------------------------------
 
-  // ---- take ---------------------------------------------------------------------------------------
+  /**
+   * Goes on with `took`: the slow take when nothing was taken; the task's start when it is
+   * [[TaskPath.ready]], at the clock reading `now` when `clocked` (one already made serves), else at one of
+   * its own; the stages' effects ([[enter]]) otherwise. A plain step in the continuation that took.
+   */
+  private def dispatch(took: Handout[A], clocked: Boolean, now: Long): F[Boolean] =
+    took match
+      case entry: Entry[A] =>
+        if path.ready(entry) then
+          start(entry)
+          if clocked then attempt(now) else clockThenAttempt
+        else enter(entry)
+      case _ => slowTake // Later: the fast take could not complete
 
-  /** The fast take, as one plain step, and the task started if it is [[TaskPath.ready]]. */
-  private def next(): Took[A] =
-    if pool.overLimit then TakeLater
-    else
-      buffer.unsafe.tryTake() match
-        case entry: Entry[A] =>
-          if path.ready(entry) then start(entry)
-          entry
-        case TakeLater => TakeLater
+  private val dispatchUnclocked: Handout[A] => F[Boolean] = took => dispatch(took, clocked = false, 0L)
 
-  private val dispatch: Took[A] => F[Boolean] = {
-    case TakeLater => slowTake
-    case entry: Entry[A] => if current ne null then clockThenAttempt else enter(entry)
-  }
+  /** The fast take, as one plain step; [[Later]] when the pool is over its limit (the slow take retires). */
+  private def next(): Handout[A] = if pool.overLimit then Later else path.tryTake()
 
   /** Retires if the pool is over its limit; otherwise takes a task, waiting for one if need be. */
   private def slowTake: F[Boolean] =
     pool.tryRetire.flatMap { retired =>
       if retired then F.pure(true)
       else
-        buffer.take(poll).flatMap {
-          case Some(entry) => if path.ready(entry) then startNow(entry) else enter(entry)
-          case None => buffer.isFinished.flatMap(done => if done then F.pure(false) else loop)
+        path.take(poll).flatMap {
+          case Some(entry) => dispatch(entry, clocked = false, 0L)
+          case None => path.isFinished.flatMap(done => if done then F.pure(false) else loop)
         }
     }
 
@@ -90,27 +94,20 @@ private[weir] final class Worker[F[_], A, B](
 
   /** The task starts: counted started, and held in `current` for the finalizer. */
   private def start(entry: Entry[A]): Unit =
-    ledger.started()
+    path.started()
     current = entry
     tries = 1
 
-  /** Starts `entry` at a clock reading of its own (in the continuation, like `recorded`'s bookkeeping). */
+  /** Starts `entry`, admitted by the stages' effects, at a clock reading of its own. */
   private def startNow(entry: Entry[A]): F[Boolean] =
-    F.monotonic.flatMap { at =>
-      start(entry)
-      attempt(at)
-    }
+    start(entry)
+    clockThenAttempt
 
-  private val attempt: FiniteDuration => F[Boolean] = at =>
-    t0 = at.toNanos
-    if measured then waited(current)
+  /** The first attempt of the task started, from the clock reading `now`, its start. */
+  private def attempt(now: Long): F[Boolean] =
+    t0 = now
+    path.waited(current, now)
     run(current)
-
-  /** The queue wait of a task started at `t0`. */
-  private def waited(entry: Entry[A]): Unit =
-    entry match
-      case timed: TimedEntry[?] => ledger.waited(t0 - timed.enqueuedAt)
-      case _ => ()
 
   /** Attempt `tries` of `entry` (started, `t0` set), then [[ended]]. */
   private def run(entry: Entry[A]): F[Boolean] =
@@ -158,22 +155,9 @@ private[weir] final class Worker[F[_], A, B](
    */
   private def handOn(entry: Entry[A], now: Long): F[Boolean] =
     path.handOn(entry, andTake = entry.keyed && !pool.overLimit) match
-      case KeyReleased => proceed(next(), now)
-      case following: Entry[A] => // the key's next task, or the one taken: claimed for this worker
-        if path.ready(following) then start(following)
-        proceed(following, now)
-      case KeyTurnLater => afterKey(entry.key)
-
-  /** Goes on with `following` (taken, or [[TakeLater]]) from the clock reading `now`. */
-  private def proceed(following: Took[A], now: Long): F[Boolean] =
-    following match
-      case TakeLater => slowTake
-      case entry: Entry[A] =>
-        if current ne null then // started: `now` is its start
-          t0 = now
-          if measured then waited(entry)
-          run(entry)
-        else enter(entry)
+      case following: Entry[A] => dispatch(following, clocked = true, now) // claimed for this worker
+      case Released => dispatch(next(), clocked = true, now)
+      case _ => afterKey(entry.key) // Later: the hand-on must wake a producer
 
   /** After a task whose record took an effect: the key's next task, or any. */
   private def after(entry: Entry[A]): F[Boolean] =
@@ -182,14 +166,14 @@ private[weir] final class Worker[F[_], A, B](
   /** The key's next task (claimed for this worker), or any task once the key is released. */
   private def afterKey(key: Any): F[Boolean] =
     path.handOnLater(key).flatMap {
-      case Some(following) => if path.ready(following) then startNow(following) else enter(following)
+      case Some(following) => dispatch(following, clocked = false, 0L)
       case None => loop
     }
 
   // built once per worker, after the continuations they use
-  private val clockThenAttempt: F[Boolean] = F.monotonic.flatMap(attempt)
+  private val clockThenAttempt: F[Boolean] = F.monotonic.flatMap(at => attempt(at.toNanos))
   private val clockThenRecorded: F[Boolean] = F.monotonic.flatMap(recorded)
-  private val loop: F[Boolean] = F.delay(next()).flatMap(dispatch)
+  private val loop: F[Boolean] = F.delay(next()).flatMap(dispatchUnclocked)
 
   def life: F[Boolean] = loop.onCancel(F.defer(interrupted))
 

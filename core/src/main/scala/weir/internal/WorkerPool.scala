@@ -1,6 +1,6 @@
 package weir.internal
 
-import cats.effect.kernel.{Async, Deferred, Outcome as FiberOutcome}
+import cats.effect.kernel.{Async, Outcome as FiberOutcome}
 import cats.syntax.all.*
 
 import java.util.concurrent.atomic.AtomicReference
@@ -15,10 +15,13 @@ import scala.annotation.tailrec
  *
  * Every worker is a fiber of `workers`; cancelling them all is closing it. A worker that ends in any
  * way (left, retired, failed, cancelled) is counted out exactly once.
+ *
+ * The pool's part in the run's end ([[RunEnd]]): the run arms it ([[finishing]]) when the sources end or a
+ * stop is requested, and from then on its last worker's exit is reported to the run (`onExit`, the event
+ * [[RunEnd.Event.WorkersLeft]]); the run has it [[kill]] its workers when a stop's deadline passes.
  */
 private[weir] final class WorkerPool[F[_]] private (
     state: AtomicReference[WorkerPool.State],
-    exited: Deferred[F, Unit],
     onExit: F[Unit],
     workers: FiberGroup[F],
     body: WorkerPool[F] => F[Boolean] // runs one worker; true when it retired through tryRetire
@@ -70,9 +73,9 @@ private[weir] final class WorkerPool[F[_]] private (
     }
 
   /**
-   * Arms [[awaitExit]]: from now on the pool is done when its last worker leaves (workers leave only when
-   * the buffer is finished). With `stop`, no worker starts any more either. Not cancelable: it runs at the end
-   * of a producer that a release may cancel, and finding the pool empty and making its exit are one step.
+   * Arms the pool's exit: from now on, when its last worker leaves (workers leave only when the buffer is
+   * finished), `onExit` runs. With `stop`, no worker starts any more either. Not cancelable: finding the
+   * pool empty and making its exit are one step.
    */
   def finishing(stop: Boolean): F[Unit] =
     F.uncancelable(_ =>
@@ -81,16 +84,16 @@ private[weir] final class WorkerPool[F[_]] private (
       }.flatMap(empty => exit.whenA(empty))
     )
 
-  /** Completes once [[finishing]] was called and every worker has left; `onExit` runs then, once. */
-  def awaitExit: F[Unit] = exited.get
-
-  // not cancelable: an exit whose `onExit` never ran would leave the run without an end
-  private val exit: F[Unit] = F.uncancelable(_ => exited.complete(()).flatMap(first => onExit.whenA(first)))
+  /*
+   * Not cancelable: an exit whose `onExit` never ran would leave the run without an end. It may run more
+   * than once (the pool armed twice while empty, a kill after the last leave): the run counts it once.
+   */
+  private val exit: F[Unit] = F.uncancelable(_ => onExit)
 
   /**
-   * Cancels every worker (a drain's deadline ran out) and waits for them. A worker cancelled before its
-   * fiber ever ran has no finalizer to count it out, so the pool then counts none, ignores later leaves,
-   * starts no worker, and is done. Idempotent.
+   * Cancels every worker (a stop's deadline ran out) and waits for them, then runs `onExit`. A worker
+   * cancelled before its fiber ever ran has no finalizer to count it out, so the pool then counts none,
+   * ignores later leaves, starts no worker, and is done. Idempotent.
    */
   def kill: F[Unit] =
     workers.close *> modify(s => (s.copy(live = 0, open = false, killed = true), ())) *> exit
@@ -130,8 +133,8 @@ private[weir] object WorkerPool:
   final case class State(limit: Int, live: Int, open: Boolean, draining: Boolean, killed: Boolean = false)
 
   /**
-   * A pool whose workers run `body`; `onExit` runs once the pool is done (see [[WorkerPool.awaitExit]]). A
-   * plain call, for building a run's parts in one effect (`Engine.wire`).
+   * A pool whose workers run `body`; `onExit` runs when the pool, armed by [[WorkerPool.finishing]], has no
+   * worker left, or is killed. A plain call, for building a run's parts in one effect (the [[Engine]]).
    */
   def unsafe[F[_]](
       initialLimit: Int,
@@ -140,7 +143,6 @@ private[weir] object WorkerPool:
   )(body: WorkerPool[F] => F[Boolean])(using F: Async[F]): WorkerPool[F] =
     new WorkerPool(
       new AtomicReference(State(initialLimit, 0, open = true, draining = false)),
-      Deferred.unsafe[F, Unit],
       onExit,
       workers,
       body

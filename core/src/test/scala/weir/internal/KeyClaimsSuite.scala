@@ -11,11 +11,11 @@ class KeyClaimsSuite extends ScalaCheckSuite:
   /** Claims `e`'s key if free, else parks `e`, as the buffer's take does; with the parked count. */
   private def claimOrPark(c: (Claims[Int], Int), e: Entry[Int]): (Claims[Int], Int) =
     val (claims, parked) = c
-    val queue = KeyClaims.behind(claims, e.key)
-    if queue == null then (KeyClaims.claim(claims, e.key), parked)
-    else (KeyClaims.park(claims, e, queue), parked + 1)
+    KeyClaims.behind(claims, e.key) match
+      case None => (KeyClaims.claim(claims, e.key), parked)
+      case Some(queue) => (KeyClaims.park(claims, e, queue), parked + 1)
 
-  private def handOn(claims: Claims[Int], key: Any): (Claims[Int], KeyTurn[Int]) =
+  private def handOn(claims: Claims[Int], key: Any): (Claims[Int], Handout[Int]) =
     val turn = KeyClaims.next(claims, key)
     (KeyClaims.advance(claims, key, turn), turn)
 
@@ -27,8 +27,8 @@ class KeyClaimsSuite extends ScalaCheckSuite:
     val (afterSecond, second) = handOn(afterFirst, "a")
     val (released, last) = handOn(afterSecond, "a")
     assertEquals(List(first, second).collect { case e: Entry[Int] => e.seq }, List(1L, 3L))
-    assertEquals(last, KeyReleased)
-    assertEquals(KeyClaims.behind(released, "a"), null) // "a" is free again
+    assertEquals(last, Released)
+    assertEquals(KeyClaims.behind(released, "a"), None) // "a" is free again
     assertEquals(KeyClaims.tasks(released).toList, Nil)
   }
 
@@ -37,7 +37,7 @@ class KeyClaimsSuite extends ScalaCheckSuite:
       List(entry(0, "a"), entry(1, "a"), entry(2, "a")).foldLeft((KeyClaims.empty[Int], 0))(claimOrPark)
     val (released, behind) = KeyClaims.release(claims, entry(0, "a"))
     assertEquals(behind.map(_.seq), List(1L, 2L))
-    assertEquals(KeyClaims.behind(released, "a"), null)
+    assertEquals(KeyClaims.behind(released, "a"), None)
   }
 
   test("an entry whose key function failed claims nothing and never parks") {
@@ -112,7 +112,7 @@ class KeyClaimsSuite extends ScalaCheckSuite:
                     parked -= 1
                     model = model.updated(key, rest)
                   case _ =>
-                    assertEquals(turn, KeyReleased)
+                    assertEquals(turn, Released)
                     model = model - key
         // the table follows the claims down as well as up: its size is bounded by the keys claimed now
         val b = claims.buckets.length
@@ -122,7 +122,7 @@ class KeyClaimsSuite extends ScalaCheckSuite:
       assertEquals(parked, model.values.map(_.size).sum)
       // looked up as an `Int`, whether claimed as an `Int` or as a `Long`
       (0 to 300).foreach { k =>
-        assertEquals(Option(KeyClaims.behind(claims, k)).map(_.map(_.seq).toVector), model.get(k), s"key $k")
+        assertEquals(KeyClaims.behind(claims, k).map(_.map(_.seq).toVector), model.get(k), s"key $k")
       }
       assertEquals(KeyClaims.tasks(claims).toList.sorted, model.values.flatten.map(_.toInt).toList.sorted)
     }

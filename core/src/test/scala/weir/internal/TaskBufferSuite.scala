@@ -13,9 +13,10 @@ class TaskBufferSuite extends CatsEffectSuite with ScalaCheckSuite:
 
   private def offer(b: TaskBuffer[IO, Int], c: Chunk[Int], demand: Int => IO[Unit] = _ => IO.unit) =
     IO.uncancelable(poll => b.offer(poll, c, demand, _ => IO.unit))
-  private def fastTaken(t: Took[Int]): Option[(Long, Int)] = t match
+  private def fastTaken(t: Handout[Int]): Option[(Long, Int)] = t match
     case e: Entry[Int] => Some((e.seq, e.task))
-    case TakeLater => None
+    case Later => None
+    case other => fail(s"a plain take answers an entry or Later, not $other")
 
   private def take(b: TaskBuffer[IO, Int]) =
     IO.uncancelable(poll => b.take(poll)).map(_.map(e => (e.seq, e.task)))

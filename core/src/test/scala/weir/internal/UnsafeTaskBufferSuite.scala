@@ -66,14 +66,14 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
 
     def finish(e: Entry[Int], andTake: Boolean): Unit =
       finished :+= e
-      if e.key != null then
+      if e.key != NoKey then
         b.tryFinishKey(e.key, andTake) match
           case next: Entry[Int] =>
             if !andTake then assertEquals(next.key, e.key) // only a take hands out another key's entry
             assertEquals(next.seq, next.task.toLong)
             holding :+= next
-          case KeyReleased => ()
-          case KeyTurnLater => fail("no producer waits, so a key's hand-on never has to wake one")
+          case Released => ()
+          case other => fail(s"no producer waits, so a key's hand-on never has to wake one: $other")
 
     def step(op: Op): Unit = op match
       case Offer(n) =>
@@ -91,7 +91,8 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
           case e: Entry[Int] =>
             assertEquals(e.seq, e.task.toLong)
             holding :+= e
-          case TakeLater => ()
+          case Later => ()
+          case other => fail(s"a plain take answers an entry or Later, not $other")
       case Finish(i, andTake) =>
         if holding.nonEmpty then
           val e = holding(i % holding.size)
@@ -114,7 +115,7 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
       // every accepted task is in exactly one place: in the buffer, held by the test, or finished
       assertEquals(held(b) + holding.size + finished.size, offered, s"after $op")
       // a key's entries are held one at a time
-      holding.filter(_.key != null).groupBy(_.key).foreach((key, es) =>
+      holding.filter(_.key != NoKey).groupBy(_.key).foreach((key, es) =>
         assertEquals(es.size, 1, s"key $key after $op")
       )
     }
@@ -128,7 +129,8 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
       else
         b.tryTake() match
           case e: Entry[Int] => holding :+= e
-          case TakeLater => more = false
+          case Later => more = false
+          case other => fail(s"a plain take answers an entry or Later, not $other")
     val done = finished
     assertEquals(held(b), 0)
     assertEquals(done.map(_.task).sorted, Vector.range(0, offered))
@@ -179,13 +181,14 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
                 while chain do
                   taken.add(current)
                   done.incrementAndGet()
-                  if current.key == null then chain = false
+                  if current.key == NoKey then chain = false
                   else
                     b.tryFinishKey(current.key, andTake) match
                       case next: Entry[Int] => current = next
-                      case KeyReleased => chain = false
-                      case KeyTurnLater => throw new AssertionError("no producer waits")
-              case TakeLater => Thread.`yield`()
+                      case Released => chain = false
+                      case other => throw new AssertionError(s"no producer waits: $other")
+              case Later => Thread.`yield`()
+              case other => throw new AssertionError(s"a plain take answers an entry or Later, not $other")
         )
       )
       val threads = producers ++ consumers

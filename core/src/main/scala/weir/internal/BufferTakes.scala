@@ -1,0 +1,86 @@
+package weir.internal
+
+import cats.effect.kernel.Async
+import cats.syntax.all.*
+import weir.internal.BufferState.{Answer, MaxSpinners}
+import weir.internal.Taker.Served
+
+/**
+ * The takes of a [[BufferState]]: one transition, [[take]], that every take shares — the plain one
+ * ([[UnsafeTaskBuffer.tryTake]], which makes it only when it wakes no producer) and the shell's (which
+ * spins, registers a parked taker, and wakes the producer the take lets in) — and the takers: serving the
+ * parked ones, the spinners, an entry a cancelled taker gives back. Pure transitions.
+ */
+private[weir] trait BufferTakes[F[_], A]:
+  self: BufferState[F, A] =>
+
+  /**
+   * The take: the oldest claimable entry (its key claimed for the taker); [[Finished]] when the buffer will
+   * hand out nothing more; [[Wait]] when nothing is claimable now. Entries popped on the way are parked
+   * behind their keys in the state returned. It wakes no producer: its caller decides.
+   */
+  def take: (BufferState[F, A], Handout[A]) =
+    if stopped then (this, Finished)
+    else
+      popClaimable(releasing = NoKey) match
+        case taken @ (_, _: Entry[A]) => taken
+        case (s, _) => (s, if closed then Finished else Wait)
+
+  /** The shell's take: an entry, with the wake-up of the producer it lets in; else what [[take]] says. */
+  private def answered(using F: Async[F]): (BufferState[F, A], Answer[F, A]) =
+    take match
+      case (s, e: Entry[A]) =>
+        val (after, wake) = s.wakeOfferer
+        (after, (e, wake))
+      case (s, other) => (s, (other, F.unit))
+
+  /** Takes an entry if one is claimable; else becomes a spinner ([[Spin]]) if there is room for one. */
+  def takeOrSpin(using F: Async[F]): (BufferState[F, A], Answer[F, A]) =
+    answered match
+      case (s, (Wait, _)) if s.spinning < MaxSpinners => (s.copy(spinning = s.spinning + 1), (Spin, F.unit))
+      case other => other
+
+  /** A spinner looks again: it stops spinning if it gets an entry or the buffer is finished. */
+  def spinAgain(using F: Async[F]): (BufferState[F, A], Answer[F, A]) =
+    answered match
+      case waiting @ (_, (Wait, _)) => waiting
+      case (s, (e: Entry[A], wake)) =>
+        val (served, wakes) = s.unspin
+        (served, (e, wake *> wakes))
+      case (s, other) => (s.copy(spinning = s.spinning - 1), other)
+
+  /** A spinner leaves: the entry left for it goes to a parked taker, if any. */
+  def unspin(using F: Async[F]): (BufferState[F, A], F[Unit]) =
+    val (s, served) = copy(spinning = spinning - 1).serveTakers
+    val (after, wake) = s.wakeOfferer // serving freed places
+    (after, F.delay(Taker.handOver(served)) *> wake)
+
+  /** Takes an entry if one is claimable, else registers `taker` to be handed the next one ([[Wait]]). */
+  def takeOrWait(taker: Taker[A])(using F: Async[F]): (BufferState[F, A], Answer[F, A]) =
+    answered match
+      case (s, waiting @ (Wait, _)) => (s.copy(takers = s.takers.enqueue(taker)), waiting)
+      case other => other
+
+  /** Hands claimable queued entries to waiting takers, in order, leaving `spinning` entries for spinners. */
+  private[internal] def serveTakers: (BufferState[F, A], Served[A]) =
+    var s: BufferState[F, A] = self
+    var served: Served[A] = Nil
+    while s.takers.nonEmpty && s.size > s.spinning do
+      s.popClaimable(releasing = NoKey) match
+        case (popped, entry: Entry[A]) =>
+          val (taker, more) = popped.takers.dequeue
+          s = popped.copy(takers = more)
+          served = (taker, entry) :: served
+        case (popped, _) => s = popped
+    (s, served)
+
+  /** A cancelled taker's entry goes back, with the entries parked behind its key, and is served again. */
+  def putBack(e: Entry[A]): (BufferState[F, A], Served[A]) =
+    val (claims, behind) = KeyClaims.release(claimed, e)
+    val back = copy(
+      front = e :: behind ++ front,
+      size = size + 1 + behind.size,
+      claimed = claims,
+      parked = parked - behind.size
+    )
+    if stopped then (back, Nil) else back.serveTakers
