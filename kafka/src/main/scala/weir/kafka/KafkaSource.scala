@@ -188,7 +188,10 @@ object KafkaSource:
     val p = new Properties
     // cooperative-sticky unless the user chose otherwise (or the consumer protocol, which takes no assignor)
     if !s.properties.contains(ConsumerConfig.GROUP_PROTOCOL_CONFIG) then
-      p.setProperty(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, classOf[CooperativeStickyAssignor].getName): Unit
+      p.setProperty(
+        ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+        classOf[CooperativeStickyAssignor].getName
+      ): Unit
     p.setProperty(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"): Unit
     p.setProperty(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, math.min(500, s.maxInFlight).toString): Unit
     s.properties.foreach((k, v) => p.setProperty(k, v): Unit)

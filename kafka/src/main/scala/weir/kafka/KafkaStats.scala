@@ -10,6 +10,7 @@ import org.apache.kafka.common.TopicPartition
  * @param deadLettered records written to the dead-letter topic (undecodable or failed for good)
  * @param deadLetterFailures writes to the dead-letter topic that failed (those records stay unfinished)
  * @param commits successful commits; `commitFailures` those that failed (the next one retries)
+ * @param commitRounds times the poller looked for finished prefixes to commit (every `commitEvery`)
  * @param revoked partitions revoked or lost; `interrupted` running records interrupted by a revoke
  * @param held records held now (see [[KafkaSettings.maxInFlight]]); `paused` whether the partitions are
  * @param committed the last offset committed per partition by this consumer
@@ -20,6 +21,7 @@ final case class KafkaStats(
     deadLettered: Long,
     deadLetterFailures: Long,
     commits: Long,
+    commitRounds: Long,
     commitFailures: Long,
     revoked: Long,
     interrupted: Long,

@@ -17,6 +17,7 @@ private[kafka] final class Counters:
   val deadLettered = new AtomicLong
   val deadLetterFailures = new AtomicLong
   val commits = new AtomicLong
+  val commitRounds = new AtomicLong
   val commitFailures = new AtomicLong
   val revoked = new AtomicLong
   val interrupted = new AtomicLong
@@ -29,6 +30,7 @@ private[kafka] final class Counters:
       deadLettered = deadLettered.get,
       deadLetterFailures = deadLetterFailures.get,
       commits = commits.get,
+      commitRounds = commitRounds.get,
       commitFailures = commitFailures.get,
       revoked = revoked.get,
       interrupted = interrupted.get,

@@ -78,6 +78,7 @@ private[kafka] final class Poller[K, V](
       }
     if System.nanoTime() - nextCommit >= 0 then
       commit(owned.values)
+      counters.commitRounds.incrementAndGet(): Unit
       nextCommit = System.nanoTime() + commitEveryNanos
     out.result()
 
