@@ -12,9 +12,28 @@ class RebalanceSuite extends KafkaTesting:
   /** One handler event: a record of `key` with sequence `seq` started (or ended) on `consumer` at `tick`. */
   final case class Event(key: String, seq: Int, start: Boolean, consumer: String, tick: Long)
 
-  test(
-    "a second consumer joins: no record is lost, no key runs on two consumers at once, keys keep their order"
-  ) {
+  /*
+   * Once the second consumer starts, the first record the first consumer starts in each partition runs for
+   * `slow`: with four partitions and a limit of four, each partition then has one running when the revoke
+   * comes, so the revoke has to wait for it (or interrupt it, when `slow` outlasts the grace) before the
+   * partition may go to the second consumer, which starts at that very record.
+   */
+  rebalance(
+    "a second consumer joins while records run: the revoke waits for them",
+    1.second,
+    5.seconds,
+    false
+  )
+  rebalance(
+    "a second consumer joins while records outlast the grace: they are interrupted",
+    3.seconds,
+    300.millis,
+    true
+  )
+
+  def rebalance(name: String, slow: FiniteDuration, grace: FiniteDuration, interrupts: Boolean)(using
+      munit.Location
+  ): Unit = test(s"$name; no record is lost, no key runs on two consumers at once, keys keep their order") {
     val partitions = 4
     val keys = 40
     val n = 800
@@ -32,11 +51,24 @@ class RebalanceSuite extends KafkaTesting:
         IO(clock.incrementAndGet()).flatMap(t =>
           events.update(_ :+ Event(r.key, r.value.toInt, start, consumer, t))
         )
+      joined <- IO.ref(false)
+      slowed <- IO.ref(Set.empty[Int])
+      pause = (r: Rec) =>
+        joined.get.flatMap(j =>
+          if !j then IO.pure(20.millis)
+          else slowed.modify(ps => (ps + r.partition, if ps(r.partition) then 20.millis else slow))
+        )
       handler = (consumer: String) =>
-        (r: Rec) => (log(r, consumer, true) *> IO.sleep(20.millis)).guarantee(log(r, consumer, false))
-      s = settings(topic, group)
+        (r: Rec) =>
+          (log(
+            r,
+            consumer,
+            true
+          ) *> (if consumer == "a" then pause(r) else IO.pure(20.millis)).flatMap(IO.sleep))
+            .guarantee(log(r, consumer, false))
+      s = settings(topic, group).copy(revokeGrace = grace)
       result <- running(s)(handler("a"), _.withLimit(Limit.fixed(4))) { (a, seenA) =>
-        outcomes(seenA, 50) *>
+        outcomes(seenA, 50) *> joined.set(true) *>
           running(s)(handler("b"), _.withLimit(Limit.fixed(4))) { (_, seenB) =>
             eventually("every record to succeed on one consumer or the other", 60.seconds)(
               (seenA.get, seenB.get).tupled.map { (oa, ob) =>
@@ -53,6 +85,7 @@ class RebalanceSuite extends KafkaTesting:
       all <- events.get
     yield
       assert(statsA.revoked > 0, s"consumer a never had a partition revoked: $statsA")
+      assertEquals(statsA.interrupted > 0, interrupts, s"interrupted: $statsA")
       assert(
         ob.exists(_.isInstanceOf[TaskOutcome.Succeeded[?, ?]]),
         s"consumer b never ran a record (a ran ${oa.size})"
