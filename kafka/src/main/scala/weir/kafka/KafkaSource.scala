@@ -139,7 +139,9 @@ object KafkaSource:
         def outcomes: Stream[F, TaskOutcome[KafkaRecord[K, V], B]] =
           outs.chunks.evalTap(os => F.delay(os.foreach(finish))).unchunks
         def drain(deadline: FiniteDuration): F[Summary[KafkaRecord[K, V]]] =
-          F.delay(poller.stop()) *> run.drain(deadline)
+          // the source's stream ends here rather than at the drain's deadline: a record the poller hands
+          // out after the end is never received, so it stays unfinished and is read again later
+          F.delay(poller.stop()) *> queue.offer(None) *> run.drain(deadline)
         def stats: F[KafkaStats] = F.delay(counters.stats)
 
   /** Marks a record's offset finished, or not, by its outcome (see [[KafkaSource]]). */

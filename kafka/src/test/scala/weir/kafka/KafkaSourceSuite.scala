@@ -144,6 +144,22 @@ class KafkaSourceSuite extends KafkaTesting with ScalaCheckSuite:
       assertEquals(header(dead.head, "weir.stage"), Some("process"))
   }
 
+  test("a drain ends the source at once, without waiting for its deadline, and what ran is committed") {
+    for
+      topic <- TestBroker.topic(1)
+      group = TestBroker.fresh("g")
+      _ <- TestBroker.produce(topic, (0 until 10).map(i => (0, s"k$i", s"$i")))
+      summary <- running(settings(topic, group))(_ => IO.unit) { (kafka, seen) =>
+        outcomes(seen, 10) *>
+          // the deadline is far beyond the test's timeout: only a drain that ends the source passes
+          kafka.drain(10.minutes) <* committedTo(group, new TopicPartition(topic, 0), 10L)
+      }
+    yield assertEquals(
+      (summary.received, summary.succeeded, summary.stop),
+      (10L, 10L, weir.StopReason.Drained)
+    )
+  }
+
   test("bad settings fail at once, naming the value") {
     val good = KafkaSettings(bootstrapServers = "localhost:1", groupId = "g", topics = List("t"))
     def fails(s: KafkaSettings, expected: String) =

@@ -10,6 +10,7 @@ import org.apache.kafka.common.test.{KafkaClusterTestKit, TestKitNodes}
 
 import java.util.Properties
 import java.util.concurrent.atomic.AtomicInteger
+import scala.concurrent.duration.*
 import scala.jdk.CollectionConverters.*
 
 /**
@@ -50,24 +51,35 @@ object TestBroker:
     props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap)
     Admin.create(props)
 
-  /** A new topic of `partitions` partitions. */
+  /** A new topic of `partitions` partitions, once every partition has its leader. */
   def topic(partitions: Int, prefix: String = "t"): IO[String] =
     val name = fresh(prefix)
-    IO.blocking(admin.createTopics(List(new NewTopic(name, partitions, 1.toShort)).asJava).all().get())
-      .as(name)
+    val led = IO.blocking(admin.describeTopics(List(name).asJava).allTopicNames().get().get(name))
+      .map(d => d.partitions.size == partitions && d.partitions.asScala.forall(_.leader != null))
+      .handleError(_ => false)
+    def ready(tries: Int): IO[Unit] = led.flatMap { ok =>
+      if ok then IO.unit
+      else if tries == 0 then IO.raiseError(new IllegalStateException(s"topic $name has no leaders"))
+      else IO.sleep(20.millis) *> ready(tries - 1)
+    }
+    IO.blocking(admin.createTopics(List(new NewTopic(name, partitions, 1.toShort)).asJava).all().get()) *>
+      ready(1500).as(name)
 
   private lazy val producer: KafkaProducer[String, String] =
     val props = new Properties
     props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap)
     props.put(ProducerConfig.LINGER_MS_CONFIG, "5")
+    // a test's records fail its test within seconds rather than wait out the client's two-minute defaults
+    props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000")
+    props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000")
+    props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000")
     new KafkaProducer(props, new StringSerializer, new StringSerializer)
 
   /** Writes `records` (partition, key, value) in this order and waits for the broker's acknowledgement. */
   def produce(topic: String, records: Seq[(Int, String, String)]): IO[Unit] =
     IO.blocking {
       val sent = records.map((p, k, v) => producer.send(new ProducerRecord(topic, Int.box(p), k, v)))
-      producer.flush()
-      sent.foreach(_.get())
+      sent.foreach(_.get(40, java.util.concurrent.TimeUnit.SECONDS))
     }
 
   /** Writes raw bytes, for records no deserializer accepts. */
