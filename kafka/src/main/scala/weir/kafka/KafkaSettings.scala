@@ -1,0 +1,57 @@
+package weir.kafka
+
+import scala.concurrent.duration.*
+
+/**
+ * Where a [[KafkaSource]] reads from and how it holds its records. Build it with named arguments; every
+ * value is checked when the source starts ([[KafkaSettings.validate]]), and a bad one fails with an
+ * `IllegalArgumentException` that names it.
+ *
+ * @param bootstrapServers the brokers, `host:port[,host:port…]`
+ * @param groupId the consumer group: the consumers of one group share the topics' partitions
+ * @param topics the topics to read, at least one
+ * @param maxInFlight how many records the source holds at most (received and not yet in a partition's
+ *   committed prefix: queued, running, or finished above a slower record), over all partitions; past it
+ *   every partition is paused (the consumer goes on polling, so it stays in the group) until records
+ *   finish. This, not the number of keys or partitions, bounds the source's memory (one poll's
+ *   `max.poll.records` may go past it once)
+ * @param pollTimeout how long one `poll` waits for records
+ * @param commitEvery how often the finished prefixes are committed (also on revoke and on release)
+ * @param revokeGrace how long the running records of a revoked partition may go on before they are
+ *   interrupted; the revoke then waits as long again for them to end
+ * @param deadLetterTopic where undecodable records, and records that failed for good, are written
+ * @param properties any other consumer (and dead-letter producer) property; those the source owns
+ *   (deserializers, `enable.auto.commit`, `group.id`, `bootstrap.servers`) are overridden
+ */
+final case class KafkaSettings(
+    bootstrapServers: String,
+    groupId: String,
+    topics: List[String],
+    maxInFlight: Int = KafkaSettings.Defaults.maxInFlight,
+    pollTimeout: FiniteDuration = KafkaSettings.Defaults.pollTimeout,
+    commitEvery: FiniteDuration = KafkaSettings.Defaults.commitEvery,
+    revokeGrace: FiniteDuration = KafkaSettings.Defaults.revokeGrace,
+    deadLetterTopic: Option[String] = None,
+    properties: Map[String, String] = Map.empty
+):
+
+  /** Fails with an `IllegalArgumentException` naming the first bad value. */
+  def validate(): Unit =
+    require(bootstrapServers.trim.nonEmpty, s"bootstrapServers must not be empty, was: '$bootstrapServers'")
+    require(groupId.trim.nonEmpty, s"groupId must not be empty, was: '$groupId'")
+    require(topics.nonEmpty, s"topics must name at least one topic, was: $topics")
+    topics.foreach(t => require(t.trim.nonEmpty, s"topic names must not be empty, was: '$t' in $topics"))
+    require(maxInFlight > 0, s"maxInFlight must be > 0, was: $maxInFlight")
+    require(pollTimeout > Duration.Zero, s"pollTimeout must be > 0, was: $pollTimeout")
+    require(commitEvery > Duration.Zero, s"commitEvery must be > 0, was: $commitEvery")
+    require(revokeGrace >= Duration.Zero, s"revokeGrace must be >= 0, was: $revokeGrace")
+    deadLetterTopic.foreach(t =>
+      require(t.trim.nonEmpty, s"deadLetterTopic must not be empty when set, was: '$t'")
+    )
+
+object KafkaSettings:
+  object Defaults:
+    val maxInFlight: Int = 1000
+    val pollTimeout: FiniteDuration = 50.millis
+    val commitEvery: FiniteDuration = 1.second
+    val revokeGrace: FiniteDuration = 5.seconds

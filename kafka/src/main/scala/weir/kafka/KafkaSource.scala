@@ -1,0 +1,209 @@
+package weir.kafka
+
+import cats.effect.kernel.{Async, Deferred, Resource}
+import cats.effect.std.Queue
+import cats.syntax.all.*
+import fs2.{Chunk, Stream}
+import org.apache.kafka.clients.consumer.{ConsumerConfig, CooperativeStickyAssignor, KafkaConsumer}
+import org.apache.kafka.clients.producer.{KafkaProducer, ProducerConfig}
+import org.apache.kafka.common.serialization.{ByteArrayDeserializer, ByteArraySerializer, Deserializer}
+import weir.{Disposition, FailurePolicy, Pipeline, Running, Source, Summary, TaskOutcome}
+import weir.kafka.internal.{Counters, DeadLetters, Poller}
+
+import java.util.Properties
+import java.util.concurrent.{Executors, ThreadFactory}
+import scala.concurrent.ExecutionContext
+import scala.concurrent.duration.FiniteDuration
+
+/**
+ * A consumer of Kafka topics feeding an ordinary weir [[Pipeline]]: every control of the engine (limit,
+ * adaptive limit, rate limit, retries, task timeout, failure policy, drain, summary, metrics) works
+ * unchanged, and each record's offset is committed once it and every record before it in its partition
+ * have finished.
+ *
+ * {{{
+ * KafkaSource.start[IO, String, String, Unit](settings, new StringDeserializer, new StringDeserializer) {
+ *   source => Pipeline(source).process(record => handle(record.value)).withLimit(Limit.fixed(100))
+ * }.use(kafka => kafka.outcomes.compile.drain)
+ * }}}
+ *
+ * What becomes of a record, by its [[TaskOutcome]]:
+ *   - succeeded, or failed and skipped or dead-lettered by the failure policy: finished; its offset
+ *     becomes committable once every record before it in its partition has finished too;
+ *   - failed and interrupted (its partition was revoked, or the source was released), or dead-lettering
+ *     failed, or not started: unfinished; the committed offset stays before it, and the partition's next
+ *     reader (this consumer after a restart, or another) runs it again.
+ *
+ * Guarantees: at least once. A record runs again after a crash or a lost partition if it had not finished,
+ * or if it finished above a record that had not (only the contiguous finished prefix is committed). A
+ * graceful revoke commits that prefix before the partition is handed on, having ended every running record
+ * of it first, so a key never runs on two consumers at once when handlers end on cancellation.
+ */
+trait KafkaSource[F[_], K, V, B]:
+
+  /** The pipeline, to change its limit or watch its metrics. Stop it with [[drain]]. */
+  def running: Running[F, KafkaRecord[K, V]]
+
+  /**
+   * One outcome per record handed to the pipeline, as in [[Pipeline.startWithOutcomes]]; to be read by
+   * exactly one reader. A record's offset counts as finished when its outcome is read here, so offsets
+   * are committed only as far as this stream has been read: read it for as long as the source runs (a
+   * reader that stops holds up commits, then, once [[KafkaSettings.maxInFlight]] records are held, the
+   * consumption, and a revoke waits for it until the grace ends). The stream ends when the run ends.
+   */
+  def outcomes: Stream[F, TaskOutcome[KafkaRecord[K, V], B]]
+
+  /**
+   * Stops handing out records (every partition stays paused, and the consumer stays in its group) and
+   * drains the pipeline: running records get `deadline`, records not started end not started (and run
+   * again after a restart). Returns the summary; concurrent calls get the same one, and cancelling the call
+   * stops the wait, not the drain.
+   */
+  def drain(deadline: FiniteDuration): F[Summary[KafkaRecord[K, V]]]
+
+  /** What the source did so far. */
+  def stats: F[KafkaStats]
+
+object KafkaSource:
+
+  /**
+   * Joins the group, and starts the pipeline `build` makes from the Kafka source, with `order` (default
+   * [[RecordOrder.byKey]]) as its task order; with a [[KafkaSettings.deadLetterTopic]], its failure policy
+   * becomes [[FailurePolicy.deadLetter]] to that topic, so a record that fails for good is written there
+   * (with its error in headers) and counts as finished.
+   *
+   * Decoding: `keys` and `values` decode each record on the poller thread; a record either rejects is
+   * written to the dead-letter topic with its error (or, without one, skipped), counts as finished, and
+   * never reaches the pipeline (see [[KafkaStats.undecodable]]).
+   *
+   * Release: the pipeline is released (running records get its release grace, then are interrupted, and
+   * are read again after a restart), the finished prefixes are committed, and the consumer leaves the
+   * group. Use [[KafkaSource.drain]] first to stop gracefully.
+   *
+   * Errors: bad settings fail at once with an `IllegalArgumentException` naming the value. A consumer that
+   * fails (its poll throws) ends the pipeline's source with that error (its [[weir.StopReason]] says so).
+   */
+  def start[F[_], K, V, B](
+      settings: KafkaSettings,
+      keys: Deserializer[K],
+      values: Deserializer[V],
+      order: RecordOrder[K, V] = RecordOrder.byKey
+  )(build: Source[F, KafkaRecord[K, V]] => Pipeline[F, KafkaRecord[K, V], B])(using
+      F: Async[F]
+  ): Resource[F, KafkaSource[F, K, V, B]] =
+    for
+      _ <- Resource.eval(F.delay(settings.validate()))
+      ec <- pollerThread[F](settings.groupId)
+      counters = new Counters
+      deadLetters <- settings.deadLetterTopic.traverse(topic =>
+        Resource
+          .make(F.delay(new KafkaProducer(
+            producerProperties(settings),
+            new ByteArraySerializer,
+            new ByteArraySerializer
+          )))(p =>
+            F.blocking(p.close())
+          )
+          .map(new DeadLetters(_, topic))
+      )
+      poller <- Resource.make(F.evalOn(
+        F.delay {
+          val consumer = new KafkaConsumer(
+            consumerProperties(settings),
+            new ByteArrayDeserializer,
+            new ByteArrayDeserializer
+          )
+          val p = new Poller(consumer, settings, keys, values, deadLetters, counters)
+          p.subscribe()
+          p
+        },
+        ec
+      ))(p => F.evalOn(F.delay(p.close()), ec))
+      queue <- Resource.eval(Queue.unbounded[F, Option[Chunk[KafkaRecord[K, V]]]])
+      failure <- Resource.eval(Deferred[F, Throwable])
+      // the queue holds at most maxInFlight records plus one poll's: past that the poller pauses
+      loop = F.evalOn(F.delay(poller.round()), ec)
+        .flatMap(rs => if rs.isEmpty then F.unit else queue.offer(Some(Chunk.from(rs))))
+        .foreverM[Unit]
+      _ <- F.background(loop.handleErrorWith(e => failure.complete(e) *> queue.offer(None)))
+      records = Stream.fromQueueNoneTerminatedChunk(queue) ++
+        Stream.eval(failure.tryGet).flatMap(_.fold(Stream.empty)(Stream.raiseError[F]))
+      pipeline = build(Source.refusable(records)).withOrder(order.taskOrder)
+      started <- deadLetters
+        .fold(pipeline)(dl => pipeline.withFailurePolicy(deadLetterPolicy(dl, counters)))
+        .startWithOutcomes
+    yield
+      val (run, outs) = started
+      new KafkaSource[F, K, V, B]:
+        def running: Running[F, KafkaRecord[K, V]] = run
+        def outcomes: Stream[F, TaskOutcome[KafkaRecord[K, V], B]] =
+          outs.chunks.evalTap(os => F.delay(os.foreach(finish))).unchunks
+        def drain(deadline: FiniteDuration): F[Summary[KafkaRecord[K, V]]] =
+          // the source's stream ends here rather than at the drain's deadline: a record the poller hands
+          // out after the end is never received, so it stays unfinished and is read again later
+          F.delay(poller.stop()) *> queue.offer(None) *> run.drain(deadline)
+        def stats: F[KafkaStats] = F.delay(counters.stats)
+
+  /** Marks a record's offset finished, or not, by its outcome (see [[KafkaSource]]). */
+  private def finish[K, V, B](outcome: TaskOutcome[KafkaRecord[K, V], B]): Unit =
+    val counts = outcome match
+      case TaskOutcome.Succeeded(_, _, _) => true
+      case TaskOutcome.Failed(_, _, Disposition.Skipped | Disposition.DeadLettered, _) => true
+      case TaskOutcome.Failed(_, _, _, _) => false
+      case TaskOutcome.NotStarted(_, _) => false
+    outcome.task.entry.state.finish(outcome.task.entry, counts)
+
+  private def deadLetterPolicy[F[_], K, V](dl: DeadLetters, counters: Counters)(using
+      F: Async[F]
+  ): FailurePolicy[F, KafkaRecord[K, V]] =
+    FailurePolicy.deadLetter[F, KafkaRecord[K, V]] { (r, error) =>
+      F.async_[Unit] { cb =>
+        dl.send(
+          r.topic,
+          r.partition,
+          r.offset,
+          r.rawKey,
+          r.rawValue,
+          r.headers,
+          DeadLetters.Process,
+          error,
+          {
+            case None => cb(Right(()))
+            case Some(e) => cb(Left(e))
+          }
+        ): Unit
+      }.flatTap(_ => F.delay(counters.deadLettered.incrementAndGet()).void)
+        .onError(_ => F.delay(counters.deadLetterFailures.incrementAndGet()).void)
+    }
+
+  /** The one thread that owns the consumer (a `KafkaConsumer` is not thread-safe). */
+  private def pollerThread[F[_]](group: String)(using F: Async[F]): Resource[F, ExecutionContext] =
+    val factory: ThreadFactory = r =>
+      val t = new Thread(r, s"weir-kafka-poller-$group")
+      t.setDaemon(true)
+      t
+    Resource
+      .make(F.delay(Executors.newSingleThreadExecutor(factory)))(e => F.delay(e.shutdown()))
+      .map(ExecutionContext.fromExecutorService)
+
+  private def consumerProperties(s: KafkaSettings): Properties =
+    val p = new Properties
+    // cooperative-sticky unless the user chose otherwise (or the consumer protocol, which takes no assignor)
+    if !s.properties.contains(ConsumerConfig.GROUP_PROTOCOL_CONFIG) then
+      p.setProperty(
+        ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+        classOf[CooperativeStickyAssignor].getName
+      ): Unit
+    p.setProperty(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"): Unit
+    p.setProperty(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, math.min(500, s.maxInFlight).toString): Unit
+    s.properties.foreach((k, v) => p.setProperty(k, v): Unit)
+    p.setProperty(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, s.bootstrapServers): Unit
+    p.setProperty(ConsumerConfig.GROUP_ID_CONFIG, s.groupId): Unit
+    p.setProperty(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false"): Unit
+    p
+
+  private def producerProperties(s: KafkaSettings): Properties =
+    val p = new Properties
+    p.setProperty(ProducerConfig.ACKS_CONFIG, "all"): Unit
+    p.setProperty(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, s.bootstrapServers): Unit
+    p

@@ -1,0 +1,31 @@
+package weir.kafka
+
+import org.apache.kafka.common.TopicPartition
+
+/**
+ * What a [[KafkaSource]] did so far.
+ *
+ * @param received records received and decoded (handed to the pipeline)
+ * @param undecodable records the deserializers rejected (dead-lettered, or skipped without a topic)
+ * @param deadLettered records written to the dead-letter topic (undecodable or failed for good)
+ * @param deadLetterFailures writes to the dead-letter topic that failed (those records stay unfinished)
+ * @param commits successful commits; `commitFailures` those that failed (the next one retries)
+ * @param commitRounds times the poller looked for finished prefixes to commit (every `commitEvery`)
+ * @param revoked partitions revoked or lost; `interrupted` running records interrupted by a revoke
+ * @param held records held now (see [[KafkaSettings.maxInFlight]]); `paused` whether the partitions are
+ * @param committed the last offset committed per partition by this consumer
+ */
+final case class KafkaStats(
+    received: Long,
+    undecodable: Long,
+    deadLettered: Long,
+    deadLetterFailures: Long,
+    commits: Long,
+    commitRounds: Long,
+    commitFailures: Long,
+    revoked: Long,
+    interrupted: Long,
+    held: Int,
+    paused: Boolean,
+    committed: Map[TopicPartition, Long]
+)

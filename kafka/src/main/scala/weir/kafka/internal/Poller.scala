@@ -1,0 +1,187 @@
+package weir.kafka.internal
+
+import org.apache.kafka.clients.consumer.{
+  CloseOptions,
+  ConsumerRebalanceListener,
+  ConsumerRecord,
+  KafkaConsumer,
+  OffsetAndMetadata
+}
+import org.apache.kafka.common.{KafkaException, TopicPartition}
+import org.apache.kafka.common.serialization.Deserializer
+import weir.kafka.{KafkaRecord, KafkaSettings}
+
+import java.time.Duration as JDuration
+import java.util.Collection as JCollection
+import scala.collection.mutable
+import scala.jdk.CollectionConverters.*
+import scala.util.control.NonFatal
+
+/**
+ * The consumer's owner. A `KafkaConsumer` is not thread-safe, so every method here runs on the source's one
+ * poller thread, and so do the rebalance callbacks, which the consumer calls from inside `poll`: `owned`
+ * and `lastCommitted` are confined to that thread. What other threads touch is the partitions' states
+ * (each under its own lock) and the counters.
+ *
+ * A revoke runs inside `poll` and blocks this thread while the revoked partitions' running records finish
+ * (up to the grace, then they are interrupted and given as long again to end): the partition is handed on
+ * only when the callback returns, so this wait is what keeps one key from running on two consumers. The
+ * other partitions' records go on meanwhile; only polling waits.
+ */
+private[kafka] final class Poller[K, V](
+    consumer: KafkaConsumer[Array[Byte], Array[Byte]],
+    settings: KafkaSettings,
+    keys: Deserializer[K],
+    values: Deserializer[V],
+    deadLetters: Option[DeadLetters],
+    counters: Counters
+) extends ConsumerRebalanceListener:
+
+  private val owned = mutable.HashMap.empty[TopicPartition, PartitionState]
+  private val lastCommitted = mutable.HashMap.empty[TopicPartition, Long]
+  private val pollTimeout = JDuration.ofNanos(settings.pollTimeout.toNanos)
+  private val commitEveryNanos = settings.commitEvery.toNanos
+  private val graceNanos = settings.revokeGrace.toNanos
+  private var nextCommit = System.nanoTime() + commitEveryNanos
+  private var closing = false
+
+  // set by a drain, from any thread: from then on no record is handed out and every partition stays paused
+  @volatile private var stopped = false
+
+  def subscribe(): Unit = consumer.subscribe(settings.topics.asJava, this)
+
+  def stop(): Unit = stopped = true
+
+  /**
+   * One round: pauses every partition while the source holds `maxInFlight` records (or is stopped) and
+   * resumes them otherwise, polls (which runs the rebalance callbacks), decodes what came, and commits the
+   * finished prefixes when they are due. Returns the records to hand to the pipeline, in offset order per
+   * partition.
+   */
+  def round(): Vector[KafkaRecord[K, V]] =
+    if stopped || counters.held.get >= settings.maxInFlight then
+      val assigned = consumer.assignment()
+      if !assigned.isEmpty then consumer.pause(assigned)
+      counters.paused.set(true)
+    else
+      val paused = consumer.paused()
+      if !paused.isEmpty then consumer.resume(paused)
+      counters.paused.set(false)
+    val polled = consumer.poll(pollTimeout)
+    val out = Vector.newBuilder[KafkaRecord[K, V]]
+    // records of a partition assigned inside this poll may come before the next round pauses it
+    if !stopped then
+      polled.forEach { r =>
+        owned.get(new TopicPartition(r.topic, r.partition)).foreach(state =>
+          receive(state, r).foreach(out += _)
+        )
+      }
+    if System.nanoTime() - nextCommit >= 0 then
+      commit(owned.values)
+      counters.commitRounds.incrementAndGet(): Unit
+      nextCommit = System.nanoTime() + commitEveryNanos
+    out.result()
+
+  private def receive(state: PartitionState, r: ConsumerRecord[Array[Byte], Array[Byte]]) =
+    val entry = state.receive(r.offset)
+    try
+      val k = keys.deserialize(r.topic, r.headers, r.key)
+      val v = values.deserialize(r.topic, r.headers, r.value)
+      counters.received.incrementAndGet(): Unit
+      Some(
+        new KafkaRecord(r.topic, r.partition, r.offset, r.timestamp, k, v, r.headers, r.key, r.value, entry)
+      )
+    catch
+      case NonFatal(e) =>
+        counters.undecodable.incrementAndGet(): Unit
+        deadLetters match
+          case None => state.finish(entry, counts = true)
+          case Some(dl) =>
+            // written before the record counts as finished, so that its offset is never committed unwritten
+            val written =
+              try
+                dl.send(
+                  r.topic,
+                  r.partition,
+                  r.offset,
+                  r.key,
+                  r.value,
+                  r.headers,
+                  DeadLetters.Decode,
+                  e,
+                  _ => ()
+                )
+                  .get(): Unit
+                true
+              catch case NonFatal(_) => false
+            if written then counters.deadLettered.incrementAndGet(): Unit
+            else counters.deadLetterFailures.incrementAndGet(): Unit
+            state.finish(entry, counts = written)
+        None
+
+  /** Commits the finished prefix of each of `states` that moved since its last commit. */
+  private def commit(states: Iterable[PartitionState]): Unit =
+    val due = states.flatMap { s =>
+      s.committable.filter(o => lastCommitted.get(s.partition).forall(_ < o)).map(s.partition -> _)
+    }.toMap
+    if due.nonEmpty then
+      try
+        consumer.commitSync(due.map((tp, o) => tp -> new OffsetAndMetadata(o)).asJava)
+        due.foreach { (tp, o) =>
+          lastCommitted(tp) = o
+          counters.committed.put(tp, o)
+        }
+        counters.commits.incrementAndGet(): Unit
+      catch
+        // the group moved on (a rebalance, a fenced member) or the broker is away: the next commit retries,
+        // and a partition lost meanwhile is re-read by its next owner from its last commit
+        case _: KafkaException => counters.commitFailures.incrementAndGet(): Unit
+
+  def onPartitionsAssigned(partitions: JCollection[TopicPartition]): Unit =
+    partitions.forEach(tp => if !owned.contains(tp) then owned(tp) = new PartitionState(tp, counters))
+
+  /**
+   * The partitions go to another consumer once this returns: their unstarted records refuse from now on,
+   * the running ones get the grace, then are interrupted and given as long again to end, and the finished
+   * prefixes are committed synchronously before the partitions are released.
+   */
+  def onPartitionsRevoked(partitions: JCollection[TopicPartition]): Unit =
+    val states = partitions.asScala.flatMap(owned.get).toVector
+    if states.nonEmpty then
+      counters.revoked.addAndGet(states.size.toLong): Unit
+      states.foreach(_.revoke())
+      // on close the pipeline has already ended: nothing runs any more
+      if !closing then
+        val deadline = System.nanoTime() + graceNanos
+        states.foreach(_.awaitIdle(deadline): Unit)
+        val interrupted = states.map(_.interruptRunning("partition revoked")).sum
+        if interrupted > 0 then
+          counters.interrupted.addAndGet(interrupted.toLong): Unit
+          val again = System.nanoTime() + graceNanos
+          states.foreach(_.awaitIdle(again): Unit)
+      commit(states)
+      giveUp(states)
+
+  /**
+   * The partitions already belong to another consumer (this one missed the rebalance): nothing can be
+   * committed for them, and their running records are interrupted at once.
+   */
+  override def onPartitionsLost(partitions: JCollection[TopicPartition]): Unit =
+    val states = partitions.asScala.flatMap(owned.get).toVector
+    counters.revoked.addAndGet(states.size.toLong): Unit
+    states.foreach(_.revoke())
+    counters.interrupted.addAndGet(states.map(_.interruptRunning("partition lost")).sum.toLong): Unit
+    giveUp(states)
+
+  private def giveUp(states: Vector[PartitionState]): Unit =
+    states.foreach { s =>
+      s.release()
+      owned.remove(s.partition): Unit
+      lastCommitted.remove(s.partition): Unit
+    }
+
+  /** The last commit, then leaves the group (whose revoke commits nothing new) and closes the consumer. */
+  def close(): Unit =
+    closing = true
+    try commit(owned.values)
+    finally consumer.close(CloseOptions.timeout(JDuration.ofNanos(math.max(graceNanos, 1000000000L))))
