@@ -14,19 +14,24 @@ package weir.console
  *     no index answers (a key, a priority, payload text; by enqueue time, a state or a queue). A page that
  *     finds fewer matches ends where its scan stopped, and its next page goes on from there: the bound
  *     keeps every page fast on a history of any length. 100 to 1,000,000.
+ *   - `countCap`: finished tasks are counted up to this many per queue and state, and a key's backlog up
+ *     to this many (shown as `1,000+` beyond, for the default): what a count costs is bounded by it, not by
+ *     the history's length. 10 to 1,000,000.
  */
 final case class ConsoleOptions(
     adminToken: Option[String] = None,
     redact: String => String = identity,
     pageSize: Int = ConsoleOptions.Defaults.pageSize,
     payloadSearch: Boolean = true,
-    scanLimit: Int = ConsoleOptions.Defaults.scanLimit
+    scanLimit: Int = ConsoleOptions.Defaults.scanLimit,
+    countCap: Int = ConsoleOptions.Defaults.countCap
 ):
   require(pageSize > 0 && pageSize <= 1000, s"pageSize must be in 1..1000, was: $pageSize")
   require(
     scanLimit >= 100 && scanLimit <= 1000000,
     s"scanLimit must be in 100..1000000, was: $scanLimit"
   )
+  require(countCap >= 10 && countCap <= 1000000, s"countCap must be in 10..1000000, was: $countCap")
   adminToken.foreach(t =>
     require(t.length >= 8, s"an admin token must have at least 8 characters, was: ${t.length}")
   )
@@ -38,6 +43,7 @@ object ConsoleOptions:
   object Defaults:
     val pageSize: Int = 50
     val scanLimit: Int = 5000
+    val countCap: Int = 1000
 
   /** A console that only reads. */
   val readOnly: ConsoleOptions = ConsoleOptions()

@@ -1,6 +1,8 @@
 package weir.console
 
 import cats.effect.IO
+import doobie.*
+import doobie.implicits.*
 import cats.syntax.all.*
 import munit.CatsEffectSuite
 import org.http4s.*
@@ -88,6 +90,29 @@ class ConsoleRoutesSuite extends CatsEffectSuite:
         assert(!page.contains("href=\"/"), "no absolute link")
         assertEquals(redirect.status, Status.SeeOther)
         assertEquals(redirect.headers.get[Location].map(_.uri.renderString), Some("/ops/weir/"))
+    }
+  }
+
+  test("finished tasks are counted up to the cap, and a cap out of bounds is refused naming it") {
+    console(ConsoleOptions(countCap = 10)).use { (client, db, f) =>
+      val finished = db.schema("finished")
+      val tasks = db.schema("tasks")
+      // eleven more dead tasks in emails, copies of the planted one: twelve in all, two over the cap
+      val copies = Fragment.const(
+        s"""INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, errors, created_at)
+           SELECT nextval(pg_get_serial_sequence('$tasks', 'id')), queue, payload, priority, state, attempt,
+                  max_attempts, errors, created_at FROM $finished, generate_series(1, 11) WHERE id = """
+      ) ++ fr0"${f.dead}"
+      for
+        _ <- copies.update.run.transact(db.transactor)
+        (_, page) <- get(client, "")
+        (_, reports) <- get(client, "queues/reports")
+        low <- IO(ConsoleOptions(countCap = 9)).attempt
+      yield
+        // emails: dead at the cap; reports: its one completed task, under it
+        assert(page.contains("""<td class="n">0</td><td class="n">10+</td><td class="n">0</td>"""), page)
+        assert(reports.contains("""<td class="n">1</td><td class="n">0</td><td class="n">0</td>"""), reports)
+        assert(low.left.exists(_.getMessage.contains("countCap must be in 10..1000000, was: 9")), low)
     }
   }
 

@@ -29,38 +29,26 @@ private[console] final class ConsoleQueries(schema: Schema):
       WHEN t.state = 'available' AND t.run_at > now() THEN 'scheduled' ELSE t.state::text END"""
 
   /**
-   * Every queue with live tasks (or `only` that one), and their counts, exact, with how long its oldest task ready to run has
-   * waited, in seconds. Each count reads one of the claim's partial indexes and nothing else, as long as
-   * the table's pages are all-visible (the visibility map; a vacuumed backlog is): the tasks a claim may
-   * take, split by due time, from `tasks_claim`; those behind their key from `tasks_waiting`; the running
-   * ones from `tasks_running`.
+   * Every queue with live tasks (or `only` that one), and their counts, exact, with how long its oldest
+   * task ready to run has waited, in seconds. Each count reads one of the claim's partial indexes and
+   * nothing else, as long as the table's pages are all-visible (the visibility map; a vacuumed backlog
+   * is): the tasks a claim may take, split by due time, from `tasks_claim`; those behind an earlier task
+   * of their key from `tasks_waiting`; the running ones from `tasks_running`.
    */
   def liveCounts(only: Option[String]): ConnectionIO[Vector[LiveCounts]] =
     val queue = only.fold(Fragment.empty)(q => fr0" AND queue = $q")
-    (const(
-      s"""SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0, 0,
+    withoutParallelWorkers *>
+      (const(
+        s"""SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0, 0,
              extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8
       FROM $tasks WHERE state = 'available' AND (ordering_key IS NULL OR head)"""
-    ) ++ queue ++
-      const(
+      ) ++ queue ++ const(
         s""" GROUP BY queue
       UNION ALL SELECT queue, 0, 0, count(*), 0, NULL FROM $tasks WHERE ordering_key IS NOT NULL AND NOT head"""
       ) ++
-      queue ++ const(s""" GROUP BY queue
+        queue ++ const(s""" GROUP BY queue
       UNION ALL SELECT queue, 0, 0, 0, count(*), NULL FROM $tasks WHERE state = 'running'""") ++ queue ++
-      const(" GROUP BY queue"))
-      .query[(String, Long, Long, Long, Long, Option[Double])].to[Vector].map { parts =>
-        parts.groupBy(_._1).toVector.map { (queue, ps) =>
-          LiveCounts(
-            queue,
-            available = ps.map(_._2).sum,
-            scheduled = ps.map(_._3).sum,
-            waiting = ps.map(_._4).sum,
-            running = ps.map(_._5).sum,
-            oldestSeconds = ps.flatMap(_._6).headOption
-          )
-        }
-      }
+        const(" GROUP BY queue")).query[LiveCounts].to[Vector].map(LiveCounts.of)
 
   /**
    * Every queue with finished tasks (or `only` that one), and their count per state up to `cap + 1`: a
@@ -77,11 +65,19 @@ private[console] final class ConsoleQueries(schema: Schema):
           ORDER BY f.state, f.queue LIMIT 1) AS n)""")
       case Some(q) => const(s"WITH pairs AS (SELECT s.state, ") ++ fr0"$q::text" ++
           const(s" AS queue FROM unnest(enum_range(NULL::${schema("finished_state")})) AS s(state))")
-    (pairs ++ const(s"""
+    withoutParallelWorkers *>
+      (pairs ++ const(s"""
       SELECT * FROM (SELECT p.queue, p.state::text, (SELECT count(*) FROM (
         SELECT 1 FROM $finished AS f WHERE f.state = p.state AND f.queue = p.queue LIMIT """) ++
-      fr0"${cap + 1}" ++ const(") AS c) AS n FROM pairs AS p) AS counts WHERE n > 0"))
-      .query[(String, String, Long)].to[Vector]
+        fr0"${cap + 1}" ++ const(") AS c) AS n FROM pairs AS p) AS counts WHERE n > 0"))
+        .query[(String, String, Long)].to[Vector]
+
+  /**
+   * The counts' reads run at once, each on a connection of its own ([[ConsoleRoutes]]): PostgreSQL's
+   * parallel workers for either would only compete with the other for the same cores.
+   */
+  private val withoutParallelWorkers: ConnectionIO[Int] =
+    const("SET LOCAL max_parallel_workers_per_gather = 0").update.run
 
   /** Tasks completed and dead per minute over the last hour, of one queue or all, oldest minute first. */
   def throughput(queue: Option[String]): ConnectionIO[Vector[Minute]] =
@@ -346,6 +342,20 @@ private[console] object ConsoleQueries:
       running: Long,
       oldestSeconds: Option[Double]
   )
+
+  object LiveCounts:
+    /** The counts of each queue in `parts` (one per index read), added up. */
+    def of(parts: Vector[LiveCounts]): Vector[LiveCounts] =
+      parts.groupBy(_.queue).toVector.map { (queue, ps) =>
+        LiveCounts(
+          queue,
+          available = ps.map(_.available).sum,
+          scheduled = ps.map(_.scheduled).sum,
+          waiting = ps.map(_.waiting).sum,
+          running = ps.map(_.running).sum,
+          oldestSeconds = ps.flatMap(_.oldestSeconds).headOption
+        )
+      }
 
   /** A queue's tasks by state, and how long its oldest task ready to run has waited, in seconds. */
   final case class QueueCounts(

@@ -85,10 +85,10 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
   private def queues(only: Option[String]): F[Vector[QueueView]] =
     F.both(
       read(queries.liveCounts(only)),
-      F.both(read(queries.finishedCounts(ConsoleRoutes.countCap, only)), admin.queues)
+      F.both(read(queries.finishedCounts(options.countCap, only)), admin.queues)
     )
       .map { case (live, (finished, infos)) =>
-        QueueView.all(QueueCounts.of(live, finished, ConsoleRoutes.countCap), infos)
+        QueueView.all(QueueCounts.of(live, finished, options.countCap), infos)
       }
 
   private def throughput(queue: Option[String]): F[Json] =
@@ -253,8 +253,8 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
       }
 
     case req @ GET -> Root / "keys" =>
-      (view(req), read(queries.keys(keysShown, ConsoleRoutes.countCap))).flatMapN((v, ks) =>
-        Ok(OtherPages.keys(v, ks, keysShown, ConsoleRoutes.countCap))
+      (view(req), read(queries.keys(keysShown, options.countCap))).flatMapN((v, ks) =>
+        Ok(OtherPages.keys(v, ks, keysShown, options.countCap))
       )
     case req @ GET -> Root / "workers" =>
       (view(req), admin.workers).flatMapN((v, ws) => Ok(OtherPages.workers(v, ws)))
@@ -293,12 +293,6 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
   }
 
 private[console] object ConsoleRoutes:
-
-  /**
-   * Finished tasks are counted up to this many per queue and state (shown as "10,000+" beyond), and a key's
-   * backlog likewise: an exact count would read the whole history on every refresh.
-   */
-  val countCap: Int = 10000
 
   /** The version of the uPlot WebJar on the class path, from its Maven metadata. */
   lazy val uplotVersion: String =
