@@ -97,7 +97,7 @@ object KafkaSource:
       counters = new Counters
       deadLetters <- settings.deadLetterTopic.traverse(topic =>
         Resource
-          .make(F.delay(new KafkaProducer(
+          .make(F.blocking(new KafkaProducer(
             producerProperties(settings),
             new ByteArraySerializer,
             new ByteArraySerializer
@@ -157,8 +157,9 @@ object KafkaSource:
       F: Async[F]
   ): FailurePolicy[F, KafkaRecord[K, V]] =
     FailurePolicy.deadLetter[F, KafkaRecord[K, V]] { (r, error) =>
-      F.async_[Unit] { cb =>
-        dl.send(
+      // `send` blocks while it waits for the topic's metadata or for room in the producer's buffer
+      F.async[Unit] { cb =>
+        F.blocking(dl.send(
           r.topic,
           r.partition,
           r.offset,
@@ -171,7 +172,7 @@ object KafkaSource:
             case None => cb(Right(()))
             case Some(e) => cb(Left(e))
           }
-        ): Unit
+        )).as(None)
       }.flatTap(_ => F.delay(counters.deadLettered.incrementAndGet()).void)
         .onError(_ => F.delay(counters.deadLetterFailures.incrementAndGet()).void)
     }
@@ -202,8 +203,12 @@ object KafkaSource:
     p.setProperty(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false"): Unit
     p
 
+  /** The user's properties a producer knows (security, client id, ...), all acks, the same servers. */
   private def producerProperties(s: KafkaSettings): Properties =
     val p = new Properties
-    p.setProperty(ProducerConfig.ACKS_CONFIG, "all"): Unit
+    val known = ProducerConfig.configNames()
+    s.properties.foreach((k, v) => if known.contains(k) then p.setProperty(k, v): Unit)
+    if !s.properties.contains(ProducerConfig.ACKS_CONFIG) then
+      p.setProperty(ProducerConfig.ACKS_CONFIG, "all"): Unit
     p.setProperty(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, s.bootstrapServers): Unit
     p

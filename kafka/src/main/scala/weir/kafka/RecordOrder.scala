@@ -1,6 +1,8 @@
 package weir.kafka
 
 import org.apache.kafka.common.TopicPartition
+
+import java.nio.ByteBuffer
 import weir.TaskOrder
 
 /**
@@ -19,9 +21,14 @@ object RecordOrder:
 
   /**
    * One record of each record key at a time, in offset order; different keys of one partition run
-   * concurrently. Records with a `null` key share one key per partition.
+   * concurrently. Keys are told apart by their bytes as the broker holds them, not by the decoded key's
+   * `equals` (an `Array[Byte]` key has none worth the name). Records with a `null` key share one key per
+   * partition.
    */
-  val byKey: RecordOrder[Any, Any] = ByKeyOf[Any, Any, (TopicPartition, Any)](r => (r.topicPartition, r.key))
+  val byKey: RecordOrder[Any, Any] =
+    ByKeyOf[Any, Any, (TopicPartition, Option[ByteBuffer])](r =>
+      (r.topicPartition, Option(r.rawKey).map(ByteBuffer.wrap))
+    )
 
   /**
    * One record of each `key(record)` of a partition at a time, in offset order. `key` should be pure and

@@ -113,7 +113,8 @@ class KafkaSourceSuite extends KafkaTesting with ScalaCheckSuite:
       }
       dead <- readDeadLetters(dlt, 1)
     yield
-      assertEquals(seen.map(_.task.value), Vector("1", "3"))
+      // "a" and "c" are different keys: they run concurrently, their outcomes in either order
+      assertEquals(seen.map(_.task.value).sorted, Vector("1", "3"))
       val d = dead.head
       assertEquals(new String(d.value, "UTF-8"), "poison")
       assertEquals(new String(d.key, "UTF-8"), "b")
