@@ -114,7 +114,12 @@ object KafkaSource:
             new ByteArrayDeserializer
           )
           val p = new Poller(consumer, settings, keys, values, deadLetters, counters)
-          p.subscribe()
+          // the resource's release runs only once this returns: a refused subscription closes the consumer here
+          try p.subscribe()
+          catch
+            case e: Throwable =>
+              consumer.close()
+              throw e
           p
         },
         ec
