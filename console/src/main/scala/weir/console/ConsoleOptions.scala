@@ -1,5 +1,7 @@
 package weir.console
 
+import scala.concurrent.duration.*
+
 /**
  * How [[WeirConsole]] serves its pages.
  *
@@ -17,6 +19,12 @@ package weir.console
  *   - `countCap`: finished tasks are counted up to this many per queue and state, and a key's backlog up
  *     to this many (shown as `1,000+` beyond, for the default): what a count costs is bounded by it, not by
  *     the history's length. 10 to 1,000,000.
+ *   - `countsEvery`: how often the overview's counts of every queue are read again while someone looks at
+ *     it. Requests in between share the last reading, which the page dates; the next one is read in the
+ *     background, one at a time, and no sooner than nine times the last one's own duration after it, so
+ *     that counting a big backlog takes at most a tenth of one connection's time however many operators
+ *     watch. A queue's own page reads its counts for each request. Zero: every request reads the counts
+ *     and waits for them. 0 to 1 hour.
  */
 final case class ConsoleOptions(
     adminToken: Option[String] = None,
@@ -24,7 +32,8 @@ final case class ConsoleOptions(
     pageSize: Int = ConsoleOptions.Defaults.pageSize,
     payloadSearch: Boolean = true,
     scanLimit: Int = ConsoleOptions.Defaults.scanLimit,
-    countCap: Int = ConsoleOptions.Defaults.countCap
+    countCap: Int = ConsoleOptions.Defaults.countCap,
+    countsEvery: FiniteDuration = ConsoleOptions.Defaults.countsEvery
 ):
   require(pageSize > 0 && pageSize <= 1000, s"pageSize must be in 1..1000, was: $pageSize")
   require(
@@ -32,6 +41,10 @@ final case class ConsoleOptions(
     s"scanLimit must be in 100..1000000, was: $scanLimit"
   )
   require(countCap >= 10 && countCap <= 1000000, s"countCap must be in 10..1000000, was: $countCap")
+  require(
+    countsEvery >= Duration.Zero && countsEvery <= 1.hour,
+    s"countsEvery must be in 0 s..1 hour, was: $countsEvery"
+  )
   adminToken.foreach(t =>
     require(t.length >= 8, s"an admin token must have at least 8 characters, was: ${t.length}")
   )
@@ -44,6 +57,7 @@ object ConsoleOptions:
     val pageSize: Int = 50
     val scanLimit: Int = 5000
     val countCap: Int = 1000
+    val countsEvery: FiniteDuration = 2.seconds
 
   /** A console that only reads. */
   val readOnly: ConsoleOptions = ConsoleOptions()

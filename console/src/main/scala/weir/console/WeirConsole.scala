@@ -15,17 +15,19 @@ import weir.postgres.Database
  * discard), which go through [[weir.postgres.TaskAdmin]].
  *
  * Serve it on its own with [[server]] (what `./weir console` does), or mount [[routes]] in an http4s
- * app of your own, under any prefix: `Router("/ops/weir" -> WeirConsole.routes(db, options))`. Every link
+ * app of your own, under any prefix: `WeirConsole.routes(db, options).map(console => Router("/ops/weir" -> console))`. Every link
  * is relative, so the pages work wherever they are mounted; the same pages either way.
  */
 object WeirConsole:
 
   /**
    * The console's routes. Reads run on `db`'s pool, one short transaction each; only POSTs act, and only
-   * for an operator logged in with `options.adminToken` whose form carries the session's CSRF token.
+   * for an operator logged in with `options.adminToken` whose form carries the session's CSRF token. A
+   * resource because the overview's counts are read in the background, shared by every request
+   * (`options.countsEvery`); releasing it cancels a reading under way.
    */
-  def routes[F[_]: Async](db: Database[F], options: ConsoleOptions): HttpRoutes[F] =
-    new ConsoleRoutes[F](db, options).routes
+  def routes[F[_]: Async](db: Database[F], options: ConsoleOptions): Resource[F, HttpRoutes[F]] =
+    ConsoleRoutes.resource[F](db, options).map(_.routes)
 
   /**
    * An HTTP server of the console alone, on `host:port` (port 0: any free port; the server's
@@ -38,9 +40,6 @@ object WeirConsole:
       port: Port
   ): Resource[F, Server] =
     given Network[F] = Network.forAsync[F]
-    EmberServerBuilder
-      .default[F]
-      .withHost(host)
-      .withPort(port)
-      .withHttpApp(routes(db, options).orNotFound)
-      .build
+    routes(db, options).flatMap(console =>
+      EmberServerBuilder.default[F].withHost(host).withPort(port).withHttpApp(console.orNotFound).build
+    )

@@ -89,7 +89,7 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
       case Some((chromium, chromedriver)) =>
         for
           (db, fixture) <- ConsoleDatabase.planted
-          routes = WeirConsole.routes(db, ConsoleOptions(adminToken = Some(token)))
+          routes <- WeirConsole.routes(db, ConsoleOptions(adminToken = Some(token)))
           server <- EmberServerBuilder.default[IO].withHost(host"127.0.0.1").withPort(port"0")
             .withHttpApp(Router("/ops/weir" -> routes).orNotFound).build
           driver <- browser(chromium, chromedriver)

@@ -31,9 +31,10 @@ class ConsoleRoutesSuite extends CatsEffectSuite:
 
   /** A client of the console's routes mounted at `/ops/weir`, over a freshly planted schema. */
   private def console(options: ConsoleOptions = ConsoleOptions(adminToken = Some(token))) =
-    ConsoleDatabase.planted.map { (db, fixture) =>
-      val app = Router("/ops/weir" -> WeirConsole.routes(db, options)).orNotFound
-      (Client.fromHttpApp(app), db, fixture)
+    ConsoleDatabase.planted.flatMap { (db, fixture) =>
+      WeirConsole.routes(db, options).map(routes =>
+        (Client.fromHttpApp(Router("/ops/weir" -> routes).orNotFound), db, fixture)
+      )
     }
 
   private def get(client: Client[IO], path: String, cookie: Option[String] = None): IO[(Status, String)] =
@@ -113,6 +114,32 @@ class ConsoleRoutesSuite extends CatsEffectSuite:
         assert(page.contains("""<td class="n">0</td><td class="n">10+</td><td class="n">0</td>"""), page)
         assert(reports.contains("""<td class="n">1</td><td class="n">0</td><td class="n">0</td>"""), reports)
         assert(low.left.exists(_.getMessage.contains("countCap must be in 10..1000000, was: 9")), low)
+    }
+  }
+
+  test("the overview's counts are one reading shared until the next is due; a queue's page reads its own") {
+    console(ConsoleOptions(countsEvery = 1.hour)).use { (client, db, f) =>
+      // emails: available, scheduled, waiting, running, completed, dead
+      val before = """<td class="n">2</td><td class="n">0</td><td class="n">1</td><td class="n">0</td>
+<td class="n">0</td><td class="n">1</td>"""
+      val after = """<td class="n">3</td><td class="n">0</td><td class="n">1</td><td class="n">0</td>
+<td class="n">0</td><td class="n">0</td>"""
+      for
+        (_, first) <- get(client, "")
+        retried <- TaskAdmin(db).retry(f.dead)
+        (_, shared) <- get(client, "fragments/queues")
+        (_, own) <- get(client, "queues/emails")
+        out <- IO(ConsoleOptions(countsEvery = 61.minutes)).attempt
+      yield
+        assert(retried)
+        assert(first.contains(before), first)
+        assert(first.contains("""<p class="counted">Counted at <time datetime="""), first)
+        assert(shared.contains(before), shared)
+        assert(own.contains(after), own)
+        assert(
+          out.left.exists(_.getMessage.contains("countsEvery must be in 0 s..1 hour, was: 61 minutes")),
+          out
+        )
     }
   }
 

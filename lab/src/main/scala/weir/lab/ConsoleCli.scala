@@ -8,6 +8,8 @@ import weir.console.{ConsoleOptions, WeirConsole}
 import weir.lab.report.ExperimentIo
 import weir.postgres.{Database, DatabaseConfig, Schema}
 
+import scala.concurrent.duration.*
+
 /**
  * `./weir console`: serves the web console of a schema's durable queues until interrupted, on
  * `--bind` (default 127.0.0.1: no other host can reach it unless asked) and `--port`, and prints its
@@ -21,7 +23,8 @@ object ConsoleCli:
       schema: String = Schema.default.name,
       bind: String = "127.0.0.1",
       port: Int = 8080,
-      adminToken: Option[String] = None
+      adminToken: Option[String] = None,
+      countsEvery: FiniteDuration = ConsoleOptions.Defaults.countsEvery
   )
 
   private val builder = OParser.builder[Options]
@@ -47,14 +50,24 @@ object ConsoleCli:
           if t.length >= 8 then success else failure("--admin-token must have at least 8 characters")
         )
         .action((t, o) => o.copy(adminToken = Some(t)))
-        .text("lets an operator who logs in with it act (default: $WEIR_CONSOLE_TOKEN; none: read-only)")
+        .text("lets an operator who logs in with it act (default: $WEIR_CONSOLE_TOKEN; none: read-only)"),
+      opt[Double]("counts-every").valueName("SECONDS")
+        .validate(s =>
+          if s >= 0 && s <= 3600 then success
+          else failure(s"--counts-every must be in 0..3600 seconds, was: $s")
+        )
+        .action((s, o) => o.copy(countsEvery = (s * 1000).round.millis))
+        .text(
+          "how often the overview's counts are read again while it is viewed, one reading shared by every " +
+            "request in between (default 2; 0: every request reads them)"
+        )
     )
 
   def run(args: List[String]): IO[ExitCode] =
     ExperimentIo.runWithCode(parser, args, Options()) { o =>
       DatabaseArgs.run(o.url, o.schema) { config =>
         val token = o.adminToken.orElse(sys.env.get("WEIR_CONSOLE_TOKEN").filter(_.nonEmpty))
-        serve(o, config, ConsoleOptions(adminToken = token))
+        serve(o, config, ConsoleOptions(adminToken = token, countsEvery = o.countsEvery))
       }
     }
 

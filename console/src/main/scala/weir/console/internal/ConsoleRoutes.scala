@@ -1,6 +1,6 @@
 package weir.console.internal
 
-import cats.effect.kernel.Async
+import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
 import doobie.implicits.*
 import io.circe.Json
@@ -11,6 +11,7 @@ import weir.console.ConsoleOptions
 import weir.console.internal.ConsoleQueries.QueueCounts
 import weir.postgres.{Cancel, Database, QueueRate, TaskAdmin, UnknownQueue}
 
+import java.time.Instant
 import java.time.temporal.ChronoUnit
 import scala.concurrent.duration.*
 
@@ -20,11 +21,15 @@ import scala.concurrent.duration.*
  * GETs only read; every POST is an action, refused unless the operator is logged in with the admin token
  * and the form carries the session's CSRF token (see [[Access]]).
  */
-private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: ConsoleOptions)(using F: Async[F])
+private[console] final class ConsoleRoutes[F[_]] private (
+    db: Database[F],
+    options: ConsoleOptions,
+    queries: ConsoleQueries,
+    allCounts: Snapshot[F, Vector[QueueCounts]]
+)(using F: Async[F])
     extends Http4sDsl[F]:
 
   private val admin = TaskAdmin(db)
-  private val queries = new ConsoleQueries(db.schema)
   private val access = options.adminToken.map(new Access(_))
   private val keysShown = 200
   private val neighboursShown = 5
@@ -76,20 +81,25 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
             case Some(_) => body(form)
         }
 
-  private def queueView(name: String): F[Option[QueueView]] = queues(Some(name)).map(_.find(_.name == name))
+  /**
+   * A queue's counts, read for this request (the page an operator acts on shows what the action changed),
+   * and its controls; or `None` when no such queue is known.
+   */
+  private def queueView(name: String): F[Option[(QueueView, Instant)]] =
+    F.both(
+      (F.realTimeInstant, ConsoleRoutes.counts(db, queries, options.countCap, Some(name))).tupled,
+      admin.queues
+    )
+      .map { case ((at, counts), infos) => QueueView.all(counts, infos).find(_.name == name).map(_ -> at) }
 
   /**
-   * The queues (or `only` that one) with their counts and controls: three reads, each on a connection of
-   * its own, at once.
+   * Every queue with its counts, as last read for all requests ([[Snapshot]]), and its controls, read for
+   * this one (a queue paused a moment ago shows paused).
    */
-  private def queues(only: Option[String]): F[Vector[QueueView]] =
-    F.both(
-      read(queries.liveCounts(only)),
-      F.both(read(queries.finishedCounts(options.countCap, only)), admin.queues)
+  private def queues: F[(Vector[QueueView], Instant)] =
+    F.both(allCounts.get, admin.queues).map((counts, infos) =>
+      (QueueView.all(counts.value, infos), counts.at)
     )
-      .map { case (live, (finished, infos)) =>
-        QueueView.all(QueueCounts.of(live, finished, options.countCap), infos)
-      }
 
   private def throughput(queue: Option[String]): F[Json] =
     (read(queries.throughput(queue)), F.realTimeInstant).mapN { (minutes, now) =>
@@ -179,16 +189,17 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
     case req if req.pathInfo.segments.isEmpty && !req.uri.path.endsWithSlash =>
       redirect(req.uri.path.renderString + "/")
 
-    case req @ GET -> Root => (view(req), queues(None)).flatMapN((v, qs) => Ok(QueuePages.overview(v, qs)))
+    case req @ GET -> Root =>
+      (view(req), queues).flatMapN((v, qs) => Ok(QueuePages.overview(v, qs._1, qs._2)))
     case req @ GET -> Root / "fragments" / "queues" =>
-      (view(req), queues(None)).flatMapN((v, qs) => Ok(QueuePages.table(v, qs)))
+      (view(req), queues).flatMapN((v, qs) => Ok(QueuePages.table(v, qs._1, qs._2)))
     case req @ GET -> Root / "api" / "throughput" =>
       val queue = req.params.get("queue").filter(_.nonEmpty)
       throughput(queue).flatMap(json => Ok(json.noSpaces, `Content-Type`(MediaType.application.json)))
 
     case req @ GET -> Root / "queues" / name =>
       (view(req), queueView(name)).flatMapN {
-        case (v, Some(q)) => Ok(QueuePages.queue(v, q, queueNotice(req)))
+        case (v, Some((q, at))) => Ok(QueuePages.queue(v, q, at, queueNotice(req)))
         case (_, None) => notFound(req, s"No queue '$name'.")
       }
     case req @ POST -> Root / "queues" / name / "pause" =>
@@ -293,6 +304,24 @@ private[console] final class ConsoleRoutes[F[_]](db: Database[F], options: Conso
   }
 
 private[console] object ConsoleRoutes:
+
+  /** The routes, with the overview's counts shared by every request as [[Snapshot]] says. */
+  def resource[F[_]: Async](db: Database[F], options: ConsoleOptions): Resource[F, ConsoleRoutes[F]] =
+    val queries = new ConsoleQueries(db.schema)
+    Snapshot.resource(counts(db, queries, options.countCap, None), options.countsEvery)
+      .map(new ConsoleRoutes(db, options, queries, _))
+
+  /**
+   * The counts of every queue (or `only` that one): the live ones and the finished ones in two reads, each
+   * on a connection of its own, at once.
+   */
+  private def counts[F[_]](db: Database[F], queries: ConsoleQueries, cap: Int, only: Option[String])(using
+      F: Async[F]
+  ): F[Vector[QueueCounts]] =
+    F.both(
+      queries.liveCounts(only).transact(db.transactor),
+      queries.finishedCounts(cap, only).transact(db.transactor)
+    ).map((live, finished) => QueueCounts.of(live, finished, cap))
 
   /** The version of the uPlot WebJar on the class path, from its Maven metadata. */
   lazy val uplotVersion: String =

@@ -5,6 +5,8 @@ import weir.console.internal.Layout.*
 import weir.console.internal.ConsoleQueries.QueueCounts
 import weir.postgres.QueueInfo
 
+import java.time.Instant
+
 /** A queue as the console shows it: its counts (none when it has no task) and its controls. */
 private[console] final case class QueueView(
     name: String,
@@ -21,8 +23,13 @@ private[console] object QueueView:
 /** The overview (every queue) and a queue's page (the same, plus its controls). */
 private[console] object QueuePages:
 
-  /** The queues' table alone: the overview polls it to stay current without a reload. */
-  def table(v: View, queues: Vector[QueueView]): Html =
+  /**
+   * The queues' table alone, with the counts read at `countedAt`: the overview polls it to stay current
+   * without a reload.
+   */
+  def table(v: View, queues: Vector[QueueView], countedAt: Instant): Html =
+    // the oldest task's wait was measured when the counts were read: it has gone on waiting since
+    val since = (v.now.toEpochMilli - countedAt.toEpochMilli).max(0L) / 1000.0
     if queues.isEmpty then message("empty", "No queues yet: none has tasks, workers or controls.")
     else
       val rows = queues.map { q =>
@@ -39,29 +46,31 @@ private[console] object QueuePages:
             _.waiting
           )}</td><td class="n">${n(_.running)}</td>
 <td class="n">${c(_.completed)}</td><td class="n">${c(_.dead)}</td><td class="n">${c(_.cancelled)}</td>
-<td class="n">${q.counts.flatMap(_.oldestSeconds).fold("–")(
-            age
+<td class="n">${q.counts.flatMap(_.oldestSeconds).fold("–")(w =>
+            age(w + since)
           )}</td><td class="paused">$paused</td><td class="n">$limit</td><td>$rate</td></tr>"""
       }
       html"""<table class="queues"><thead><tr><th>queue</th><th>available</th><th>scheduled</th><th title="behind an earlier task of their key">waiting</th><th>running</th>
 <th>completed</th><th>dead</th><th>cancelled</th><th>oldest available</th><th>state</th><th>max running</th><th>rate</th></tr></thead>
-<tbody>$rows</tbody></table>"""
+<tbody>$rows</tbody></table>
+<p class="counted">Counted at ${time(countedAt)}.</p>"""
 
   /** A chart of completed and dead tasks per minute over the last hour, fed by `src` and polled. */
   def chart(src: String): Html =
     html"""<figure class="chart"><div class="throughput" data-src="$src" data-every="5000"></div>
 <figcaption>Tasks finished per minute over the last hour: completed and dead (updated every 5 s)</figcaption></figure>"""
 
-  def overview(v: View, queues: Vector[QueueView]): Html =
+  def overview(v: View, queues: Vector[QueueView], countedAt: Instant): Html =
     page(v, "Overview", "")(
       chart(v.link("api/throughput")) ++
         html"""<section data-refresh="${v.link("fragments/queues")}" data-every="5000">${table(
             v,
-            queues
+            queues,
+            countedAt
           )}</section>"""
     )
 
-  def queue(v: View, q: QueueView, notice: Option[String]): Html =
+  def queue(v: View, q: QueueView, countedAt: Instant, notice: Option[String]): Html =
     val src = v.link("api/throughput" + query(Seq("queue" -> q.name)))
     val here = v.link("queues/" + encode(q.name))
     val controls = q.controls
@@ -83,7 +92,8 @@ private[console] object QueuePages:
           ).map(_.burst)}" placeholder="1 s worth"></label>
 <button>Set limits</button> <small>(an empty field removes the limit)</small></form></section>"""
     page(v, s"Queue ${q.name}", "")(
-      notice.fold(Html.empty)(message("notice", _)) ++ table(v, Vector(q)) ++ forms ++ chart(src) ++
+      notice.fold(Html.empty)(message("notice", _)) ++ table(v, Vector(q), countedAt) ++ forms ++
+        chart(src) ++
         html"""<p><a href="${v.link("tasks" + query(Seq("queue" -> q.name)))}">Tasks of ${q.name}</a> ·
 <a href="${v.link("tasks" + query(Seq("queue" -> q.name, "state" -> "dead")))}">dead ones</a></p>"""
     )

@@ -16,7 +16,8 @@ final class ConsoleProbe private (base: String, client: HttpClient, cookie: Stri
 
   /** GETs `path` (relative to the console's root): the status and the time taken, in milliseconds. */
   def get(path: String): IO[(Int, Double)] =
-    send(HttpRequest.newBuilder(URI.create(base + path)).header("Cookie", cookie).GET().build())
+    val request = HttpRequest.newBuilder(URI.create(base + path))
+    send((if cookie.isEmpty then request else request.header("Cookie", cookie)).GET().build())
 
   /** POSTs the form `fields` (and the CSRF token) to `path`: the status and the time taken. */
   def post(path: String, fields: Seq[(String, String)]): IO[(Int, Double)] =
@@ -38,6 +39,11 @@ object ConsoleProbe:
 
   def form(fields: Seq[(String, String)]): String =
     fields.map((k, v) => s"${URLEncoder.encode(k, UTF_8)}=${URLEncoder.encode(v, UTF_8)}").mkString("&")
+
+  /** A client of the read-only console at `base` (ending in `/`), which only reads. */
+  def reader(base: String): IO[ConsoleProbe] = IO {
+    new ConsoleProbe(base, HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build(), "", "")
+  }
 
   /** Logs in to the console at `base` (ending in `/`) with `token`. */
   def login(base: String, token: String): IO[ConsoleProbe] = IO.blocking {

@@ -27,7 +27,11 @@ class ConsoleLabSuite extends CatsEffectSuite:
       // every page answered 200 and every action its redirect (the batch its result page)
       assertEquals(r.history, 20000L)
       assertEquals(r.backlog, 2000)
-      assertEquals(r.timings.count(!_.action), 23)
+      assertEquals(r.timings.count(!_.action), 24)
+      assertEquals(
+        r.timings.filter(_.reference).map(_.name),
+        Vector("overview, counts read for each request")
+      )
       assertEquals(
         r.timings.filter(_.action).map(_.name),
         Vector(
@@ -43,8 +47,9 @@ class ConsoleLabSuite extends CatsEffectSuite:
       assert(r.timings.forall(t => t.millis.size == 5 && t.millis.forall(_ > 0)), r.timings)
       val json = parse(text).fold(e => fail(e.getMessage), identity)
       val timings = json.hcursor.downField("timings").values.getOrElse(fail("no timings")).toVector
-      assertEquals(timings.size, 30)
+      assertEquals(timings.size, 31)
       assert(timings.forall(_.hcursor.get[Double]("p95_ms").isRight), text)
+      assertEquals(timings.count(_.hcursor.get[Boolean]("reference") == Right(true)), 1, text)
     }
   }
 
