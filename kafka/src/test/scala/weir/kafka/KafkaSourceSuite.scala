@@ -163,11 +163,19 @@ class KafkaSourceSuite extends KafkaTesting with ScalaCheckSuite:
 
   test("bad settings fail at once, naming the value") {
     val good = KafkaSettings(bootstrapServers = "localhost:1", groupId = "g", topics = List("t"))
-    def fails(s: KafkaSettings, expected: String) =
+    def fails(
+        s: KafkaSettings,
+        expected: String,
+        policy: weir.FailurePolicy[IO, Rec] = weir.FailurePolicy.skip
+    ) =
       KafkaSource
-        .start[IO, String, String, Unit](s, new StringDeserializer, new StringDeserializer)(src =>
-          weir.Pipeline(src).process(_ => IO.unit)
-        )
+        .start[IO, String, String, Unit](
+          s,
+          new StringDeserializer,
+          new StringDeserializer,
+          RecordOrder.byKey,
+          policy
+        )(src => weir.Pipeline(src).process(_ => IO.unit))
         .use_
         .intercept[IllegalArgumentException]
         .map(e => assert(e.getMessage.contains(expected), s"'${e.getMessage}' does not say '$expected'"))
@@ -181,6 +189,12 @@ class KafkaSourceSuite extends KafkaTesting with ScalaCheckSuite:
       good.copy(commitEvery = Duration(-1, "s")) -> "commitEvery must be > 0, was: -1",
       good.copy(revokeGrace = Duration(-1, "ms")) -> "revokeGrace must be >= 0",
       good.copy(topics = List("t", "")) -> "topic names must not be empty, was: ''",
-      good.copy(deadLetterTopic = Some("")) -> "deadLetterTopic must not be empty when set"
-    ).traverse_(fails.tupled)
+      good.copy(deadLetterTopic = Some("")) -> "deadLetterTopic must not be empty when set",
+      good.copy(commitMetadataBytes = -1) -> "commitMetadataBytes must be >= 0, was: -1"
+    ).traverse_((s, expected) => fails(s, expected)) *>
+      fails(
+        good.copy(deadLetterTopic = Some("dead")),
+        "failurePolicy must be left at skip when deadLetterTopic is set",
+        weir.FailurePolicy.failFast[IO]
+      )
   }
