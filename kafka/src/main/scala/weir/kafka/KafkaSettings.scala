@@ -13,7 +13,8 @@ import scala.concurrent.duration.*
  * @param groupId the consumer group: the consumers of one group share the topics' partitions
  * @param topics the topics to read, at least one
  * @param maxInFlight how many records the source holds at most (received and not yet in a partition's
- *   committed prefix: queued, running, or finished above a slower record), over all partitions; past it
+ *   committed prefix: queued, running, or finished above a slower record; or whose outcome is not read
+ *   yet from [[KafkaSource.outcomes]]), over all partitions; past it
  *   every partition is paused (the consumer goes on polling, so it stays in the group) until records
  *   finish. This, not the number of keys or partitions, bounds the source's memory (one poll's
  *   `max.poll.records` may go past it once)

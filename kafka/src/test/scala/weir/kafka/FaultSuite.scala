@@ -3,7 +3,7 @@ package weir.kafka
 import cats.effect.{Deferred, IO}
 import cats.syntax.all.*
 import org.apache.kafka.common.TopicPartition
-import org.apache.kafka.common.serialization.StringDeserializer
+import org.apache.kafka.common.serialization.{Deserializer, StringDeserializer}
 import weir.{Disposition, FailurePolicy, Limit, Pipeline, RateLimiter, Retry, StopReason, TaskOutcome}
 
 import scala.concurrent.duration.*
@@ -68,6 +68,43 @@ class FaultSuite extends KafkaTesting:
       assertEquals(stats.deadLetterFailures, 1L, s"$stats")
       // the finished record above it may be named in the metadata, but the offset never passes it
       assertEquals(committed.map(_._1), Some(0L))
+  }
+
+  test(
+    "an undecodable record whose dead letter cannot be written fails the source, naming the topic; its offset is not committed"
+  ) {
+    val failing: Deserializer[String] = (_: String, data: Array[Byte]) =>
+      val s = new String(data, "UTF-8")
+      if s == "poison" then throw new IllegalArgumentException("not a value: poison") else s
+    for
+      topic <- TestBroker.topic(1)
+      dlt <- TestBroker.topic(1, "dlt")
+      group = TestBroker.fresh("g")
+      tp = new TopicPartition(topic, 0)
+      _ <- TestBroker.produce(topic, List((0, "a", "1"), (0, "b", "poison"), (0, "c", "3")))
+      base = settings(topic, group)
+      s = base.copy(
+        deadLetterTopic = Some(dlt),
+        deadLetterRetry = Retry.exponential(10.millis, maxAttempts = 2, jitter = Retry.Jitter.Off),
+        properties = base.properties + ("max.request.size" -> "100")
+      )
+      result <- KafkaSource
+        .start[IO, String, String, Unit](s, new StringDeserializer, failing)(src =>
+          Pipeline(src).process(_ => IO.unit)
+        )
+        .use(kafka => (kafka.outcomes.compile.toVector, kafka.running.join, kafka.stats).tupled)
+      (seen, summary, stats) = result
+      committed <- commitOf(group, tp)
+    yield
+      summary.stop match
+        case StopReason.SourceFailed(e) =>
+          assert(e.getMessage.contains(s"dead-letter topic '$dlt'"), e.getMessage)
+          assert(e.getMessage.contains(s"$topic-0@1 after 2 attempt(s)"), e.getMessage)
+        case other => fail(s"the source did not fail: $other")
+      // "1" reaches the pipeline only if an earlier poll brought it: the failing poll hands out nothing
+      assert(seen.forall(_.task.value == "1"), s"$seen")
+      assertEquals((stats.undecodable, stats.deadLettered, stats.deadLetterFailures), (1L, 0L, 1L), s"$stats")
+      assert(committed.exists(_._1 <= 1L), s"committed past the record not dead-lettered: $committed")
   }
 
   test(
