@@ -146,10 +146,12 @@ object KafkaSource:
       failure <- Resource.eval(Deferred[F, Throwable])
       // the first failure ends the records: the poller goes on polling, every partition paused, so that the
       // consumer stays in its group while the records received run to their outcomes
-      fail = (e: Throwable) => failure.complete(e) *> F.delay(poller.stop()) *> queue.offer(None)
+      fail = (e: Throwable) =>
+        failure.complete(e).flatMap(first => (F.delay(poller.stop()) *> queue.offer(None)).whenA(first))
       // the queue holds at most maxInFlight records plus one poll's: past that the poller pauses
       loop = F.evalOn(F.delay(poller.round()), ec)
         .flatMap(rs => if rs.isEmpty then F.unit else queue.offer(Some(Chunk.from(rs))))
+        .flatMap(_ => F.delay(poller.failed).flatMap(_.traverse_(fail)))
         .foreverM[Unit]
       _ <- F.background(loop.handleErrorWith(e => failure.complete(e) *> queue.offer(None)))
       records = Stream.fromQueueNoneTerminatedChunk(queue) ++

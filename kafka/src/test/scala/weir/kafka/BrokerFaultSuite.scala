@@ -75,9 +75,14 @@ class BrokerFaultSuite extends KafkaTesting:
       val interrupted = all.collect { case TaskOutcome.Failed(r, e, weir.Disposition.Interrupted, _) =>
         (r.value, e.getMessage)
       }
-      assertEquals(interrupted, Vector(("run", "task interrupted: partition lost")), s"$first")
+      assertEquals(
+        interrupted.filter(_._1 != "stall"),
+        Vector(("run", "task interrupted: partition lost")),
+        s"$first"
+      )
+      // "stall", handed out by the poll before the one that finds the partition lost, may refuse too
       val refused = all.collect { case TaskOutcome.NotStarted(r, NotStartedReason.Refused(_)) => r.value }
-      assertEquals(refused, Vector("queued"))
+      assertEquals(refused.filter(_ != "stall"), Vector("queued"))
       val succeeded = all.collect { case TaskOutcome.Succeeded(r, _, _) => r.value }
       // "done" ran once: the next assignment skipped it, as the commit's metadata said
       assertEquals(succeeded.filter(_ != "stall").sorted, Vector("done", "queued", "run"))

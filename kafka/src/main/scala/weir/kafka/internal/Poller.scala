@@ -46,19 +46,25 @@ private[kafka] final class Poller[K, V](
   private var nextCommit = System.nanoTime() + commitEveryNanos
   private var closing = false
 
-  // set by a drain, from any thread: from then on no record is handed out and every partition stays paused
+  // set by a drain, from any thread, or by a failure: from then on no record is handed out and every
+  // partition stays paused, while the consumer stays in its group and goes on committing
   @volatile private var stopped = false
+
+  // the first failure of a dead-letter write on this thread (see `writeDeadLetter`)
+  @volatile private var failure: Option[Throwable] = None
 
   def subscribe(): Unit = consumer.subscribe(settings.topics.asJava, this)
 
   def stop(): Unit = stopped = true
 
+  /** Why the poller stopped handing out records on its own, if it did: the source is to fail with it. */
+  def failed: Option[Throwable] = failure
+
   /**
    * One round: pauses every partition while the source holds `maxInFlight` records, its unread outcomes
-   * included (or is stopped), and
-   * resumes them otherwise, polls (which runs the rebalance callbacks), decodes what came, and commits the
-   * finished prefixes when they are due. Returns the records to hand to the pipeline, in offset order per
-   * partition.
+   * included (or is stopped), and resumes them otherwise, polls (which runs the rebalance callbacks),
+   * decodes what came, and commits the finished prefixes when they are due. Returns the records to hand to
+   * the pipeline, in offset order per partition: those decoded before a failure ([[failed]]), if one came.
    */
   def round(): Vector[KafkaRecord[K, V] & Interruptible] =
     if stopped || counters.held.get + counters.unread.get >= settings.maxInFlight then
@@ -74,9 +80,10 @@ private[kafka] final class Poller[K, V](
     // records of a partition assigned inside this poll may come before the next round pauses it
     if !stopped then
       polled.forEach { r =>
-        owned.get(new TopicPartition(r.topic, r.partition)).foreach(state =>
-          receive(state, r).foreach(out += _)
-        )
+        if !stopped then
+          owned.get(new TopicPartition(r.topic, r.partition)).foreach(state =>
+            receive(state, r).foreach(out += _)
+          )
       }
     if System.nanoTime() - nextCommit >= 0 then
       commit(owned.values)
@@ -102,21 +109,28 @@ private[kafka] final class Poller[K, V](
             case None => state.finish(entry, counts = true)
             case Some(dl) =>
               // written before the record counts as finished, so that its offset is never committed unwritten;
-              // a write that keeps failing fails the source, the record unfinished
-              writeDeadLetter(dl, r, e)
-              counters.deadLettered.incrementAndGet(): Unit
-              state.finish(entry, counts = true)
+              // a write that keeps failing stops the poller, the record unfinished, and fails the source
+              writeDeadLetter(dl, r, e) match
+                case None =>
+                  counters.deadLettered.incrementAndGet(): Unit
+                  state.finish(entry, counts = true)
+                case Some(error) =>
+                  failure = Some(error)
+                  stopped = true
           None
 
-  /** Writes an undecodable record, retried as [[KafkaSettings.deadLetterRetry]] says, on this thread. */
+  /**
+   * Writes an undecodable record, retried as [[KafkaSettings.deadLetterRetry]] says, on this thread; the
+   * error that is to fail the source once the attempts are spent.
+   */
   private def writeDeadLetter(
       dl: DeadLetters,
       r: ConsumerRecord[Array[Byte], Array[Byte]],
       e: Throwable
-  ): Unit =
+  ): Option[Throwable] =
     val retry = settings.deadLetterRetry
     @annotation.tailrec
-    def attempt(n: Int): Unit =
+    def attempt(n: Int): Option[Throwable] =
       val failed =
         try
           dl.send(r.topic, r.partition, r.offset, r.key, r.value, r.headers, DeadLetters.Decode, e, _ => ())
@@ -126,14 +140,14 @@ private[kafka] final class Poller[K, V](
           case ee: java.util.concurrent.ExecutionException => Some(Option(ee.getCause).getOrElse(ee))
           case NonFatal(other) => Some(other)
       failed match
-        case None => ()
+        case None => None
         case Some(cause) =>
           if n < retry.maxAttempts && retry.retryable(cause) then
             Thread.sleep(retry.backoff(n, java.util.concurrent.ThreadLocalRandom.current()).toMillis)
             attempt(n + 1)
           else
             counters.deadLetterFailures.incrementAndGet(): Unit
-            throw dl.failure(r.topic, r.partition, r.offset, n, cause)
+            Some(dl.failure(r.topic, r.partition, r.offset, n, cause))
     attempt(1)
 
   /** Commits the finished prefix of each of `states`, and the finished records above it, if they changed. */
