@@ -8,12 +8,14 @@ import weir.kafka.internal.Entry
 /**
  * A record a [[KafkaSource]] received and decoded: what the pipeline's handler receives.
  *
- * A record is [[weir.Interruptible]]: when its partition is revoked, a record that has not started refuses
- * to start (it ends not started, and the partition's next owner runs it), and one that is running is
- * interrupted once [[KafkaSettings.revokeGrace]] has passed (its handler is cancelled; it ends interrupted,
- * and the next owner runs it again).
+ * When its partition is revoked, a record that has not started refuses to start (it ends not started, and
+ * the partition's next owner runs it), and one that is running is interrupted once
+ * [[KafkaSettings.revokeGrace]] has passed (its handler is cancelled; it ends interrupted, and the next
+ * owner runs it again). The engine learns this through [[weir.Interruptible]], which only the source's
+ * own records implement: asking a record whether it may start marks it started, so that question is the
+ * engine's alone.
  */
-final class KafkaRecord[+K, +V] private[kafka] (
+sealed abstract class KafkaRecord[+K, +V] private[kafka] (
     val topic: String,
     val partition: Int,
     val offset: Long,
@@ -24,14 +26,61 @@ final class KafkaRecord[+K, +V] private[kafka] (
     private[kafka] val rawKey: Array[Byte],
     private[kafka] val rawValue: Array[Byte],
     private[kafka] val entry: Entry
-) extends Interruptible:
+):
 
   def topicPartition: TopicPartition = entry.state.partition
 
-  /** Why this record must not start: its partition was revoked; `None` when it may. */
-  def refusal: Option[String] = entry.state.tryStart(entry)
-
-  /** Registers the engine's interruption of this record's attempt: see [[weir.Interruptible]]. */
-  def onInterrupt(interrupt: String => Unit): () => Unit = entry.interruption.onInterrupt(interrupt)
-
   override def toString: String = s"KafkaRecord($topic-$partition@$offset, $key)"
+
+private[kafka] object KafkaRecord:
+
+  def apply[K, V](
+      topic: String,
+      partition: Int,
+      offset: Long,
+      timestamp: Long,
+      key: K,
+      value: V,
+      headers: Headers,
+      rawKey: Array[Byte],
+      rawValue: Array[Byte],
+      entry: Entry
+  ): KafkaRecord[K, V] & Interruptible =
+    new Tracked(topic, partition, offset, timestamp, key, value, headers, rawKey, rawValue, entry)
+
+  /**
+   * The record as the engine sees it: its refusal marks it started under its partition's lock, and the end
+   * of an attempt that was not interrupted marks it idle (a revoke need not wait for it between attempts).
+   */
+  private final class Tracked[K, V](
+      topic: String,
+      partition: Int,
+      offset: Long,
+      timestamp: Long,
+      key: K,
+      value: V,
+      headers: Headers,
+      rawKey: Array[Byte],
+      rawValue: Array[Byte],
+      entry: Entry
+  ) extends KafkaRecord[K, V](
+        topic,
+        partition,
+        offset,
+        timestamp,
+        key,
+        value,
+        headers,
+        rawKey,
+        rawValue,
+        entry
+      )
+      with Interruptible:
+
+    def refusal: Option[String] = entry.state.tryStart(entry)
+
+    def onInterrupt(interrupt: String => Unit): () => Unit =
+      val unregister = entry.interruption.onInterrupt(interrupt)
+      () =>
+        unregister()
+        entry.state.attemptEnded(entry)

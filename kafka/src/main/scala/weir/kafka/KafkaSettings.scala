@@ -1,5 +1,7 @@
 package weir.kafka
 
+import weir.Retry
+
 import scala.concurrent.duration.*
 
 /**
@@ -11,7 +13,8 @@ import scala.concurrent.duration.*
  * @param groupId the consumer group: the consumers of one group share the topics' partitions
  * @param topics the topics to read, at least one
  * @param maxInFlight how many records the source holds at most (received and not yet in a partition's
- *   committed prefix: queued, running, or finished above a slower record), over all partitions; past it
+ *   committed prefix: queued, running, or finished above a slower record; or whose outcome is not read
+ *   yet from [[KafkaSource.outcomes]]), over all partitions; past it
  *   every partition is paused (the consumer goes on polling, so it stays in the group) until records
  *   finish. This, not the number of keys or partitions, bounds the source's memory (one poll's
  *   `max.poll.records` may go past it once)
@@ -20,6 +23,11 @@ import scala.concurrent.duration.*
  * @param revokeGrace how long the running records of a revoked partition may go on before they are
  *   interrupted; the revoke then waits as long again for them to end
  * @param deadLetterTopic where undecodable records, and records that failed for good, are written
+ * @param deadLetterRetry how a failed dead-letter write is retried; once its attempts are spent the record
+ *   stays unfinished (its offset is never committed) and the source fails with an error naming the topic
+ * @param commitMetadataBytes the most bytes of commit metadata, which names the records finished above
+ *   the committed offset so that the next reader skips them; at most the brokers'
+ *   `offset.metadata.max.bytes` (4096 by default); 0 commits no metadata
  * @param properties any other consumer (and dead-letter producer) property; those the source owns
  *   (deserializers, `enable.auto.commit`, `group.id`, `bootstrap.servers`) are overridden
  */
@@ -32,6 +40,8 @@ final case class KafkaSettings(
     commitEvery: FiniteDuration = KafkaSettings.Defaults.commitEvery,
     revokeGrace: FiniteDuration = KafkaSettings.Defaults.revokeGrace,
     deadLetterTopic: Option[String] = None,
+    deadLetterRetry: Retry = KafkaSettings.Defaults.deadLetterRetry,
+    commitMetadataBytes: Int = KafkaSettings.Defaults.commitMetadataBytes,
     properties: Map[String, String] = Map.empty
 ):
 
@@ -48,6 +58,7 @@ final case class KafkaSettings(
     deadLetterTopic.foreach(t =>
       require(t.trim.nonEmpty, s"deadLetterTopic must not be empty when set, was: '$t'")
     )
+    require(commitMetadataBytes >= 0, s"commitMetadataBytes must be >= 0, was: $commitMetadataBytes")
 
 object KafkaSettings:
   object Defaults:
@@ -55,3 +66,5 @@ object KafkaSettings:
     val pollTimeout: FiniteDuration = 50.millis
     val commitEvery: FiniteDuration = 1.second
     val revokeGrace: FiniteDuration = 5.seconds
+    val deadLetterRetry: Retry = Retry.exponential(100.millis, maxAttempts = 5, maxDelay = 5.seconds)
+    val commitMetadataBytes: Int = 4096

@@ -1,17 +1,20 @@
 package weir.kafka
 
 import cats.effect.kernel.{Async, Deferred, Resource}
-import cats.effect.std.Queue
+import cats.effect.std.{Queue, Supervisor}
 import cats.syntax.all.*
 import fs2.{Chunk, Stream}
 import org.apache.kafka.clients.consumer.{ConsumerConfig, CooperativeStickyAssignor, KafkaConsumer}
 import org.apache.kafka.clients.producer.{KafkaProducer, ProducerConfig}
+import org.apache.kafka.common.KafkaException
 import org.apache.kafka.common.serialization.{ByteArrayDeserializer, ByteArraySerializer, Deserializer}
-import weir.{Disposition, FailurePolicy, Pipeline, Running, Source, Summary, TaskOutcome}
+import weir.{
+  Disposition, FailurePolicy, Interruptible, Pipeline, Retry, Running, Source, Summary, TaskOutcome
+}
 import weir.kafka.internal.{Counters, DeadLetters, Poller}
 
 import java.util.Properties
-import java.util.concurrent.{Executors, ThreadFactory}
+import java.util.concurrent.{Executors, ThreadFactory, ThreadLocalRandom}
 import scala.concurrent.ExecutionContext
 import scala.concurrent.duration.FiniteDuration
 
@@ -27,17 +30,20 @@ import scala.concurrent.duration.FiniteDuration
  * }.use(kafka => kafka.outcomes.compile.drain)
  * }}}
  *
- * What becomes of a record, by its [[TaskOutcome]]:
- *   - succeeded, or failed and skipped or dead-lettered by the failure policy: finished; its offset
- *     becomes committable once every record before it in its partition has finished too;
- *   - failed and interrupted (its partition was revoked, or the source was released), or dead-lettering
- *     failed, or not started: unfinished; the committed offset stays before it, and the partition's next
- *     reader (this consumer after a restart, or another) runs it again.
+ * What becomes of a record, by its [[TaskOutcome]], as soon as the pipeline records it:
+ *   - succeeded, or failed and dead-lettered, or failed and skipped under [[FailurePolicy.skip]]: finished;
+ *     its offset becomes committable once every record before it in its partition has finished too, and
+ *     until then the commit's metadata names it, so that the partition's next reader skips it;
+ *   - failed and interrupted (its partition was revoked, or the source was released), or aborted or
+ *     skipped under [[FailurePolicy.failFast]], or dead-lettering failed, or not started: unfinished; the
+ *     committed offset stays before it, and the partition's next reader (this consumer after a restart, or
+ *     another) runs it again.
  *
  * Guarantees: at least once. A record runs again after a crash or a lost partition if it had not finished,
- * or if it finished above a record that had not (only the contiguous finished prefix is committed). A
- * graceful revoke commits that prefix before the partition is handed on, having ended every running record
- * of it first, so a key never runs on two consumers at once when handlers end on cancellation.
+ * or if it finished above a record that had not and the commit's metadata could not name it (it is bounded
+ * by [[KafkaSettings.commitMetadataBytes]]). A graceful revoke commits before the partition is handed on,
+ * having ended every running record of it first, so a key never runs on two consumers at once when
+ * handlers end on cancellation.
  */
 trait KafkaSource[F[_], K, V, B]:
 
@@ -46,10 +52,10 @@ trait KafkaSource[F[_], K, V, B]:
 
   /**
    * One outcome per record handed to the pipeline, as in [[Pipeline.startWithOutcomes]]; to be read by
-   * exactly one reader. A record's offset counts as finished when its outcome is read here, so offsets
-   * are committed only as far as this stream has been read: read it for as long as the source runs (a
-   * reader that stops holds up commits, then, once [[KafkaSettings.maxInFlight]] records are held, the
-   * consumption, and a revoke waits for it until the grace ends). The stream ends when the run ends.
+   * exactly one reader. A record's offset becomes committable as soon as its outcome is known, whether or
+   * not it was read here: a slow reader holds up neither commits nor revokes. Unread outcomes count against
+   * [[KafkaSettings.maxInFlight]], so a reader that stops reading stops the consumption (not the commits)
+   * once that many are held. The stream ends when the run ends.
    */
   def outcomes: Stream[F, TaskOutcome[KafkaRecord[K, V], B]]
 
@@ -68,9 +74,12 @@ object KafkaSource:
 
   /**
    * Joins the group, and starts the pipeline `build` makes from the Kafka source, with `order` (default
-   * [[RecordOrder.byKey]]) as its task order; with a [[KafkaSettings.deadLetterTopic]], its failure policy
-   * becomes [[FailurePolicy.deadLetter]] to that topic, so a record that fails for good is written there
-   * (with its error in headers) and counts as finished.
+   * [[RecordOrder.byKey]]) as its task order and `failurePolicy` (default [[FailurePolicy.skip]]) as its
+   * failure policy: the source sets both, replacing any that `build` set, because what it commits depends
+   * on them (under [[FailurePolicy.failFast]] a record that fails, skipped or not, is never committed). With
+   * a [[KafkaSettings.deadLetterTopic]], the policy is [[FailurePolicy.deadLetter]] to that topic (and
+   * `failurePolicy` must be left at its default): a record that fails for good is written there, with its
+   * error in headers, and counts as finished.
    *
    * Decoding: `keys` and `values` decode each record on the poller thread; a record either rejects is
    * written to the dead-letter topic with its error (or, without one, skipped), counts as finished, and
@@ -81,18 +90,27 @@ object KafkaSource:
    * group. Use [[KafkaSource.drain]] first to stop gracefully.
    *
    * Errors: bad settings fail at once with an `IllegalArgumentException` naming the value. A consumer that
-   * fails (its poll throws) ends the pipeline's source with that error (its [[weir.StopReason]] says so).
+   * fails (its poll throws), or a dead-letter write that fails after [[KafkaSettings.deadLetterRetry]]'s
+   * attempts, ends the pipeline's source with that error (its [[weir.StopReason]] says so); the records
+   * received go on to their outcomes, and the record not written stays unfinished.
    */
   def start[F[_], K, V, B](
       settings: KafkaSettings,
       keys: Deserializer[K],
       values: Deserializer[V],
-      order: RecordOrder[K, V] = RecordOrder.byKey
+      order: RecordOrder[K, V] = RecordOrder.byKey,
+      failurePolicy: FailurePolicy[F, KafkaRecord[K, V]] = FailurePolicy.skip[F]
   )(build: Source[F, KafkaRecord[K, V]] => Pipeline[F, KafkaRecord[K, V], B])(using
       F: Async[F]
   ): Resource[F, KafkaSource[F, K, V, B]] =
     for
-      _ <- Resource.eval(F.delay(settings.validate()))
+      _ <- Resource.eval(F.delay {
+        settings.validate()
+        require(
+          settings.deadLetterTopic.isEmpty || isSkip(failurePolicy),
+          s"failurePolicy must be left at skip when deadLetterTopic is set, was: $failurePolicy"
+        )
+      })
       ec <- pollerThread[F](settings.groupId)
       counters = new Counters
       deadLetters <- settings.deadLetterTopic.traverse(topic =>
@@ -124,46 +142,92 @@ object KafkaSource:
         },
         ec
       ))(p => F.evalOn(F.delay(p.close()), ec))
-      queue <- Resource.eval(Queue.unbounded[F, Option[Chunk[KafkaRecord[K, V]]]])
+      queue <- Resource.eval(Queue.unbounded[F, Option[Chunk[KafkaRecord[K, V] & Interruptible]]])
       failure <- Resource.eval(Deferred[F, Throwable])
+      // the first failure ends the records: the poller goes on polling, every partition paused, so that the
+      // consumer stays in its group while the records received run to their outcomes
+      fail = (e: Throwable) =>
+        failure.complete(e).flatMap(first => (F.delay(poller.stop()) *> queue.offer(None)).whenA(first))
       // the queue holds at most maxInFlight records plus one poll's: past that the poller pauses
       loop = F.evalOn(F.delay(poller.round()), ec)
         .flatMap(rs => if rs.isEmpty then F.unit else queue.offer(Some(Chunk.from(rs))))
+        .flatMap(_ => F.delay(poller.failed).flatMap(_.traverse_(fail)))
         .foreverM[Unit]
       _ <- F.background(loop.handleErrorWith(e => failure.complete(e) *> queue.offer(None)))
       records = Stream.fromQueueNoneTerminatedChunk(queue) ++
         Stream.eval(failure.tryGet).flatMap(_.fold(Stream.empty)(Stream.raiseError[F]))
-      pipeline = build(Source.refusable(records)).withOrder(order.taskOrder)
-      started <- deadLetters
-        .fold(pipeline)(dl => pipeline.withFailurePolicy(deadLetterPolicy(dl, counters)))
-        .startWithOutcomes
+      policy = deadLetters.fold(failurePolicy)(dl =>
+        deadLetterPolicy(dl, settings.deadLetterRetry, counters, fail)
+      )
+      skips = deadLetters.isEmpty && isSkip(failurePolicy)
+      // released after the pipeline, whose release ends its outcome stream: the reader sees every outcome
+      // the pipeline hands out, those of its release included
+      readers <- Supervisor[F](await = true)
+      source: Source[F, KafkaRecord[K, V]] = Source.refusable(records)
+      started <- build(source).withOrder(order.taskOrder).withFailurePolicy(policy).startWithOutcomes
+      forward <- Resource.eval(Queue.unbounded[F, Option[Chunk[TaskOutcome[KafkaRecord[K, V], B]]]])
+      // a record's offset is committable once its outcome is known, not once the user read it: this reader
+      // keeps the pipeline's outcome stream empty, and the unread outcomes count against maxInFlight instead
+      _ <- Resource.eval(readers.supervise(F.guarantee(
+        started._2.chunks
+          .evalMap(os =>
+            F.delay {
+              os.foreach(finish(_, skips))
+              counters.unread.addAndGet(os.size): Unit
+            } *> forward.offer(Some(os))
+          )
+          .compile
+          .drain,
+        forward.offer(None)
+      )))
     yield
-      val (run, outs) = started
+      val run = started._1
       new KafkaSource[F, K, V, B]:
         def running: Running[F, KafkaRecord[K, V]] = run
         def outcomes: Stream[F, TaskOutcome[KafkaRecord[K, V], B]] =
-          outs.chunks.evalTap(os => F.delay(os.foreach(finish))).unchunks
+          Stream.fromQueueNoneTerminatedChunk(forward).chunks
+            .evalTap(os => F.delay(counters.unread.addAndGet(-os.size)))
+            .unchunks
         def drain(deadline: FiniteDuration): F[Summary[KafkaRecord[K, V]]] =
           // the source's stream ends here rather than at the drain's deadline: a record the poller hands
           // out after the end is never received, so it stays unfinished and is read again later
           F.delay(poller.stop()) *> queue.offer(None) *> run.drain(deadline)
         def stats: F[KafkaStats] = F.delay(counters.stats)
 
-  /** Marks a record's offset finished, or not, by its outcome (see [[KafkaSource]]). */
-  private def finish[K, V, B](outcome: TaskOutcome[KafkaRecord[K, V], B]): Unit =
+  private def isSkip(policy: FailurePolicy[?, ?]): Boolean =
+    policy match
+      case _: FailurePolicy.Skip[?] => true
+      case _ => false
+
+  /**
+   * Marks a record's offset finished, or not, by its outcome (see [[KafkaSource]]): a skipped record counts
+   * only under the skip policy (`skips`); under fail-fast, a record that fails while the run stops is
+   * recorded skipped, and must run again.
+   */
+  private def finish[K, V, B](outcome: TaskOutcome[KafkaRecord[K, V], B], skips: Boolean): Unit =
     val counts = outcome match
       case TaskOutcome.Succeeded(_, _, _) => true
-      case TaskOutcome.Failed(_, _, Disposition.Skipped | Disposition.DeadLettered, _) => true
+      case TaskOutcome.Failed(_, _, Disposition.DeadLettered, _) => true
+      case TaskOutcome.Failed(_, _, Disposition.Skipped, _) => skips
       case TaskOutcome.Failed(_, _, _, _) => false
       case TaskOutcome.NotStarted(_, _) => false
     outcome.task.entry.state.finish(outcome.task.entry, counts)
 
-  private def deadLetterPolicy[F[_], K, V](dl: DeadLetters, counters: Counters)(using
-      F: Async[F]
-  ): FailurePolicy[F, KafkaRecord[K, V]] =
+  /**
+   * Writes a record that failed for good to the dead-letter topic, retried as `retry` says. A retry's
+   * backoff ends early when the record's partition is revoked (the record stays unfinished, and its next
+   * owner runs it); a write that spends its attempts fails the source (`fail`) and the record, unfinished.
+   */
+  private def deadLetterPolicy[F[_], K, V](
+      dl: DeadLetters,
+      retry: Retry,
+      counters: Counters,
+      fail: Throwable => F[Unit]
+  )(using F: Async[F]): FailurePolicy[F, KafkaRecord[K, V]] =
     FailurePolicy.deadLetter[F, KafkaRecord[K, V]] { (r, error) =>
+      val entry = r.entry
       // `send` blocks while it waits for the topic's metadata or for room in the producer's buffer
-      F.async[Unit] { cb =>
+      val send = F.async[Unit] { cb =>
         F.blocking(dl.send(
           r.topic,
           r.partition,
@@ -178,8 +242,37 @@ object KafkaSource:
             case Some(e) => cb(Left(e))
           }
         )).as(None)
-      }.flatTap(_ => F.delay(counters.deadLettered.incrementAndGet()).void)
-        .onError(_ => F.delay(counters.deadLetterFailures.incrementAndGet()).void)
+      }
+      val interrupted = F.async[String] { cb =>
+        F.delay {
+          val unregister = entry.interruption.onInterrupt(reason => cb(Right(reason)))
+          Some(F.delay(unregister()))
+        }
+      }
+      def attempt(n: Int): F[Unit] =
+        send.handleErrorWith { cause =>
+          if n < retry.maxAttempts && retry.retryable(cause) then
+            F.delay(retry.backoff(n, ThreadLocalRandom.current()))
+              .flatMap(d => F.race(F.sleep(d), interrupted))
+              .flatMap {
+                case Left(_) => attempt(n + 1)
+                case Right(reason) =>
+                  F.raiseError(new KafkaException(
+                    s"dead-letter write to '${dl.topic}' stopped: $reason",
+                    cause
+                  ))
+              }
+          else
+            val e = dl.failure(r.topic, r.partition, r.offset, n, cause)
+            F.delay(counters.deadLetterFailures.incrementAndGet()) *> fail(e) *> F.raiseError(e)
+        }
+      F.delay(entry.state.deadLettering(entry)).flatMap { writable =>
+        if !writable then
+          F.raiseError(new KafkaException(
+            s"partition ${r.topicPartition} was revoked: not written to '${dl.topic}', its next owner runs it"
+          ))
+        else attempt(1) *> F.delay(counters.deadLettered.incrementAndGet()).void
+      }
     }
 
   /** The one thread that owns the consumer (a `KafkaConsumer` is not thread-safe). */

@@ -7,17 +7,23 @@ import org.apache.kafka.common.TopicPartition
  *
  * @param received records received and decoded (handed to the pipeline)
  * @param undecodable records the deserializers rejected (dead-lettered, or skipped without a topic)
+ * @param skipped records received that an earlier reader had finished above its commit, as the commit's
+ *   metadata said: not handed to the pipeline
  * @param deadLettered records written to the dead-letter topic (undecodable or failed for good)
- * @param deadLetterFailures writes to the dead-letter topic that failed (those records stay unfinished)
+ * @param deadLetterFailures dead-letter writes that failed for good, after their retries (those records stay
+ *   unfinished, and the source fails)
  * @param commits successful commits; `commitFailures` those that failed (the next one retries)
  * @param commitRounds times the poller looked for finished prefixes to commit (every `commitEvery`)
  * @param revoked partitions revoked or lost; `interrupted` running records interrupted by a revoke
  * @param held records held now (see [[KafkaSettings.maxInFlight]]); `paused` whether the partitions are
+ * @param unread outcomes known and not yet read from [[KafkaSource.outcomes]] (they count against
+ *   [[KafkaSettings.maxInFlight]] too)
  * @param committed the last offset committed per partition by this consumer
  */
 final case class KafkaStats(
     received: Long,
     undecodable: Long,
+    skipped: Long,
     deadLettered: Long,
     deadLetterFailures: Long,
     commits: Long,
@@ -26,6 +32,7 @@ final case class KafkaStats(
     revoked: Long,
     interrupted: Long,
     held: Int,
+    unread: Int,
     paused: Boolean,
     committed: Map[TopicPartition, Long]
 )

@@ -19,7 +19,7 @@ class KafkaSourceSuite extends KafkaTesting with ScalaCheckSuite:
     super.scalaCheckTestParameters.withMinSuccessfulTests(4).withWorkers(1)
 
   property(
-    "every record ends exactly once in the outcome stream, and every partition is committed to its end"
+    "random layouts of keys and partitions: every record ends exactly once in the outcome stream, each key's records run one at a time in order, and every partition is committed to its end"
   ) {
     val cases =
       for
@@ -34,14 +34,30 @@ class KafkaSourceSuite extends KafkaTesting with ScalaCheckSuite:
         group = TestBroker.fresh("g")
         records = (0 until n).map(i => (i % partitions, s"k${i % keys}", s"v$i"))
         _ <- TestBroker.produce(topic, records)
-        seen <- running(settings(topic, group))(_ => IO.cede, _.withLimit(Limit.fixed(8))) { (_, seen) =>
+        clock = new AtomicLong
+        events <- IO.ref(Vector.empty[(String, Int, Boolean, Long)])
+        log = (r: Rec, start: Boolean) =>
+          IO(clock.incrementAndGet()).flatMap(t =>
+            events.update(_ :+ ((s"${r.partition}/${r.key}", r.value.drop(1).toInt, start, t)))
+          )
+        handler = (r: Rec) => log(r, true) *> IO.cede *> log(r, false)
+        seen <- running(settings(topic, group))(handler, _.withLimit(Limit.fixed(8))) { (_, seen) =>
           outcomes(seen, n).flatTap(_ =>
             (0 until partitions).toList.traverse_(p =>
               committedTo(group, new TopicPartition(topic, p), records.count(_._1 == p).toLong)
             )
           )
         }
+        all <- events.get
       yield
+        // per key of a partition: start, end, start, end… in clock order (one at a time), in offset order
+        all.groupBy(_._1).foreach { (key, es) =>
+          val sorted = es.sortBy(_._4)
+          assertEquals(sorted.map(_._3), Vector.tabulate(sorted.size)(_ % 2 == 0), s"key $key overlapped")
+          val order = sorted.filter(_._3).map(_._2)
+          val produced = records.collect { case (p, k, v) if s"$p/$k" == key => v.drop(1).toInt }
+          assertEquals(order, produced.toVector, s"key $key out of order")
+        }
         val values = seen.collect { case TaskOutcome.Succeeded(r, _, _) => r.value }
         assertEquals(values.size, seen.size, s"not all succeeded: $seen")
         assertEquals(values.sorted, records.map(_._3).sorted)
@@ -163,11 +179,19 @@ class KafkaSourceSuite extends KafkaTesting with ScalaCheckSuite:
 
   test("bad settings fail at once, naming the value") {
     val good = KafkaSettings(bootstrapServers = "localhost:1", groupId = "g", topics = List("t"))
-    def fails(s: KafkaSettings, expected: String) =
+    def fails(
+        s: KafkaSettings,
+        expected: String,
+        policy: weir.FailurePolicy[IO, Rec] = weir.FailurePolicy.skip
+    ) =
       KafkaSource
-        .start[IO, String, String, Unit](s, new StringDeserializer, new StringDeserializer)(src =>
-          weir.Pipeline(src).process(_ => IO.unit)
-        )
+        .start[IO, String, String, Unit](
+          s,
+          new StringDeserializer,
+          new StringDeserializer,
+          RecordOrder.byKey,
+          policy
+        )(src => weir.Pipeline(src).process(_ => IO.unit))
         .use_
         .intercept[IllegalArgumentException]
         .map(e => assert(e.getMessage.contains(expected), s"'${e.getMessage}' does not say '$expected'"))
@@ -181,6 +205,12 @@ class KafkaSourceSuite extends KafkaTesting with ScalaCheckSuite:
       good.copy(commitEvery = Duration(-1, "s")) -> "commitEvery must be > 0, was: -1",
       good.copy(revokeGrace = Duration(-1, "ms")) -> "revokeGrace must be >= 0",
       good.copy(topics = List("t", "")) -> "topic names must not be empty, was: ''",
-      good.copy(deadLetterTopic = Some("")) -> "deadLetterTopic must not be empty when set"
-    ).traverse_(fails.tupled)
+      good.copy(deadLetterTopic = Some("")) -> "deadLetterTopic must not be empty when set",
+      good.copy(commitMetadataBytes = -1) -> "commitMetadataBytes must be >= 0, was: -1"
+    ).traverse_((s, expected) => fails(s, expected)) *>
+      fails(
+        good.copy(deadLetterTopic = Some("dead")),
+        "failurePolicy must be left at skip when deadLetterTopic is set",
+        weir.FailurePolicy.failFast[IO]
+      )
   }

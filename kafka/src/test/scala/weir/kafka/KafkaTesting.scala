@@ -5,7 +5,7 @@ import munit.CatsEffectSuite
 import org.apache.kafka.clients.consumer.{ConsumerConfig, ConsumerRecord, KafkaConsumer}
 import org.apache.kafka.common.TopicPartition
 import org.apache.kafka.common.serialization.{ByteArrayDeserializer, StringDeserializer}
-import weir.{Pipeline, TaskOutcome}
+import weir.{FailurePolicy, Pipeline, TaskOutcome}
 
 import java.time.Duration as JDuration
 import java.util.Properties
@@ -36,14 +36,18 @@ abstract class KafkaTesting extends CatsEffectSuite:
    * Runs a source with `handler` while `body` runs, every outcome read (and so acknowledged) into the
    * returned `Ref` as it comes; releases the source when `body` ends.
    */
-  def running[A](s: KafkaSettings, order: RecordOrder[String, String] = RecordOrder.byKey)(
+  def running[A](
+      s: KafkaSettings,
+      order: RecordOrder[String, String] = RecordOrder.byKey,
+      policy: FailurePolicy[IO, Rec] = FailurePolicy.skip[IO]
+  )(
       handler: Rec => IO[Unit],
       configure: Pipeline[IO, Rec, Unit] => Pipeline[IO, Rec, Unit] = identity
   )(body: (KafkaSource[IO, String, String, Unit], Ref[IO, Vector[Out]]) => IO[A]): IO[A] =
     Ref[IO].of(Vector.empty[Out]).flatMap { seen =>
       KafkaSource
-        .start[IO, String, String, Unit](s, new StringDeserializer, new StringDeserializer, order)(source =>
-          configure(Pipeline(source).process(handler))
+        .start[IO, String, String, Unit](s, new StringDeserializer, new StringDeserializer, order, policy)(
+          source => configure(Pipeline(source).process(handler))
         )
         .use { kafka =>
           kafka.outcomes.evalTap(o => seen.update(_ :+ o)).compile.drain.background.surround(body(
@@ -70,6 +74,11 @@ abstract class KafkaTesting extends CatsEffectSuite:
     eventually(s"$group to commit $tp at $offset")(
       TestBroker.committed(group).map(c => Option.when(c.get(tp).contains(offset))(()))
     )
+
+  /** The group's committed offset and metadata of `tp`, as the broker has them. */
+  def commitOf(group: String, tp: TopicPartition): IO[Option[(Long, String)]] =
+    IO.blocking(TestBroker.admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get())
+      .map(m => Option(m.get(tp)).map(om => (om.offset, om.metadata)))
 
   /** Reads `n` records of the dead-letter topic `topic` (one partition), as raw bytes. */
   def readDeadLetters(topic: String, n: Int): IO[Vector[ConsumerRecord[Array[Byte], Array[Byte]]]] =

@@ -107,3 +107,40 @@ class RebalanceSuite extends KafkaTesting:
         assertEquals(firsts, firsts.sorted, s"key $key out of order")
       }
   }
+
+  test(
+    "a revoke overlapping a running record: the record gets the grace, is interrupted, and its key runs on the joining consumer only after it ended"
+  ) {
+    for
+      topic <- TestBroker.topic(2)
+      group = TestBroker.fresh("g")
+      _ <- TestBroker.produce(topic, List((0, "k0", "0"), (1, "k1", "0")))
+      clock = new AtomicLong
+      events <- IO.ref(Vector.empty[Event])
+      log = (r: Rec, consumer: String, start: Boolean) =>
+        IO(clock.incrementAndGet()).flatMap(t => events.update(_ :+ Event(r.key, 0, start, consumer, t)))
+      bothRunning <- cats.effect.std.CountDownLatch[IO](2)
+      // on the first consumer both records run until they are cancelled
+      handlerA =
+        (r: Rec) => (log(r, "a", true) *> bothRunning.release *> IO.never[Unit]).guarantee(log(r, "a", false))
+      handlerB = (r: Rec) => log(r, "b", true) *> log(r, "b", false)
+      s = settings(topic, group).copy(revokeGrace = 300.millis)
+      result <- running(s)(handlerA) { (a, seenA) =>
+        bothRunning.await *> running(s)(handlerB) { (_, seenB) =>
+          eventually("a record to succeed on the second consumer")(
+            seenB.get.map(_.collectFirst { case TaskOutcome.Succeeded(r, _, _) => r.key })
+          )
+        }.flatMap(key => (seenA.get, a.stats).mapN((oa, st) => (key, oa, st)))
+      }
+      (moved, outsA, statsA) = result
+      all <- events.get
+    yield
+      assertEquals(statsA.interrupted, 1L, s"$statsA")
+      val interrupted = outsA.collect { case TaskOutcome.Failed(r, e, weir.Disposition.Interrupted, _) =>
+        (r.key, e.getMessage)
+      }
+      assertEquals(interrupted, Vector((moved, "task interrupted: partition revoked")))
+      val ofKey = all.filter(_.key == moved).sortBy(_.tick).map(e => (e.consumer, e.start))
+      // it ended on the first consumer before it started on the second
+      assertEquals(ofKey, Vector(("a", true), ("a", false), ("b", true), ("b", false)))
+  }

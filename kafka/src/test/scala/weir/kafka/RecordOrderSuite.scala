@@ -12,7 +12,7 @@ class RecordOrderSuite extends FunSuite:
   private val other = new PartitionState(new TopicPartition("t", 1), new Counters)
 
   private def record(key: Array[Byte], in: PartitionState = state, offset: Long = 0L) =
-    new KafkaRecord(
+    KafkaRecord(
       "t",
       in.partition.partition,
       offset,

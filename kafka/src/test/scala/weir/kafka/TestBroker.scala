@@ -38,6 +38,18 @@ object TestBroker:
     sys.addShutdownHook(kit.close()): Unit
     kit
 
+  /**
+   * Stops the broker and starts it again, as a restart of its process would; its listeners keep their
+   * ports (the test kit binds them once). Returns once a new topic gets a leader again. Every suite shares
+   * this broker: a test that restarts it must leave it serving.
+   */
+  def restart: IO[Unit] =
+    IO.blocking {
+      val broker = cluster.brokers().values().iterator().next()
+      broker.shutdown()
+      broker.startup()
+    } *> topic(1, "after-restart").void
+
   /** The broker's address. */
   lazy val bootstrap: String = cluster.bootstrapServers()
 

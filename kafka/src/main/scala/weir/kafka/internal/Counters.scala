@@ -11,9 +11,13 @@ import scala.jdk.CollectionConverters.*
 private[kafka] final class Counters:
   /** Records held: received and not yet in a finished prefix (nor given up with their partition). */
   val held = new AtomicInteger
+
+  /** Outcomes known (their records finished or not) and not yet read from the source's outcome stream. */
+  val unread = new AtomicInteger
   val paused = new AtomicBoolean
   val received = new AtomicLong
   val undecodable = new AtomicLong
+  val skipped = new AtomicLong
   val deadLettered = new AtomicLong
   val deadLetterFailures = new AtomicLong
   val commits = new AtomicLong
@@ -27,6 +31,7 @@ private[kafka] final class Counters:
     KafkaStats(
       received = received.get,
       undecodable = undecodable.get,
+      skipped = skipped.get,
       deadLettered = deadLettered.get,
       deadLetterFailures = deadLetterFailures.get,
       commits = commits.get,
@@ -35,6 +40,7 @@ private[kafka] final class Counters:
       revoked = revoked.get,
       interrupted = interrupted.get,
       held = held.get,
+      unread = unread.get,
       paused = paused.get,
       committed = committed.asScala.map((tp, o) => tp -> o.longValue).toMap
     )

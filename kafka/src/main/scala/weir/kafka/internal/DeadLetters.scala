@@ -1,6 +1,7 @@
 package weir.kafka.internal
 
 import org.apache.kafka.clients.producer.{KafkaProducer, ProducerRecord, RecordMetadata}
+import org.apache.kafka.common.KafkaException
 import org.apache.kafka.common.header.Headers
 import org.apache.kafka.common.header.internals.RecordHeaders
 
@@ -36,6 +37,14 @@ private[kafka] final class DeadLetters(producer: KafkaProducer[Array[Byte], Arra
     producer.send(
       new ProducerRecord(topic, null, key, value, hs),
       (_, e) => done(Option(e))
+    )
+
+  /** The error that fails the source once a record's dead-letter write has spent its attempts. */
+  def failure(from: String, partition: Int, offset: Long, attempts: Int, cause: Throwable): KafkaException =
+    new KafkaException(
+      s"dead-letter topic '$topic' could not be written for $from-$partition@$offset after $attempts " +
+        s"attempt(s), so the record stays unfinished: ${DeadLetters.describe(cause)}",
+      cause
     )
 
 private[kafka] object DeadLetters:

@@ -11,9 +11,14 @@ import scala.collection.mutable
  * partition's lock.
  */
 private[kafka] final class Entry(val offset: Long, val state: PartitionState):
+  // passed its first refusal: it may run, and its outcome is awaited by a revoke
   private[internal] var started = false
+  // inside an attempt of its handler, or inside its dead-letter write: a revoke waits for it
+  private[internal] var busy = false
   private[internal] var done = false
   private[internal] var finished = false
+  // finished by an earlier reader, as the last commit's metadata says: never handed to the pipeline
+  private[kafka] var skipped = false
   val interruption = new Interruption
 
   override def toString: String = s"Entry(${state.partition}@$offset)"
@@ -22,56 +27,101 @@ private[kafka] final class Entry(val offset: Long, val state: PartitionState):
  * The window of one assigned partition: its records in offset order, from the first that has not finished
  * to the last received. The committable offset is the first unfinished record's (or, when every received
  * record has finished, the one after the last received): only the contiguous finished prefix is ever
- * committed, so a restart re-reads from the first record that may not have run, and never skips one.
+ * committed, so a restart re-reads from the first record that may not have run, and never skips one; the
+ * records finished above it are described in the commit's metadata ([[CommitMetadata]]), so that the
+ * next reader skips them.
  *
  * Memory: one entry per record received and not yet in the finished prefix, so the window holds at most
  * the records in flight plus those finished above a slower one; the poller bounds their sum
  * ([[Counters.held]]), whatever the number of keys or partitions.
  *
- * Invariant: `entries` is in increasing offset order, its head is not both done and finished, and
- * `running` counts the entries started and not done. A state that was `released` (the partition was
- * revoked and committed, or lost) ignores every later call: its records belong to another consumer now.
+ * A record's life: received → started (its first refusal let it start) → busy while an attempt or its
+ * dead-letter write runs, idle between attempts (a retry's backoff, or while its outcome is recorded) →
+ * done (its outcome is known), finished or not. A revoke waits for the busy records only: a record between
+ * two attempts asks its refusal again before the next one, and that refusal, taken under this lock, sees
+ * the revoke and refuses, so it never runs again here.
  *
- * Every method takes this state's lock; workers (starts), outcome readers (finishes) and the poller
- * (receipts, revokes, commits) call them concurrently. A revoke waits on the lock's condition for its
- * running records to end, so `finish` notifies.
+ * Invariant: `entries` is in increasing offset order, its head is not both done and finished, `busy`
+ * counts the busy entries and `open` the started entries not done. A state that was `released` (the
+ * partition was revoked and committed, or lost) ignores every later call: its records belong to another
+ * consumer now.
+ *
+ * Every method takes this state's lock; workers (starts, attempt ends), the outcome reader (finishes) and
+ * the poller (receipts, revokes, commits) call them concurrently. A revoke waits on the lock's condition,
+ * so every change of `busy` or `open` notifies.
  */
 private[kafka] final class PartitionState(val partition: TopicPartition, counters: Counters):
   private val entries = mutable.ArrayDeque.empty[Entry]
   private var nextOffset = -1L
-  private var running = 0
+  private var busy = 0
+  private var open = 0
   private var revoked = false
   private var released = false
+  // offsets finished by an earlier reader, as [from, until) ranges in increasing order (see `skipping`)
+  private var skips = List.empty[(Long, Long)]
 
-  /** A record received: appended to the window. */
+  /**
+   * The offsets in `ranges` (`[from, until)`, increasing) were finished by an earlier reader: their records
+   * are received as already finished ([[Entry.skipped]]) and never handed out.
+   */
+  def skipping(ranges: List[(Long, Long)]): Unit = synchronized { skips = ranges }
+
+  /** A record received: appended to the window, already finished when an earlier reader finished it. */
   def receive(offset: Long): Entry = synchronized {
     val e = new Entry(offset, this)
     if !released then
+      while skips.nonEmpty && skips.head._2 <= offset do skips = skips.tail
       entries.append(e)
       nextOffset = offset + 1
       counters.held.addAndGet(1): Unit
+      if skips.nonEmpty && skips.head._1 <= offset then
+        e.skipped = true
+        e.done = true
+        e.finished = true
+        popFinished()
     e
   }
 
   /**
    * The engine's question before each attempt ([[weir.Refusable.refusal]]): a record of a revoked partition
-   * refuses; any other is marked started, under the same lock as the revoke, so that a revoke either sees
-   * it started (and waits for it) or is seen by it (and it never starts).
+   * refuses; any other is marked started and busy, under the same lock as the revoke, so that a revoke
+   * either sees it busy (and waits for it) or is seen by it (and it never starts, or never starts again).
    */
   def tryStart(e: Entry): Option[String] = synchronized {
     if revoked then Some(s"partition $partition was revoked")
     else
-      e.interruption.requested match
-        case Some(reason) => Some(reason)
-        case None =>
-          if !e.started then
-            e.started = true
-            running += 1
-          None
+      if !e.started then
+        e.started = true
+        open += 1
+      if !e.busy && !e.done then
+        e.busy = true
+        busy += 1
+      None
+  }
+
+  /** An attempt of `e` ended without being interrupted: it is idle until its next attempt or its outcome. */
+  def attemptEnded(e: Entry): Unit = synchronized {
+    if e.busy then
+      e.busy = false
+      busy -= 1
+      notifyAll()
   }
 
   /**
-   * The record's outcome was read: `counts` when it ran to an end that needs no re-run (succeeded, or failed
+   * `e` is about to be written to the dead-letter topic: true, and it is busy until its outcome, unless its
+   * partition was revoked (the next owner runs it again, and writes it if it fails there too).
+   */
+  def deadLettering(e: Entry): Boolean = synchronized {
+    if revoked || e.done then false
+    else
+      if !e.busy then
+        e.busy = true
+        busy += 1
+      true
+  }
+
+  /**
+   * The record's outcome is known: `counts` when it ran to an end that needs no re-run (succeeded, or failed
    * and skipped or dead-lettered); otherwise it stays unfinished and holds the committable offset back until
    * the partition is given up. Moves the finished prefix on.
    */
@@ -79,39 +129,69 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
     if !released && !e.done then
       e.done = true
       e.finished = counts
-      if e.started then running -= 1
-      var popped = 0
-      while entries.nonEmpty && entries.head.done && entries.head.finished do
-        entries.removeHead(): Unit
-        popped += 1
-      counters.held.addAndGet(-popped): Unit
-      if revoked then notifyAll()
+      if e.busy then
+        e.busy = false
+        busy -= 1
+      if e.started then open -= 1
+      popFinished()
+      notifyAll()
   }
 
+  private def popFinished(): Unit =
+    var popped = 0
+    while entries.nonEmpty && entries.head.done && entries.head.finished do
+      entries.removeHead(): Unit
+      popped += 1
+    counters.held.addAndGet(-popped): Unit
+
   /** The offset to commit: the first unfinished record's, or the next to receive; `None` before any. */
-  def committable: Option[Long] = synchronized {
+  def committable: Option[Long] = synchronized(committableNow)
+
+  private def committableNow: Option[Long] =
     if entries.nonEmpty then Some(entries.head.offset)
     else if nextOffset >= 0 then Some(nextOffset)
     else None
+
+  /**
+   * The offset to commit and the metadata that names the records finished above it, in at most
+   * `maxBytes` bytes ([[CommitMetadata.encode]]); `None` before any record.
+   */
+  def commitPoint(maxBytes: Int): Option[(Long, String)] = synchronized {
+    committableNow.map { offset =>
+      val above = entries.iterator.filter(e => e.done && e.finished).map(_.offset)
+      (offset, CommitMetadata.encode(offset, above, maxBytes))
+    }
   }
 
-  /** Unstarted records refuse from now on; the started ones go on. */
+  /** Unstarted records refuse from now on, and so do the started ones' next attempts. */
   def revoke(): Unit = synchronized { revoked = true }
 
-  /** Waits, until `deadlineNanos` at most, for no record to be running; true if none is. */
+  /** Waits, until `deadlineNanos` at most, for no record to be busy; true if none is. */
   def awaitIdle(deadlineNanos: Long): Boolean = synchronized {
-    var left = deadlineNanos - System.nanoTime()
-    while running > 0 && left > 0 do
-      wait(math.max(1L, left / 1000000L)): Unit
-      left = deadlineNanos - System.nanoTime()
-    running == 0
+    awaitWhile(deadlineNanos)(busy > 0)
+    busy == 0
   }
 
-  /** Tells every running record to stop, for `reason` (their attempts are cancelled). */
+  /** Waits, until `deadlineNanos` at most, for every started record's outcome; true if all are known. */
+  def awaitOutcomes(deadlineNanos: Long): Boolean = synchronized {
+    awaitWhile(deadlineNanos)(open > 0)
+    open == 0
+  }
+
+  private def awaitWhile(deadlineNanos: Long)(cond: => Boolean): Unit =
+    var left = deadlineNanos - System.nanoTime()
+    while cond && left > 0 do
+      wait(math.max(1L, left / 1000000L)): Unit
+      left = deadlineNanos - System.nanoTime()
+
+  /**
+   * Tells every started record without an outcome to stop, for `reason`: a busy one's attempt is cancelled,
+   * an idle one's next attempt is. Returns how many were busy.
+   */
   def interruptRunning(reason: String): Int = synchronized {
-    val running = entries.filter(e => e.started && !e.done)
-    running.foreach(_.interruption.request(reason): Unit)
-    running.size
+    val started = entries.filter(e => e.started && !e.done)
+    started.foreach(_.interruption.request(reason): Unit)
+    started.count(_.busy)
   }
 
   /** The partition is given up: later calls change nothing, and its records no longer count as held. */
@@ -121,6 +201,7 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
       revoked = true
       counters.held.addAndGet(-entries.size): Unit
       entries.clear()
+      skips = Nil
       notifyAll()
   }
 

@@ -9,6 +9,7 @@ import org.apache.kafka.clients.consumer.{
 }
 import org.apache.kafka.common.{KafkaException, TopicPartition}
 import org.apache.kafka.common.serialization.Deserializer
+import weir.Interruptible
 import weir.kafka.{KafkaRecord, KafkaSettings}
 
 import java.time.Duration as JDuration
@@ -38,28 +39,35 @@ private[kafka] final class Poller[K, V](
 ) extends ConsumerRebalanceListener:
 
   private val owned = mutable.HashMap.empty[TopicPartition, PartitionState]
-  private val lastCommitted = mutable.HashMap.empty[TopicPartition, Long]
+  private val lastCommitted = mutable.HashMap.empty[TopicPartition, (Long, String)]
   private val pollTimeout = JDuration.ofNanos(settings.pollTimeout.toNanos)
   private val commitEveryNanos = settings.commitEvery.toNanos
   private val graceNanos = settings.revokeGrace.toNanos
   private var nextCommit = System.nanoTime() + commitEveryNanos
   private var closing = false
 
-  // set by a drain, from any thread: from then on no record is handed out and every partition stays paused
+  // set by a drain, from any thread, or by a failure: from then on no record is handed out and every
+  // partition stays paused, while the consumer stays in its group and goes on committing
   @volatile private var stopped = false
+
+  // the first failure of a dead-letter write on this thread (see `writeDeadLetter`)
+  @volatile private var failure: Option[Throwable] = None
 
   def subscribe(): Unit = consumer.subscribe(settings.topics.asJava, this)
 
   def stop(): Unit = stopped = true
 
+  /** Why the poller stopped handing out records on its own, if it did: the source is to fail with it. */
+  def failed: Option[Throwable] = failure
+
   /**
-   * One round: pauses every partition while the source holds `maxInFlight` records (or is stopped) and
-   * resumes them otherwise, polls (which runs the rebalance callbacks), decodes what came, and commits the
-   * finished prefixes when they are due. Returns the records to hand to the pipeline, in offset order per
-   * partition.
+   * One round: pauses every partition while the source holds `maxInFlight` records, its unread outcomes
+   * included (or is stopped), and resumes them otherwise, polls (which runs the rebalance callbacks),
+   * decodes what came, and commits the finished prefixes when they are due. Returns the records to hand to
+   * the pipeline, in offset order per partition: those decoded before a failure ([[failed]]), if one came.
    */
-  def round(): Vector[KafkaRecord[K, V]] =
-    if stopped || counters.held.get >= settings.maxInFlight then
+  def round(): Vector[KafkaRecord[K, V] & Interruptible] =
+    if stopped || counters.held.get + counters.unread.get >= settings.maxInFlight then
       val assigned = consumer.assignment()
       if !assigned.isEmpty then consumer.pause(assigned)
       counters.paused.set(true)
@@ -68,13 +76,14 @@ private[kafka] final class Poller[K, V](
       if !paused.isEmpty then consumer.resume(paused)
       counters.paused.set(false)
     val polled = consumer.poll(pollTimeout)
-    val out = Vector.newBuilder[KafkaRecord[K, V]]
+    val out = Vector.newBuilder[KafkaRecord[K, V] & Interruptible]
     // records of a partition assigned inside this poll may come before the next round pauses it
     if !stopped then
       polled.forEach { r =>
-        owned.get(new TopicPartition(r.topic, r.partition)).foreach(state =>
-          receive(state, r).foreach(out += _)
-        )
+        if !stopped then
+          owned.get(new TopicPartition(r.topic, r.partition)).foreach(state =>
+            receive(state, r).foreach(out += _)
+          )
       }
     if System.nanoTime() - nextCommit >= 0 then
       commit(owned.values)
@@ -84,52 +93,76 @@ private[kafka] final class Poller[K, V](
 
   private def receive(state: PartitionState, r: ConsumerRecord[Array[Byte], Array[Byte]]) =
     val entry = state.receive(r.offset)
-    try
-      val k = keys.deserialize(r.topic, r.headers, r.key)
-      val v = values.deserialize(r.topic, r.headers, r.value)
-      counters.received.incrementAndGet(): Unit
-      Some(
-        new KafkaRecord(r.topic, r.partition, r.offset, r.timestamp, k, v, r.headers, r.key, r.value, entry)
-      )
-    catch
-      case NonFatal(e) =>
-        counters.undecodable.incrementAndGet(): Unit
-        deadLetters match
-          case None => state.finish(entry, counts = true)
-          case Some(dl) =>
-            // written before the record counts as finished, so that its offset is never committed unwritten
-            val written =
-              try
-                dl.send(
-                  r.topic,
-                  r.partition,
-                  r.offset,
-                  r.key,
-                  r.value,
-                  r.headers,
-                  DeadLetters.Decode,
-                  e,
-                  _ => ()
-                )
-                  .get(): Unit
-                true
-              catch case NonFatal(_) => false
-            if written then counters.deadLettered.incrementAndGet(): Unit
-            else counters.deadLetterFailures.incrementAndGet(): Unit
-            state.finish(entry, counts = written)
-        None
+    if entry.skipped then
+      counters.skipped.incrementAndGet(): Unit
+      None
+    else
+      try
+        val k = keys.deserialize(r.topic, r.headers, r.key)
+        val v = values.deserialize(r.topic, r.headers, r.value)
+        counters.received.incrementAndGet(): Unit
+        Some(KafkaRecord(r.topic, r.partition, r.offset, r.timestamp, k, v, r.headers, r.key, r.value, entry))
+      catch
+        case NonFatal(e) =>
+          counters.undecodable.incrementAndGet(): Unit
+          deadLetters match
+            case None => state.finish(entry, counts = true)
+            case Some(dl) =>
+              // written before the record counts as finished, so that its offset is never committed unwritten;
+              // a write that keeps failing stops the poller, the record unfinished, and fails the source
+              writeDeadLetter(dl, r, e) match
+                case None =>
+                  counters.deadLettered.incrementAndGet(): Unit
+                  state.finish(entry, counts = true)
+                case Some(error) =>
+                  failure = Some(error)
+                  stopped = true
+          None
 
-  /** Commits the finished prefix of each of `states` that moved since its last commit. */
+  /**
+   * Writes an undecodable record, retried as [[KafkaSettings.deadLetterRetry]] says, on this thread; the
+   * error that is to fail the source once the attempts are spent.
+   */
+  private def writeDeadLetter(
+      dl: DeadLetters,
+      r: ConsumerRecord[Array[Byte], Array[Byte]],
+      e: Throwable
+  ): Option[Throwable] =
+    val retry = settings.deadLetterRetry
+    @annotation.tailrec
+    def attempt(n: Int): Option[Throwable] =
+      val failed =
+        try
+          dl.send(r.topic, r.partition, r.offset, r.key, r.value, r.headers, DeadLetters.Decode, e, _ => ())
+            .get(): Unit
+          None
+        catch
+          case ee: java.util.concurrent.ExecutionException => Some(Option(ee.getCause).getOrElse(ee))
+          case NonFatal(other) => Some(other)
+      failed match
+        case None => None
+        case Some(cause) =>
+          if n < retry.maxAttempts && retry.retryable(cause) then
+            Thread.sleep(retry.backoff(n, java.util.concurrent.ThreadLocalRandom.current()).toMillis)
+            attempt(n + 1)
+          else
+            counters.deadLetterFailures.incrementAndGet(): Unit
+            Some(dl.failure(r.topic, r.partition, r.offset, n, cause))
+    attempt(1)
+
+  /** Commits the finished prefix of each of `states`, and the finished records above it, if they changed. */
   private def commit(states: Iterable[PartitionState]): Unit =
     val due = states.flatMap { s =>
-      s.committable.filter(o => lastCommitted.get(s.partition).forall(_ < o)).map(s.partition -> _)
+      s.commitPoint(settings.commitMetadataBytes)
+        .filter(point => !lastCommitted.get(s.partition).contains(point))
+        .map(s.partition -> _)
     }.toMap
     if due.nonEmpty then
       try
-        consumer.commitSync(due.map((tp, o) => tp -> new OffsetAndMetadata(o)).asJava)
-        due.foreach { (tp, o) =>
-          lastCommitted(tp) = o
-          counters.committed.put(tp, o)
+        consumer.commitSync(due.map((tp, point) => tp -> new OffsetAndMetadata(point._1, point._2)).asJava)
+        due.foreach { (tp, point) =>
+          lastCommitted(tp) = point
+          counters.committed.put(tp, point._1)
         }
         counters.commits.incrementAndGet(): Unit
       catch
@@ -137,13 +170,26 @@ private[kafka] final class Poller[K, V](
         // and a partition lost meanwhile is re-read by its next owner from its last commit
         case _: KafkaException => counters.commitFailures.incrementAndGet(): Unit
 
+  /**
+   * New partitions: each gets its state, which skips the records its last commit's metadata names as
+   * finished. Reading the commits may fail (the broker is away): the partition's records then all run.
+   */
   def onPartitionsAssigned(partitions: JCollection[TopicPartition]): Unit =
-    partitions.forEach(tp => if !owned.contains(tp) then owned(tp) = new PartitionState(tp, counters))
+    val fresh = partitions.asScala.filterNot(owned.contains).toSet
+    fresh.foreach(tp => owned(tp) = new PartitionState(tp, counters))
+    if fresh.nonEmpty then
+      try
+        consumer.committed(fresh.asJava).forEach { (tp, om) =>
+          if om != null then owned(tp).skipping(CommitMetadata.decode(om.offset, om.metadata))
+        }
+      catch case _: KafkaException => ()
 
   /**
    * The partitions go to another consumer once this returns: their unstarted records refuse from now on,
-   * the running ones get the grace, then are interrupted and given as long again to end, and the finished
-   * prefixes are committed synchronously before the partitions are released.
+   * and so do the next attempts of those waiting for a retry; the busy ones (in an attempt, or writing
+   * their dead letter) get the grace, then are interrupted and given as long again to end; and the finished
+   * prefixes are committed synchronously, with the finished records above them, before the partitions are
+   * released.
    */
   def onPartitionsRevoked(partitions: JCollection[TopicPartition]): Unit =
     val states = partitions.asScala.flatMap(owned.get).toVector
@@ -159,6 +205,11 @@ private[kafka] final class Poller[K, V](
           counters.interrupted.addAndGet(interrupted.toLong): Unit
           val again = System.nanoTime() + graceNanos
           states.foreach(_.awaitIdle(again): Unit)
+        // a started record that is not busy is being recorded (its outcome follows at once) or waits for a
+        // retry, whose refusal will see the revoke: the first is worth a moment's wait (it then need not run
+        // again on the next owner), the second is not, and no wait tells them apart
+        val settle = System.nanoTime() + Poller.SettleNanos
+        states.foreach(_.awaitOutcomes(settle): Unit)
       commit(states)
       giveUp(states)
 
@@ -185,3 +236,7 @@ private[kafka] final class Poller[K, V](
     closing = true
     try commit(owned.values)
     finally consumer.close(CloseOptions.timeout(JDuration.ofNanos(math.max(graceNanos, 1000000000L))))
+
+private[kafka] object Poller:
+  /** How long a revoke waits for the outcomes of records whose attempt has ended (see `onPartitionsRevoked`). */
+  val SettleNanos: Long = 100L * 1000 * 1000

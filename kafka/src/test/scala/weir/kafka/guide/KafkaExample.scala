@@ -36,6 +36,6 @@ object KafkaExample:
           .withRetry(Retry.exponential(100.millis, maxAttempts = 3))
       }
       .use { kafka =>
-        // offsets are committed as the outcomes are read: read them while the source runs
+        // read the outcomes while the source runs: unread ones count against maxInFlight
         (kafka.outcomes.compile.drain, stopWhen *> kafka.drain(10.seconds)).parMapN((_, summary) => summary)
       }
