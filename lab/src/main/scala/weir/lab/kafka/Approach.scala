@@ -28,14 +28,16 @@ object Approach:
 
 /**
  * What a consumer JVM runs: the topic, its group, the handler (`sleepMillis`, 0 for none) and, for weir,
- * the pipeline's limit.
+ * the pipeline's limit, the records its source holds at most and its poll timeout.
  */
 final case class ConsumerSettings(
     bootstrap: String,
     topic: String,
     group: String,
     sleepMillis: Int,
-    limit: Int
+    limit: Int,
+    maxInFlight: Int,
+    pollMillis: Int
 ):
 
   /**

@@ -25,6 +25,7 @@ object ConsumerJvm:
       s: ConsumerSettings,
       target: Long,
       timeBoxMillis: Long,
+      warmupMillis: Long,
       report: Option[Path],
       onLine: String => IO[Unit]
   ): Resource[IO, Child] =
@@ -45,8 +46,11 @@ object ConsumerJvm:
       s.group,
       s.sleepMillis.toString,
       s.limit.toString,
+      s.maxInFlight.toString,
+      s.pollMillis.toString,
       target.toString,
       timeBoxMillis.toString,
+      warmupMillis.toString,
       report.fold("-")(_.toString)
     )
     Resource

@@ -29,14 +29,17 @@ object KafkaLab extends Experiment:
   final case class Settings(
       records: Int = 300000,
       sleepRecords: Int = 60000,
-      killRecords: Int = 60000,
+      killRecords: Int = 30000,
       partitions: Int = 4,
       keys: Int = 100,
       consumers: Int = 3,
       killEvery: FiniteDuration = 5.seconds,
       sleepMillis: Int = 10,
       limit: Int = 500,
+      maxInFlight: Int = 5000,
+      pollMillis: Int = 10,
       timeBox: FiniteDuration = 15.seconds,
+      warmup: FiniteDuration = 5.seconds,
       quick: Boolean = false,
       json: Option[Path] = None
   ):
@@ -44,6 +47,7 @@ object KafkaLab extends Experiment:
     def sleepN: Int = if quick then sleepRecords.min(15000) else sleepRecords
     def killN: Int = if quick then killRecords.min(10000) else killRecords
     def box: FiniteDuration = if quick then timeBox.min(5.seconds) else timeBox
+    def warm: FiniteDuration = if quick then warmup.min(2.seconds) else warmup
     def every: FiniteDuration = if quick then killEvery.min(4.seconds) else killEvery
 
   private val builder = OParser.builder[Settings]
@@ -62,7 +66,7 @@ object KafkaLab extends Experiment:
           "records of the sleeping handler's topic (default 60000)"
         ),
       opt[Int]("kill-records").valueName("N").validate(positive("--kill-records"))
-        .action((n, s) => s.copy(killRecords = n)).text("records of the kill run's topic (default 60000)"),
+        .action((n, s) => s.copy(killRecords = n)).text("records of the kill run's topic (default 30000)"),
       opt[Int]("partitions").valueName("P").validate(positive("--partitions"))
         .action((n, s) => s.copy(partitions = n)).text("partitions of each topic (default 4)"),
       opt[Int]("keys").valueName("K").validate(positive("--keys"))
@@ -78,11 +82,21 @@ object KafkaLab extends Experiment:
         .action((n, s) => s.copy(limit = n)).text(
           "weir's pipeline limit (default 500; it holds twice as many records)"
         ),
+      opt[Int]("max-in-flight").valueName("N").validate(positive("--max-in-flight"))
+        .action((n, s) => s.copy(maxInFlight = n)).text("records weir's source holds at most (default 5000)"),
+      opt[Int]("poll-ms").valueName("MS").validate(positive("--poll-ms"))
+        .action((n, s) => s.copy(pollMillis = n)).text("weir's source's poll timeout (default 10)"),
       opt[Double]("time-box").valueName("SECONDS").validate(seconds("--time-box"))
         .action((d, s) => s.copy(timeBox = (d * 1000).toLong.millis))
         .text("longest an approach is timed on a topic; slower ones are timed on what they did (default 15)"),
+      opt[Double]("warmup").valueName("SECONDS")
+        .validate(d =>
+          if d >= 0 && !d.isInfinite then success else failure(s"--warmup must be >= 0 s, was: $d")
+        )
+        .action((d, s) => s.copy(warmup = (d * 1000).toLong.millis))
+        .text("an untimed pass of each approach on the topic first, in its consumer JVM (default 5)"),
       opt[Unit]("quick").action((_, s) => s.copy(quick = true))
-        .text("a smoke run: 40000, 15000 and 10000 records, a 5 s time box, a kill every 4 s"),
+        .text("a smoke run: 40000, 15000 and 10000 records, a 2 s warm-up, a 5 s time box, a kill every 4 s"),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
         .text("also write the results as JSON"),
       checkConfig(s =>
@@ -178,7 +192,8 @@ object KafkaLab extends Experiment:
       for
         _ <- IO.println(
           s"weir lab kafka — in-process KRaft broker at ${broker.bootstrap}; ${s.partitions} partitions × " +
-            s"${s.keys} keys; weir's limit ${s.limit}; time box ${s.box.toSeconds} s"
+            s"${s.keys} keys; weir: limit ${s.limit}, maxInFlight ${s.maxInFlight}, pollTimeout ${s.pollMillis} ms; " +
+            s"warm-up ${s.warm.toSeconds} s, time box ${s.box.toSeconds} s"
         )
         topics <- List(("noop", s.noopN), ("sleep", s.sleepN), ("kill", s.killN)).traverse((what, n) =>
           broker.topic(s"lab-$what-$stamp", s.partitions).flatTap(t =>
@@ -201,7 +216,15 @@ object KafkaLab extends Experiment:
           s.partitions,
           s.consumers,
           s.every,
-          ConsumerSettings(broker.bootstrap, topics(2), s"lab-kill-$stamp", s.sleepMillis, s.limit),
+          ConsumerSettings(
+            bootstrap = broker.bootstrap,
+            topic = topics(2),
+            group = s"lab-kill-$stamp",
+            sleepMillis = s.sleepMillis,
+            limit = s.limit,
+            maxInFlight = s.maxInFlight,
+            pollMillis = s.pollMillis
+          ),
           deadline = 5.minutes,
           dir
         )
@@ -224,14 +247,22 @@ object KafkaLab extends Experiment:
   ): IO[Throughput] =
     Deferred[IO, (Long, Long)].flatMap { result =>
       val settings =
-        ConsumerSettings(broker.bootstrap, topic, s"lab-${a.name}-$handler-$stamp", sleepMillis, s.limit)
+        ConsumerSettings(
+          bootstrap = broker.bootstrap,
+          topic = topic,
+          group = s"lab-${a.name}-$handler-$stamp",
+          sleepMillis = sleepMillis,
+          limit = s.limit,
+          maxInFlight = s.maxInFlight,
+          pollMillis = s.pollMillis
+        )
       val onLine = (line: String) =>
         line.split(' ') match
           case Array("result", records, micros) => result.complete((records.toLong, micros.toLong)).void
           case _ => IO.unit
-      ConsumerJvm.start(0, a, settings, n.toLong, s.box.toMillis, None, onLine).use(_ =>
+      ConsumerJvm.start(0, a, settings, n.toLong, s.box.toMillis, s.warm.toMillis, None, onLine).use(_ =>
         result.get.timeoutTo(
-          s.box + 2.minutes,
+          s.warm + s.box + 2.minutes,
           IO.raiseError(new IllegalStateException(s"${a.label} on the $handler topic gave no result"))
         )
       ).map((records, micros) => Throughput(handler, a, records, micros / 1e6))
@@ -277,7 +308,10 @@ object KafkaLab extends Experiment:
       "keys_per_partition" -> s.keys.asJson,
       "sleep_ms" -> s.sleepMillis.asJson,
       "limit" -> s.limit.asJson,
+      "max_in_flight" -> s.maxInFlight.asJson,
+      "poll_timeout_ms" -> s.pollMillis.asJson,
       "time_box_s" -> number(s.box.toMillis / 1000.0),
+      "warmup_s" -> number(s.warm.toMillis / 1000.0),
       "throughput" -> r.throughputs.map(t =>
         Json.obj(
           "handler" -> t.handler.asJson,

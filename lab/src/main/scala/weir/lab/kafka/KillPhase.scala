@@ -48,7 +48,7 @@ object KillPhase:
             revoked.update(m => m.updated(id, m.getOrElse(id, Vector.empty) :+ line.drop(8).trim.toLong))
           else IO.unit
       spawn = started.getAndUpdate(_ + 1).flatMap(id =>
-        ConsumerJvm.start(id, Approach.Weir, settings, 0, 0, Some(file(id)), onLine(id)).allocated.flatMap(
+        ConsumerJvm.start(id, Approach.Weir, settings, 0, 0, 0, Some(file(id)), onLine(id)).allocated.flatMap(
           c =>
             live.update(_ :+ c)
         )

@@ -16,7 +16,8 @@ object WeirConsumer:
       bootstrapServers = s.bootstrap,
       groupId = s.group,
       topics = List(s.topic),
-      maxInFlight = s.limit * 2,
+      maxInFlight = s.maxInFlight,
+      pollTimeout = s.pollMillis.millis,
       properties = s.properties
     )
     val sleep = s.sleepMillis.millis

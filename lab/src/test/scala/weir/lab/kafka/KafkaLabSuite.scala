@@ -23,7 +23,8 @@ class KafkaLabSuite extends CatsEffectSuite:
       consumers = 2,
       killEvery = 3.seconds,
       sleepMillis = 5,
-      timeBox = 2.seconds
+      timeBox = 2.seconds,
+      warmup = Duration.Zero
     )
     IO.blocking(Files.createTempFile("kafka-lab", ".json")).flatMap { file =>
       KafkaLab.execute(settings.copy(json = Some(file)))
