@@ -65,15 +65,18 @@ object PlainLoop:
             val rs = records.records(tp)
             waiting.computeIfAbsent(tp, _ => new AtomicInteger).addAndGet(rs.size): Unit
             worker(tp).execute { () =>
-              rs.forEach { r =>
-                val start = recorder.started()
-                if s.sleepMillis > 0 then Thread.sleep(s.sleepMillis.toLong)
-                recorder.finished(r.partition, r.offset, r.key, start)
-                done.put(tp, r.offset + 1): Unit
-                waiting.get(tp) match
-                  case null => ()
-                  case n => n.decrementAndGet(): Unit
-              }
+              // a worker is interrupted when its partition is revoked or the loop ends: its records stop there
+              try
+                rs.forEach { r =>
+                  val start = recorder.started()
+                  if s.sleepMillis > 0 then Thread.sleep(s.sleepMillis.toLong)
+                  recorder.finished(r.partition, r.offset, r.key, start)
+                  done.put(tp, r.offset + 1): Unit
+                  waiting.get(tp) match
+                    case null => ()
+                    case n => n.decrementAndGet(): Unit
+                }
+              catch case _: InterruptedException => ()
             }
           }
           val (full, free) = waiting.asScala.partition(_._2.get >= backlog)
