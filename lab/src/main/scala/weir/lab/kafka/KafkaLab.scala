@@ -34,6 +34,7 @@ object KafkaLab extends Experiment:
       keys: Int = 100,
       consumers: Int = 3,
       killEvery: FiniteDuration = 5.seconds,
+      maxKills: Int = Int.MaxValue,
       sleepMillis: Int = 10,
       limit: Int = 500,
       maxInFlight: Int = 5000,
@@ -49,6 +50,7 @@ object KafkaLab extends Experiment:
     def box: FiniteDuration = if quick then timeBox.min(5.seconds) else timeBox
     def warm: FiniteDuration = if quick then warmup.min(2.seconds) else warmup
     def every: FiniteDuration = if quick then killEvery.min(4.seconds) else killEvery
+    def kills: Int = if quick then maxKills.min(3) else maxKills
 
   private val builder = OParser.builder[Settings]
   val parser: OParser[Unit, Settings] =
@@ -76,11 +78,15 @@ object KafkaLab extends Experiment:
       opt[Double]("kill-every").valueName("SECONDS").validate(seconds("--kill-every"))
         .action((d, s) => s.copy(killEvery = (d * 1000).toLong.millis))
         .text("SIGKILL one consumer of the kill run this often, and start another (default 5)"),
+      opt[Int]("max-kills").valueName("N").validate(positive("--max-kills"))
+        .action((n, s) => s.copy(maxKills = n)).text(
+          "SIGKILLs of the kill run at most (default: until it ends)"
+        ),
       opt[Int]("sleep-ms").valueName("MS").validate(positive("--sleep-ms"))
         .action((n, s) => s.copy(sleepMillis = n)).text("the sleeping handler's sleep (default 10)"),
       opt[Int]("limit").valueName("N").validate(positive("--limit"))
         .action((n, s) => s.copy(limit = n)).text(
-          "weir's pipeline limit (default 500; it holds twice as many records)"
+          "weir's pipeline limit (default 500)"
         ),
       opt[Int]("max-in-flight").valueName("N").validate(positive("--max-in-flight"))
         .action((n, s) => s.copy(maxInFlight = n)).text("records weir's source holds at most (default 5000)"),
@@ -96,7 +102,9 @@ object KafkaLab extends Experiment:
         .action((d, s) => s.copy(warmup = (d * 1000).toLong.millis))
         .text("an untimed pass of each approach on the topic first, in its consumer JVM (default 5)"),
       opt[Unit]("quick").action((_, s) => s.copy(quick = true))
-        .text("a smoke run: 40000, 15000 and 10000 records, a 2 s warm-up, a 5 s time box, a kill every 4 s"),
+        .text(
+          "a smoke run: 40000, 15000 and 10000 records, a 2 s warm-up, a 5 s time box, 3 kills 4 s apart"
+        ),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
         .text("also write the results as JSON"),
       checkConfig(s =>
@@ -208,7 +216,8 @@ object KafkaLab extends Experiment:
           order.traverse(a => throughput(broker, s, a, Sleep, topics(1), s.sleepMillis, s.sleepN, stamp))
         _ <- IO.println(
           s"  the kill run: ${s.consumers} consumer JVMs of weir, one SIGKILLed every ${s.every.toMillis /
-              1000.0} s"
+              1000.0} s" +
+            (if s.kills < Int.MaxValue then s", ${s.kills} times at most" else "")
         )
         kill <- KillPhase.run(
           broker,
@@ -216,6 +225,7 @@ object KafkaLab extends Experiment:
           s.partitions,
           s.consumers,
           s.every,
+          s.kills,
           ConsumerSettings(
             bootstrap = broker.bootstrap,
             topic = topics(2),

@@ -9,8 +9,8 @@ import scala.concurrent.duration.*
 
 /**
  * The kill run of `./weir lab kafka`: `consumers` JVMs running weir's source on one group, each writing a
- * line per processed record, while one of them, at random, is SIGKILLed every `killEvery` and a new one
- * started; the run ends once the group has committed every partition to its end. The broker's committed
+ * line per processed record, while one of them, at random, is SIGKILLed every `killEvery` (`maxKills`
+ * times at most) and a new one started; the run ends once the group has committed every partition to its end. The broker's committed
  * offsets are sampled every 100 ms for the commit lag.
  */
 object KillPhase:
@@ -30,6 +30,7 @@ object KillPhase:
       partitions: Int,
       consumers: Int,
       killEvery: FiniteDuration,
+      maxKills: Int,
       settings: ConsumerSettings,
       deadline: FiniteDuration,
       dir: Path
@@ -75,7 +76,7 @@ object KillPhase:
           )
         }
       }
-      killer = (IO.sleep(killEvery) *> killOne).foreverM
+      killer = (IO.sleep(killEvery) *> killOne).replicateA_(maxKills) *> IO.never
       _ <- Resource.make(IO.unit)(_ => live.get.flatMap(_.traverse_(_._2))).use { _ =>
         List.fill(consumers)(spawn).parSequence_ *>
           killer.background.surround(

@@ -22,6 +22,7 @@ class KafkaLabSuite extends CatsEffectSuite:
       keys = 20,
       consumers = 2,
       killEvery = 3.seconds,
+      maxKills = 2,
       sleepMillis = 5,
       timeBox = 2.seconds,
       warmup = Duration.Zero
