@@ -14,7 +14,8 @@ object Experiments:
     weir.lab.trampoline.Trampoline,
     weir.lab.adaptive.AdaptiveLab,
     weir.lab.durable.DurableLab,
-    weir.lab.console.ConsoleLab
+    weir.lab.console.ConsoleLab,
+    weir.lab.kafka.KafkaLab
   )
 
   def usage: String =
