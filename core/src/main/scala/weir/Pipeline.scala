@@ -41,6 +41,9 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
   /** Sets what happens when a handler fails (default [[FailurePolicy.skip]]). */
   def withFailurePolicy(policy: FailurePolicy[F, A]): Pipeline[F, A, B] = copy(settings.copy(policy = policy))
 
+  /** The failure policy set, for a source whose commits depend on it (weir-kafka's). */
+  private[weir] def failurePolicy: FailurePolicy[F, A] = settings.policy
+
   /**
    * Retries failed attempts (default [[Retry.none]]). A waiting retry holds its slot; see [[Retry]].
    */

@@ -74,12 +74,12 @@ object KafkaSource:
 
   /**
    * Joins the group, and starts the pipeline `build` makes from the Kafka source, with `order` (default
-   * [[RecordOrder.byKey]]) as its task order and `failurePolicy` (default [[FailurePolicy.skip]]) as its
-   * failure policy: the source sets both, replacing any that `build` set, because what it commits depends
-   * on them (under [[FailurePolicy.failFast]] a record that fails, skipped or not, is never committed). With
-   * a [[KafkaSettings.deadLetterTopic]], the policy is [[FailurePolicy.deadLetter]] to that topic (and
-   * `failurePolicy` must be left at its default): a record that fails for good is written there, with its
-   * error in headers, and counts as finished.
+   * [[RecordOrder.byKey]]) as its task order, replacing any that `build` set: per-key order is the
+   * source's. What it commits depends on the failure policy `build` set (default [[FailurePolicy.skip]]):
+   * under [[FailurePolicy.failFast]] a record that fails, skipped or not, is never committed. With a
+   * [[KafkaSettings.deadLetterTopic]], the policy is [[FailurePolicy.deadLetter]] to that topic, and a
+   * pipeline built with another policy than skip is refused with an `IllegalArgumentException`: a record
+   * that fails for good is written there, with its error in headers, and counts as finished.
    *
    * Decoding: `keys` and `values` decode each record on the poller thread; a record either rejects is
    * written to the dead-letter topic with its error (or, without one, skipped), counts as finished, and
@@ -89,7 +89,8 @@ object KafkaSource:
    * are read again after a restart), the finished prefixes are committed, and the consumer leaves the
    * group. Use [[KafkaSource.drain]] first to stop gracefully.
    *
-   * Errors: bad settings fail at once with an `IllegalArgumentException` naming the value. A consumer that
+   * Errors: bad settings, or a failure policy beside a dead-letter topic, fail at once with an
+   * `IllegalArgumentException` naming the value. A consumer that
    * fails (its poll throws), or a dead-letter write that fails after [[KafkaSettings.deadLetterRetry]]'s
    * attempts, ends the pipeline's source with that error (its [[weir.StopReason]] says so); the records
    * received go on to their outcomes, and the record not written stays unfinished.
@@ -98,19 +99,12 @@ object KafkaSource:
       settings: KafkaSettings,
       keys: Deserializer[K],
       values: Deserializer[V],
-      order: RecordOrder[K, V] = RecordOrder.byKey,
-      failurePolicy: FailurePolicy[F, KafkaRecord[K, V]] = FailurePolicy.skip[F]
+      order: RecordOrder[K, V] = RecordOrder.byKey
   )(build: Source[F, KafkaRecord[K, V]] => Pipeline[F, KafkaRecord[K, V], B])(using
       F: Async[F]
   ): Resource[F, KafkaSource[F, K, V, B]] =
     for
-      _ <- Resource.eval(F.delay {
-        settings.validate()
-        require(
-          settings.deadLetterTopic.isEmpty || isSkip(failurePolicy),
-          s"failurePolicy must be left at skip when deadLetterTopic is set, was: $failurePolicy"
-        )
-      })
+      _ <- Resource.eval(F.delay(settings.validate()))
       ec <- pollerThread[F](settings.groupId)
       counters = new Counters
       deadLetters <- settings.deadLetterTopic.traverse(topic =>
@@ -156,15 +150,19 @@ object KafkaSource:
       _ <- F.background(loop.handleErrorWith(e => failure.complete(e) *> queue.offer(None)))
       records = Stream.fromQueueNoneTerminatedChunk(queue) ++
         Stream.eval(failure.tryGet).flatMap(_.fold(Stream.empty)(Stream.raiseError[F]))
-      policy = deadLetters.fold(failurePolicy)(dl =>
-        deadLetterPolicy(dl, settings.deadLetterRetry, counters, fail)
-      )
-      skips = deadLetters.isEmpty && isSkip(failurePolicy)
+      pipeline = build(Source.refusable(records))
+      // what the source commits depends on the policy the pipeline was built with (see `finish`)
+      built = pipeline.failurePolicy
+      _ <- Resource.eval(F.delay(require(
+        settings.deadLetterTopic.isEmpty || isSkip(built),
+        s"with a deadLetterTopic the topic is the failure policy: leave the pipeline's at skip, was: $built"
+      )))
+      policy = deadLetters.fold(built)(dl => deadLetterPolicy(dl, settings.deadLetterRetry, counters, fail))
+      skips = deadLetters.isEmpty && isSkip(built)
       // released after the pipeline, whose release ends its outcome stream: the reader sees every outcome
       // the pipeline hands out, those of its release included
       readers <- Supervisor[F](await = true)
-      source: Source[F, KafkaRecord[K, V]] = Source.refusable(records)
-      started <- build(source).withOrder(order.taskOrder).withFailurePolicy(policy).startWithOutcomes
+      started <- pipeline.withOrder(order.taskOrder).withFailurePolicy(policy).startWithOutcomes
       forward <- Resource.eval(Queue.unbounded[F, Option[Chunk[TaskOutcome[KafkaRecord[K, V], B]]]])
       // a record's offset is committable once its outcome is known, not once the user read it: this reader
       // keeps the pipeline's outcome stream empty, and the unread outcomes count against maxInFlight instead

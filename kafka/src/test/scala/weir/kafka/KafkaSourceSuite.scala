@@ -189,9 +189,8 @@ class KafkaSourceSuite extends KafkaTesting with ScalaCheckSuite:
           s,
           new StringDeserializer,
           new StringDeserializer,
-          RecordOrder.byKey,
-          policy
-        )(src => weir.Pipeline(src).process(_ => IO.unit))
+          RecordOrder.byKey
+        )(src => weir.Pipeline(src).process(_ => IO.unit).withFailurePolicy(policy))
         .use_
         .intercept[IllegalArgumentException]
         .map(e => assert(e.getMessage.contains(expected), s"'${e.getMessage}' does not say '$expected'"))
@@ -210,7 +209,7 @@ class KafkaSourceSuite extends KafkaTesting with ScalaCheckSuite:
     ).traverse_((s, expected) => fails(s, expected)) *>
       fails(
         good.copy(deadLetterTopic = Some("dead")),
-        "failurePolicy must be left at skip when deadLetterTopic is set",
+        "with a deadLetterTopic the topic is the failure policy: leave the pipeline's at skip, was: FailFast()",
         weir.FailurePolicy.failFast[IO]
       )
   }

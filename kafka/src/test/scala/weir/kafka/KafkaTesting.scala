@@ -46,8 +46,8 @@ abstract class KafkaTesting extends CatsEffectSuite:
   )(body: (KafkaSource[IO, String, String, Unit], Ref[IO, Vector[Out]]) => IO[A]): IO[A] =
     Ref[IO].of(Vector.empty[Out]).flatMap { seen =>
       KafkaSource
-        .start[IO, String, String, Unit](s, new StringDeserializer, new StringDeserializer, order, policy)(
-          source => configure(Pipeline(source).process(handler))
+        .start[IO, String, String, Unit](s, new StringDeserializer, new StringDeserializer, order)(source =>
+          configure(Pipeline(source).process(handler).withFailurePolicy(policy))
         )
         .use { kafka =>
           kafka.outcomes.evalTap(o => seen.update(_ :+ o)).compile.drain.background.surround(body(

@@ -25,17 +25,39 @@ class OtelEndpointSuite extends CatsEffectSuite:
       client.send(request, HttpResponse.BodyHandlers.ofString()).body
     }.attempt.map(_.toOption)
 
+  /** Every series the example's run serves once a task has finished. */
+  private val expected = Vector(
+    "weir_task_received_total{",
+    "weir_task_started_total{",
+    "weir_task_finished_total{",
+    "weir_task_retries_total{",
+    "weir_task_rate_limited_total{",
+    "weir_task_in_flight{",
+    "weir_buffer_size{",
+    "weir_concurrency_limit{",
+    "weir_workers{",
+    "weir_task_duration_seconds_bucket{",
+    "weir_task_duration_seconds_count{",
+    "weir_task_duration_seconds_sum{",
+    "weir_task_queue_wait_seconds_bucket{",
+    "weir_pipeline_name=\"example\"",
+    "weir_task_outcome=\"succeeded\""
+  )
+
   // the example's run: a drain after a second, so every outcome but `aborted` has a reason to be there
   private def scrapeDuringExample(port: Int): IO[String] =
-    // a scrape once tasks have started: at the run's very first instant a collection can read the histograms
-    // before the run is attached to its series and the counters after, and show the counters alone
-    val started = raw"(?m)^weir_task_started_total\{[^}]*\} [1-9]".r
-    val until = get(port).flatMap {
-      case Some(body) if started.findFirstIn(body).isDefined => IO.pure(Some(body))
-      case _ => IO.sleep(50.millis).as(None)
+    // scrapes until one serves every series, or the endpoint closes once the run has ended: the last body
+    // served. The histograms have values only once a task has finished, and a collection at the run's very
+    // first instant can read them before the run is attached to its series.
+    def scrape(last: Option[String]): IO[String] = get(port).flatMap {
+      case Some(body) if expected.forall(body.contains) => IO.pure(body)
+      case Some(body) => IO.sleep(50.millis) *> scrape(Some(body))
+      case None => last.fold(IO.sleep(50.millis) *> scrape(None))(IO.pure)
     }
-    val scrape = until.iterateWhile(_.isEmpty).map(_.get)
-    IO.both(OtelEndpoint.around(Some(port))(Example.run(20000, 64, _)), scrape.timeout(60.seconds)).map(_._2)
+    IO.both(
+      OtelEndpoint.around(Some(port))(Example.run(20000, 64, _)),
+      scrape(None).timeout(60.seconds)
+    ).map(_._2)
 
   test("--otel: the example's metrics are served for Prometheus while it runs, then the endpoint closes") {
     for
@@ -43,23 +65,6 @@ class OtelEndpointSuite extends CatsEffectSuite:
       body <- scrapeDuringExample(port)
       after <- get(port)
     yield
-      val expected = Vector(
-        "weir_task_received_total{",
-        "weir_task_started_total{",
-        "weir_task_finished_total{",
-        "weir_task_retries_total{",
-        "weir_task_rate_limited_total{",
-        "weir_task_in_flight{",
-        "weir_buffer_size{",
-        "weir_concurrency_limit{",
-        "weir_workers{",
-        "weir_task_duration_seconds_bucket{",
-        "weir_task_duration_seconds_count{",
-        "weir_task_duration_seconds_sum{",
-        "weir_task_queue_wait_seconds_bucket{",
-        "weir_pipeline_name=\"example\"",
-        "weir_task_outcome=\"succeeded\""
-      )
       val missing = expected.filterNot(body.contains)
       assert(missing.isEmpty, s"missing ${missing.mkString(", ")} in:\n$body")
       assertEquals(after, None, "the endpoint is closed once the command ends")

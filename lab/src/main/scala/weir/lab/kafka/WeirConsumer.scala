@@ -37,7 +37,7 @@ object WeirConsumer:
           }
           .withLimit(Limit.fixed(s.limit))
       )
-      // offsets are committed as outcomes are read: read them for as long as the source runs
+      // unread outcomes count against maxInFlight: read them for as long as the source runs
       .flatTap(kafka => kafka.outcomes.compile.drain.background)
       .map(kafka =>
         new Consuming:
