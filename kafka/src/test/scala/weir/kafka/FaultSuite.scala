@@ -3,7 +3,7 @@ package weir.kafka
 import cats.effect.{Deferred, IO}
 import cats.syntax.all.*
 import org.apache.kafka.common.TopicPartition
-import org.apache.kafka.common.serialization.{Deserializer, StringDeserializer}
+import org.apache.kafka.common.serialization.StringDeserializer
 import weir.{Disposition, FailurePolicy, Limit, Pipeline, RateLimiter, Retry, StopReason, TaskOutcome}
 
 import scala.concurrent.duration.*
@@ -73,9 +73,6 @@ class FaultSuite extends KafkaTesting:
   test(
     "an undecodable record whose dead letter cannot be written fails the source, naming the topic; its offset is not committed"
   ) {
-    val failing: Deserializer[String] = (_: String, data: Array[Byte]) =>
-      val s = new String(data, "UTF-8")
-      if s == "poison" then throw new IllegalArgumentException("not a value: poison") else s
     for
       topic <- TestBroker.topic(1)
       dlt <- TestBroker.topic(1, "dlt")
@@ -89,7 +86,7 @@ class FaultSuite extends KafkaTesting:
         properties = base.properties + ("max.request.size" -> "100")
       )
       result <- KafkaSource
-        .start[IO, String, String, Unit](s, new StringDeserializer, failing)(src =>
+        .start[IO, String, String, Unit](s, new StringDeserializer, poisonRejecting)(src =>
           Pipeline(src).process(_ => IO.unit)
         )
         .use(kafka => (kafka.outcomes.compile.toVector, kafka.running.join, kafka.stats).tupled)

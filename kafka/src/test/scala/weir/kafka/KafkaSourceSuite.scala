@@ -4,7 +4,7 @@ import cats.effect.IO
 import cats.syntax.all.*
 import munit.ScalaCheckSuite
 import org.apache.kafka.common.TopicPartition
-import org.apache.kafka.common.serialization.{Deserializer, StringDeserializer}
+import org.apache.kafka.common.serialization.StringDeserializer
 import org.scalacheck.{Gen, Prop}
 import weir.{Disposition, Limit, TaskOutcome}
 
@@ -106,9 +106,6 @@ class KafkaSourceSuite extends KafkaTesting with ScalaCheckSuite:
   test(
     "an undecodable record goes to the dead-letter topic with its error, and its offset counts as finished"
   ) {
-    val failing: Deserializer[String] = (_: String, data: Array[Byte]) =>
-      val s = new String(data, "UTF-8")
-      if s == "poison" then throw new IllegalArgumentException("not a value: poison") else s
     for
       topic <- TestBroker.topic(1)
       dlt <- TestBroker.topic(1, "dlt")
@@ -117,7 +114,7 @@ class KafkaSourceSuite extends KafkaTesting with ScalaCheckSuite:
       s = settings(topic, group).copy(deadLetterTopic = Some(dlt))
       seen <- IO.ref(Vector.empty[Out]).flatMap { seen =>
         KafkaSource
-          .start[IO, String, String, Unit](s, new StringDeserializer, failing)(src =>
+          .start[IO, String, String, Unit](s, new StringDeserializer, poisonRejecting)(src =>
             weir.Pipeline(src).process(_ => IO.unit)
           )
           .use { kafka =>

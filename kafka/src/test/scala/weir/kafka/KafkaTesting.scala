@@ -4,7 +4,7 @@ import cats.effect.{IO, Ref}
 import munit.CatsEffectSuite
 import org.apache.kafka.clients.consumer.{ConsumerConfig, ConsumerRecord, KafkaConsumer}
 import org.apache.kafka.common.TopicPartition
-import org.apache.kafka.common.serialization.{ByteArrayDeserializer, StringDeserializer}
+import org.apache.kafka.common.serialization.{ByteArrayDeserializer, Deserializer, StringDeserializer}
 import weir.{FailurePolicy, Pipeline, TaskOutcome}
 
 import java.time.Duration as JDuration
@@ -19,6 +19,11 @@ abstract class KafkaTesting extends CatsEffectSuite:
 
   type Rec = KafkaRecord[String, String]
   type Out = TaskOutcome[Rec, Unit]
+
+  /** A value deserializer that rejects the value `poison`, naming it. */
+  val poisonRejecting: Deserializer[String] = (_: String, data: Array[Byte]) =>
+    val s = new String(data, "UTF-8")
+    if s == "poison" then throw new IllegalArgumentException("not a value: poison") else s
 
   def settings(topic: String, group: String): KafkaSettings =
     KafkaSettings(

@@ -3,7 +3,6 @@ package weir.lab.durable
 import cats.effect.{IO, Resource}
 
 import java.io.{BufferedReader, InputStreamReader}
-import java.nio.file.Paths
 
 /** Worker JVMs of a lab run: started on this JVM's class path, killed with SIGKILL or stopped with SIGTERM. */
 object Children:
@@ -12,18 +11,7 @@ object Children:
 
   /** Starts a [[LabWorker]]; ready once it printed its worker id. Released: SIGKILL if still alive. */
   def start(args: List[String]): Resource[IO, Child] =
-    val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
-    val command = List(
-      java,
-      "--sun-misc-unsafe-memory-access=allow",
-      "--enable-native-access=ALL-UNNAMED",
-      "-Xmx512m",
-      "-Dcats.effect.tracing.mode=none"
-    ) ++ weir.lab.AotCache.childFlags ++ List(
-      "-cp",
-      System.getProperty("java.class.path"),
-      "weir.lab.durable.LabWorker"
-    ) ++ args
+    val command = weir.lab.ChildCommand("weir.lab.durable.LabWorker", List("-Xmx512m"), args)
     Resource
       .make(IO.blocking(new ProcessBuilder(command*).redirectErrorStream(true).start()))(p =>
         IO.blocking(p.destroyForcibly().waitFor()).void

@@ -4,7 +4,7 @@ import cats.effect.{IO, Resource}
 
 import java.io.{BufferedReader, InputStreamReader}
 import java.nio.charset.StandardCharsets
-import java.nio.file.{Path, Paths}
+import java.nio.file.Path
 
 /** Starts [[KafkaLabWorker]] consumer JVMs on this JVM's class path, and SIGKILLs them. */
 object ConsumerJvm:
@@ -29,29 +29,23 @@ object ConsumerJvm:
       report: Option[Path],
       onLine: String => IO[Unit]
   ): Resource[IO, Child] =
-    val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
-    val command = List(
-      java,
-      "--sun-misc-unsafe-memory-access=allow",
-      "--enable-native-access=ALL-UNNAMED",
-      "-Xmx512m",
-      "-Dcats.effect.tracing.mode=none"
-    ) ++ weir.lab.AotCache.childFlags ++ List(
-      "-cp",
-      System.getProperty("java.class.path"),
+    val command = weir.lab.ChildCommand(
       "weir.lab.kafka.KafkaLabWorker",
-      approach.name,
-      s.bootstrap,
-      s.topic,
-      s.group,
-      s.sleepMillis.toString,
-      s.limit.toString,
-      s.maxInFlight.toString,
-      s.pollMillis.toString,
-      target.toString,
-      timeBoxMillis.toString,
-      warmupMillis.toString,
-      report.fold("-")(_.toString)
+      List("-Xmx512m"),
+      List(
+        approach.name,
+        s.bootstrap,
+        s.topic,
+        s.group,
+        s.sleepMillis.toString,
+        s.limit.toString,
+        s.maxInFlight.toString,
+        s.pollMillis.toString,
+        target.toString,
+        timeBoxMillis.toString,
+        warmupMillis.toString,
+        report.fold("-")(_.toString)
+      )
     )
     Resource
       .make(IO.blocking(

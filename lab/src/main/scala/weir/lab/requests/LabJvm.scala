@@ -4,7 +4,6 @@ import cats.effect.{IO, Resource}
 
 import java.io.{BufferedReader, InputStreamReader}
 import java.nio.charset.StandardCharsets
-import java.nio.file.Paths
 import java.util.concurrent.TimeUnit
 
 /**
@@ -20,19 +19,7 @@ object LabJvm:
     def pid: Long = process.pid
 
   def command(jvmFlags: List[String], args: List[String]): List[String] =
-    val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
-    List(java, "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED") ++ tracing ++
-      weir.lab.AotCache.childFlags ++ jvmFlags ++
-      List("-cp", System.getProperty("java.class.path"), "weir.lab.Main") ++ args
-
-  /**
-   * Cats Effect's fiber tracing off in the children (see ADR 0009: on JDK 25 its per-call `ClassValue`
-   * look-up took a sixth of the server's samples), unless this JVM set a mode itself.
-   */
-  private def tracing: List[String] =
-    List(
-      s"-Dcats.effect.tracing.mode=${Option(System.getProperty("cats.effect.tracing.mode")).getOrElse("none")}"
-    )
+    weir.lab.ChildCommand("weir.lab.Main", jvmFlags, args)
 
   def start(jvmFlags: List[String], args: List[String], onLine: String => IO[Unit]): Resource[IO, Child] =
     val process = Resource.make(
