@@ -35,15 +35,19 @@ private[console] final class Snapshot[F[_], A] private (
     if every == Duration.Zero then (F.realTimeInstant, read).mapN((at, a) => Taken(a, at))
     else shared
 
+  // uncancelable between the state's change and the reading's start, so that a caller cancelled there
+  // cannot leave a reading marked under way that never started; only the wait for it is cancelable
   private def shared: F[Taken[A]] =
-    (F.deferred[Either[Throwable, Taken[A]]], F.monotonic).flatMapN { (next, now) =>
-      state.modify {
-        case State.Empty(Some(waiting)) => (State.Empty(Some(waiting)), waiting.get.rethrow)
-        case State.Empty(None) => (State.Empty(Some(next)), start(next) *> next.get.rethrow)
-        case State.Ready(last, due, false) if now >= due =>
-          (State.Ready(last, due, true), start(next).as(last))
-        case ready @ State.Ready(last, _, _) => (ready, F.pure(last))
-      }.flatten
+    F.uncancelable { poll =>
+      (F.deferred[Either[Throwable, Taken[A]]], F.monotonic).flatMapN { (next, now) =>
+        state.modify {
+          case State.Empty(Some(waiting)) => (State.Empty(Some(waiting)), poll(waiting.get.rethrow))
+          case State.Empty(None) => (State.Empty(Some(next)), start(next) *> poll(next.get.rethrow))
+          case State.Ready(last, due, false) if now >= due =>
+            (State.Ready(last, due, true), start(next).as(last))
+          case ready @ State.Ready(last, _, _) => (ready, F.pure(last))
+        }.flatten
+      }
     }
 
   private def start(into: Deferred[F, Either[Throwable, Taken[A]]]): F[Unit] =
