@@ -28,6 +28,7 @@ class ClaimerSuite extends DbSuite:
       worker: WorkerContext,
       probe: Probe,
       wake: Queue[IO, Unit],
+      gate: IdleGate[IO],
       stop: Deferred[IO, Unit]
   )
 
@@ -52,8 +53,9 @@ class ClaimerSuite extends DbSuite:
           for
             wake <- Queue.dropping[IO, Unit](1)
             stop <- Deferred[IO, Unit]
-            c = new Claimer[IO, A](probe, worker, completer, wake, new IdleGate[IO], stop)
-            result <- body(c.stream, Fixture(worker, probe, wake, stop))
+            gate = new IdleGate[IO]
+            c = new Claimer[IO, A](probe, worker, completer, wake, gate, stop)
+            result <- body(c.stream, Fixture(worker, probe, wake, gate, stop))
           yield result
         }
       }
@@ -144,6 +146,35 @@ class ClaimerSuite extends DbSuite:
             taking.joinWithNever.timeout(30.seconds)
         }
       }
+  }
+
+  withDb(
+    "a wake-up the claimer takes while the session's claim is under way is not lost: it claims again after those rows"
+  ) { db =>
+    claimer[Int, Unit](db, base) { (jobs, f) =>
+      jobs.take(1).compile.drain.start.flatMap { taking =>
+        for
+          // the first claim found nothing; while the claimer waits for its poll, the session takes the turn
+          // and begins a claim, which cannot see the task enqueued next
+          into <- (IO.sleep(5.millis) *> IO(f.gate.sessionClaims())).iterateUntil(_.isDefined)
+            .timeout(30.seconds).map(_.get)
+          _ <- TaskQueue[IO, Int](db, base.queue).enqueueMany(Vector(NewTask(1)))
+          // the task's notification, which finds the session's claim under way: a wake-up, taken by the
+          // claimer before the session's rows are there
+          _ <- f.wake.offer(())
+          _ <- (IO.sleep(5.millis) *> f.wake.size).iterateUntil(_ == 0).timeout(30.seconds)
+          _ <- into.complete(Sql.Claim.empty)
+          // the poll is an hour away: only a claim made for the wake-up finds the task
+          _ <- taking.joinWithNever.timeoutTo(
+            30.seconds,
+            f.probe.claims.get.flatMap(n =>
+              IO(fail(s"the wake-up was lost: $n claims, the task still waits"))
+            )
+          )
+          claims <- f.probe.claims.get
+        yield assertEquals(claims, 2)
+      }
+    }
   }
 
   withDb("a stop ends the stream at once, even while the claimer waits for its poll") {
