@@ -180,6 +180,36 @@ class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
     }
   }
 
+  test("a run released while interruptible tasks run cancels their handlers and unregisters each once") {
+    val tasks = List.tabulate(3)(new Task(_))
+    val run =
+      for
+        started <- cats.effect.Deferred[IO, Unit]
+        running <- Ref[IO].of(0)
+        finalized <- Ref[IO].of(Set.empty[Int])
+        summary <- Pipeline(source(tasks))
+          .process(t =>
+            (running.updateAndGet(_ + 1).flatMap(n =>
+              (if n == 3 then started.complete(()).void else IO.unit)
+            ) *> IO.never[Unit])
+              .onCancel(finalized.update(_ + t.id))
+          )
+          .withLimit(Limit.fixed(3))
+          .withReleaseGrace(Duration.Zero)
+          .start
+          // released once every handler runs
+          .use(handle => started.get.as(handle))
+          .flatMap(_.join)
+        cancelled <- finalized.get
+      yield (summary, cancelled)
+    TestControl.executeEmbed(run).map { (summary, cancelled) =>
+      assertEquals(cancelled, Set(0, 1, 2))
+      assertEquals((summary.succeeded, summary.failed), (0L, 3L))
+      // a wait cancelled by the run, not by the task's interruption: each registration is undone
+      assertEquals(tasks.map(t => (t.registered.get, t.unregistered.get)), List((1, 1), (1, 1), (1, 1)))
+    }
+  }
+
   property("each task ends once: interrupted exactly when its stop comes before its end") {
     // handlers take an even number of ms, stops come at odd ones: no tie to decide
     Prop.forAllNoShrink(

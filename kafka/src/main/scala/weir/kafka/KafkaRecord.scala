@@ -3,7 +3,7 @@ package weir.kafka
 import org.apache.kafka.common.TopicPartition
 import org.apache.kafka.common.header.Headers
 import weir.Interruptible
-import weir.kafka.internal.Entry
+import weir.kafka.internal.{Entry, RawKey}
 
 /**
  * A record a [[KafkaSource]] received and decoded: what the pipeline's handler receives.
@@ -29,6 +29,9 @@ sealed abstract class KafkaRecord[+K, +V] private[kafka] (
 ):
 
   def topicPartition: TopicPartition = entry.state.partition
+
+  /** Its key for [[RecordOrder.byKey]], made once here rather than each time the engine asks for it. */
+  private[kafka] val rawKeyOrder: RawKey = new RawKey(entry.state.partition, rawKey)
 
   override def toString: String = s"KafkaRecord($topic-$partition@$offset, $key)"
 

@@ -2,8 +2,8 @@ package weir.kafka
 
 import org.apache.kafka.common.TopicPartition
 
-import java.nio.ByteBuffer
 import weir.TaskOrder
+import weir.kafka.internal.RawKey
 
 /**
  * In which order a [[KafkaSource]]'s records run. Each is the engine's own [[TaskOrder.byKey]] on a key
@@ -25,10 +25,7 @@ object RecordOrder:
    * `equals` (an `Array[Byte]` key has none worth the name). Records with a `null` key share one key per
    * partition.
    */
-  val byKey: RecordOrder[Any, Any] =
-    ByKeyOf[Any, Any, (TopicPartition, Option[ByteBuffer])](r =>
-      (r.topicPartition, Option(r.rawKey).map(ByteBuffer.wrap))
-    )
+  val byKey: RecordOrder[Any, Any] = ByKeyOf[Any, Any, RawKey](_.rawKeyOrder)
 
   /**
    * One record of each `key(record)` of a partition at a time, in offset order. `key` should be pure and

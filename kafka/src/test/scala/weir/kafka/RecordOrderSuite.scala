@@ -41,3 +41,11 @@ class RecordOrderSuite extends FunSuite:
     assertNotEquals(key(record(null)), key(record(null, in = other)))
     assertNotEquals(key(record(null)), key(record(Array.emptyByteArray)))
   }
+
+  test("byKey's equal keys hash alike, and one record's key is made once, however often it is asked") {
+    val key = keyOf(RecordOrder.byKey)
+    assertEquals(key(record("user-1".getBytes)).##, key(record("user-1".getBytes, offset = 1L)).##)
+    assertEquals(key(record(null)).##, key(record(null, offset = 1L)).##)
+    val r = record("user-1".getBytes)
+    assert(key(r).asInstanceOf[AnyRef] eq key(r).asInstanceOf[AnyRef])
+  }

@@ -79,11 +79,10 @@ private[kafka] final class Poller[K, V](
     val out = Vector.newBuilder[KafkaRecord[K, V] & Interruptible]
     // records of a partition assigned inside this poll may come before the next round pauses it
     if !stopped then
-      polled.forEach { r =>
-        if !stopped then
-          owned.get(new TopicPartition(r.topic, r.partition)).foreach(state =>
-            receive(state, r).foreach(out += _)
-          )
+      polled.partitions.forEach { tp =>
+        owned.get(tp).foreach(state =>
+          polled.records(tp).forEach(r => if !stopped then receive(state, r).foreach(out += _))
+        )
       }
     if System.nanoTime() - nextCommit >= 0 then
       commit(owned.values)

@@ -27,8 +27,9 @@ object Approach:
   def named(name: String): Option[Approach] = values.find(_.name == name)
 
 /**
- * What a consumer JVM runs: the topic, its group, the handler (`sleepMillis`, 0 for none) and, for weir,
- * the pipeline's limit, the records its source holds at most and its poll timeout.
+ * What a consumer JVM runs: the topic, its group, the handler (`sleepMillis`, 0 for none), the poll timeout
+ * every approach polls with (`pollMillis`) and, for weir, the pipeline's limit and the records its source
+ * holds at most.
  */
 final case class ConsumerSettings(
     bootstrap: String,

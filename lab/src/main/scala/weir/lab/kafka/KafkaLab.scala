@@ -91,7 +91,7 @@ object KafkaLab extends Experiment:
       opt[Int]("max-in-flight").valueName("N").validate(positive("--max-in-flight"))
         .action((n, s) => s.copy(maxInFlight = n)).text("records weir's source holds at most (default 5000)"),
       opt[Int]("poll-ms").valueName("MS").validate(positive("--poll-ms"))
-        .action((n, s) => s.copy(pollMillis = n)).text("weir's source's poll timeout (default 10)"),
+        .action((n, s) => s.copy(pollMillis = n)).text("every approach's poll timeout (default 10)"),
       opt[Double]("time-box").valueName("SECONDS").validate(seconds("--time-box"))
         .action((d, s) => s.copy(timeBox = (d * 1000).toLong.millis))
         .text("longest an approach is timed on a topic; slower ones are timed on what they did (default 15)"),
@@ -200,7 +200,7 @@ object KafkaLab extends Experiment:
       for
         _ <- IO.println(
           s"weir lab kafka — in-process KRaft broker at ${broker.bootstrap}; ${s.partitions} partitions × " +
-            s"${s.keys} keys; weir: limit ${s.limit}, maxInFlight ${s.maxInFlight}, pollTimeout ${s.pollMillis} ms; " +
+            s"${s.keys} keys; poll timeout ${s.pollMillis} ms; weir: limit ${s.limit}, maxInFlight ${s.maxInFlight}; " +
             s"warm-up ${s.warm.toSeconds} s, time box ${s.box.toSeconds} s"
         )
         topics <- List(("noop", s.noopN), ("sleep", s.sleepN), ("kill", s.killN)).traverse((what, n) =>

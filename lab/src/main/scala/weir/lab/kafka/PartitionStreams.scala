@@ -65,7 +65,7 @@ object PartitionStreams:
           IO {
             consumer.pause(sizes.collect { case (tp, true) => tp }.asJava)
             consumer.resume(sizes.collect { case (tp, false) => tp }.filter(consumer.paused.contains).asJava)
-            consumer.poll(JDuration.ofMillis(50))
+            consumer.poll(JDuration.ofMillis(s.pollMillis.toLong))
           }.evalOn(ec)
       ).flatMap(records =>
         records.partitions.asScala.toList.traverse_(tp =>

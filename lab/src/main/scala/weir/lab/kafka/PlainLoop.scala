@@ -60,7 +60,7 @@ object PlainLoop:
               commit()
         )
         while true do
-          val records = consumer.poll(JDuration.ofMillis(50))
+          val records = consumer.poll(JDuration.ofMillis(s.pollMillis.toLong))
           records.partitions.forEach { tp =>
             val rs = records.records(tp)
             waiting.computeIfAbsent(tp, _ => new AtomicInteger).addAndGet(rs.size): Unit
