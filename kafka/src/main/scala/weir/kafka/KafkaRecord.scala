@@ -52,8 +52,9 @@ private[kafka] object KafkaRecord:
     new Tracked(topic, partition, offset, timestamp, key, value, headers, rawKey, rawValue, entry)
 
   /**
-   * The record as the engine sees it: its refusal marks it started under its partition's lock, and the end
-   * of an attempt that was not interrupted marks it idle (a revoke need not wait for it between attempts).
+   * The record as the engine sees it: its refusal marks it started, or refuses once its partition is
+   * revoked (see `PartitionState.tryStart`), and the end of an attempt that was not interrupted marks it
+   * idle (a revoke need not wait for it between attempts).
    */
   private final class Tracked[K, V](
       topic: String,

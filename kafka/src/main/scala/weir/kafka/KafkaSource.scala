@@ -11,7 +11,7 @@ import org.apache.kafka.common.serialization.{ByteArrayDeserializer, ByteArraySe
 import weir.{
   Disposition, FailurePolicy, Interruptible, Pipeline, Retry, Running, Source, Summary, TaskOutcome
 }
-import weir.kafka.internal.{Counters, DeadLetters, Poller}
+import weir.kafka.internal.{Counters, DeadLetters, PartitionState, Poller}
 
 import java.util.Properties
 import java.util.concurrent.{Executors, ThreadFactory, ThreadLocalRandom}
@@ -170,7 +170,7 @@ object KafkaSource:
         started._2.chunks
           .evalMap(os =>
             F.delay {
-              os.foreach(finish(_, skips))
+              PartitionState.finishAll(os.toVector.map(o => o.task.entry -> counts(o, skips)))
               counters.unread.addAndGet(os.size): Unit
             } *> forward.offer(Some(os))
           )
@@ -198,18 +198,17 @@ object KafkaSource:
       case _ => false
 
   /**
-   * Marks a record's offset finished, or not, by its outcome (see [[KafkaSource]]): a skipped record counts
-   * only under the skip policy (`skips`); under fail-fast, a record that fails while the run stops is
-   * recorded skipped, and must run again.
+   * Whether a record's outcome finishes its offset (see [[KafkaSource]]): a skipped record counts only under
+   * the skip policy (`skips`); under fail-fast, a record that fails while the run stops is recorded skipped,
+   * and must run again.
    */
-  private def finish[K, V, B](outcome: TaskOutcome[KafkaRecord[K, V], B], skips: Boolean): Unit =
-    val counts = outcome match
+  private def counts[K, V, B](outcome: TaskOutcome[KafkaRecord[K, V], B], skips: Boolean): Boolean =
+    outcome match
       case TaskOutcome.Succeeded(_, _, _) => true
       case TaskOutcome.Failed(_, _, Disposition.DeadLettered, _) => true
       case TaskOutcome.Failed(_, _, Disposition.Skipped, _) => skips
       case TaskOutcome.Failed(_, _, _, _) => false
       case TaskOutcome.NotStarted(_, _) => false
-    outcome.task.entry.state.finish(outcome.task.entry, counts)
 
   /**
    * Writes a record that failed for good to the dead-letter topic, retried as `retry` says. A retry's

@@ -3,16 +3,19 @@ package weir.kafka.internal
 import org.apache.kafka.common.TopicPartition
 import weir.Interruption
 
+import java.util.concurrent.atomic.AtomicInteger
 import scala.collection.mutable
 
 /**
  * One record of a partition, from the moment the poller received it until it leaves the partition's
- * window (it is in the finished prefix, or the partition was given up). Mutable, guarded by its
- * partition's lock.
+ * window (it is in the finished prefix, or the partition was given up). `started` and `busy` are written
+ * by the record's worker fiber only, without the lock (see [[PartitionState]]); `done` and `finished`
+ * under its partition's lock.
  */
 private[kafka] final class Entry(val offset: Long, val state: PartitionState):
-  // passed its first refusal: it may run, and its outcome is awaited by a revoke
-  private[internal] var started = false
+  // passed its first refusal: it may run, and its outcome is awaited by a revoke; volatile because a
+  // revoke's wait reads it on the poller thread while the worker may still take the mark back
+  @volatile private[internal] var started = false
   // inside an attempt of its handler, or inside its dead-letter write: a revoke waits for it
   private[internal] var busy = false
   private[internal] var done = false
@@ -38,24 +41,34 @@ private[kafka] final class Entry(val offset: Long, val state: PartitionState):
  * A record's life: received → started (its first refusal let it start) → busy while an attempt or its
  * dead-letter write runs, idle between attempts (a retry's backoff, or while its outcome is recorded) →
  * done (its outcome is known), finished or not. A revoke waits for the busy records only: a record between
- * two attempts asks its refusal again before the next one, and that refusal, taken under this lock, sees
- * the revoke and refuses, so it never runs again here.
+ * two attempts asks its refusal again before the next one, and that refusal sees the revoke and refuses, so
+ * it never runs again here.
  *
- * Invariant: `entries` is in increasing offset order, its head is not both done and finished, `busy`
- * counts the busy entries and `open` the started entries not done. A state that was `released` (the
- * partition was revoked and committed, or lost) ignores every later call: its records belong to another
- * consumer now.
+ * Concurrency: workers (starts, attempt ends, once per record or attempt), the outcome reader (finishes,
+ * a chunk of outcomes at a time) and the poller (receipts, revokes, waits, commits) call these methods
+ * concurrently. The window (`entries`, `done`, `finished`, `skips`) is guarded by this state's lock, taken
+ * by the poller and once per chunk by the reader. A worker's start and attempt end take no lock: they mark
+ * the record and move the atomic `busy` count, and meet a revoke as in Dekker's algorithm: a start raises
+ * `busy` and then reads `revoked`, a revoke sets `revoked` and then reads `busy` (both sequentially
+ * consistent), so either the revoke sees the record busy and waits for it, or the start sees the revoke,
+ * takes its marks back and refuses. The raise of `busy` comes after the record's own marks, so a revoke
+ * that read `busy` sees them. A waiter (the revoke, on the poller thread) counts itself in `waiters` under
+ * the lock before it reads what it waits for, and a change it waits for reads `waiters` after making the
+ * change and notifies under the lock: either the waiter sees the change, or the change sees the waiter;
+ * and since the waiter holds the lock from its check to its `wait`, the notification cannot fall between
+ * the two. With no waiter, as outside a revoke, a start or an attempt end is one atomic add.
  *
- * Every method takes this state's lock; workers (starts, attempt ends), the outcome reader (finishes) and
- * the poller (receipts, revokes, commits) call them concurrently. A revoke waits on the lock's condition,
- * so every change of `busy` or `open` notifies.
+ * Invariant: `entries` is in increasing offset order, its head is not both done and finished, and `busy`
+ * counts the busy entries (and, for a moment, a start that is taking its mark back). A state that was
+ * `released` (the partition was revoked and committed, or lost) ignores every later finish: its records
+ * belong to another consumer now.
  */
 private[kafka] final class PartitionState(val partition: TopicPartition, counters: Counters):
   private val entries = mutable.ArrayDeque.empty[Entry]
   private var nextOffset = -1L
-  private var busy = 0
-  private var open = 0
-  private var revoked = false
+  private val busy = new AtomicInteger
+  @volatile private var waiters = 0
+  @volatile private var revoked = false
   private var released = false
   // offsets finished by an earlier reader, as [from, until) ranges in increasing order (see `skipping`)
   private var skips = List.empty[(Long, Long)]
@@ -84,57 +97,82 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
 
   /**
    * The engine's question before each attempt ([[weir.Refusable.refusal]]): a record of a revoked partition
-   * refuses; any other is marked started and busy, under the same lock as the revoke, so that a revoke
-   * either sees it busy (and waits for it) or is seen by it (and it never starts, or never starts again).
+   * refuses; any other is marked started and busy, so that a revoke either sees it busy (and waits for it)
+   * or is seen by it (and it never starts, or never starts again). Lock-free; called by the record's worker
+   * only.
    */
-  def tryStart(e: Entry): Option[String] = synchronized {
-    if revoked then Some(s"partition $partition was revoked")
+  def tryStart(e: Entry): Option[String] =
+    if revoked then refused
     else
-      if !e.started then
-        e.started = true
-        open += 1
-      if !e.busy && !e.done then
+      val first = !e.started
+      if first then e.started = true
+      val marked = !e.busy && !e.done
+      if marked then
         e.busy = true
-        busy += 1
-      None
-  }
+        busy.incrementAndGet(): Unit
+      // after the raise of `busy`: a revoke that set `revoked` before this read waits for `busy` to fall
+      if !revoked then None
+      else
+        if first then e.started = false
+        if marked then
+          e.busy = false
+          lowerBusy()
+        refused
 
-  /** An attempt of `e` ended without being interrupted: it is idle until its next attempt or its outcome. */
-  def attemptEnded(e: Entry): Unit = synchronized {
+  private def refused: Option[String] = Some(s"partition $partition was revoked")
+
+  /**
+   * An attempt of `e` ended without being interrupted: it is idle until its next attempt or its outcome.
+   * Lock-free unless a revoke waits; called by the record's worker only.
+   */
+  def attemptEnded(e: Entry): Unit =
     if e.busy then
       e.busy = false
-      busy -= 1
-      notifyAll()
-  }
+      lowerBusy()
+
+  // the worker's side of the handshake with a waiter (see the class comment)
+  private def lowerBusy(): Unit =
+    busy.decrementAndGet(): Unit
+    if waiters > 0 then synchronized(notifyAll())
 
   /**
    * `e` is about to be written to the dead-letter topic: true, and it is busy until its outcome, unless its
-   * partition was revoked (the next owner runs it again, and writes it if it fails there too).
+   * partition was revoked (the next owner runs it again, and writes it if it fails there too). Called by
+   * the record's worker only, as [[tryStart]], and meets a revoke the same way.
    */
-  def deadLettering(e: Entry): Boolean = synchronized {
+  def deadLettering(e: Entry): Boolean =
     if revoked || e.done then false
+    else if e.busy then true
     else
-      if !e.busy then
-        e.busy = true
-        busy += 1
-      true
-  }
+      e.busy = true
+      busy.incrementAndGet(): Unit
+      if !revoked then true
+      else
+        e.busy = false
+        lowerBusy()
+        false
 
   /**
    * The record's outcome is known: `counts` when it ran to an end that needs no re-run (succeeded, or failed
    * and skipped or dead-lettered); otherwise it stays unfinished and holds the committable offset back until
    * the partition is given up. Moves the finished prefix on.
    */
-  def finish(e: Entry, counts: Boolean): Unit = synchronized {
-    if !released && !e.done then
-      e.done = true
-      e.finished = counts
-      if e.busy then
-        e.busy = false
-        busy -= 1
-      if e.started then open -= 1
+  def finish(e: Entry, counts: Boolean): Unit = finishEach(List(e -> counts))
+
+  /** [[finish]] for each of `done`, every one of this partition, under one acquisition of the lock. */
+  def finishEach(done: Iterable[(Entry, Boolean)]): Unit = synchronized {
+    if !released then
+      done.foreach { (e, counts) =>
+        if !e.done then
+          e.done = true
+          e.finished = counts
+          if e.busy then
+            e.busy = false
+            busy.decrementAndGet(): Unit
+      }
       popFinished()
-      notifyAll()
+      // an outcome is what `awaitOutcomes` waits for, and a fall of `busy` what `awaitIdle` waits for
+      if waiters > 0 then notifyAll()
   }
 
   private def popFinished(): Unit =
@@ -142,7 +180,7 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
     while entries.nonEmpty && entries.head.done && entries.head.finished do
       entries.removeHead(): Unit
       popped += 1
-    counters.held.addAndGet(-popped): Unit
+    if popped > 0 then counters.held.addAndGet(-popped): Unit
 
   /** The offset to commit: the first unfinished record's, or the next to receive; `None` before any. */
   def committable: Option[Long] = synchronized(committableNow)
@@ -164,25 +202,32 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
   }
 
   /** Unstarted records refuse from now on, and so do the started ones' next attempts. */
-  def revoke(): Unit = synchronized { revoked = true }
+  def revoke(): Unit = revoked = true
 
   /** Waits, until `deadlineNanos` at most, for no record to be busy; true if none is. */
   def awaitIdle(deadlineNanos: Long): Boolean = synchronized {
-    awaitWhile(deadlineNanos)(busy > 0)
-    busy == 0
+    awaitWhile(deadlineNanos)(busy.get > 0)
+    busy.get == 0
   }
 
   /** Waits, until `deadlineNanos` at most, for every started record's outcome; true if all are known. */
   def awaitOutcomes(deadlineNanos: Long): Boolean = synchronized {
-    awaitWhile(deadlineNanos)(open > 0)
-    open == 0
+    awaitWhile(deadlineNanos)(pending)
+    !pending
   }
 
+  // a started record without an outcome; a start taking its mark back lowers `busy` after the mark, and
+  // so wakes this check
+  private def pending: Boolean = entries.exists(e => e.started && !e.done)
+
   private def awaitWhile(deadlineNanos: Long)(cond: => Boolean): Unit =
-    var left = deadlineNanos - System.nanoTime()
-    while cond && left > 0 do
-      wait(math.max(1L, left / 1000000L)): Unit
-      left = deadlineNanos - System.nanoTime()
+    waiters += 1
+    try
+      var left = deadlineNanos - System.nanoTime()
+      while cond && left > 0 do
+        wait(math.max(1L, left / 1000000L)): Unit
+        left = deadlineNanos - System.nanoTime()
+    finally waiters -= 1
 
   /**
    * Tells every started record without an outcome to stop, for `reason`: a busy one's attempt is cancelled,
@@ -205,7 +250,19 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
       notifyAll()
   }
 
+  /** A revoke waits on this state (for tests). */
+  private[internal] def waiting: Boolean = waiters > 0
+
   /** Records in the window (for tests). */
   def size: Int = synchronized(entries.size)
 
   override def toString: String = s"PartitionState($partition)"
+
+private[kafka] object PartitionState:
+
+  /**
+   * Finishes each of `done` (a record and whether it counts, see [[PartitionState.finish]]), whatever their
+   * partitions, taking each partition's lock once: the outcome reader's chunks.
+   */
+  def finishAll(done: Iterable[(Entry, Boolean)]): Unit =
+    done.groupBy(_._1.state).foreach((state, ds) => state.finishEach(ds))

@@ -22,7 +22,7 @@ import scala.util.control.NonFatal
  * The consumer's owner. A `KafkaConsumer` is not thread-safe, so every method here runs on the source's one
  * poller thread, and so do the rebalance callbacks, which the consumer calls from inside `poll`: `owned`
  * and `lastCommitted` are confined to that thread. What other threads touch is the partitions' states
- * (each under its own lock) and the counters.
+ * (see [[PartitionState]]) and the counters.
  *
  * A revoke runs inside `poll` and blocks this thread while the revoked partitions' running records finish
  * (up to the grace, then they are interrupted and given as long again to end): the partition is handed on

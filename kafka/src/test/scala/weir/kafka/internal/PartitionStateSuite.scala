@@ -4,6 +4,8 @@ import munit.ScalaCheckSuite
 import org.apache.kafka.common.TopicPartition
 import org.scalacheck.{Gen, Prop}
 
+import java.util.concurrent.{CompletableFuture, CyclicBarrier, TimeUnit}
+
 class PartitionStateSuite extends ScalaCheckSuite:
 
   private val tp = new TopicPartition("t", 0)
@@ -110,4 +112,108 @@ class PartitionStateSuite extends ScalaCheckSuite:
     state.finish(entries.head, counts = true)
     assertEquals(state.commitPoint(4096), Some((14L, "")))
     assertEquals(counters.held.get, 0)
+  }
+
+  test(
+    "a start that meets a revoke takes its marks back: the revoke neither waits for it nor awaits its outcome"
+  ) {
+    val state = new PartitionState(tp, new Counters)
+    val e = state.receive(0L)
+    state.revoke()
+    assert(state.tryStart(e).exists(_.contains("revoked")))
+    assert(state.awaitIdle(System.nanoTime()))
+    assert(state.awaitOutcomes(System.nanoTime()))
+    assertEquals(state.interruptRunning("partition revoked"), 0)
+    assertEquals(e.interruption.requested, None)
+  }
+
+  // a start and a revoke that race meet in at least one of them: a start that was let through is seen busy
+  // by the revoke, which checks for busy records right after it revoked; which interleavings occur is up to
+  // the two threads, so this checks the promise under races rather than forcing the narrowest one
+  test("a start racing a revoke either refuses or is waited for") {
+    val rounds = 2000
+    val barrier = new CyclicBarrier(2)
+    val states = Vector.fill(rounds)(new PartitionState(tp, new Counters))
+    val entries = states.map(_.receive(0L))
+    val idleSeen = new Array[Boolean](rounds)
+    val revoker = new Thread(() =>
+      (0 until rounds).foreach { i =>
+        barrier.await(): Unit
+        states(i).revoke()
+        idleSeen(i) = states(i).awaitIdle(System.nanoTime())
+        barrier.await(): Unit
+      }
+    )
+    revoker.start()
+    (0 until rounds).foreach { i =>
+      barrier.await(): Unit
+      val refusal = states(i).tryStart(entries(i))
+      barrier.await(): Unit
+      assert(
+        refusal.nonEmpty || !idleSeen(i),
+        s"round $i: a record started, and the revoke did not see it busy"
+      )
+      if refusal.nonEmpty then
+        assert(states(i).awaitIdle(System.nanoTime()), s"round $i: a refused start stayed busy")
+    }
+    revoker.join()
+  }
+
+  /** Runs `wait` on a thread of its own once a revoke waits on `state`, then `change`: the wait's answer. */
+  private def wokenBy(state: PartitionState)(wait: => Boolean)(change: => Unit): Boolean =
+    val result = new CompletableFuture[Boolean]
+    val waiter = new Thread(() => result.complete(wait): Unit)
+    waiter.setDaemon(true)
+    waiter.start()
+    val deadline = System.nanoTime() + 10L * 1000 * 1000 * 1000
+    while !state.waiting && System.nanoTime() < deadline do Thread.onSpinWait()
+    assert(state.waiting, "the waiter did not start waiting")
+    change
+    // the wait's own deadline is a minute away: only a notification ends it within these 10 s
+    val woken = result.get(10, TimeUnit.SECONDS)
+    waiter.join()
+    woken
+
+  test("a revoke waiting for busy records is woken by the end of their attempt") {
+    val state = new PartitionState(tp, new Counters)
+    val e = state.receive(0L)
+    assertEquals(state.tryStart(e), None)
+    state.revoke()
+    assert(
+      wokenBy(state)(state.awaitIdle(System.nanoTime() + 60L * 1000 * 1000 * 1000))(state.attemptEnded(e))
+    )
+  }
+
+  test("a revoke waiting for outcomes is woken by a chunk of outcomes") {
+    val state = new PartitionState(tp, new Counters)
+    val es = (0L until 3L).map(state.receive)
+    es.foreach(e => assertEquals(state.tryStart(e), None))
+    es.foreach(state.attemptEnded)
+    state.revoke()
+    assert(wokenBy(state)(state.awaitOutcomes(System.nanoTime() + 60L * 1000 * 1000 * 1000))(
+      PartitionState.finishAll(es.map(_ -> true))
+    ))
+    assertEquals(state.committable, Some(3L))
+  }
+
+  property("a chunk of outcomes of several partitions finishes each as one by one would") {
+    val cases =
+      for
+        n <- Gen.choose(1, 60)
+        partitions <- Gen.listOfN(n, Gen.choose(0, 2))
+        seed <- Gen.long
+        chunk <- Gen.choose(1, 20)
+      yield (partitions.toVector, new scala.util.Random(seed).shuffle((0 until n).toVector), chunk)
+    Prop.forAllNoShrink(cases) { case (partitionOf, order, chunk) =>
+      def run(finishing: Vector[Entry] => Unit): (Vector[Option[Long]], Int) =
+        val counters = new Counters
+        val states = Vector.tabulate(3)(p => new PartitionState(new TopicPartition("t", p), counters))
+        val entries = partitionOf.zipWithIndex.map((p, i) => states(p).receive(i.toLong))
+        entries.foreach(e => assertEquals(e.state.tryStart(e), None))
+        order.map(entries).grouped(chunk).foreach(finishing)
+        (states.map(_.committable), counters.held.get)
+      val oneByOne = run(_.foreach(e => e.state.finish(e, counts = e.offset % 7 != 3)))
+      val chunked = run(es => PartitionState.finishAll(es.map(e => e -> (e.offset % 7 != 3))))
+      assertEquals(chunked, oneByOne)
+    }
   }
