@@ -47,6 +47,13 @@ trait Running[F[_], A]:
   def drain(deadline: FiniteDuration): F[Summary[A]]
 
   /**
+   * [[drain]]'s request without its wait: once it returns, the run ends drained (unless an earlier request
+   * or its own end came first), however soon its sources end after it. For a source that ends its own
+   * stream when drained, which would otherwise be a natural end. Not cancelable.
+   */
+  private[weir] def requestDrain(deadline: FiniteDuration): F[Unit]
+
+  /**
    * Changes the concurrency limit. Raising it starts waiting tasks at once; lowering it never interrupts
    * a task — no task starts until fewer than `n` are in flight. Fails with `IllegalArgumentException`
    * when `n <= 0`.

@@ -158,6 +158,27 @@ class DrainSuite extends CatsEffectSuite:
     }
   }
 
+  test("a drain requested before the sources end ends the run drained; their end alone completes it") {
+    // a source that ends when told, its tasks all done by then: the run ends the moment it ends
+    def run(requestFirst: Boolean) =
+      cats.effect.Deferred[IO, Unit].flatMap { end =>
+        Pipeline(Stream.range(0, 3).covary[IO] ++ Stream.exec(end.get)).process(IO.pure).start.use {
+          running =>
+            IO.sleep(1.second) *>
+              (if requestFirst then running.requestDrain(1.minute) else IO.unit) *> end.complete(()) *>
+              running.join
+        }
+      }
+    TestControl.executeEmbed(run(requestFirst = true).product(run(requestFirst = false))).map {
+      (requested, ended) =>
+        assertEquals(
+          (requested.stop, requested.succeeded, requested.elapsed),
+          (StopReason.Drained, 3L, 1.second)
+        )
+        assertEquals((ended.stop, ended.succeeded), (StopReason.Completed, 3L))
+    }
+  }
+
   test("a blocking handler runs off the compute pool") {
     Pipeline(Stream.range(0, 8).covary[IO])
       .processBlocking { _ =>

@@ -73,9 +73,11 @@ private[weir] final class Engine[F[_], A, B] private (
 
   def join: F[Summary[A]] = result.get
 
-  def drain(deadline: FiniteDuration): F[Summary[A]] =
+  def drain(deadline: FiniteDuration): F[Summary[A]] = requestDrain(deadline) *> result.get
+
+  private[weir] def requestDrain(deadline: FiniteDuration): F[Unit] =
     F.raiseError(new IllegalArgumentException(s"drain deadline must be >= 0, was: $deadline"))
-      .whenA(deadline < Duration.Zero) *> request(StopReason.Drained, deadline) *> result.get
+      .whenA(deadline < Duration.Zero) *> request(StopReason.Drained, deadline).void
 
   def setLimit(n: Int): F[Unit] =
     F.raiseError(new IllegalArgumentException(s"concurrency limit must be > 0, was: $n")).whenA(n <= 0) *>
