@@ -190,8 +190,10 @@ object KafkaSource:
           // the source's stream ends here rather than at the drain's deadline: a record the poller hands
           // out after the end is never received, so it stays unfinished and is read again later. The drain
           // is requested first: the stream's end alone, with every record done, would end the run as
-          // completed before a request made after it
-          run.requestDrain(deadline) *> F.delay(poller.stop()) *> queue.offer(None) *> run.join
+          // completed before a request made after it. Only the wait is cancelable: a drain cut between its
+          // request and the stream's end would wait for its deadline
+          F.uncancelable(_ => run.requestDrain(deadline) *> F.delay(poller.stop()) *> queue.offer(None)) *>
+            run.join
         def stats: F[KafkaStats] = F.delay(counters.stats)
 
   private def isSkip(policy: FailurePolicy[?, ?]): Boolean =
