@@ -15,9 +15,11 @@ private[weir] trait BufferOffers[F[_], A]:
   self: BufferState[F, A] =>
 
   /**
-   * Appends what fits and serves waiting takers, as long as either makes progress; registers `space` (if
-   * given) when some of the chunk is left over. `now` is when it is appended, if the run measures queue
-   * waits (otherwise unread).
+   * Appends what fits and hands an entry to one parked taker, the first link of the wake chain
+   * ([[BufferTakes.relay]]); appends again what the serving let in; registers `space` (if given) when some of
+   * the chunk is left over. The entries it leaves for parked takers do not count as unserved: the chain
+   * wakes those takers before any new worker could start. `now` is when it is appended, if the run
+   * measures queue waits (otherwise unread).
    * An offer not `resumed` (woken from a wait for room) queues while a producer is ahead ([[Offerers]]).
    */
   def append(
@@ -39,15 +41,16 @@ private[weir] trait BufferOffers[F[_], A]:
         if stored > 0 then
           s = s.enqueue(chunk.drop(accepted).take(stored), now)
           accepted += stored
-        val (next, more) = s.serveTakers
-        s = next
-        served = more ::: served
+        if served.isEmpty then
+          val (next, more) = s.serveTakers(1)
+          s = next
+          served = more
         progress = stored > 0 && accepted < chunk.size
       val waiting = space match
         case Some(d) if accepted < chunk.size =>
           s.copy(offerers = if resumed then s.offerers.requeuedFirst(d) else s.offerers.queued(d))
         case _ => s
-      (waiting, Appended(served, accepted, math.max(0, s.size - size), refused = false))
+      (waiting, Appended(served, accepted, math.max(0, s.size - size - s.takers.size), refused = false))
 
   private[internal] def enqueue(c: Chunk[A], now: Long): BufferState[F, A] =
     if size == 0 && front.isEmpty then

@@ -19,7 +19,8 @@ import scala.collection.immutable.Queue as ScalaQueue
  * behind claimed keys ([[KeyClaims]]), and an offer appends only what keeps size + parked <= capacity (an
  * entry a cancelled taker puts back can exceed it, by one per such taker: its place was freed when it was
  * handed out, and a producer may have filled it since); takers wait only while no queued entry is
- * claimable (or the ones there are left for spinners); producers wait for room as [[Offerers]] has it;
+ * claimable, the ones there are left for spinners, or a link of the wake chain that will reach them is
+ * under way ([[BufferTakes.relay]]); producers wait for room as [[Offerers]] has it;
  * `next` is the input position of the next entry appended; `times` holds one reading per chunk of `head` and
  * `rest` when the run measures queue waits ([[EnqueueTimes]]).
  */

@@ -49,11 +49,26 @@ private[weir] trait BufferTakes[F[_], A]:
         (served, (e, wake *> wakes))
       case (s, other) => (s.copy(spinning = s.spinning - 1), other)
 
-  /** A spinner leaves: the entry left for it goes to a parked taker, if any. */
-  def unspin(using F: Async[F]): (BufferState[F, A], F[Unit]) =
-    val (s, served) = copy(spinning = spinning - 1).serveTakers
-    val (after, wake) = s.wakeOfferer // serving freed places
-    (after, F.delay(Taker.handOver(served)) *> wake)
+  /** A spinner leaves: the entry left for it goes to a parked taker, if any, who relays (see [[relay]]). */
+  def unspin(using F: Async[F]): (BufferState[F, A], F[Unit]) = copy(spinning = spinning - 1).relay
+
+  /**
+   * One link of the wake chain: hands the oldest claimable queued entry, beyond those left for spinners, to
+   * the first parked taker. Made by whoever got an entry after waiting for one (a parked taker woken with
+   * it, a spinner) and by every append, so that a burst of entries wakes parked takers one after another,
+   * each woken one waking the next as it resumes, while the takers already running take entries without a
+   * wake-up: a burst wakes as many takers as take entries before the burst is used up, not one per entry.
+   * Liveness: while a parked taker and a claimable entry coexist, a taker handed an entry has yet to
+   * resume (and relay), a spinner has yet to look, or an entry given back has yet to be served again, each
+   * of which relays.
+   */
+  def relay(using F: Async[F]): (BufferState[F, A], F[Unit]) =
+    val (s, served) = serveTakers(1)
+    val (after, wake) = s.wakeOfferer // serving freed a place
+    (after, if served.isEmpty then wake else F.delay(Taker.handOver(served)) *> wake)
+
+  /** Whether [[relay]] could hand an entry over: a parked taker, and a queued entry beyond the spinners'. */
+  def relayDue: Boolean = takers.nonEmpty && size > spinning
 
   /** Takes an entry if one is claimable, else registers `taker` to be handed the next one ([[Wait]]). */
   def takeOrWait(taker: Taker[A])(using F: Async[F]): (BufferState[F, A], Answer[F, A]) =
@@ -61,20 +76,28 @@ private[weir] trait BufferTakes[F[_], A]:
       case (s, waiting @ (Wait, _)) => (s.copy(takers = s.takers.enqueue(taker)), waiting)
       case other => other
 
-  /** Hands claimable queued entries to waiting takers, in order, leaving `spinning` entries for spinners. */
-  private[internal] def serveTakers: (BufferState[F, A], Served[A]) =
+  /**
+   * Hands claimable queued entries to waiting takers, in order, at most `most` of them, leaving `spinning`
+   * entries for spinners.
+   */
+  private[internal] def serveTakers(most: Int): (BufferState[F, A], Served[A]) =
     var s: BufferState[F, A] = self
     var served: Served[A] = Nil
-    while s.takers.nonEmpty && s.size > s.spinning do
+    var left = most
+    while left > 0 && s.takers.nonEmpty && s.size > s.spinning do
       s.popClaimable(releasing = NoKey) match
         case (popped, entry: Entry[A]) =>
           val (taker, more) = popped.takers.dequeue
           s = popped.copy(takers = more)
           served = (taker, entry) :: served
+          left -= 1
         case (popped, _) => s = popped
     (s, served)
 
-  /** A cancelled taker's entry goes back, with the entries parked behind its key, and is served again. */
+  /**
+   * A cancelled taker's entry goes back, with the entries parked behind its key, and is served again, to one
+   * parked taker who relays ([[relay]]).
+   */
   def putBack(e: Entry[A]): (BufferState[F, A], Served[A]) =
     val (claims, behind) = KeyClaims.release(claimed, e)
     val back = copy(
@@ -83,4 +106,4 @@ private[weir] trait BufferTakes[F[_], A]:
       claimed = claims,
       parked = parked - behind.size
     )
-    if stopped then (back, Nil) else back.serveTakers
+    if stopped then (back, Nil) else back.serveTakers(1)

@@ -119,23 +119,35 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
       case (entry: Entry[A], wake) => wake.as(Some(entry))
       case (Finished, _) => F.pure(None)
       case (Spin, _) => spin(poll, TaskBuffer.Spins)
-      case _ => park(poll, spinner = false) // Wait
+      case _ => park(poll, spinner = false).flatMap(relayed) // Wait
     }
+
+  /*
+   * The wake chain ([[BufferTakes.relay]]): a taker that waited and got an entry hands the next one to the
+   * next parked taker before it runs its own. Looked at with a plain read first: a relay with nothing to
+   * hand over costs no swap.
+   */
+  private val relay: F[Unit] =
+    F.defer(if unsafe.state.relayDue then modify(_.relay).flatten else F.unit)
+
+  private val relayed: Option[Entry[A]] => F[Option[Entry[A]]] =
+    got => if got.isEmpty then F.pure(got) else relay.as(got)
 
   /*
    * The spinning taker. When the buffer is empty, one taker (at most `MaxSpinners`) does not park at once:
    * it yields its thread (`cede`) and looks again, a few times, before it parks. While it spins, producers
    * leave one element for it instead of waking a parked taker, so a producer that is only a little slower
    * than the workers hands each task over without a `Deferred`, a park and a wake-up per task. Elements
-   * beyond the number of spinners still wake parked takers at once, so no element waits for a spinner
-   * while a taker is parked; a spinner that finds nothing parks like any taker.
+   * beyond the number of spinners still wake a parked taker at once, the first link of the wake chain
+   * ([[BufferTakes.relay]]), and a spinner that gets one relays too; a spinner that finds nothing parks like
+   * any taker.
    */
   // built once: a spin allocates only what `poll`, `onCancel` and the continuation need
   private val cedeAndLook: F[BufferState[F, A]] = F.cede *> get
   private val leaveSpinning: F[Unit] = modify(_.unspin).flatten
 
   private def spin(poll: Poll[F], left: Int): F[Option[Entry[A]]] =
-    if left == 0 then park(poll, spinner = true)
+    if left == 0 then park(poll, spinner = true).flatMap(relayed)
     else
       // look before writing: an empty look costs a read, not a copy of the state and a contended CAS
       poll(cedeAndLook).onCancel(leaveSpinning).flatMap { seen =>

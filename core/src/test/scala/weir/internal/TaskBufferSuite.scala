@@ -86,6 +86,63 @@ class TaskBufferSuite extends CatsEffectSuite with ScalaCheckSuite:
       assertEquals(size, 0)
   }
 
+  test("a burst wakes one parked taker, and each woken taker wakes the next as it resumes") {
+    val run =
+      for
+        b <- TaskBuffer[IO, Int](10)
+        takers <- take(b).start.replicateA(3)
+        _ <- IO.sleep(1.second) // all three parked (the first after its spins)
+        parked <- b.waitingTakers
+        _ <- offer(b, Chunk.from(0 until 5))
+        // no fiber ran since the offer: it handed one element over and left the rest in the buffer
+        afterOffer <- b.waitingTakers
+        sizeAfterOffer <- b.size
+        got <- takers.traverse(_.joinWithNever)
+        left <- b.size
+      yield (parked, afterOffer, sizeAfterOffer, got.flatten, left)
+    TestControl.executeEmbed(run).map { (parked, afterOffer, sizeAfterOffer, got, left) =>
+      assertEquals(parked, 3)
+      assertEquals(afterOffer, 2)
+      assertEquals(sizeAfterOffer, 4)
+      assertEquals(got.sorted, List(0L -> 0, 1L -> 1, 2L -> 2)) // the chain reached every parked taker
+      assertEquals(left, 2)
+    }
+  }
+
+  property("the wake chain serves every parked taker an element it can claim, in input order") {
+    // takers that keep the key they claimed: after the chain settles, as many are served as there are
+    // distinct keys among the elements (or takers), each with its key's first element, the others parked
+    val gen =
+      for
+        takers <- Gen.choose(1, 12)
+        keys <- Gen.choose(1, 6)
+        chunks <- Gen.listOf(Gen.choose(1, 8)).map(_.take(4))
+      yield (takers, keys, chunks)
+    Prop.forAll(gen) { (takers, keys, chunks) =>
+      val n = chunks.sum
+      val run =
+        for
+          b <- TaskBuffer[IO, Int](64, keyOf = Some((i: Int) => i % keys))
+          fibers <- take(b).start.replicateA(takers)
+          _ <- IO.sleep(1.second)
+          _ <- chunks.scanLeft(0)(_ + _).zip(chunks).traverse_((from, size) =>
+            offer(b, Chunk.from(from until from + size)) *> IO.sleep(1.second)
+          )
+          waiting <- b.waitingTakers
+          _ <- b.stop
+          got <- fibers.traverse(_.join.flatMap(_.embedNever)).map(_.flatten)
+        yield (waiting, got)
+      val (waiting, got) = TestControl.executeEmbed(run).unsafeRunSync()
+      locally {
+        val firsts = (0 until n).groupBy(_ % keys).values.map(_.min).toList.sorted
+        val served = math.min(takers, firsts.size)
+        assertEquals(got.map(_._2).sorted, firsts.take(served))
+        assertEquals(got.map(_._1).sorted, firsts.take(served).map(_.toLong))
+        assertEquals(waiting, takers - served)
+      }
+    }
+  }
+
   test(
     "the fast take hands out elements in order and leaves to the slow take the one that wakes a producer"
   ) {
