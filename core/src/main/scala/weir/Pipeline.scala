@@ -2,8 +2,8 @@ package weir
 
 import cats.effect.kernel.{Async, Resource}
 import fs2.{Pipe, Stream}
-import fs2.concurrent.Channel
-import weir.internal.{AdaptiveController, Engine, Reorder, Settings}
+
+import weir.internal.{AdaptiveController, Engine, OutcomeChannel, Reorder, Settings}
 
 import scala.concurrent.duration.*
 
@@ -112,10 +112,11 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
    */
   def startWithOutcomes: Resource[F, (Running[F, A], Stream[F, TaskOutcome[A, B]])] =
     for
-      channel <- Resource.eval(Channel.bounded[F, (Long, TaskOutcome[A, B])](Defaults.outcomeBuffer))
-      running <- engine(Some((pos, outcome) => F.void(channel.send((pos, outcome)))))
+      channel <-
+        Resource.eval(F.delay(OutcomeChannel.unsafe[F, (Long, TaskOutcome[A, B])](Defaults.outcomeBuffer)))
+      running <- engine(Some(channel))
       // released before the run stops: a stopping run then emits into a closed channel instead of waiting
-      _ <- Resource.onFinalize(F.void(channel.close))
+      _ <- Resource.onFinalize(channel.close)
       _ <- F.background(F.flatMap(running.join)(_ => channel.close))
     yield
       val outcomes = settings.order match

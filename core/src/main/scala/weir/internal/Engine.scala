@@ -171,7 +171,7 @@ private[weir] final class Engine[F[_], A, B] private (
 private[weir] object Engine:
 
   /** Where outcomes go, with their input position (`Long.MaxValue` when the task never got one). */
-  type Emit[F[_], A, B] = (Long, TaskOutcome[A, B]) => F[Unit]
+  type Emit[F[_], A, B] = OutcomeChannel[F, (Long, TaskOutcome[A, B])]
 
   /**
    * Starts a run; releasing it stops the run (see [[Pipeline.start]]) and leaks no fiber.

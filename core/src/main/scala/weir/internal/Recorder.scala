@@ -26,9 +26,9 @@ private[weir] final class Recorder[F[_], A, B](
 
   /**
    * The record of a success, as a plain step: counted, its latency recorded, its place in the reorder
-   * window freed. Returns the rest as an effect — waking the admissions the window now lets in, handing the
-   * outcome to the stream — or `None` when nothing is left (no stream, no admission woken: the common
-   * case, which allocates nothing). A plain call, to be made in a continuation that runs what it returns.
+   * window freed, its outcome written to the stream if there is one and it has room. Returns the rest as an
+   * effect — waking the admissions the window now lets in, waiting for room in the stream — or `None` when
+   * nothing is left (the common case). A plain call, to be made in a continuation that runs what it returns.
    */
   def succeeded(entry: Entry[A], value: B, latencyNanos: Long, attempts: Int): Option[F[Unit]] =
     ledger.succeeded(latencyNanos)
@@ -38,8 +38,12 @@ private[weir] final class Recorder[F[_], A, B](
     emit match
       case None => woken
       case Some(out) =>
-        val published = out(entry.seq, TaskOutcome.Succeeded(entry.task, value, attempts))
-        Some(woken.fold(published)(_ *> published))
+        // written as a plain step when the channel has room: an effect only when it is full
+        val outcome = (entry.seq, TaskOutcome.Succeeded(entry.task, value, attempts))
+        if out.trySend(outcome) then woken
+        else
+          val published = out.send(outcome)
+          Some(woken.fold(published)(_ *> published))
 
   def failed(entry: Entry[A], error: Throwable, latency: FiniteDuration, attempts: Int): F[Unit] =
     def record(disposition: Disposition): F[Unit] =
@@ -86,7 +90,7 @@ private[weir] final class Recorder[F[_], A, B](
    */
   def publish(position: Long, outcome: => TaskOutcome[A, B]): F[Unit] =
     emit match
-      case Some(out) => out(position, outcome)
+      case Some(out) => out.send((position, outcome))
       case None => F.unit
 
   private def finished(entry: Entry[A]): F[Unit] =
