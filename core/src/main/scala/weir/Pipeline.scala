@@ -3,7 +3,7 @@ package weir
 import cats.effect.kernel.{Async, Resource}
 import fs2.{Pipe, Stream}
 
-import weir.internal.{AdaptiveController, Engine, OutcomeChannel, Reorder, Settings}
+import weir.internal.{AdaptiveController, Engine, Inbox, Reorder, Settings}
 
 import scala.concurrent.duration.*
 
@@ -113,7 +113,7 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
   def startWithOutcomes: Resource[F, (Running[F, A], Stream[F, TaskOutcome[A, B]])] =
     for
       channel <-
-        Resource.eval(F.delay(OutcomeChannel.unsafe[F, (Long, TaskOutcome[A, B])](Defaults.outcomeBuffer)))
+        Resource.eval(F.delay(Inbox.unsafe[F, (Long, TaskOutcome[A, B])](Defaults.outcomeBuffer)))
       running <- engine(Some(channel))
       // released before the run stops: a stopping run then emits into a closed channel instead of waiting
       _ <- Resource.onFinalize(channel.close)

@@ -64,8 +64,9 @@ private[weir] final class Engine[F[_], A, B] private (
   private val record = new Recorder(settings.policy, emit, ledger, window, requested, request)
   private val pool =
     val path = new TaskPath(settings, buffer, ledger, window, record, requested)
-    WorkerPool.unsafe[F](settings.limit.initial, workers, onExit = signal(Event.WorkersLeft).void)(pool =>
-      F.uncancelable(poll => new Worker(path, pool, poll).life)
+    WorkerPool.unsafe[F](settings.limit.initial, workers, onExit = signal(Event.WorkersLeft).void)(
+      (pool, slot) =>
+        F.uncancelable(poll => new Worker(path, pool, slot, poll).life)
     )
   private val produce: F[Unit] =
     new Producer(ledger, buffer, pool, sourceErrors).all(settings.source.producers) *>
@@ -103,8 +104,12 @@ private[weir] final class Engine[F[_], A, B] private (
 
   // ---- the end of the run: events in, actions out ([[RunEnd]]) -------------------------------------
 
-  /** Starts the producers. Run once, by [[Engine.start]]. */
-  private def launch: F[Unit] = producers.start(produce).void
+  /**
+   * Starts the producers and, when the source's tasks can be interrupted, the pool's interrupter, closed
+   * with the workers. Run once, by [[Engine.start]].
+   */
+  private def launch: F[Unit] =
+    workers.start(pool.interrupter).whenA(settings.source.refusable) *> producers.start(produce).void
 
   /**
    * Asks the run to stop (a drain, a fail-fast): true for the request that is kept (the first). Any request
@@ -171,7 +176,7 @@ private[weir] final class Engine[F[_], A, B] private (
 private[weir] object Engine:
 
   /** Where outcomes go, with their input position (`Long.MaxValue` when the task never got one). */
-  type Emit[F[_], A, B] = OutcomeChannel[F, (Long, TaskOutcome[A, B])]
+  type Emit[F[_], A, B] = Inbox[F, (Long, TaskOutcome[A, B])]
 
   /**
    * Starts a run; releasing it stops the run (see [[Pipeline.start]]) and leaks no fiber.

@@ -42,8 +42,11 @@ private[weir] final class FiberGroup[F[_]] private ()(using F: Async[F]):
    * `guaranteeCase` of the caller's around `fa` would wrap the fiber's work in a second. So a [[close]] that
    * runs while `finalizer` does no longer finds that fiber and does not wait for it: `finalizer` must be
    * safe to finish after the group closed (the pool's count-out is: once killed it ignores late leaves).
+   * `started` is told the fiber once it started (and possibly after it ended).
    */
-  def startThen[A](fa: F[A])(finalizer: FiberOutcome[F, Throwable, A] => F[Unit]): F[Boolean] =
+  def startThen[A](fa: F[A], started: Fiber[F, Throwable, A] => Unit = (_: Fiber[F, Throwable, A]) => ())(
+      finalizer: FiberOutcome[F, Throwable, A] => F[Unit]
+  ): F[Boolean] =
     F.uncancelable { _ =>
       F.defer {
         val member = new Member[F]
@@ -55,6 +58,7 @@ private[weir] final class FiberGroup[F[_]] private ()(using F: Async[F]):
           F.start(F.guaranteeCase(fa)(outcome => F.delay(members.remove(member)) *> finalizer(outcome)))
             .flatMap { fiber =>
               member.fiber = fiber
+              started(fiber)
               if closed then fiber.cancel.as(true) else F.pure(true)
             }
       }

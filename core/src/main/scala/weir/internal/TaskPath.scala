@@ -1,12 +1,11 @@
 package weir.internal
 
-import cats.effect.kernel.{Async, Deferred, Fiber, Poll}
+import cats.effect.kernel.{Async, Deferred, Poll}
 import cats.effect.syntax.all.*
 import cats.syntax.all.*
 import weir.*
 
 import java.util.concurrent.ThreadLocalRandom
-import java.util.concurrent.atomic.AtomicBoolean
 import scala.concurrent.duration.*
 import scala.util.control.NonFatal
 
@@ -47,7 +46,7 @@ private[weir] final class TaskPath[F[_], A, B](
     val record: Recorder[F, A, B],
     stopRequest: Deferred[F, RunEnd.Request]
 )(using F: Async[F]):
-  import TaskPath.{AttemptEnd, Front, InterruptibleAttempt}
+  import TaskPath.Front
 
   private val retries = settings.retry
   private val timeout = settings.taskTimeout
@@ -169,13 +168,13 @@ private[weir] final class TaskPath[F[_], A, B](
   // ---- attempt --------------------------------------------------------------------------------
 
   /**
-   * Attempt `n` of `task`: the handler, under the task timeout if there is one, and, for an
-   * [[weir.Interruptible]] task of a refusable source, against its interruption.
+   * Attempt `n` of `task`, on the fiber of `worker`: the handler, under the task timeout if there is one,
+   * and, for an [[weir.Interruptible]] task of a refusable source, against its interruption.
    */
-  def attempt(task: A, n: Int): F[B] =
+  def attempt(task: A, n: Int, worker: InterruptibleAttempt.Owner): F[B] =
     if refusable then
       task match
-        case t: Interruptible => interruptible(t, n, F.defer(timed(task)))
+        case t: Interruptible => interruptible(t, n, F.defer(timed(task)), worker)
         case _ => timed(task)
     else timed(task)
 
@@ -185,42 +184,30 @@ private[weir] final class TaskPath[F[_], A, B](
       case Some(limit) => F.timeoutTo(handle(task), limit, F.raiseError(new TaskTimedOut(limit)))
 
   /**
-   * `run` against the task's interruption: an interruption cancels `run`, and waits for its finalizers,
-   * before the attempt fails with [[TaskInterrupted]]. A retry (`n` > 1) first asks the task's refusal, and
-   * one that refuses fails so without running; the first attempt's refusal was asked just before its start
-   * ([[ready]], [[enter]]), and asking again here would fail, uncounted as a refusal, an attempt that never
-   * ran.
-   *
-   * `run` gets a fiber of its own and the worker waits for whichever ends first, its end or the
-   * interruption: one fiber and one wake-up per attempt (a race of the two would start a fiber for each
-   * side and cancel the loser). The interruption is registered before `run` starts, so that a run that ends
-   * at once still finds it to unregister; the worker cancelled while it waits cancels `run` and unregisters.
+   * `run` against the task's interruption ([[InterruptibleAttempt]]): `run` runs on the worker's own fiber,
+   * and an interruption cancels that fiber, whose finalizer records the task interrupted once `run`'s
+   * finalizers have run ([[Worker]]). A retry (`n` > 1) first asks the task's refusal, and one that refuses
+   * fails with [[TaskInterrupted]] without running; so does an attempt whose task was told to stop before it
+   * registered. The first attempt's refusal was asked just before its start ([[ready]], [[enter]]), and
+   * asking again here would fail, uncounted as a refusal, an attempt that never ran.
    */
-  private def interruptible(task: Interruptible, n: Int, run: F[B]): F[B] =
+  private def interruptible(
+      task: Interruptible,
+      n: Int,
+      run: F[B],
+      worker: InterruptibleAttempt.Owner
+  ): F[B] =
     (if n > 1 then task.refusal else None) match
       case Some(reason) => F.raiseError(new TaskInterrupted(reason))
       case None =>
-        F.uncancelable { poll =>
-          val attempt = new InterruptibleAttempt[F, B]
-          poll(F.async[AttemptEnd[B]] { wake =>
-            F.delay(attempt.register(task, wake)).flatMap { interrupted =>
-              // told to stop inside the registration: `run` never starts
-              if interrupted then F.pure(None)
-              else
-                F.start(run.attempt.flatMap(r => F.delay(attempt.end(AttemptEnd.Ran(r))))
-                  .onCancel(F.delay(attempt.end(AttemptEnd.CancelledItself))))
-                  .map { fiber =>
-                    attempt.fiber = fiber
-                    Some(fiber.cancel *> F.delay(attempt.unregister()))
-                  }
-            }
-          }).flatMap {
-            case AttemptEnd.Ran(result) => F.delay(attempt.unregister()) *> F.fromEither(result)
-            case AttemptEnd.Interrupted(reason) =>
-              attempt.cancel *> F.raiseError(new TaskInterrupted(reason))
-            // the handler cancelled itself: as it would without an interruption, the worker is cancelled
-            case AttemptEnd.CancelledItself => F.delay(attempt.unregister()) *> poll(F.canceled) *> F.never
-          }
+        F.defer {
+          val attempt = new InterruptibleAttempt(worker.interrupt)
+          val refused = attempt.start(task)
+          if refused != null then F.raiseError(new TaskInterrupted(refused))
+          else
+            worker.attempting(attempt)
+            // interrupted before its end: the worker's cancellation is under way, and it lands here
+            F.flatMap(F.attempt(run))(r => if attempt.ended() then F.fromEither(r) else F.never)
         }
 
   /**
@@ -256,39 +243,6 @@ private[weir] final class TaskPath[F[_], A, B](
     catch case NonFatal(e) => F.raiseError(e)
 
 private[weir] object TaskPath:
-
-  /** How an interruptible attempt's wait ended: its handler's end, or its interruption. */
-  private enum AttemptEnd[+B]:
-    case Ran(result: Either[Throwable, B])
-    case CancelledItself
-    case Interrupted(reason: String)
-
-  /**
-   * One interruptible attempt: its handler's fiber and its interruption's registration, and which of the
-   * handler's end and the interruption came first, the only one to wake the worker.
-   *
-   * `fiber` and `unregisterOf` are written by the worker's fiber while it registers the attempt and read by
-   * it once the wait is over; `first` is claimed by the handler's fiber or by the thread that interrupts.
-   */
-  private final class InterruptibleAttempt[F[_], B](using F: Async[F]):
-    private val first = new AtomicBoolean
-    private var wake: Either[Throwable, AttemptEnd[B]] => Unit = scala.compiletime.uninitialized
-    private var unregisterOf: () => Unit = scala.compiletime.uninitialized
-    var fiber: Fiber[F, Throwable, Unit] = scala.compiletime.uninitialized
-
-    /** Registers the interruption; true if it came already (the task was told to stop before). */
-    def register(task: Interruptible, wake: Either[Throwable, AttemptEnd[B]] => Unit): Boolean =
-      this.wake = wake
-      unregisterOf = task.onInterrupt(reason => end(AttemptEnd.Interrupted(reason)))
-      first.get
-
-    /** The attempt's end, if it is the first: wakes the worker. */
-    def end(e: AttemptEnd[B]): Unit = if first.compareAndSet(false, true) then wake(Right(e))
-
-    def unregister(): Unit = unregisterOf()
-
-    /** Cancels the handler, if it started, and waits for its finalizers. */
-    def cancel: F[Unit] = if fiber == null then F.unit else fiber.cancel
 
   /**
    * The stages in front of the attempt, given the worker's `poll` and the task taken: true when the task

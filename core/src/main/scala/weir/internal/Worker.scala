@@ -3,6 +3,7 @@ package weir.internal
 import cats.effect.kernel.{Async, Poll}
 import cats.effect.syntax.all.*
 import cats.syntax.all.*
+import weir.TaskInterrupted
 
 import scala.concurrent.duration.*
 
@@ -33,16 +34,22 @@ import scala.concurrent.duration.*
  * handler, or between clearing `current` and the end of the record, so every task taken ends recorded or
  * not started exactly once.
  *
+ * An [[weir.Interruptible]] task's interruption cancels this worker's fiber while the task's attempt runs
+ * ([[InterruptibleAttempt]]): the finalizer records the task failed with the interruption's reason, and
+ * leaves the task in its slot, where the pool finds it and starts a worker in this one's place that goes on
+ * after it ([[life]]), as this one would have after recording it: its key's next task, then any.
+ *
  * The mutable fields are confined to this worker's fiber: its continuations, which write and read them,
  * run one after another.
  */
 private[weir] final class Worker[F[_], A, B](
     path: TaskPath[F, A, B],
     pool: WorkerPool[F],
+    slot: WorkerPool.Slot[F],
     poll: Poll[F]
 )(using
     F: Async[F]
-):
+) extends InterruptibleAttempt.Owner:
   import path.record
 
   private var current: Entry[A] = null // the task started and not yet recorded; null between tasks
@@ -50,6 +57,11 @@ private[weir] final class Worker[F[_], A, B](
   private var tries = 1 // its attempts so far, the one running included
   // how it ended: written by `ended` (through `finished`) before `recorded` reads it
   private var result: Either[Throwable, B] = scala.compiletime.uninitialized
+  // the interruptible attempt of `current` last started, which the finalizer asks why the fiber was cancelled
+  private var interruptible: InterruptibleAttempt = null
+
+  def attempting(attempt: InterruptibleAttempt): Unit = interruptible = attempt
+  val interrupt: () => Unit = () => pool.interrupt(slot)
 
   // ---- what comes next: one decision -----------------------------------------------------------
 
@@ -111,7 +123,7 @@ private[weir] final class Worker[F[_], A, B](
 
   /** Attempt `tries` of `entry` (started, `t0` set), then [[ended]]. */
   private def run(entry: Entry[A]): F[Boolean] =
-    poll(path.attempt(entry.task, tries)).attempt.flatMap(ended)
+    poll(path.attempt(entry.task, tries, this)).attempt.flatMap(ended)
 
   private val ended: Either[Throwable, B] => F[Boolean] = r =>
     r match
@@ -142,6 +154,7 @@ private[weir] final class Worker[F[_], A, B](
     val now = at.toNanos
     val latency = now - t0
     current = null // from here on the task is the record's: no poll until its record is done
+    interruptible = null
     result match
       case Right(value) =>
         record.succeeded(entry, value, latency, tries) match
@@ -175,12 +188,30 @@ private[weir] final class Worker[F[_], A, B](
   private val clockThenRecorded: F[Boolean] = F.monotonic.flatMap(recorded)
   private val loop: F[Boolean] = F.delay(next()).flatMap(dispatchUnclocked)
 
-  def life: F[Boolean] = loop.onCancel(F.defer(interrupted))
+  /** The worker's life: from the task its slot says to go on after (see the class comment), or from a take. */
+  def life: F[Boolean] =
+    val first = slot.resumeAfter match
+      case null => loop
+      case entry => after(entry.asInstanceOf[Entry[A]])
+    first.onCancel(F.defer(cancelled))
 
-  /** What a cancelled worker leaves: the task it was running, if any, is recorded interrupted. */
-  private def interrupted: F[Unit] =
+  /**
+   * What a cancelled worker leaves: the task it was running, if any, is recorded interrupted, with its
+   * interruption's reason when that is why the fiber was cancelled (the task is then left in the slot, for
+   * the worker that takes this one's place).
+   */
+  private def cancelled: F[Unit] =
     val entry = current
     if entry eq null then F.unit
     else
       current = null
-      F.monotonic.flatMap(at => record.interrupted(entry, (at.toNanos - t0).nanos, tries))
+      val attempt = interruptible
+      interruptible = null
+      val reason = if attempt eq null then null else attempt.cancelled()
+      F.monotonic.flatMap { at =>
+        val latency = (at.toNanos - t0).nanos
+        reason match
+          case null => record.interrupted(entry, latency, tries)
+          case why => record.failed(entry, new TaskInterrupted(why), latency, tries) *>
+              F.delay(slot.interrupted = entry)
+      }

@@ -1,7 +1,8 @@
 package weir.internal
 
-import cats.effect.kernel.{Async, Outcome as FiberOutcome}
+import cats.effect.kernel.{Async, Fiber, Outcome as FiberOutcome}
 import cats.syntax.all.*
+import weir.internal.WorkerPool.Slot
 
 import java.util.concurrent.atomic.AtomicReference
 import scala.annotation.tailrec
@@ -14,7 +15,9 @@ import scala.annotation.tailrec
  * workers than the limit allows, so lowering the limit never interrupts a running task.
  *
  * Every worker is a fiber of `workers`; cancelling them all is closing it. A worker that ends in any
- * way (left, retired, failed, cancelled) is counted out exactly once.
+ * way (left, retired, failed, cancelled) is counted out exactly once, except one cancelled for an
+ * interruption ([[interrupt]]): another worker takes its place, counted in its stead, and goes on from the
+ * task it was running ([[Slot.resumeAfter]]).
  *
  * The pool's part in the run's end ([[RunEnd]]): the run arms it ([[finishing]]) when the sources end or a
  * stop is requested, and from then on its last worker's exit is reported to the run (`onExit`, the event
@@ -24,8 +27,11 @@ private[weir] final class WorkerPool[F[_]] private (
     state: AtomicReference[WorkerPool.State],
     onExit: F[Unit],
     workers: FiberGroup[F],
-    body: WorkerPool[F] => F[Boolean] // runs one worker; true when it retired through tryRetire
+    body: (WorkerPool[F], Slot[F]) => F[Boolean] // runs one worker; true when it retired through tryRetire
 )(using F: Async[F]):
+
+  // the workers whose fibers are to be cancelled for an interruption, written from any thread
+  private val interruptions = Inbox.unsafe[F, Slot[F]](Int.MaxValue)
 
   def limit: F[Int] = F.delay(state.get.limit)
   def live: F[Int] = F.delay(state.get.live)
@@ -46,7 +52,7 @@ private[weir] final class WorkerPool[F[_]] private (
     modify { s =>
       val n = if s.open then math.max(0, math.min(demand.toLong, s.limit.toLong - s.live).toInt) else 0
       (s.copy(live = s.live + n), n)
-    }.flatMap(n => spawn.replicateA_(n))
+    }.flatMap(n => spawn(null).replicateA_(n))
 
   /**
    * Sets the limit; returns the change in allowed workers beyond those alive (positive: room for new
@@ -114,15 +120,46 @@ private[weir] final class WorkerPool[F[_]] private (
       if state.compareAndSet(seen, next) then result else loop()
     F.delay(loop())
 
+  /**
+   * Has the fiber of the worker in `slot` cancelled, for an interruption of the task it runs
+   * ([[InterruptibleAttempt]]). A plain call, from any thread; the cancellation is made by [[interrupter]].
+   */
+  def interrupt(slot: Slot[F]): Unit = interruptions.trySend(slot): Unit
+
+  /**
+   * Cancels the workers [[interrupt]] names, each in a fiber of `workers` of its own (a cancellation waits
+   * for the worker's finalizers), until cancelled: to be run in `workers` by a run whose tasks can be
+   * interrupted, so that closing the group ends it.
+   */
+  val interrupter: F[Unit] =
+    interruptions.stream.evalMap(slot =>
+      fiberOf(slot).flatMap(f => workers.start(f.cancel).void)
+    ).compile.drain
+
+  // published by the fiber that started it, which may run after the worker's first attempt
+  private def fiberOf(slot: Slot[F]): F[Fiber[F, Throwable, ?]] =
+    F.defer {
+      val f = slot.fiber
+      if f != null then F.pure(f) else F.cede *> fiberOf(slot)
+    }
+
   /*
    * A worker counted in by `growBy` and then not started — its group was closed meanwhile, which happens
    * when a drain's deadline kills the workers while a producer is growing the pool — is counted out again.
+   * A worker cancelled for an interruption hands its place, uncounted, to a new one that goes on after its
+   * task (`resumeAfter`, set by its finalizer).
    */
-  private val spawn: F[Unit] =
-    workers.startThen(F.unit.flatMap(_ => body(this))) {
-      case FiberOutcome.Succeeded(retired) => retired.flatMap(r => leave.unlessA(r))
-      case _ => leave
-    }.flatMap(started => leave.unlessA(started))
+  private def spawn(resumeAfter: AnyRef | Null): F[Unit] =
+    F.defer {
+      val slot = new Slot[F](resumeAfter)
+      workers.startThen(F.unit.flatMap(_ => body(this, slot)), f => slot.fiber = f) {
+        case FiberOutcome.Succeeded(retired) => retired.flatMap(r => leave.unlessA(r))
+        // decided when it runs: a finalizer for the cancelled case may be built before the fiber even starts
+        case FiberOutcome.Canceled() =>
+          F.defer(if slot.interrupted != null then spawn(slot.interrupted) else leave)
+        case _ => leave
+      }.flatMap(started => leave.unlessA(started))
+    }
 
 private[weir] object WorkerPool:
   /*
@@ -133,6 +170,15 @@ private[weir] object WorkerPool:
   final case class State(limit: Int, live: Int, open: Boolean, draining: Boolean, killed: Boolean = false)
 
   /**
+   * One worker's place: its fiber, once started, and the task it goes on from. `resumeAfter` is the task a
+   * worker cancelled for an interruption was running, for the worker that takes its place (null for a new
+   * worker); `interrupted` is set by a worker's finalizer when it was cancelled so, to the task it ran.
+   */
+  final class Slot[F[_]](val resumeAfter: AnyRef | Null):
+    @volatile var fiber: Fiber[F, Throwable, ?] | Null = null
+    @volatile var interrupted: AnyRef | Null = null
+
+  /**
    * A pool whose workers run `body`; `onExit` runs when the pool, armed by [[WorkerPool.finishing]], has no
    * worker left, or is killed. A plain call, for building a run's parts in one effect (the [[Engine]]).
    */
@@ -140,7 +186,7 @@ private[weir] object WorkerPool:
       initialLimit: Int,
       workers: FiberGroup[F],
       onExit: F[Unit]
-  )(body: WorkerPool[F] => F[Boolean])(using F: Async[F]): WorkerPool[F] =
+  )(body: (WorkerPool[F], Slot[F]) => F[Boolean])(using F: Async[F]): WorkerPool[F] =
     new WorkerPool(
       new AtomicReference(State(initialLimit, 0, open = true, draining = false)),
       onExit,

@@ -8,27 +8,28 @@ import java.util.concurrent.atomic.AtomicReference
 import scala.annotation.tailrec
 
 /**
- * The outcome stream's channel: workers write, one reader reads, at most `capacity` outcomes wait. What
- * fs2's `Channel.bounded` does for [[weir.Pipeline.startWithOutcomes]], with a plain step for the common
- * write: a worker that finds room publishes its outcome with one compare-and-set, and a wake-up only when
- * the reader waits, where a `Channel.send` is an effect of several steps per outcome. The reader takes
- * everything waiting at once, as one chunk.
+ * Many writers, one reader, at most `capacity` items waiting, and a plain step for the common write: a
+ * writer that finds room adds its item with one compare-and-set, and wakes the reader only when it waits.
+ * The reader takes everything waiting at once, as one chunk. It carries the outcome stream
+ * ([[weir.Pipeline.startWithOutcomes]]), where fs2's `Channel.bounded` would make each outcome an effect of
+ * several steps, and the interruptions of running tasks to the worker pool ([[WorkerPool.interrupt]]),
+ * written from whatever thread interrupts.
  *
  * A write that finds no room waits ([[send]]) until the reader has taken what waited. Closing wakes everyone:
  * the reader reads what is left, then the stream ends; a write after the close is dropped (the run is
  * stopping and its reader gone, or done reading).
  *
  * Cancellation: a writer or the reader cancelled while it waits leaves nothing behind (its wake-up is
- * removed); a cancelled writer's outcome was not written.
+ * removed); a cancelled writer's item was not written.
  */
-private[weir] final class OutcomeChannel[F[_], O] private (capacity: Int)(using F: Async[F]):
-  import OutcomeChannel.*
+private[weir] final class Inbox[F[_], O] private (capacity: Int)(using F: Async[F]):
+  import Inbox.*
 
   private val state = new AtomicReference[State[O]](State(Nil, 0, null, Nil, closed = false))
 
   /**
    * Writes `o` if there is room, waking the reader if it waits; true when written, or dropped because the
-   * channel is closed; false, and nothing changed, when it is full. A plain call, to be made inside an
+   * inbox is closed; false, and nothing changed, when it is full. A plain call, to be made inside an
    * effect.
    */
   @tailrec def trySend(o: O): Boolean =
@@ -40,7 +41,7 @@ private[weir] final class OutcomeChannel[F[_], O] private (capacity: Int)(using 
       true
     else trySend(o)
 
-  /** Writes `o`, waiting while the channel is full (see [[trySend]]). */
+  /** Writes `o`, waiting while the inbox is full (see [[trySend]]). */
   def send(o: O): F[Unit] = F.defer(if trySend(o) then F.unit else roomFor(o))
 
   private def roomFor(o: O): F[Unit] =
@@ -48,7 +49,7 @@ private[weir] final class OutcomeChannel[F[_], O] private (capacity: Int)(using 
       F.delay(if waitForRoom(wake) then Some(F.delay(forgetWriter(wake))) else { wake(Woken); None })
     } *> send(o)
 
-  /** Registers a writer's wake-up while the channel is full and open; false when it is not (any more). */
+  /** Registers a writer's wake-up while the inbox is full and open; false when it is not (any more). */
   @tailrec private def waitForRoom(wake: Wake): Boolean =
     val s = state.get
     if s.closed || s.size < capacity then false
@@ -71,26 +72,26 @@ private[weir] final class OutcomeChannel[F[_], O] private (capacity: Int)(using 
           F.pure(Some(Chunk.from(s.items.reverse)))
         else take
       else if s.closed then F.pure(None)
-      else awaitOutcome *> take
+      else awaitItem *> take
     }
 
-  private val awaitOutcome: F[Unit] =
+  private val awaitItem: F[Unit] =
     F.async[Unit] { wake =>
-      F.delay(if waitForOutcome(wake) then Some(F.delay(forgetReader(wake))) else { wake(Woken); None })
+      F.delay(if waitForItem(wake) then Some(F.delay(forgetReader(wake))) else { wake(Woken); None })
     }
 
-  /** Registers the reader's wake-up while nothing waits and the channel is open; false otherwise. */
-  @tailrec private def waitForOutcome(wake: Wake): Boolean =
+  /** Registers the reader's wake-up while nothing waits and the inbox is open; false otherwise. */
+  @tailrec private def waitForItem(wake: Wake): Boolean =
     val s = state.get
     if s.closed || s.size > 0 then false
     else if state.compareAndSet(s, s.copy(reader = wake)) then true
-    else waitForOutcome(wake)
+    else waitForItem(wake)
 
   @tailrec private def forgetReader(wake: Wake): Unit =
     val s = state.get
     if (s.reader eq wake) && !state.compareAndSet(s, s.copy(reader = null)) then forgetReader(wake)
 
-  /** The outcomes, in chunks of what waited; ends once the channel is closed and emptied. One reader only. */
+  /** The items, in chunks of what waited; ends once the inbox is closed and emptied. One reader only. */
   def stream: Stream[F, O] = Stream.unfoldChunkEval(())(_ => take.map(_.map(_ -> ())))
 
   /** No more writes: the reader gets what is left, then the end; waiting writers are woken (and dropped). */
@@ -102,20 +103,20 @@ private[weir] final class OutcomeChannel[F[_], O] private (capacity: Int)(using 
       }
     }
 
-private[weir] object OutcomeChannel:
+private[weir] object Inbox:
 
-  /** A channel holding at most `capacity` outcomes. A plain call, for building a run's parts in one effect. */
-  def unsafe[F[_]: Async, O](capacity: Int): OutcomeChannel[F, O] =
-    require(capacity > 0, s"outcome buffer capacity must be > 0, was: $capacity")
-    new OutcomeChannel[F, O](capacity)
+  /** An inbox holding at most `capacity` items. A plain call, for building a run's parts in one effect. */
+  def unsafe[F[_]: Async, O](capacity: Int): Inbox[F, O] =
+    require(capacity > 0, s"inbox capacity must be > 0, was: $capacity")
+    new Inbox[F, O](capacity)
 
   private type Wake = Either[Throwable, Unit] => Unit
   private val Woken: Either[Throwable, Unit] = Right(())
 
   /*
-   * `items` newest first; `reader` the reader's wake-up while it waits for an outcome (null otherwise);
+   * `items` newest first; `reader` the reader's wake-up while it waits for an item (null otherwise);
    * `writers` the wake-ups of writers waiting for room. Invariant: a reader waits only while `size` is 0 and
-   * the channel is open; a writer only while `size` is `capacity` and the channel is open.
+   * the inbox is open; a writer only while `size` is `capacity` and the inbox is open.
    */
   private final case class State[O](
       items: List[O],

@@ -8,9 +8,9 @@ import org.scalacheck.{Gen, Prop}
 
 import scala.concurrent.duration.*
 
-class OutcomeChannelSuite extends CatsEffectSuite with ScalaCheckSuite:
+class InboxSuite extends CatsEffectSuite with ScalaCheckSuite:
 
-  private def channel(capacity: Int) = IO(OutcomeChannel.unsafe[IO, Int](capacity))
+  private def channel(capacity: Int) = IO(Inbox.unsafe[IO, Int](capacity))
 
   test("outcomes come out in the order written, each read as one chunk of what waited") {
     for

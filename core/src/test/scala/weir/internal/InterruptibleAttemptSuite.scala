@@ -1,0 +1,89 @@
+package weir.internal
+
+import munit.FunSuite
+import weir.{Interruptible, Interruption}
+
+import java.util.concurrent.CyclicBarrier
+import java.util.concurrent.atomic.AtomicInteger
+
+/**
+ * The race an [[InterruptibleAttempt]] settles, on its own: the handler's end against the interruption,
+ * and an interruption that comes during the registration.
+ */
+class InterruptibleAttemptSuite extends FunSuite:
+
+  /** A task holding an [[Interruption]], counting unregistrations. */
+  final class Task extends Interruptible:
+    val interruption = new Interruption
+    val unregistered = new AtomicInteger
+    def refusal: Option[String] = interruption.requested
+    def onInterrupt(interrupt: String => Unit): () => Unit =
+      val off = interruption.onInterrupt(interrupt)
+      () =>
+        unregistered.incrementAndGet()
+        off()
+
+  private def attempt() =
+    val cancels = new AtomicInteger
+    (new InterruptibleAttempt(() => cancels.incrementAndGet(): Unit), cancels)
+
+  test("an interruption while the attempt runs has the worker cancelled, once, and wins over a later end") {
+    val task = new Task
+    val (a, cancels) = attempt()
+    assertEquals(a.start(task), null)
+    assert(task.interruption.request("stop"))
+    assertEquals(cancels.get, 1)
+    assert(!a.ended(), "the end came after the interruption: the worker must wait for its cancellation")
+    assertEquals(a.cancelled(), "stop")
+    assertEquals(task.unregistered.get, 0) // an interrupted attempt has nothing to unregister
+  }
+
+  test("an end before the interruption unregisters, and a later interruption cancels nothing") {
+    val task = new Task
+    val (a, cancels) = attempt()
+    assertEquals(a.start(task), null)
+    assert(a.ended())
+    assertEquals(task.unregistered.get, 1)
+    assert(task.interruption.request("too late"))
+    assertEquals(cancels.get, 0)
+    assertEquals(a.cancelled(), null) // a cancellation now would be the run's, not the task's
+  }
+
+  test("a task told to stop before the attempt refuses it at the registration, without a cancellation") {
+    val task = new Task
+    assert(task.interruption.request("before"))
+    val (a, cancels) = attempt()
+    assertEquals(a.start(task), "before")
+    assertEquals(cancels.get, 0)
+    assertEquals(a.cancelled(), null)
+  }
+
+  test("a worker cancelled by the run during the attempt undoes the registration, and is not interrupted") {
+    val task = new Task
+    val (a, cancels) = attempt()
+    assertEquals(a.start(task), null)
+    assertEquals(a.cancelled(), null)
+    assertEquals(task.unregistered.get, 1)
+    assert(task.interruption.request("after the run's cancellation"))
+    assertEquals(cancels.get, 0)
+  }
+
+  test("the end and the interruption racing on two threads: exactly one of them wins, every time") {
+    val barrier = new CyclicBarrier(2)
+    (1 to 2000).foreach { round =>
+      val task = new Task
+      val (a, cancels) = attempt()
+      assertEquals(a.start(task), null)
+      val interrupter = new Thread(() =>
+        barrier.await()
+        task.interruption.request(s"round $round"): Unit
+      )
+      interrupter.start()
+      barrier.await()
+      val endedFirst = a.ended()
+      interrupter.join()
+      assertEquals(cancels.get, if endedFirst then 0 else 1, s"round $round")
+      assertEquals(task.unregistered.get, if endedFirst then 1 else 0, s"round $round")
+      assertEquals(a.cancelled(), if endedFirst then null else s"round $round", s"round $round")
+    }
+  }
