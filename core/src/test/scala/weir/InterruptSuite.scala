@@ -180,6 +180,31 @@ class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
     }
   }
 
+  test("an interrupted task's worker is replaced: the pool keeps its size and the next tasks run on time") {
+    // one worker: the task interrupted at 1 s cancels it; its replacement runs the other two, one after another
+    val tasks = List.tabulate(3)(new Task(_))
+    val run =
+      for
+        starts <- Ref[IO].of(Map.empty[Int, FiniteDuration])
+        _ <- (IO.sleep(1.second) *> IO(tasks.head.interruption.request("stop"))).start
+        result <- Pipeline(source(tasks))
+          .process(t =>
+            IO.monotonic.flatMap(now => starts.update(_.updated(t.id, now))) *>
+              (if t.id == 0 then IO.never else IO.sleep(1.second))
+          )
+          .withLimit(Limit.fixed(1))
+          .start
+          .use(running => IO.sleep(1500.millis) *> running.snapshot.product(running.join))
+        started <- starts.get
+      yield (result, started)
+    TestControl.executeEmbed(run).map { case ((during, summary), started) =>
+      assertEquals(started, Map(0 -> Duration.Zero, 1 -> 1.second, 2 -> 2.seconds))
+      assertEquals((during.workers, during.limit), (1, 1))
+      assertEquals((summary.succeeded, summary.failed), (2L, 1L))
+      assertEquals(tasks.map(t => (t.registered.get, t.unregistered.get)), List((1, 0), (1, 1), (1, 1)))
+    }
+  }
+
   test("a run released while interruptible tasks run cancels their handlers and unregisters each once") {
     val tasks = List.tabulate(3)(new Task(_))
     val run =

@@ -190,7 +190,7 @@ private[weir] final class Worker[F[_], A, B](
 
   /** The worker's life: from the task its slot says to go on after (see the class comment), or from a take. */
   def life: F[Boolean] =
-    val first = slot.resumeAfter match
+    val first = slot.resumeAfter() match
       case null => loop
       case entry => after(entry.asInstanceOf[Entry[A]])
     first.onCancel(F.defer(cancelled))

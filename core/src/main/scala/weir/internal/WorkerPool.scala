@@ -147,7 +147,7 @@ private[weir] final class WorkerPool[F[_]] private (
    * A worker counted in by `growBy` and then not started — its group was closed meanwhile, which happens
    * when a drain's deadline kills the workers while a producer is growing the pool — is counted out again.
    * A worker cancelled for an interruption hands its place, uncounted, to a new one that goes on after its
-   * task (`resumeAfter`, set by its finalizer).
+   * task (the slot's `interrupted`, set by the worker's finalizer).
    */
   private def spawn(resumeAfter: AnyRef | Null): F[Unit] =
     F.defer {
@@ -174,9 +174,15 @@ private[weir] object WorkerPool:
    * worker cancelled for an interruption was running, for the worker that takes its place (null for a new
    * worker); `interrupted` is set by a worker's finalizer when it was cancelled so, to the task it ran.
    */
-  final class Slot[F[_]](val resumeAfter: AnyRef | Null):
+  final class Slot[F[_]](private var resume: AnyRef | Null):
     @volatile var fiber: Fiber[F, Throwable, ?] | Null = null
     @volatile var interrupted: AnyRef | Null = null
+
+    /** The task to go on after, once: read by the slot's worker as it starts, then forgotten. */
+    def resumeAfter(): AnyRef | Null =
+      val r = resume
+      resume = null
+      r
 
   /**
    * A pool whose workers run `body`; `onExit` runs when the pool, armed by [[WorkerPool.finishing]], has no
