@@ -27,7 +27,7 @@ object KafkaLab extends Experiment:
   val summary = "weir-kafka beside a plain consumer loop and per-partition FS2 streams; SIGKILLed consumers"
 
   final case class Settings(
-      records: Int = 300000,
+      records: Int = 2000000,
       sleepRecords: Int = 60000,
       killRecords: Int = 30000,
       partitions: Int = 4,
@@ -40,7 +40,7 @@ object KafkaLab extends Experiment:
       maxInFlight: Int = 5000,
       pollMillis: Int = 10,
       timeBox: FiniteDuration = 15.seconds,
-      warmup: FiniteDuration = 5.seconds,
+      warmup: FiniteDuration = 15.seconds,
       quick: Boolean = false,
       json: Option[Path] = None
   ):
@@ -62,7 +62,7 @@ object KafkaLab extends Experiment:
       head("weir-kafka beside a plain consumer loop and per-partition FS2 streams, and SIGKILLed consumers"),
       help("help").text("print this help"),
       opt[Int]("records").valueName("N").validate(positive("--records"))
-        .action((n, s) => s.copy(records = n)).text("records of the no-op handler's topic (default 300000)"),
+        .action((n, s) => s.copy(records = n)).text("records of the no-op handler's topic (default 2000000)"),
       opt[Int]("sleep-records").valueName("N").validate(positive("--sleep-records"))
         .action((n, s) => s.copy(sleepRecords = n)).text(
           "records of the sleeping handler's topic (default 60000)"
@@ -100,7 +100,7 @@ object KafkaLab extends Experiment:
           if d >= 0 && !d.isInfinite then success else failure(s"--warmup must be >= 0 s, was: $d")
         )
         .action((d, s) => s.copy(warmup = (d * 1000).toLong.millis))
-        .text("an untimed pass of each approach on the topic first, in its consumer JVM (default 5)"),
+        .text("an untimed pass of each approach on the topic first, in its consumer JVM (default 15)"),
       opt[Unit]("quick").action((_, s) => s.copy(quick = true))
         .text(
           "a smoke run: 40000, 15000 and 10000 records, a 2 s warm-up, a 5 s time box, 3 kills 4 s apart"
