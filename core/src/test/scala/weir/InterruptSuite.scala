@@ -32,6 +32,21 @@ class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
 
   private def source(tasks: List[Task]) = Source.refusable(Stream.emits(tasks).covary[IO])
 
+  /**
+   * `tasks` through the pipeline `use` makes of them, the first running until it is interrupted at 1 s, the
+   * others for 1 s each: what `use` returns, and when each task started.
+   */
+  private def firstInterrupted[R](tasks: List[Task])(use: Pipeline[IO, Task, Unit] => IO[R]) =
+    for
+      starts <- Ref[IO].of(Map.empty[Int, FiniteDuration])
+      _ <- (IO.sleep(1.second) *> IO(tasks.head.interruption.request("stop"))).start
+      result <- use(Pipeline(source(tasks)).process(t =>
+        IO.monotonic.flatMap(now => starts.update(_.updated(t.id, now))) *>
+          (if t.id == tasks.head.id then IO.never else IO.sleep(1.second))
+      ))
+      started <- starts.get
+    yield (result, started)
+
   test("a running task told to stop is cancelled, its finalizer runs first, and the run goes on") {
     val tasks = List.tabulate(4)(new Task(_))
     val run =
@@ -159,20 +174,9 @@ class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
 
   test("an interruption hands the task's key on: the key's next task runs") {
     val tasks = List(new Task(0, "a"), new Task(1, "a"), new Task(2, "b"))
-    val run =
-      for
-        starts <- Ref[IO].of(Map.empty[Int, FiniteDuration])
-        _ <- (IO.sleep(1.second) *> IO(tasks.head.interruption.request("stop"))).start
-        summary <- Pipeline(source(tasks))
-          .process(t =>
-            IO.monotonic.flatMap(now => starts.update(_.updated(t.id, now))) *>
-              (if t.id == 0 then IO.never else IO.sleep(1.second))
-          )
-          .withLimit(Limit.fixed(2))
-          .withOrder(TaskOrder.byKey(_.key))
-          .run
-        started <- starts.get
-      yield (summary, started)
+    val run = firstInterrupted(tasks)(
+      _.withLimit(Limit.fixed(2)).withOrder(TaskOrder.byKey(_.key)).run
+    )
     TestControl.executeEmbed(run).map { (summary, started) =>
       // a's second task starts when its first is interrupted, at 1 s; b's ran beside them from the start
       assertEquals(started, Map(0 -> Duration.Zero, 2 -> Duration.Zero, 1 -> 1.second))
@@ -183,20 +187,11 @@ class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
   test("an interrupted task's worker is replaced: the pool keeps its size and the next tasks run on time") {
     // one worker: the task interrupted at 1 s cancels it; its replacement runs the other two, one after another
     val tasks = List.tabulate(3)(new Task(_))
-    val run =
-      for
-        starts <- Ref[IO].of(Map.empty[Int, FiniteDuration])
-        _ <- (IO.sleep(1.second) *> IO(tasks.head.interruption.request("stop"))).start
-        result <- Pipeline(source(tasks))
-          .process(t =>
-            IO.monotonic.flatMap(now => starts.update(_.updated(t.id, now))) *>
-              (if t.id == 0 then IO.never else IO.sleep(1.second))
-          )
-          .withLimit(Limit.fixed(1))
-          .start
-          .use(running => IO.sleep(1500.millis) *> running.snapshot.product(running.join))
-        started <- starts.get
-      yield (result, started)
+    val run = firstInterrupted(tasks)(
+      _.withLimit(Limit.fixed(1)).start.use(running =>
+        IO.sleep(1500.millis) *> running.snapshot.product(running.join)
+      )
+    )
     TestControl.executeEmbed(run).map { case ((during, summary), started) =>
       assertEquals(started, Map(0 -> Duration.Zero, 1 -> 1.second, 2 -> 2.seconds))
       assertEquals((during.workers, during.limit), (1, 1))
