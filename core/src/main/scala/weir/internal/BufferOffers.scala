@@ -50,7 +50,15 @@ private[weir] trait BufferOffers[F[_], A]:
         case Some(d) if accepted < chunk.size =>
           s.copy(offerers = if resumed then s.offerers.requeuedFirst(d) else s.offerers.queued(d))
         case _ => s
-      (waiting, Appended(served, accepted, math.max(0, s.size - size - s.takers.size), refused = false))
+      (waiting, Appended(served, accepted, unserved(s.size - size, s.takers), refused = false))
+
+  /**
+   * Of `left` entries an append left queued, those no parked taker will get through the wake chain. The
+   * takers are counted only when entries were left, which is rare: a queue's `size` walks its lists, and
+   * this runs on every append.
+   */
+  private def unserved(left: Int, takers: ScalaQueue[Taker[A]]): Int =
+    if left <= 0 then 0 else if takers.isEmpty then left else math.max(0, left - takers.size)
 
   private[internal] def enqueue(c: Chunk[A], now: Long): BufferState[F, A] =
     if size == 0 && front.isEmpty then
