@@ -1,6 +1,7 @@
 package weir
 
 import cats.effect.{IO, Ref}
+import cats.syntax.all.*
 import cats.effect.testkit.TestControl
 import fs2.Stream
 import munit.{CatsEffectSuite, ScalaCheckSuite}
@@ -12,8 +13,8 @@ import scala.concurrent.duration.*
 /**
  * Tasks told to stop while they run ([[Interruptible]]): the handler is cancelled and its finalizers run
  * before the outcome, which is `Failed(TaskInterrupted(reason), Interrupted)`, never retried and never
- * handed to the failure policy; a request before the start is a refusal; a request between two attempts
- * interrupts the task before the next one.
+ * handed to the failure policy; a request before the start is a refusal; a request during a retry's wait
+ * ends the task then.
  */
 class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
 
@@ -106,14 +107,14 @@ class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
     }
   }
 
-  test("a task told to stop between two attempts ends interrupted before the next one runs") {
+  test("a task told to stop in an attempt that fails right after ends interrupted, not retried") {
     val task = new Task(0)
     val run =
       for
         calls <- Ref[IO].of(0)
         summary <- Pipeline(source(List(task)))
           .process(_ =>
-            // the first attempt fails after 1 s; the stop comes during the 10 s backoff
+            // the stop comes 1 s into the first attempt, which then fails: the interruption wins
             calls.update(_ + 1) *> IO.sleep(1.second) *>
               IO(task.interruption.request("stopped between attempts")) *>
               IO.raiseError[Unit](new Exception("boom"))
@@ -127,6 +128,59 @@ class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
       val failure = summary.failures.head
       assertEquals(failure.disposition, Disposition.Interrupted)
       assertEquals(failure.error.asInstanceOf[TaskInterrupted].reason, "stopped between attempts")
+    }
+  }
+
+  test("a task told to stop while it waits for a retry ends then, and its worker goes on at once") {
+    // one worker: task 0's first attempt fails at 1 s, its 10 s backoff is cut by the stop at 4 s
+    val tasks = List.tabulate(2)(new Task(_))
+    val run =
+      for
+        starts <- Ref[IO].of(Vector.empty[(Int, FiniteDuration)])
+        _ <- (IO.sleep(4.seconds) *> IO(tasks(0).interruption.request("stopped in its backoff"))).start
+        summary <- Pipeline(source(tasks))
+          .process(t =>
+            IO.monotonic.flatMap(now => starts.update(_ :+ (t.id -> now))) *> IO.sleep(1.second) *>
+              IO.raiseError[Unit](new Exception("boom")).whenA(t.id == 0)
+          )
+          .withLimit(Limit.fixed(1))
+          .withRetry(Retry.exponential(10.seconds, maxAttempts = 3, jitter = Retry.Jitter.Off))
+          .run
+        started <- starts.get
+        end <- IO.monotonic
+      yield (summary, started, end)
+    TestControl.executeEmbed(run).map { (summary, started, end) =>
+      assertEquals(started, Vector(0 -> Duration.Zero, 1 -> 4.seconds))
+      assertEquals(end, 5.seconds)
+      assertEquals((summary.succeeded, summary.failed, summary.retries), (1L, 1L, 0L))
+      val failure = summary.failures.head
+      assertEquals((failure.disposition, failure.attempts), (Disposition.Interrupted, 1))
+      assertEquals(failure.error.asInstanceOf[TaskInterrupted].reason, "stopped in its backoff")
+      // the attempt's registration and the wait's; the interrupted wait has nothing to unregister
+      assertEquals((tasks(0).registered.get, tasks(0).unregistered.get), (2, 1))
+    }
+  }
+
+  test("a retry's wait that is not interrupted unregisters, and the next attempt runs after the backoff") {
+    val task = new Task(0)
+    val run =
+      for
+        starts <- Ref[IO].of(Vector.empty[FiniteDuration])
+        summary <- Pipeline(source(List(task)))
+          .process(_ =>
+            IO.monotonic.flatMap(now => starts.updateAndGet(_ :+ now)).flatMap(s =>
+              IO.sleep(1.second) *> IO.raiseError[Unit](new Exception("boom")).whenA(s.size == 1)
+            )
+          )
+          .withRetry(Retry.exponential(10.seconds, maxAttempts = 3, jitter = Retry.Jitter.Off))
+          .run
+        started <- starts.get
+      yield (summary, started)
+    TestControl.executeEmbed(run).map { (summary, started) =>
+      assertEquals(started, Vector(Duration.Zero, 11.seconds))
+      assertEquals((summary.succeeded, summary.retries), (1L, 1L))
+      // two attempts and the wait between them, each unregistered once it ended
+      assertEquals((task.registered.get, task.unregistered.get), (3, 3))
     }
   }
 

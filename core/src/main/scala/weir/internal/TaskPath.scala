@@ -211,18 +211,54 @@ private[weir] final class TaskPath[F[_], A, B](
         }
 
   /**
-   * After attempt `n` of a task failed with `error`: the wait before attempt `n + 1` (its backoff, then a
+   * After attempt `n` of `task` failed with `error`: the wait before attempt `n + 1` (its backoff, then a
    * rate-limit permit; counted retried once it is over), or `None` when the task has failed. Counts a
    * timeout. A plain call, to be made in a continuation that runs what it returns; the wait is cancelable
-   * (through `poll`), and a cancellation there is the worker's to record, the task having started.
+   * (through `poll`), and a cancellation there is the worker's to record, the task having started. An
+   * [[weir.Interruptible]] task of a refusable source waits against its interruption, as its attempts run
+   * ([[interruptibleWait]]).
    */
-  def retry(poll: Poll[F], error: Throwable, n: Int): Option[F[Unit]] =
+  def retry(
+      poll: Poll[F],
+      task: A,
+      error: Throwable,
+      n: Int,
+      worker: InterruptibleAttempt.Owner
+  ): Option[F[Unit]] =
     if once || error.isInstanceOf[TaskInterrupted] then None // an interrupted task was stopped on purpose
     else
       if error.isInstanceOf[TaskTimedOut] then ledger.timedOut()
       if n < retries.maxAttempts && retries.retryable(error) then
-        Some(backoff(n).flatMap(d => poll(F.sleep(d) *> retryPermit)) *> F.delay(ledger.retried()))
+        val wait = backoff(n).flatMap(d => F.sleep(d) *> retryPermit)
+        val waited =
+          if refusable then
+            task match
+              case t: Interruptible => interruptibleWait(t, poll, wait, worker)
+              case _ => poll(wait)
+          else poll(wait)
+        Some(waited *> F.delay(ledger.retried()))
       else None
+
+  /**
+   * A retry's wait, in `poll`, against the task's interruption, which cancels the worker's fiber as during an
+   * attempt ([[interruptible]]): a task told to stop while it waits for its next attempt ends then, not once
+   * its backoff is over, and its worker is free at once. A task told to stop before the wait skips it: the
+   * next attempt's refusal ends it.
+   */
+  private def interruptibleWait(
+      task: Interruptible,
+      poll: Poll[F],
+      wait: F[Unit],
+      worker: InterruptibleAttempt.Owner
+  ): F[Unit] =
+    F.defer {
+      val waiting = new InterruptibleAttempt(worker.interrupt)
+      if waiting.start(task) != null then F.unit
+      else
+        worker.attempting(waiting)
+        // interrupted as the wait ended: the worker's cancellation is under way, and it lands here
+        poll(wait.flatMap(_ => if waiting.ended() then F.unit else F.never))
+    }
 
   /** A retry's permit (the first attempt's was granted by [[permit]]). */
   private val retryPermit: F[Unit] = settings.rateLimit.fold(F.unit)(waitedFor)

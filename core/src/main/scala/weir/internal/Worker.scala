@@ -128,7 +128,7 @@ private[weir] final class Worker[F[_], A, B](
   private val ended: Either[Throwable, B] => F[Boolean] = r =>
     r match
       case Left(error) =>
-        path.retry(poll, error, tries) match
+        path.retry(poll, current.task, error, tries, this) match
           case Some(wait) => wait.flatMap(retried)
           case None => finished(r)
       case _ => finished(r)

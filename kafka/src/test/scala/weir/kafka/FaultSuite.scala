@@ -4,7 +4,9 @@ import cats.effect.{Deferred, IO}
 import cats.syntax.all.*
 import org.apache.kafka.common.TopicPartition
 import org.apache.kafka.common.serialization.StringDeserializer
-import weir.{Disposition, FailurePolicy, Limit, Pipeline, RateLimiter, Retry, StopReason, TaskOutcome}
+import weir.{
+  Disposition, FailurePolicy, Limit, Pipeline, RateLimiter, Retry, StopReason, TaskInterrupted, TaskOutcome
+}
 
 import scala.concurrent.duration.*
 
@@ -151,7 +153,7 @@ class FaultSuite extends KafkaTesting:
   }
 
   test(
-    "a revoked record waiting for its retry does not hold the revoke: its partition moves at once and runs on the next owner"
+    "a revoked record waiting for its retry ends interrupted at once: its partition moves and runs on the next owner"
   ) {
     for
       topic <- TestBroker.topic(2)
@@ -166,16 +168,27 @@ class FaultSuite extends KafkaTesting:
       handlerA = (_: Rec) =>
         failed.updateAndGet(_ + 1).flatMap(n => bothFailed.complete(()).whenA(n == 2)) *>
           IO.raiseError[Unit](new IllegalStateException("try again later"))
-      result <- running(s)(handlerA, _.withRetry(retryLater)) { (a, _) =>
+      result <- running(s)(handlerA, _.withRetry(retryLater)) { (a, seenA) =>
         bothFailed.get *> running(s)(_ => IO.unit) { (_, seenB) =>
           eventually("a record to succeed on the second consumer", 10.seconds)(
             seenB.get.map(_.collectFirst { case TaskOutcome.Succeeded(r, _, _) => r.partition })
           )
-        }.flatMap(p => (failed.get, a.stats).mapN((n, st) => (p, n, st)))
+        }.flatMap(p =>
+          // the revoke's interruption ended its backoff: the record's outcome on the first consumer, long
+          // before the 10 minutes
+          eventually("the revoked record's outcome on the first consumer", 10.seconds)(
+            seenA.get.map(_.collectFirst {
+              case TaskOutcome.Failed(r, e: TaskInterrupted, Disposition.Interrupted, 1)
+                  if r.partition == p =>
+                e.reason
+            })
+          ).flatMap(reason => (failed.get, a.stats).mapN((n, st) => (reason, n, st)))
+        )
       }
-      (_, attempts, statsA) = result
+      (reason, attempts, statsA) = result
     yield
       assert(statsA.revoked >= 1, s"$statsA")
+      assert(reason.contains("revoked"), reason)
       assertEquals(statsA.interrupted, 0L, "no record was in an attempt")
       // the revoked record's retry never ran on the first consumer
       assertEquals(attempts, 2)

@@ -204,9 +204,9 @@ private[kafka] final class Poller[K, V](
           counters.interrupted.addAndGet(interrupted.toLong): Unit
           val again = System.nanoTime() + graceNanos
           states.foreach(_.awaitIdle(again): Unit)
-        // a started record that is not busy is being recorded (its outcome follows at once) or waits for a
-        // retry, whose refusal will see the revoke: the first is worth a moment's wait (it then need not run
-        // again on the next owner), the second is not, and no wait tells them apart
+        // a started record that is not busy is being recorded, or waits for a retry, which the interruption
+        // above ends: either outcome follows at once, and is worth a moment's wait (a record finished here
+        // need not run again on the next owner)
         val settle = System.nanoTime() + Poller.SettleNanos
         states.foreach(_.awaitOutcomes(settle): Unit)
       commit(states)
