@@ -81,8 +81,9 @@ class KeyClaimsSuite extends ScalaCheckSuite:
         growing <- Gen.listOfN(n, step(4, 1))
         shrinking <- Gen.listOfN(n, step(1, 4))
       yield growing ++ shrinking
-    // keys of two types: a `Long` key equals the `Int` of the same value, as in a `Map`
-    def keyOf(k: Int): Any = if k % 3 == 0 then k.toLong else k
+    // keys of three types: a `Long` key equals the `Int` of the same value, as in a `Map`; a `Colliding` key
+    // shares its hash with others it does not equal
+    def keyOf(k: Int): Any = if k % 3 == 0 then k.toLong else if k % 3 == 1 then Colliding(k) else k
     Prop.forAllNoShrink(scenario) { steps =>
       var claims = KeyClaims.empty[Int]
       var parked = 0
@@ -127,3 +128,7 @@ class KeyClaimsSuite extends ScalaCheckSuite:
       assertEquals(KeyClaims.tasks(claims).toList.sorted, model.values.flatten.map(_.toInt).toList.sorted)
     }
   }
+
+  /** A key whose hash many others share: the claims tell them apart by `equals`. */
+  private final case class Colliding(n: Int):
+    override def hashCode: Int = n % 7

@@ -9,8 +9,9 @@ import scala.concurrent.duration.*
 
 /**
  * One consumer JVM of `./weir lab kafka`, started by the lab as a child process. It runs one approach's
- * consumer on the handler (with a `warmup`, first for that many ms on a group of its own, untimed, so that
- * every approach is timed compiled rather than interpreted) and says on standard output:
+ * consumer on the handler (with a `warmup`, first for that many ms, untimed, reading the topic again on a
+ * group of its own as often as the time allows, so that every approach is timed compiled rather than
+ * interpreted) and says on standard output:
  *   - `started` once its consumer is running;
  *   - `revoked <micros>` each time weir's source has had partitions taken from it since the last line;
  *   - with a `target`, `result <records> <micros>` once it processed `target` records or `timeBox` ms
@@ -45,11 +46,7 @@ object KafkaLabWorker extends WeirApp:
               ConsumerSettings(bootstrap, topic, group, sleep.toInt, limit.toInt, held.toInt, poll.toInt)
             val file = Option.when(report != "-")(Paths.get(report))
             val warm =
-              if warmup.toLong <= 0 then IO.unit
-              else
-                Recorder.resource(None, target.toLong).flatMap(r =>
-                  Consuming.resource(a, settings.copy(group = s"$group-warmup"), r).as(r)
-                ).use(_.await(warmup.toLong)).void
+              IO.monotonic.flatMap(now => warmUp(a, settings, target.toLong, now + warmup.toLong.millis, 1))
             orphanWatch *> warm *> Recorder.resource(file, target.toLong).flatMap(r =>
               Consuming.resource(a, settings, r).map((r, _))
             ).use { (recorder, consuming) =>
@@ -64,6 +61,27 @@ object KafkaLabWorker extends WeirApp:
         IO.consoleForIO.errorln(
           s"usage: KafkaLabWorker approach bootstrap topic group sleepMillis limit maxInFlight pollMillis target timeBoxMillis warmupMillis report|-, was: $args"
         ).as(ExitCode(2))
+
+  /**
+   * Untimed passes over the topic until `deadline`, each on a group of its own that reads it from the start:
+   * a consumer that reads the whole topic before the warm-up is over reads it again, so that every approach
+   * gets the whole warm-up, however fast it is.
+   */
+  private def warmUp(
+      a: Approach,
+      s: ConsumerSettings,
+      target: Long,
+      deadline: FiniteDuration,
+      pass: Int
+  ): IO[Unit] =
+    IO.monotonic.flatMap { now =>
+      val left = (deadline - now).toMillis
+      if left <= 0 then IO.unit
+      else
+        Recorder.resource(None, target).flatMap(r =>
+          Consuming.resource(a, s.copy(group = s"${s.group}-warmup-$pass"), r).as(r)
+        ).use(_.await(left)) *> warmUp(a, s, target, deadline, pass + 1)
+    }
 
   /** Prints a `revoked` line whenever the count of partitions taken from this consumer grows. */
   private def watchRevocations(c: Consuming): IO[Unit] =
