@@ -168,15 +168,15 @@ private[weir] final class TaskPath[F[_], A, B](
   // ---- attempt --------------------------------------------------------------------------------
 
   /**
-   * Attempt `n` of `task`, on the fiber of `worker`: the handler, under the task timeout if there is one,
-   * and, for an [[weir.Interruptible]] task of a refusable source, against its interruption.
+   * Attempt `n` of `task`, on the fiber of `worker`, and how it ended: the handler, under the task timeout if
+   * there is one, and, for an [[weir.Interruptible]] task of a refusable source, against its interruption.
    */
-  def attempt(task: A, n: Int, worker: InterruptibleAttempt.Owner): F[B] =
+  def attempt(task: A, n: Int, worker: InterruptibleAttempt.Owner): F[Either[Throwable, B]] =
     if refusable then
       task match
-        case t: Interruptible => interruptible(t, n, F.defer(timed(task)), worker)
-        case _ => timed(task)
-    else timed(task)
+        case t: Interruptible => interruptible(t, n, () => timed(task), worker)
+        case _ => F.attempt(timed(task))
+    else F.attempt(timed(task))
 
   private def timed(task: A): F[B] =
     timeout match
@@ -194,20 +194,20 @@ private[weir] final class TaskPath[F[_], A, B](
   private def interruptible(
       task: Interruptible,
       n: Int,
-      run: F[B],
+      run: () => F[B],
       worker: InterruptibleAttempt.Owner
-  ): F[B] =
+  ): F[Either[Throwable, B]] =
     (if n > 1 then task.refusal else None) match
-      case Some(reason) => F.raiseError(new TaskInterrupted(reason))
+      case Some(reason) => F.pure(Left(new TaskInterrupted(reason)))
       case None =>
         F.defer {
           val attempt = new InterruptibleAttempt(worker.interrupt)
           val refused = attempt.start(task)
-          if refused != null then F.raiseError(new TaskInterrupted(refused))
+          if refused != null then F.pure(Left(new TaskInterrupted(refused)))
           else
             worker.attempting(attempt)
             // interrupted before its end: the worker's cancellation is under way, and it lands here
-            F.flatMap(F.attempt(run))(r => if attempt.ended() then F.fromEither(r) else F.never)
+            F.flatMap(F.attempt(run()))(r => if attempt.ended() then F.pure(r) else F.never)
         }
 
   /**

@@ -123,7 +123,7 @@ private[weir] final class Worker[F[_], A, B](
 
   /** Attempt `tries` of `entry` (started, `t0` set), then [[ended]]. */
   private def run(entry: Entry[A]): F[Boolean] =
-    poll(path.attempt(entry.task, tries, this)).attempt.flatMap(ended)
+    poll(path.attempt(entry.task, tries, this)).flatMap(ended)
 
   private val ended: Either[Throwable, B] => F[Boolean] = r =>
     r match
