@@ -7,8 +7,10 @@ import org.apache.kafka.clients.producer.{KafkaProducer, ProducerConfig, Produce
 import org.apache.kafka.common.TopicPartition
 import org.apache.kafka.common.serialization.StringSerializer
 import org.apache.kafka.common.test.{KafkaClusterTestKit, TestKitNodes}
+import org.apache.kafka.common.utils.Exit
 
 import java.util.Properties
+import java.util.concurrent.ConcurrentLinkedQueue
 import java.util.concurrent.atomic.AtomicInteger
 import scala.concurrent.duration.*
 import scala.jdk.CollectionConverters.*
@@ -20,7 +22,20 @@ import scala.jdk.CollectionConverters.*
  */
 object TestBroker:
 
+  // The test kit registers a JVM shutdown hook for each temporary directory it makes, which deletes it. The
+  // JVM runs its shutdown hooks at once, so those would delete the broker's log directories while the hook
+  // below shuts the broker down; a broker whose log directories all fail halts the JVM, and the test JVM
+  // would end with status 1 after every test passed. The kit's hooks are kept here instead, and run once the
+  // broker is closed. A halt or exit the broker asks for is reported, not obeyed: the broker is a fixture,
+  // and a test that needs it fails on its own.
+  private val laterHooks = new ConcurrentLinkedQueue[Runnable]
+
   private lazy val cluster: KafkaClusterTestKit =
+    Exit.setShutdownHookAdder((_, hook) => laterHooks.add(hook): Unit)
+    val reported: Exit.Procedure = (status, message) =>
+      System.err.println(s"TestBroker: the broker asked to end the JVM (status $status: $message); ignored")
+    Exit.setHaltProcedure(reported)
+    Exit.setExitProcedure(reported)
     val nodes =
       new TestKitNodes.Builder().setCombined(true).setNumBrokerNodes(1).setNumControllerNodes(1).build()
     val kit = new KafkaClusterTestKit.Builder(nodes)
@@ -35,7 +50,10 @@ object TestBroker:
     kit.format()
     kit.startup()
     kit.waitForReadyBrokers()
-    sys.addShutdownHook(kit.close()): Unit
+    sys.addShutdownHook {
+      try kit.close()
+      finally laterHooks.forEach(_.run())
+    }: Unit
     kit
 
   /**
