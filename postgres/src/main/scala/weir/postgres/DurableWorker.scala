@@ -61,7 +61,11 @@ trait DurableWorker[F[_], A]:
    */
   def drain(deadline: scala.concurrent.duration.FiniteDuration): F[weir.Summary[Job[A]]]
 
-  /** What this worker has claimed and written so far. */
+  /**
+   * What this worker has claimed and written so far. A batch of results is counted once its transaction
+   * has returned, so another process, or this worker's claimer, may see it committed a moment before it is
+   * counted here: read after the worker's release for its final figures.
+   */
   def stats: F[WorkerStats]
 
 object DurableWorker:

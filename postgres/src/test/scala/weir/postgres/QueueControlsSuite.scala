@@ -248,14 +248,14 @@ class QueueControlsSuite extends DbSuite:
           NewTask("b", orderingKey = Some("k"))
         ))
         calls <- Ref[IO].of(Vector.empty[(String, Int)])
-        stats <- DurableWorker.start[IO, String, Any](db, config) { source =>
+        stats <- TestWorkers.statsAfterRun(DurableWorker.start[IO, String, Any](db, config) { source =>
           Pipeline(source).process { job =>
             calls.modify { seen =>
               val first = !seen.exists(_._1 == job.payload)
               (seen :+ (job.payload -> job.attempt), first)
             }.map(first => if job.payload == "a" && first then Snooze(300.millis) else ())
           }.withLimit(Limit.fixed(4))
-        }.use(w => w.running.join *> w.stats)
+        })
         order <- calls.get
         done <- Rows.finished(db)
       yield

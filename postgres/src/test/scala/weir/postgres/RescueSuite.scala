@@ -158,9 +158,9 @@ class RescueSuite extends DbSuite:
           s"UPDATE ${db.schema("workers")} SET heartbeat_at = now() - interval '1 hour' WHERE id = $dead"
         )
         config = TestWorkers.config("live")
-        stats <- DurableWorker
-          .start[IO, Int, Unit](db, config)(Pipeline(_).process(_ => IO.unit))
-          .use(w => w.running.join *> w.stats)
+        stats <- TestWorkers.statsAfterRun(
+          DurableWorker.start[IO, Int, Unit](db, config)(Pipeline(_).process(_ => IO.unit))
+        )
         done <- Rows.finished(db)
       yield
         assertEquals(stats.rescued, 5L)

@@ -89,8 +89,8 @@ class RestartSuite extends DbSuite:
             }
             TaskQueue[IO, Int](db, "restart").enqueueMany((1 to n).map(NewTask(_))) *>
               (
-                worker.use(w => w.running.join *> w.stats),
-                worker.use(w => w.running.join *> w.stats),
+                TestWorkers.statsAfterRun(worker),
+                TestWorkers.statsAfterRun(worker),
                 restartMidRun(current, stop, port, dataDir, succeeded, n / 3)
               )
                 .parMapN((a, b, _) => (a, b))

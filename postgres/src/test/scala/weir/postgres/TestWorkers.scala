@@ -1,5 +1,6 @@
 package weir.postgres
 
+import cats.effect.{IO, Resource}
 import weir.Retry
 
 import scala.concurrent.duration.*
@@ -25,3 +26,11 @@ object TestWorkers:
       keepCompleted = true,
       stopWhenEmpty = true
     )
+
+  /**
+   * Runs `worker` until its run ends (with `stopWhenEmpty`, once the queue has nothing unfinished) and
+   * returns its stats once it is released: a batch's counts are added after its transaction returns, so the
+   * claimer can see the queue empty, and the run end, before the last batch is counted.
+   */
+  def statsAfterRun[A](worker: Resource[IO, DurableWorker[IO, A]]): IO[WorkerStats] =
+    worker.use(w => w.running.join.as(w)).flatMap(_.stats)

@@ -80,8 +80,7 @@ class WorkerSuite extends DbSuite:
         worker = DurableWorker.start[IO, Int, Unit](db, config().copy(heartbeat = 25.millis)) { source =>
           Pipeline(source).process(handler(runs, succeeded)).withLimit(Limit.fixed(8)).withBuffer(16)
         }
-        stats <- (worker.use(w => w.running.join *> w.stats), worker.use(w => w.running.join *> w.stats))
-          .parTupled
+        stats <- (TestWorkers.statsAfterRun(worker), TestWorkers.statsAfterRun(worker)).parTupled
         done <- Rows.finished(db)
         left <- Rows.count(db, "tasks")
         ok <- succeeded.get
