@@ -68,11 +68,12 @@ class CancelSuite extends DbSuite:
           _ <- started.get.timeout(30.seconds)
           answer <- TaskAdmin(db).cancel(ids(1), "runaway")
           _ <- w.running.join.timeout(within)
-          stats <- w.stats
-        yield (answer, stats)
+        yield (answer, w)
       }
+      // read once the worker is released: see TestWorkers.statsAfterRun
+      stats <- result._2.stats
       done <- finalized.get
-    yield (ids, result._1, result._2, done)
+    yield (ids, result._1, stats, done)
 
   withDb("a running task's cancel reaches its worker by notification: interrupted, finalized, cancelled") {
     db =>
@@ -166,9 +167,8 @@ class CancelSuite extends DbSuite:
           _ <- beatAfter(db, w.id, asked).flatMap(beatAfter(db, w.id, _))
           _ <- release.complete(())
           _ <- w.running.join.timeout(30.seconds)
-          stats <- w.stats
-        yield stats
-      }
+        yield w
+      }.flatMap(_.stats) // read once the worker is released: see TestWorkers.statsAfterRun
       order <- ran.get
       done <- Rows.finished(db)
     yield

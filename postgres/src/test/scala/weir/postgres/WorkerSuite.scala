@@ -260,13 +260,11 @@ class WorkerSuite extends DbSuite:
     val queue = TaskQueue[IO, Int](db, "gone")
     for
       _ <- queue.enqueueMany((1 to 50).map(i => NewTask(i, maxAttempts = 1)))
-      stats <- DurableWorker
-        .start[IO, Int, Unit](db, config("gone").copy(keepCompleted = false)) { source =>
+      stats <- TestWorkers.statsAfterRun(
+        DurableWorker.start[IO, Int, Unit](db, config("gone").copy(keepCompleted = false)) { source =>
           Pipeline(source).process(job => IO.raiseError(new RuntimeException("no")).whenA(job.payload == 7))
         }
-        // read once the worker is released: its last results are written while the completer stops
-        .use(w => w.running.join.as(w))
-        .flatMap(_.stats)
+      )
       left <- Rows.count(db, "tasks")
       done <- Rows.finished(db)
     yield
