@@ -5,8 +5,8 @@ import weir.Interruptible
 import java.util.concurrent.atomic.AtomicInteger
 
 /**
- * One attempt of an [[Interruptible]] task, or its wait for a retry, run on its worker's own fiber. The task's interruption cancels
- * that fiber ([[WorkerPool.interrupt]]); the worker's finalizer records the task interrupted, and the pool
+ * One attempt of an [[Interruptible]] task, or its wait for a retry, run on its worker's own fiber. The
+ * task's interruption cancels that fiber ([[WorkerPool.interrupt]]); the worker's finalizer records the task interrupted, and the pool
  * starts a worker in its place that goes on from that task (its key's next task, then any): a running
  * task is stopped by Cats Effect's cancellation of the fiber it runs on, where a fiber of its own per
  * attempt would cost a fiber's start and a wake-up of the waiting worker on every attempt, interrupted or

@@ -174,7 +174,7 @@ private[weir] final class TaskPath[F[_], A, B](
   def attempt(task: A, n: Int, worker: InterruptibleAttempt.Owner): F[Either[Throwable, B]] =
     if refusable then
       task match
-        case t: Interruptible => interruptible(t, n, () => timed(task), worker)
+        case t: Interruptible => interruptible(t, n, timed(task), worker)
         case _ => F.attempt(timed(task))
     else F.attempt(timed(task))
 
@@ -194,21 +194,13 @@ private[weir] final class TaskPath[F[_], A, B](
   private def interruptible(
       task: Interruptible,
       n: Int,
-      run: () => F[B],
+      run: => F[B],
       worker: InterruptibleAttempt.Owner
   ): F[Either[Throwable, B]] =
     (if n > 1 then task.refusal else None) match
       case Some(reason) => F.pure(Left(new TaskInterrupted(reason)))
       case None =>
-        F.defer {
-          val attempt = new InterruptibleAttempt(worker.interrupt)
-          val refused = attempt.start(task)
-          if refused != null then F.pure(Left(new TaskInterrupted(refused)))
-          else
-            worker.attempting(attempt)
-            // interrupted before its end: the worker's cancellation is under way, and it lands here
-            F.flatMap(F.attempt(run()))(r => if attempt.ended() then F.pure(r) else F.never)
-        }
+        registered(task, worker, reason => F.pure(Left(new TaskInterrupted(reason))))(F.attempt(run))
 
   /**
    * After attempt `n` of `task` failed with `error`: the wait before attempt `n + 1` (its backoff, then a
@@ -216,7 +208,7 @@ private[weir] final class TaskPath[F[_], A, B](
    * timeout. A plain call, to be made in a continuation that runs what it returns; the wait is cancelable
    * (through `poll`), and a cancellation there is the worker's to record, the task having started. An
    * [[weir.Interruptible]] task of a refusable source waits against its interruption, as its attempts run
-   * ([[interruptibleWait]]).
+   * ([[registered]]).
    */
   def retry(
       poll: Poll[F],
@@ -230,34 +222,35 @@ private[weir] final class TaskPath[F[_], A, B](
       if error.isInstanceOf[TaskTimedOut] then ledger.timedOut()
       if n < retries.maxAttempts && retries.retryable(error) then
         val wait = backoff(n).flatMap(d => F.sleep(d) *> retryPermit)
+        // an Interruptible task waits against its interruption, as its attempts run; one told to stop before
+        // the wait skips it, and the next attempt's refusal ends it
         val waited =
           if refusable then
             task match
-              case t: Interruptible => interruptibleWait(t, poll, wait, worker)
+              case t: Interruptible => poll(registered(t, worker, _ => F.unit)(wait))
               case _ => poll(wait)
           else poll(wait)
         Some(waited *> F.delay(ledger.retried()))
       else None
 
   /**
-   * A retry's wait, in `poll`, against the task's interruption, which cancels the worker's fiber as during an
-   * attempt ([[interruptible]]): a task told to stop while it waits for its next attempt ends then, not once
-   * its backoff is over, and its worker is free at once. A task told to stop before the wait skips it: the
-   * next attempt's refusal ends it.
+   * `run` (an attempt, or a retry's wait) registered with `task`'s interruption on `worker`'s fiber
+   * ([[InterruptibleAttempt]]), to be run inside the worker's `poll`: an interruption cancels that fiber, and
+   * a task told to stop before the registration gets `refused(reason)` without running `run`. The
+   * registration and the worker's note of it are one plain step, so a cancellation finds either neither or
+   * both.
    */
-  private def interruptibleWait(
-      task: Interruptible,
-      poll: Poll[F],
-      wait: F[Unit],
-      worker: InterruptibleAttempt.Owner
-  ): F[Unit] =
+  private def registered[X](task: Interruptible, worker: InterruptibleAttempt.Owner, refused: String => F[X])(
+      run: => F[X]
+  ): F[X] =
     F.defer {
-      val waiting = new InterruptibleAttempt(worker.interrupt)
-      if waiting.start(task) != null then F.unit
+      val registration = new InterruptibleAttempt(worker.interrupt)
+      val reason = registration.start(task)
+      if reason != null then refused(reason)
       else
-        worker.attempting(waiting)
-        // interrupted as the wait ended: the worker's cancellation is under way, and it lands here
-        poll(wait.flatMap(_ => if waiting.ended() then F.unit else F.never))
+        worker.attempting(registration)
+        // interrupted before its end: the worker's cancellation is under way, and it lands here, in `poll`
+        F.flatMap(run)(x => if registration.ended() then F.pure(x) else F.never)
     }
 
   /** A retry's permit (the first attempt's was granted by [[permit]]). */
