@@ -19,6 +19,12 @@ object Defaults:
    */
   def reorderWindow(limit: Int): Int = math.max(1024, math.min(4L * limit, 65536L).toInt)
 
+  /**
+   * Failed tasks a [[Summary]] keeps, the last ones ([[Pipeline.withFailureSample]]): enough to see what
+   * is failing and why, few enough that a run failing tasks for weeks keeps a small summary.
+   */
+  val failureSample: Int = 100
+
   /** Outcomes buffered between the workers and a consumer of [[Pipeline.outcomes]]. */
   val outcomeBuffer: Int = 1024
 

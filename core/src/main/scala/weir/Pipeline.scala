@@ -88,8 +88,19 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
   def withQueueWaits: Pipeline[F, A, B] = copy(settings.copy(queueWaits = true))
 
   /**
-   * Runs every task and returns the summary. Outcomes are counted, not kept, except for failed and
-   * unstarted tasks, so memory does not grow with the number of tasks that succeed.
+   * Keeps the last `n` failed tasks in [[Summary.failures]] (default [[Defaults.failureSample]]); every
+   * failure is still counted, in [[Summary.failed]] and [[Summary.dispositions]]. The summary's memory is
+   * bounded by `n` however long the run; the full record of failures is [[outcomes]] (or the dead-letter
+   * sink). `0` keeps none. Fails with `IllegalArgumentException` when `n < 0`.
+   */
+  def withFailureSample(n: Int): Pipeline[F, A, B] =
+    require(n >= 0, s"failure sample must be >= 0, was: $n")
+    copy(settings.copy(failureSample = n))
+
+  /**
+   * Runs every task and returns the summary. Outcomes are counted, not kept, except for the unstarted tasks
+   * and a bounded sample of the failed ones ([[withFailureSample]]), so memory does not grow with the
+   * number of tasks.
    *
    * Cancellation: cancelling `run` stops the run as a release of [[start]] does; no fiber is left behind.
    */
@@ -195,6 +206,7 @@ object Pipeline:
           retry = Retry.none,
           taskTimeout = None,
           rateLimit = None,
-          queueWaits = false
+          queueWaits = false,
+          failureSample = Defaults.failureSample
         )
       )

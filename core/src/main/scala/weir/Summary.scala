@@ -5,10 +5,15 @@ import scala.concurrent.duration.*
 /**
  * The result of a whole run.
  *
- * Accounting: `received == succeeded + failed + notStarted` always holds; `failures` holds every failed
- * task (so its size is `failed`) and `unstarted` every task that never started, except those that refused
- * to ([[Refusable]]), which are only counted, in `refused` (so `notStarted == unstarted.size + refused`). `retries` counts attempts
- * beyond each task's first, `timeouts` the attempts that hit the task timeout. `queueWait`, for a pipeline
+ * Accounting: `received == succeeded + failed + notStarted` always holds. `failed` counts every failed task
+ * and `dispositions` counts them by what became of them; `failures` keeps only the last of them, at most
+ * the pipeline's failure sample ([[Pipeline.withFailureSample]], default [[Defaults.failureSample]]), oldest
+ * first, so that a run of any length keeps a bounded summary: the full record of failures is the outcomes
+ * stream ([[Pipeline.outcomes]]), or the dead-letter sink. `unstarted` holds every task that never started
+ * (those a stop found waiting: at most the buffer's capacity and a chunk per producer), except those that
+ * refused to ([[Refusable]]), which are only counted, in `refused` (so `notStarted == unstarted.size +
+ * refused`). `retries` counts attempts beyond each task's first, `timeouts` the attempts that hit the task
+ * timeout. `queueWait`, for a pipeline
  * built with [[Pipeline.withQueueWaits]], is how long the tasks that started waited for it: from entering
  * the buffer to the start of their first attempt.
  */
@@ -25,7 +30,8 @@ final case class Summary[+A](
     retries: Long,
     timeouts: Long,
     queueWait: Option[Latency] = None,
-    refused: Long = 0
+    refused: Long = 0,
+    dispositions: Map[Disposition, Long] = Map.empty
 ):
 
   /** Completed tasks (succeeded or failed) per second of wall time. */

@@ -38,7 +38,8 @@ class AccountingSuite extends ScalaCheckSuite:
       keys: Option[Int], // byKey(i % keys) (instead of the window)
       timeout: Option[Int], // handlers time out after this many ms (plus half a ms, so never a tie)
       attempts: Int, // retries with 5 ms backoff until this many attempts
-      stop: Stop
+      stop: Stop,
+      sample: Int // failures the summary keeps
   ):
     def timesOut(i: Int): Boolean = timeout.exists(durations(i) > _)
     def fails(i: Int): Boolean = failing(i) || timesOut(i)
@@ -63,6 +64,7 @@ class AccountingSuite extends ScalaCheckSuite:
         Gen.zip(Gen.choose(0, 400), Gen.choose(0, 60)).map(Stop.Drain(_, _)),
         Gen.choose(0, 400).map(Stop.Cancel(_))
       )
+      sample <- Gen.frequency(3 -> Gen.choose(0, 12), 1 -> Gen.const(Defaults.failureSample))
     yield Scenario(
       tasks,
       producers,
@@ -77,7 +79,8 @@ class AccountingSuite extends ScalaCheckSuite:
       keys,
       timeout,
       attempts,
-      stop
+      stop,
+      sample
     )
 
   final case class Observed(
@@ -144,6 +147,7 @@ class AccountingSuite extends ScalaCheckSuite:
           .process(handler)
           .withLimit(Limit.fixed(sc.limit))
           .withBuffer(sc.buffer)
+          .withFailureSample(sc.sample)
           .withOrder(
             (sc.window, sc.keys) match
               case (Some(w), _) => TaskOrder.inputOrder(w)
@@ -206,12 +210,18 @@ class AccountingSuite extends ScalaCheckSuite:
       ob.summary.foreach { s =>
         assertEquals(s.received, ids.size.toLong)
         assertEquals(s.received, s.succeeded + s.failed + s.notStarted)
+        val failedOutcomes = ob.outcomes.collect { case f: TaskOutcome.Failed[Int, Int] => f }
+        assertEquals(s.failed, failedOutcomes.size.toLong)
+        // the summary keeps a bounded sample of the failures and counts them all, by disposition
+        assertEquals(s.failures.size.toLong, math.min(sc.sample.toLong, s.failed))
+        assert(s.failures.toSet.subsetOf(failedOutcomes.toSet), s"${s.failures} not among $failedOutcomes")
         assertEquals(
-          s.failures.map(_.task).toSet ++ s.unstarted.toSet,
-          ob.outcomes.collect {
-            case f: TaskOutcome.Failed[Int, Int] => f.task
-            case n: TaskOutcome.NotStarted[Int, Int] => n.task
-          }.toSet
+          s.dispositions.filter(_._2 > 0),
+          failedOutcomes.groupBy(_.disposition).map((d, fs) => d -> fs.size.toLong)
+        )
+        assertEquals(
+          s.unstarted.toSet,
+          ob.outcomes.collect { case n: TaskOutcome.NotStarted[Int, Int] => n.task }.toSet
         )
         if sc.stop == Stop.Never && (sc.policy != 2 || !(0 until sc.tasks).exists(sc.fails)) then
           assertEquals(s.received, sc.tasks.toLong)
@@ -270,7 +280,10 @@ class AccountingSuite extends ScalaCheckSuite:
           assertEquals(s.received, sc.tasks.toLong)
           assertEquals(s.notStarted, 0L)
           assertEquals(s.succeeded + s.failed, sc.tasks.toLong)
-          assertEquals(failed.toSet, (0 until sc.tasks).filter(sc.fails).toSet)
+          val fails = (0 until sc.tasks).filter(sc.fails).toSet
+          assertEquals(s.failed, fails.size.toLong)
+          assertEquals(failed.size, math.min(sc.sample, fails.size))
+          assert(failed.toSet.subsetOf(fails), s"$failed not among $fails")
       }
       assertKeyOrder(sc, ob)
     }
@@ -288,7 +301,7 @@ class AccountingSuite extends ScalaCheckSuite:
               e.toString
             )
           case other => fail(s"expected FailedFast, got $other")
-        assertEquals(s.failures.count(_.disposition == Disposition.Aborted), 1)
+        assertEquals(s.dispositions.get(Disposition.Aborted), Some(1L))
         assertEquals(s.received, s.succeeded + s.failed + s.notStarted)
         assert(s.unstarted.forall(t =>
           !ob.outcomes.exists {

@@ -22,3 +22,16 @@ class MemorySuite extends CatsEffectSuite:
       assertEquals(r.exitCode, Some(0))
     }
   }
+
+  test(
+    "3 million failing tasks finish in a 64 MB heap: the summary keeps the last 100 failures, counts them all"
+  ) {
+    ChildJvm.run("weir.MemoryProbe", List("-Xmx64m"), List("3000000", "fail"), 150.seconds).map { r =>
+      assertEquals(
+        r.out.lastOption,
+        Some(s"OK failed=3000000 kept=${Defaults.failureSample}"),
+        s"exit ${r.exitCode}; ${r.err.takeRight(5)}"
+      )
+      assertEquals(r.exitCode, Some(0))
+    }
+  }

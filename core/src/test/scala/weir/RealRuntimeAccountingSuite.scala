@@ -52,6 +52,7 @@ class RealRuntimeAccountingSuite extends CatsEffectSuite:
       .withLimit(Limit.fixed(limit))
       .withBuffer(buffer)
       .withOrder(order)
+      .withFailureSample(n) // every interrupted task, to check each is accounted for
       .start
       .use(running =>
         IO.sleep(drainAfter) *> running.drain(deadline).product(running.snapshot.map(_.workers))

@@ -51,7 +51,7 @@ private[weir] final class Engine[F[_], A, B] private (
   private val producers = FiberGroup.unsafe[F]
   private val conductor = FiberGroup.unsafe[F] // the conductor, if a request started one
 
-  private val ledger = new Ledger[A](settings.queueWaits)
+  private val ledger = new Ledger[A](settings.queueWaits, settings.failureSample)
   private val window = settings.order match
     case TaskOrder.InputOrder(w) =>
       Some(OrderWindow.unsafe[F](w.getOrElse(Defaults.reorderWindow(settings.limit.initial))))

@@ -6,16 +6,20 @@ import java.util.concurrent.atomic.{AtomicReference, LongAdder}
 import scala.concurrent.duration.FiniteDuration
 
 /**
- * The accounts of one run: counters for every transition a task makes, the failed and unstarted tasks
- * themselves, the task latencies, and the queue waits when the run measures them (`measured`). Every
+ * The accounts of one run: counters for every transition a task makes, the last `failureSample` failed
+ * tasks and the unstarted ones themselves, the task latencies, and the queue waits when the run measures them (`measured`). Every
  * method is a plain call, safe from any thread, to be made inside an effect (the worker's and the
  * producer's fast paths make them in their continuations, the stages in `F.delay`): a counter is a
  * `LongAdder` increment, a latency a plain write to the recording thread's own histogram
  * ([[LatencyRecorder]]), so the ledger is always on.
  *
  * Invariant at the end of a run: `received == succeeded + failed + notStarted`.
+ *
+ * Bounds: the counters and histograms are of constant size; the failures kept are at most `failureSample`;
+ * the unstarted tasks are those a stop found in the buffer or in the sources' current chunks, so at most the
+ * buffer's capacity plus a chunk per producer.
  */
-private[weir] final class Ledger[A](measured: Boolean):
+private[weir] final class Ledger[A](measured: Boolean, failureSample: Int):
   private val receivedN = new LongAdder
   private val startedN = new LongAdder
   private val succeededN = new LongAdder
@@ -28,8 +32,8 @@ private[weir] final class Ledger[A](measured: Boolean):
   private val failedAs = Array.fill(Disposition.values.length)(new LongAdder) // by disposition ordinal
   private val latencies = new LatencyRecorder
   private val queueWaits = if measured then Some(new LatencyRecorder) else None
-  // each a value replaced by compare-and-set, so a batch of not-started tasks is added as one
-  private val failures = new AtomicReference(Vector.empty[TaskOutcome.Failed[A, Nothing]])
+  private val failures = new RecentFailures[A](failureSample)
+  // a value replaced by compare-and-set, so a batch of not-started tasks is added as one
   private val unstarted = new AtomicReference(Vector.empty[A])
 
   /** `n` tasks received (negative: a count taken back, for tasks an offer did not place after all). */
@@ -49,7 +53,7 @@ private[weir] final class Ledger[A](measured: Boolean):
     failedN.increment()
     failedAs(failure.disposition.ordinal).increment()
     latencies.record(latencyNanos)
-    val _ = failures.updateAndGet(_ :+ failure)
+    failures.add(failure)
 
   /** A task started `nanos` after it entered the buffer (only called when the run measures queue waits). */
   def waited(nanos: Long): Unit =
@@ -89,8 +93,11 @@ private[weir] final class Ledger[A](measured: Boolean):
       retries = retriedN.sum,
       timeouts = timedOutN.sum,
       rateLimited = rateLimitedN.sum,
-      dispositions = Disposition.values.iterator.map(d => d -> failedAs(d.ordinal).sum).toMap
+      dispositions = dispositions
     )
+
+  private def dispositions: Map[Disposition, Long] =
+    Disposition.values.iterator.map(d => d -> failedAs(d.ordinal).sum).toMap
 
   /** The latencies recorded so far (see [[LatencyRecorder.histogram]]). */
   def latencyHistogram: DurationHistogram = new DurationHistogram(latencies.histogram)
@@ -108,7 +115,7 @@ private[weir] final class Ledger[A](measured: Boolean):
       succeeded = succeededN.sum,
       failed = failedN.sum,
       notStarted = notStartedN.sum,
-      failures = failures.get,
+      failures = failures.toVector,
       unstarted = unstarted.get,
       elapsed = elapsed,
       latency = latencies.summary,
@@ -116,5 +123,6 @@ private[weir] final class Ledger[A](measured: Boolean):
       retries = retriedN.sum,
       timeouts = timedOutN.sum,
       queueWait = queueWaits.map(_.summary),
-      refused = refusedN.sum
+      refused = refusedN.sum,
+      dispositions = dispositions
     )

@@ -16,5 +16,6 @@ private[weir] final case class Settings[F[_], A, B](
     retry: Retry,
     taskTimeout: Option[FiniteDuration],
     rateLimit: Option[RateLimiter[F]],
-    queueWaits: Boolean
+    queueWaits: Boolean,
+    failureSample: Int
 )
