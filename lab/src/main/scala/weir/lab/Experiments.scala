@@ -15,7 +15,8 @@ object Experiments:
     weir.lab.adaptive.AdaptiveLab,
     weir.lab.durable.DurableLab,
     weir.lab.console.ConsoleLab,
-    weir.lab.kafka.KafkaLab
+    weir.lab.kafka.KafkaLab,
+    weir.lab.soak.SoakLab
   )
 
   def usage: String =

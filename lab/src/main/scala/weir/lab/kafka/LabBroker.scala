@@ -46,6 +46,13 @@ final class LabBroker private (val bootstrap: String, admin: Admin, producer: Ka
       sent.foreach(_.get(60, TimeUnit.SECONDS))
     }.void
 
+  /** Writes `records` (key, value) to `topic`, partitioned by key, and waits for every acknowledgement. */
+  def send(topic: String, records: Seq[(String, String)]): IO[Unit] =
+    IO.blocking {
+      val sent = records.map((k, v) => producer.send(new ProducerRecord(topic, k, v)))
+      sent.foreach(_.get(60, TimeUnit.SECONDS))
+    }.void
+
   /** Each partition's end offset (the offset the next record will get). */
   def ends(topic: String, partitions: Int): IO[Map[Int, Long]] =
     IO.blocking {
