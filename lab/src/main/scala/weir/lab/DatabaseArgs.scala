@@ -1,7 +1,6 @@
 package weir.lab
 
 import cats.effect.{ExitCode, IO}
-import cats.syntax.all.*
 import scopt.{OParser, OParserBuilder}
 import weir.postgres.{DatabaseConfig, Schema}
 
