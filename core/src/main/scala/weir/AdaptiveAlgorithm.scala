@@ -13,6 +13,9 @@ import scala.concurrent.duration.*
  *     additive increase, multiplicative decrease.
  */
 sealed trait AdaptiveAlgorithm:
+  /** What is wrong with these settings, each bad value named (empty when they are valid). */
+  def errors: List[String]
+
   /** The next estimate of the limit (before clamping to `[min, max]`) after a window. */
   private[weir] def next(limit: Double, window: AdaptiveAlgorithm.Window): Double
 
@@ -67,6 +70,15 @@ object AdaptiveAlgorithm:
       backoff: Double,
       probeInterval: Option[FiniteDuration]
   ) extends AdaptiveAlgorithm:
+    def errors: List[String] =
+      Validation.check(
+        tolerance >= 1.0 && !tolerance.isInfinite,
+        s"gradient tolerance must be >= 1, was: $tolerance"
+      ) ++ backoffErrors(backoff) ++
+        probeInterval.toList.flatMap(p =>
+          Validation.check(p > Duration.Zero, s"probe interval must be > 0, was: $p")
+        )
+
     private[weir] def next(limit: Double, w: Window): Double =
       if w.measured == 0 then limit * backoff
       else
@@ -91,6 +103,13 @@ object AdaptiveAlgorithm:
       backoff: Double,
       latencyThreshold: Option[FiniteDuration]
   ) extends AdaptiveAlgorithm:
+    def errors: List[String] =
+      Validation.check(increase > 0 && !increase.isInfinite, s"AIMD increase must be > 0, was: $increase") ++
+        backoffErrors(backoff) ++
+        latencyThreshold.toList.flatMap(t =>
+          Validation.check(t > Duration.Zero, s"latency threshold must be > 0, was: $t")
+        )
+
     private[weir] def next(limit: Double, w: Window): Double =
       val slow = w.measured > 0 && latencyThreshold.exists(t => w.meanRtt > t.toNanos)
       if w.drops > 0 || slow then limit * backoff
@@ -98,34 +117,28 @@ object AdaptiveAlgorithm:
       else limit + increase
 
   /**
-   * The latency-gradient algorithm (see [[Gradient]]). Fails with `IllegalArgumentException` naming the
-   * value when `tolerance` is below 1 or not a number, `backoff` is outside (0, 1), or `probeInterval` is
-   * not positive.
+   * The latency-gradient algorithm (see [[Gradient]]). Never throws: a limit with bad settings (`tolerance`
+   * below 1 or not a number, `backoff` outside (0, 1), a `probeInterval` that is not positive) fails the run
+   * that uses it with an [[InvalidSettings]] naming each value.
    */
   def gradient(
       tolerance: Double = 1.0,
       backoff: Double = 0.9,
       probeInterval: Option[FiniteDuration] = Some(10.seconds)
   ): AdaptiveAlgorithm =
-    require(tolerance >= 1.0 && !tolerance.isInfinite, s"gradient tolerance must be >= 1, was: $tolerance")
-    checkBackoff(backoff)
-    probeInterval.foreach(p => require(p > Duration.Zero, s"probe interval must be > 0, was: $p"))
     Gradient(tolerance, backoff, probeInterval)
 
   /**
-   * Additive increase, multiplicative decrease (see [[Aimd]]). Fails with `IllegalArgumentException` naming
-   * the value when `increase` is not positive, `backoff` is outside (0, 1), or `latencyThreshold` is not
-   * positive.
+   * Additive increase, multiplicative decrease (see [[Aimd]]). Never throws: a limit with bad settings
+   * (`increase` not positive, `backoff` outside (0, 1), a `latencyThreshold` that is not positive) fails the
+   * run that uses it with an [[InvalidSettings]] naming each value.
    */
   def aimd(
       increase: Double = 1.0,
       backoff: Double = 0.9,
       latencyThreshold: Option[FiniteDuration] = None
   ): AdaptiveAlgorithm =
-    require(increase > 0 && !increase.isInfinite, s"AIMD increase must be > 0, was: $increase")
-    checkBackoff(backoff)
-    latencyThreshold.foreach(t => require(t > Duration.Zero, s"latency threshold must be > 0, was: $t"))
     Aimd(increase, backoff, latencyThreshold)
 
-  private def checkBackoff(backoff: Double): Unit =
-    require(backoff > 0 && backoff < 1, s"backoff must be in (0, 1), was: $backoff")
+  private def backoffErrors(backoff: Double): List[String] =
+    Validation.check(backoff > 0 && backoff < 1, s"backoff must be in (0, 1), was: $backoff")

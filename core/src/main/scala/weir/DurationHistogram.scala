@@ -30,18 +30,22 @@ final class DurationHistogram private[weir] (histogram: LogHistogram):
    * How many latencies fall in each bucket bounded by `bounds`, ascending inclusive upper bounds (as in
    * OpenTelemetry's explicit-bucket histograms): `bounds.size + 1` counts, the last for the latencies above
    * every bound, summing to [[count]]. A latency above a bound by less than the precision (under 0.1% of
-   * the bound) may be counted below it. Fails with `IllegalArgumentException` when the bounds are not
-   * strictly ascending or one is negative.
+   * the bound) may be counted below it. An operation, checked at once: throws `IllegalArgumentException`
+   * when the bounds are not strictly ascending or one is negative ([[DurationHistogram.boundsErrors]]
+   * tells beforehand).
    */
   def bucketCounts(bounds: Seq[FiniteDuration]): Vector[Long] =
-    DurationHistogram.checkBounds(bounds)
+    DurationHistogram.boundsErrors(bounds).headOption.foreach(e => throw new IllegalArgumentException(e))
     histogram.countsUpTo(bounds.iterator.map(_.toNanos).toArray).toVector
 
   override def toString: String = s"DurationHistogram($latency)"
 
-private[weir] object DurationHistogram:
+object DurationHistogram:
 
-  /** Bucket bounds must be >= 0 and strictly ascending; fails with `IllegalArgumentException` naming them. */
-  def checkBounds(bounds: Seq[FiniteDuration]): Unit =
+  /**
+   * What is wrong with bucket bounds for [[DurationHistogram.bucketCounts]] (they must be >= 0 and strictly
+   * ascending), naming them; empty when they are good. For settings that hold bounds, checked where used.
+   */
+  def boundsErrors(bounds: Seq[FiniteDuration]): List[String] =
     val ok = bounds.headOption.forall(_ >= Duration.Zero) && bounds.lazyZip(bounds.drop(1)).forall(_ < _)
-    require(ok, s"bucket bounds must be >= 0 and strictly ascending, were: ${bounds.mkString(", ")}")
+    Validation.check(ok, s"bucket bounds must be >= 0 and strictly ascending, were: ${bounds.mkString(", ")}")

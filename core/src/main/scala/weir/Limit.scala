@@ -20,12 +20,16 @@ sealed abstract class Limit:
   /** The limit a run starts with. */
   def initial: Int
 
+  /**
+   * What is wrong with this limit, each bad value named (empty when it is valid). A bad limit throws
+   * nothing when it is built: the run that uses it fails to start with an [[InvalidSettings]] listing these.
+   */
+  def errors: List[String]
+
 object Limit:
 
-  /** At most `n` tasks in flight. */
-  def fixed(n: Int): Limit =
-    require(n > 0, s"concurrency limit must be > 0, was: $n")
-    Fixed(n)
+  /** At most `n` tasks in flight (`n` > 0, checked when a run starts). */
+  def fixed(n: Int): Limit = Fixed(n)
 
   /**
    * No limit: every buffered task starts as soon as it is taken from the buffer. Defined as the general
@@ -57,8 +61,9 @@ object Limit:
    *
    * Cost: two updates of one shared atomic reference per attempt, and a decision per window.
    *
-   * Errors: fails with `IllegalArgumentException` naming the value when `min <= 0`, `max < min`, `initial`
-   * is outside `[min, max]`, `window <= 0` or `minSamples <= 0`.
+   * Errors: never throws; a run that uses the limit fails to start with an [[InvalidSettings]] naming each
+   * bad value when `min <= 0`, `max < min`, `initial` is outside `[min, max]`, `window <= 0`,
+   * `minSamples <= 0` or the algorithm's own settings are bad (see [[errors]]).
    */
   def adaptive(
       initial: Int = 16,
@@ -69,14 +74,6 @@ object Limit:
       minSamples: Int = 10,
       dropOn: Throwable => Boolean = _ => true
   ): Limit =
-    require(min > 0, s"adaptive limit: min must be > 0, was: $min")
-    require(max >= min, s"adaptive limit: max must be >= min ($min), was: $max")
-    require(
-      initial >= min && initial <= max,
-      s"adaptive limit: initial must be within [min, max] = [$min, $max], was: $initial"
-    )
-    require(window > Duration.Zero, s"adaptive limit: window must be > 0, was: $window")
-    require(minSamples > 0, s"adaptive limit: minSamples must be > 0, was: $minSamples")
     Adaptive(initial, min, max, algorithm, window, minSamples, dropOn)
 
   private[weir] final case class Adaptive(
@@ -88,10 +85,23 @@ object Limit:
       minSamples: Int,
       dropOn: Throwable => Boolean
   ) extends Limit:
+    def errors: List[String] =
+      Validation.check(min > 0, s"adaptive limit: min must be > 0, was: $min") ++
+        Validation.check(max >= min, s"adaptive limit: max must be >= min ($min), was: $max") ++
+        Validation.check(
+          initial >= min && initial <= max,
+          s"adaptive limit: initial must be within [min, max] = [$min, $max], was: $initial"
+        ) ++
+        Validation.check(window > Duration.Zero, s"adaptive limit: window must be > 0, was: $window") ++
+        Validation.check(minSamples > 0, s"adaptive limit: minSamples must be > 0, was: $minSamples") ++
+        algorithm.errors.map(e => s"adaptive limit: $e")
+
     override def toString: String =
       s"Limit.adaptive(initial = $initial, min = $min, max = $max, $algorithm, window = $window, " +
         s"minSamples = $minSamples)"
 
   private[weir] final case class Fixed(initial: Int) extends Limit:
+    def errors: List[String] = Validation.check(initial > 0, s"concurrency limit must be > 0, was: $initial")
+
     override def toString: String =
       if initial == Int.MaxValue then "Limit.unbounded" else s"Limit.fixed($initial)"

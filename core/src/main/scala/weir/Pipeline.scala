@@ -20,6 +20,11 @@ import scala.concurrent.duration.*
  *   .withFailurePolicy(FailurePolicy.skip)
  *   .run
  * }}}
+ *
+ * Settings are checked when a run starts, never when they are set: a `with…` with a bad value (and a bad
+ * [[Limit]], [[Retry]], [[TaskOrder]] or [[Source]]) throws nothing, and [[start]], [[run]], [[outcomes]]
+ * and [[Pipeline.pipe]] fail in `F`, before any task is taken, with one [[InvalidSettings]] naming every bad
+ * value ([[errors]]).
  */
 final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: Async[F]):
 
@@ -28,12 +33,10 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
 
   /**
    * Sets the capacity of the buffer between producers and workers, in tasks (default
-   * [[Defaults.bufferCapacity]]). Producers wait while it is full. Fails with `IllegalArgumentException`
-   * when `capacity <= 0`.
+   * [[Defaults.bufferCapacity]]). Producers wait while it is full. A `capacity` below 1 fails the run's
+   * start with [[InvalidSettings]].
    */
-  def withBuffer(capacity: Int): Pipeline[F, A, B] =
-    require(capacity > 0, s"buffer capacity must be > 0, was: $capacity")
-    copy(settings.copy(bufferCapacity = capacity))
+  def withBuffer(capacity: Int): Pipeline[F, A, B] = copy(settings.copy(bufferCapacity = capacity))
 
   /** Sets the order in which tasks run and their outcomes are emitted (default [[TaskOrder.unordered]]). */
   def withOrder(order: TaskOrder[A]): Pipeline[F, A, B] = copy(settings.copy(order = order))
@@ -65,19 +68,17 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
 
   /**
    * Fails any attempt that runs longer than `timeout` with [[TaskTimedOut]] (the attempt is cancelled); a
-   * timed-out attempt is retried like any other failure. Fails when `timeout <= 0`.
+   * timed-out attempt is retried like any other failure. A `timeout <= 0` fails the run's start with
+   * [[InvalidSettings]].
    */
   def withTaskTimeout(timeout: FiniteDuration): Pipeline[F, A, B] =
-    require(timeout > Duration.Zero, s"task timeout must be > 0, was: $timeout")
     copy(settings.copy(taskTimeout = Some(timeout)))
 
   /**
    * How long in-flight tasks may go on when a started run is released (or `run` is cancelled) before they
-   * are interrupted (default zero: at once). Fails when negative.
+   * are interrupted (default zero: at once). A negative grace fails the run's start with [[InvalidSettings]].
    */
-  def withReleaseGrace(grace: FiniteDuration): Pipeline[F, A, B] =
-    require(grace >= Duration.Zero, s"release grace must be >= 0, was: $grace")
-    copy(settings.copy(releaseGrace = grace))
+  def withReleaseGrace(grace: FiniteDuration): Pipeline[F, A, B] = copy(settings.copy(releaseGrace = grace))
 
   /**
    * Measures how long each task waits for its start: from entering the buffer to the start of its first
@@ -91,11 +92,9 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
    * Keeps the last `n` failed tasks in [[Summary.failures]] (default [[Defaults.failureSample]]); every
    * failure is still counted, in [[Summary.failed]] and [[Summary.dispositions]]. The summary's memory is
    * bounded by `n` however long the run; the full record of failures is [[outcomes]] (or the dead-letter
-   * sink). `0` keeps none. Fails with `IllegalArgumentException` when `n < 0`.
+   * sink). `0` keeps none; a negative `n` is refused when a run starts ([[errors]]).
    */
-  def withFailureSample(n: Int): Pipeline[F, A, B] =
-    require(n >= 0, s"failure sample must be >= 0, was: $n")
-    copy(settings.copy(failureSample = n))
+  def withFailureSample(n: Int): Pipeline[F, A, B] = copy(settings.copy(failureSample = n))
 
   /**
    * Runs every task and returns the summary. Outcomes are counted, not kept, except for the unstarted tasks
@@ -143,9 +142,21 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
    */
   def start: Resource[F, Running[F, A]] = engine(None)
 
-  /** The engine, with an adaptive limit's controller around it when the limit is adaptive. */
+  /**
+   * What is wrong with this pipeline's settings (its source, limit, buffer, order, retry, task timeout and
+   * release grace), each bad value named; empty when they are valid. A run of a pipeline with any fails to
+   * start with an [[InvalidSettings]] listing them all.
+   */
+  def errors: List[String] = settings.errors
+
+  /**
+   * The engine, with an adaptive limit's controller around it when the limit is adaptive; the settings are
+   * checked first, once per run.
+   */
   private def engine(emit: Option[Engine.Emit[F, A, B]]): Resource[F, Running[F, A]] =
-    AdaptiveController.around(settings)(Engine.start(_, emit))
+    Validation.resource("Pipeline", settings.errors).flatMap(_ =>
+      AdaptiveController.around(settings)(Engine.start(_, emit))
+    )
 
   override def toString: String =
     s"Pipeline(${settings.source}, ${settings.limit}, buffer=${settings.bufferCapacity}, ${settings.order})"

@@ -45,8 +45,8 @@ import scala.concurrent.duration.*
  * the queue finds them when it next wakes. No permit is lost and none is counted twice.
  *
  * ==Errors==
- * The constructors throw `IllegalArgumentException` for a rate that is not finite and > 0 or a burst
- * below 1. `acquireN`/`tryAcquireN` fail with `IllegalArgumentException` for `n < 0` or `n > burst`
+ * The constructors throw nothing: their effect fails with an [[InvalidSettings]] naming every bad value (a
+ * rate that is not finite and > 0, a burst below 1). `acquireN`/`tryAcquireN` fail with `IllegalArgumentException` for `n < 0` or `n > burst`
  * (such a request could never be granted). Nothing else fails.
  *
  * ==Concurrent callers==
@@ -90,30 +90,42 @@ object RateLimiter:
    * The rate is taken as the shortest decimal that prints as this `Double` (50000.0 is exactly 50,000
    * per second, 0.1 exactly one per ten seconds), and refills from it exactly.
    */
-  def tokenBucket[F[_]: Temporal](permitsPerSecond: Double, burst: Int): F[RateLimiter[F]] =
-    require(
-      !permitsPerSecond.isNaN && !permitsPerSecond.isInfinite && permitsPerSecond > 0,
-      s"rate must be finite and > 0 permits per second, was: $permitsPerSecond"
-    )
-    val decimal = java.math.BigDecimal.valueOf(permitsPerSecond)
-    // permitsPerSecond = unscaled × 10^-scale, so one permit takes 1e9 × 10^scale / unscaled nanoseconds
-    val (nanos, permits) =
-      if decimal.scale >= 0 then
-        (NanosPerSecond.multiply(BigInteger.TEN.pow(decimal.scale)), decimal.unscaledValue)
-      else (NanosPerSecond, decimal.unscaledValue.multiply(BigInteger.TEN.pow(-decimal.scale)))
-    make(Interval(nanos, permits), burst)
+  def tokenBucket[F[_]](permitsPerSecond: Double, burst: Int)(using F: Temporal[F]): F[RateLimiter[F]] =
+    val rateOk = !permitsPerSecond.isNaN && !permitsPerSecond.isInfinite && permitsPerSecond > 0
+    Validation.raise(
+      "RateLimiter",
+      Validation.check(rateOk, s"rate must be finite and > 0 permits per second, was: $permitsPerSecond") ++
+        burstErrors(burst)
+    ).flatMap { _ =>
+      val decimal = java.math.BigDecimal.valueOf(permitsPerSecond)
+      // permitsPerSecond = unscaled × 10^-scale, so one permit takes 1e9 × 10^scale / unscaled nanoseconds
+      val (nanos, permits) =
+        if decimal.scale >= 0 then
+          (NanosPerSecond.multiply(BigInteger.TEN.pow(decimal.scale)), decimal.unscaledValue)
+        else (NanosPerSecond, decimal.unscaledValue.multiply(BigInteger.TEN.pow(-decimal.scale)))
+      make(Interval(nanos, permits), burst)
+    }
 
   /**
    * A token bucket refilled with `permits` permits every `per` (both > 0), exactly (for rates such as
    * 1,000 per 3 seconds that no `Double` holds), holding at most `burst` (≥ 1) permits. It starts full.
    */
-  def tokenBucket[F[_]: Temporal](permits: Long, per: FiniteDuration, burst: Int): F[RateLimiter[F]] =
-    require(permits > 0, s"permits per period must be > 0, was: $permits")
-    require(per > Duration.Zero, s"rate period must be > 0, was: $per")
-    make(Interval(BigInteger.valueOf(per.toNanos), BigInteger.valueOf(permits)), burst)
+  def tokenBucket[F[_]](permits: Long, per: FiniteDuration, burst: Int)(using
+      F: Temporal[F]
+  ): F[RateLimiter[F]] =
+    Validation.raise(
+      "RateLimiter",
+      Validation.check(permits > 0, s"permits per period must be > 0, was: $permits") ++
+        Validation.check(per > Duration.Zero, s"rate period must be > 0, was: $per") ++
+        burstErrors(burst)
+    ).flatMap(_ =>
+      make(Interval(BigInteger.valueOf(per.toNanos), BigInteger.valueOf(permits)), burst)
+    )
+
+  private def burstErrors(burst: Int): List[String] =
+    Validation.check(burst >= 1, s"burst must be >= 1, was: $burst")
 
   private def make[F[_]](interval: Interval, burst: Int)(using F: Temporal[F]): F[RateLimiter[F]] =
-    require(burst >= 1, s"burst must be >= 1, was: $burst")
     F.monotonic.flatMap { now =>
       F.ref(State[F](now.toNanos, 0L, ScalaQueue.empty)).map(new TokenBucket(burst, interval, _))
     }

@@ -24,6 +24,19 @@ final case class Retry private (
     retryable: Throwable => Boolean
 ):
 
+  /**
+   * What is wrong with this policy, each bad value named (empty when it is valid). A bad policy throws
+   * nothing when it is built: the run that uses it fails to start with an [[InvalidSettings]] listing these.
+   */
+  def errors: List[String] =
+    Validation.check(maxAttempts >= 1, s"maxAttempts must be >= 1, was: $maxAttempts") ++
+      Validation.check(base >= Duration.Zero, s"retry base delay must be >= 0, was: $base") ++
+      Validation.check(
+        !factor.isNaN && !factor.isInfinite && factor >= 1.0,
+        s"retry factor must be finite and >= 1, was: $factor"
+      ) ++
+      Validation.check(maxDelay >= base, s"maxDelay must be >= base ($base), was: $maxDelay")
+
   /** Retries only errors for which `p` holds. */
   def retryOn(p: Throwable => Boolean): Retry = copy(retryable = p)
 
@@ -63,6 +76,9 @@ object Retry:
   /**
    * Exponential backoff: `maxAttempts` attempts in all (≥ 1), the first retry after `base` (≥ 0), each next
    * one `factor` (≥ 1, finite) times longer, never longer than `maxDelay`. Non-fatal errors are retried.
+   *
+   * Errors: never throws; bad values ([[errors]]) fail the run that uses the policy with an
+   * [[InvalidSettings]] naming each of them.
    */
   def exponential(
       base: FiniteDuration,
@@ -71,11 +87,4 @@ object Retry:
       maxDelay: FiniteDuration = 30.seconds,
       jitter: Jitter = Jitter.Full
   ): Retry =
-    require(maxAttempts >= 1, s"maxAttempts must be >= 1, was: $maxAttempts")
-    require(base >= Duration.Zero, s"retry base delay must be >= 0, was: $base")
-    require(
-      !factor.isNaN && !factor.isInfinite && factor >= 1.0,
-      s"retry factor must be finite and >= 1, was: $factor"
-    )
-    require(maxDelay >= base, s"maxDelay must be >= base ($base), was: $maxDelay")
     Retry(maxAttempts, base, factor, maxDelay, jitter, scala.util.control.NonFatal(_))

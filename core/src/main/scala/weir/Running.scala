@@ -80,6 +80,8 @@ trait Running[F[_], A]:
 
   /**
    * A snapshot now, then one every `every`, and a last one when the run ends (then the stream ends).
-   * Any number of these streams may run; each costs one timer per interval, nothing per task.
+   * Any number of these streams may run; each costs one timer per interval, nothing per task. An `every`
+   * that is not positive fails the stream with `IllegalArgumentException` naming it (calling this throws
+   * nothing).
    */
   def metrics(every: FiniteDuration): Stream[F, Snapshot]

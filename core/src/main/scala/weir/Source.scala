@@ -16,12 +16,20 @@ import fs2.{Chunk, Stream}
  */
 final class Source[F[_], +A] private (
     val producers: Vector[Stream[F, A]],
-    private[weir] val refusable: Boolean = false
+    private[weir] val refusable: Boolean = false,
+    problems: List[String] = Nil
 ):
+
+  /**
+   * What is wrong with how this source was built (no producers, a partition count below 1), each value
+   * named; empty when it is valid. A pipeline over a bad source fails to start with an [[InvalidSettings]]
+   * listing these.
+   */
+  def errors: List[String] = problems
 
   /** Runs this source's producers and `other`'s side by side (the tasks of a refusable one still refuse). */
   def merge[A2 >: A](other: Source[F, A2]): Source[F, A2] =
-    new Source(producers ++ other.producers, refusable || other.refusable)
+    new Source(producers ++ other.producers, refusable || other.refusable, problems ++ other.errors)
 
   override def toString: String = s"Source(${producers.size} producer(s))"
 
@@ -38,18 +46,22 @@ object Source:
    */
   def refusable[F[_], A <: Refusable](stream: Stream[F, A]): Source[F, A] = new Source(Vector(stream), true)
 
-  /** Several producers, run concurrently, their tasks interleaved in the buffer. */
+  /** Several producers (at least one, checked when a run starts), run concurrently, interleaved in the buffer. */
   def concurrent[F[_], A](streams: Stream[F, A]*): Source[F, A] =
-    require(streams.nonEmpty, "a concurrent source needs at least one producer, was: 0")
-    new Source(streams.toVector)
+    new Source(
+      streams.toVector,
+      problems = Validation.check(streams.nonEmpty, "a concurrent source needs at least one producer, was: 0")
+    )
 
   /**
    * `n` producers, the `i`-th given by `producer(i)` for `i` in `0 until n` (the shape of a
-   * partitioned table or topic).
+   * partitioned table or topic); `n` > 0, checked when a run starts.
    */
   def partitioned[F[_], A](n: Int)(producer: Int => Stream[F, A]): Source[F, A] =
-    require(n > 0, s"number of partitions must be > 0, was: $n")
-    new Source(Vector.tabulate(n)(producer))
+    new Source(
+      Vector.tabulate(math.max(n, 0))(producer),
+      problems = Validation.check(n > 0, s"number of partitions must be > 0, was: $n")
+    )
 
   /**
    * A database-style producer: `fetch(cursor)` returns one page of tasks and the cursor of the next page

@@ -18,7 +18,12 @@ package weir
  *     the limit, not by the number of distinct keys. Outcomes are emitted as tasks complete (so in input
  *     order within each key).
  */
-sealed trait TaskOrder[-A]
+sealed trait TaskOrder[-A]:
+  /**
+   * What is wrong with this order, each bad value named (empty when it is valid): the run that uses it fails
+   * to start with an [[InvalidSettings]] listing these.
+   */
+  def errors: List[String] = Nil
 
 object TaskOrder:
 
@@ -28,10 +33,8 @@ object TaskOrder:
   /** Emit outcomes in input order, with a reorder window of [[Defaults.reorderWindow]]`(limit)` tasks. */
   def inputOrder: TaskOrder[Any] = InputOrder(None)
 
-  /** Emit outcomes in input order, with a reorder window of `window` tasks. */
-  def inputOrder(window: Int): TaskOrder[Any] =
-    require(window > 0, s"reorder window must be > 0, was: $window")
-    InputOrder(Some(window))
+  /** Emit outcomes in input order, with a reorder window of `window` tasks (> 0, checked when a run starts). */
+  def inputOrder(window: Int): TaskOrder[Any] = InputOrder(Some(window))
 
   /**
    * Run the tasks of each key one at a time, in input order; different keys concurrently.
@@ -46,6 +49,8 @@ object TaskOrder:
     override def toString: String = "TaskOrder.unordered"
 
   private[weir] final case class InputOrder(window: Option[Int]) extends TaskOrder[Any]:
+    override def errors: List[String] =
+      window.toList.flatMap(w => Validation.check(w > 0, s"reorder window must be > 0, was: $w"))
     override def toString: String = window.fold("TaskOrder.inputOrder")(w => s"TaskOrder.inputOrder($w)")
 
   private[weir] final case class ByKey[A, K](key: A => K) extends TaskOrder[A]:

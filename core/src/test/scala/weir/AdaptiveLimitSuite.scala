@@ -198,11 +198,15 @@ class AdaptiveLimitSuite extends CatsEffectSuite:
     }
   }
 
-  test("bad settings are refused, naming the value") {
-    def refused(f: => Any, message: String) =
-      assertEquals(intercept[IllegalArgumentException](f).getMessage, s"requirement failed: $message")
+  test("bad settings throw nothing when built, and each one is named by the run that uses them") {
+    def refused(limit: => Limit, messages: String*) =
+      assertEquals(limit.errors, messages.toList)
     refused(Limit.adaptive(min = 0), "adaptive limit: min must be > 0, was: 0")
-    refused(Limit.adaptive(min = 5, max = 4, initial = 4), "adaptive limit: max must be >= min (5), was: 4")
+    refused(
+      Limit.adaptive(min = 5, max = 4, initial = 4),
+      "adaptive limit: max must be >= min (5), was: 4",
+      "adaptive limit: initial must be within [min, max] = [5, 4], was: 4"
+    )
     refused(
       Limit.adaptive(initial = 2000),
       "adaptive limit: initial must be within [min, max] = [1, 1000], was: 2000"
@@ -213,17 +217,31 @@ class AdaptiveLimitSuite extends CatsEffectSuite:
     )
     refused(Limit.adaptive(window = Duration.Zero), "adaptive limit: window must be > 0, was: 0 days")
     refused(Limit.adaptive(minSamples = -1), "adaptive limit: minSamples must be > 0, was: -1")
-    refused(AdaptiveAlgorithm.gradient(tolerance = Double.NaN), "gradient tolerance must be >= 1, was: NaN")
-    refused(AdaptiveAlgorithm.gradient(tolerance = 0.5), "gradient tolerance must be >= 1, was: 0.5")
-    refused(AdaptiveAlgorithm.gradient(backoff = 1.0), "backoff must be in (0, 1), was: 1.0")
-    refused(AdaptiveAlgorithm.aimd(backoff = Double.NaN), "backoff must be in (0, 1), was: NaN")
-    refused(
+    def algorithm(a: AdaptiveAlgorithm, message: String) =
+      assertEquals(a.errors, List(message))
+      refused(Limit.adaptive(algorithm = a), s"adaptive limit: $message")
+    algorithm(AdaptiveAlgorithm.gradient(tolerance = Double.NaN), "gradient tolerance must be >= 1, was: NaN")
+    algorithm(AdaptiveAlgorithm.gradient(tolerance = 0.5), "gradient tolerance must be >= 1, was: 0.5")
+    algorithm(AdaptiveAlgorithm.gradient(backoff = 1.0), "backoff must be in (0, 1), was: 1.0")
+    algorithm(AdaptiveAlgorithm.aimd(backoff = Double.NaN), "backoff must be in (0, 1), was: NaN")
+    algorithm(
       AdaptiveAlgorithm.gradient(probeInterval = Some(-1.second)),
       "probe interval must be > 0, was: -1 seconds"
     )
-    refused(AdaptiveAlgorithm.aimd(increase = 0), "AIMD increase must be > 0, was: 0.0")
-    refused(
+    algorithm(AdaptiveAlgorithm.aimd(increase = 0), "AIMD increase must be > 0, was: 0.0")
+    algorithm(
       AdaptiveAlgorithm.aimd(latencyThreshold = Some(Duration.Zero)),
       "latency threshold must be > 0, was: 0 days"
     )
+    val bad =
+      Limit.adaptive(min = 0, window = Duration.Zero, algorithm = AdaptiveAlgorithm.aimd(increase = 0))
+    Pipeline(Stream.range(0, 3).covary[IO]).process(IO.pure).withLimit(bad).run
+      .intercept[InvalidSettings]
+      .map(e =>
+        assertEquals(
+          e.getMessage,
+          "invalid Pipeline: adaptive limit: min must be > 0, was: 0; adaptive limit: window must be > 0, " +
+            "was: 0 days; adaptive limit: AIMD increase must be > 0, was: 0.0"
+        )
+      )
   }

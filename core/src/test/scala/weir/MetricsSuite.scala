@@ -33,6 +33,15 @@ class MetricsSuite extends CatsEffectSuite:
     }
   }
 
+  test("a metrics interval that is not positive fails the stream, naming it; asking for it throws nothing") {
+    Pipeline(Stream.range(0, 3).covary[IO]).process(IO.pure).start.use { running =>
+      val zero = running.metrics(Duration.Zero)
+      zero.compile.drain.intercept[IllegalArgumentException].map(e =>
+        assertEquals(e.getMessage, "metrics interval must be > 0, was: 0 days")
+      )
+    }
+  }
+
   test("snapshot tracks received, buffered and in-flight while producers are held back by the buffer") {
     val run = Pipeline(Stream.range(0, 100).covary[IO])
       .process(_ => IO.never[Unit])

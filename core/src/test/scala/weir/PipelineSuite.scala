@@ -98,21 +98,34 @@ class PipelineSuite extends CatsEffectSuite:
       }
   }
 
-  test("bad settings are refused when the pipeline is built, naming the value") {
+  test("bad settings throw nothing when set; the run fails in F with one error naming every value") {
     val b = Pipeline(Stream.range(0, 1).covary[IO]).process(IO.pure)
-    def msg(f: => Any) = intercept[IllegalArgumentException](f).getMessage
-    assertEquals(msg(Limit.fixed(0)), "requirement failed: concurrency limit must be > 0, was: 0")
-    assertEquals(msg(Limit.fixed(-3)), "requirement failed: concurrency limit must be > 0, was: -3")
-    assertEquals(msg(b.withBuffer(0)), "requirement failed: buffer capacity must be > 0, was: 0")
-    assertEquals(msg(TaskOrder.inputOrder(-1)), "requirement failed: reorder window must be > 0, was: -1")
-    assertEquals(
-      msg(b.withReleaseGrace(-1.second)),
-      "requirement failed: release grace must be >= 0, was: -1 seconds"
-    )
-    assertEquals(
-      msg(Source.partitioned[IO, Int](0)(_ => Stream.empty)),
-      "requirement failed: number of partitions must be > 0, was: 0"
-    )
+    // built and copied without a throw
+    val bad = b
+      .withLimit(Limit.fixed(0))
+      .withBuffer(0)
+      .withOrder(TaskOrder.inputOrder(-1))
+      .withReleaseGrace(-1.second)
+    val noPartitions = Pipeline(Source.partitioned[IO, Int](0)(_ => Stream.empty)).process(IO.pure)
+    def refused(p: Pipeline[IO, Int, Int]): IO[String] =
+      p.run.intercept[InvalidSettings].map(_.getMessage)
+    for
+      all <- refused(bad)
+      limit <- refused(b.withLimit(Limit.fixed(-3)))
+      partitions <- refused(noPartitions)
+      outcomes <- bad.outcomes.compile.drain.intercept[InvalidSettings]
+      piped <- Stream(1).covary[IO].through(Pipeline.pipe(IO.pure, _.withBuffer(-2))).compile.drain
+        .intercept[InvalidSettings]
+    yield
+      assertEquals(
+        all,
+        "invalid Pipeline: concurrency limit must be > 0, was: 0; buffer capacity must be > 0, was: 0; " +
+          "reorder window must be > 0, was: -1; release grace must be >= 0, was: -1 seconds"
+      )
+      assertEquals(limit, "invalid Pipeline: concurrency limit must be > 0, was: -3")
+      assertEquals(partitions, "invalid Pipeline: number of partitions must be > 0, was: 0")
+      assertEquals(outcomes.errors, bad.errors)
+      assertEquals(piped.errors, List("buffer capacity must be > 0, was: -2"))
   }
 
   test("a running pipeline refuses a zero limit and a negative drain deadline") {

@@ -240,24 +240,20 @@ class RateLimiterSuite extends CatsEffectSuite with ScalaCheckSuite:
   }
 
   test("bad arguments are refused with the value in the message") {
-    def refused(f: => Any): String = intercept[IllegalArgumentException](f).getMessage
-    for r <- List(Double.NaN, Double.PositiveInfinity, Double.NegativeInfinity, 0.0, -1.5) do
-      assertEquals(
-        refused(RateLimiter.tokenBucket[IO](r, 1)),
-        s"requirement failed: rate must be finite and > 0 permits per second, was: $r"
+    // building the effect throws nothing: running it fails, naming every bad value
+    def refused(f: IO[RateLimiter[IO]]): IO[String] = f.intercept[InvalidSettings].map(_.getMessage)
+    val rates = List(Double.NaN, Double.PositiveInfinity, Double.NegativeInfinity, 0.0, -1.5).traverse_ { r =>
+      refused(RateLimiter.tokenBucket[IO](r, 1)).map(m =>
+        assertEquals(m, s"invalid RateLimiter: rate must be finite and > 0 permits per second, was: $r")
       )
-    assertEquals(
-      refused(RateLimiter.tokenBucket[IO](10, 0)),
-      "requirement failed: burst must be >= 1, was: 0"
-    )
-    assertEquals(
-      refused(RateLimiter.tokenBucket[IO](0L, 1.second, 1)),
-      "requirement failed: permits per period must be > 0, was: 0"
-    )
-    assertEquals(
-      refused(RateLimiter.tokenBucket[IO](1L, Duration.Zero, 1)),
-      "requirement failed: rate period must be > 0, was: 0 days"
-    )
+    }
+    val others = List(
+      refused(RateLimiter.tokenBucket[IO](10, 0)) -> "invalid RateLimiter: burst must be >= 1, was: 0",
+      refused(RateLimiter.tokenBucket[IO](0L, 1.second, 1)) ->
+        "invalid RateLimiter: permits per period must be > 0, was: 0",
+      refused(RateLimiter.tokenBucket[IO](1L, Duration.Zero, 0)) ->
+        "invalid RateLimiter: rate period must be > 0, was: 0 days; burst must be >= 1, was: 0"
+    ).traverse_((io, expected) => io.map(assertEquals(_, expected)))
     val calls =
       for
         l <- RateLimiter.tokenBucket[IO](10, burst = 5)
@@ -265,7 +261,7 @@ class RateLimiterSuite extends CatsEffectSuite with ScalaCheckSuite:
         b <- l.tryAcquireN(-1).attempt
         c <- l.acquireN(0).attempt
       yield (a.left.map(_.getMessage), b.left.map(_.getMessage), c)
-    calls.assertEquals(
+    rates *> others *> calls.assertEquals(
       (
         Left("permits requested must be <= burst (5), was: 6"),
         Left("permits requested must be >= 0, was: -1"),

@@ -143,19 +143,30 @@ class RetrySuite extends CatsEffectSuite:
     }
   }
 
-  test("bad retry and timeout settings are refused, naming the value") {
-    def msg(f: => Any) = intercept[IllegalArgumentException](f).getMessage
-    assertEquals(msg(Retry.exponential(1.second, 0)), "requirement failed: maxAttempts must be >= 1, was: 0")
+  test("bad retry and timeout settings throw nothing; the run fails naming each value") {
+    assertEquals(Retry.exponential(1.second, 0).errors, List("maxAttempts must be >= 1, was: 0"))
     assertEquals(
-      msg(Retry.exponential(-1.second, 2)),
-      "requirement failed: retry base delay must be >= 0, was: -1 seconds"
+      Retry.exponential(-1.second, 2).errors.head,
+      "retry base delay must be >= 0, was: -1 seconds"
     )
     assertEquals(
-      msg(Retry.exponential(1.second, 2, factor = Double.NaN)),
-      "requirement failed: retry factor must be finite and >= 1, was: NaN"
+      Retry.exponential(1.second, 2, factor = Double.NaN).errors,
+      List("retry factor must be finite and >= 1, was: NaN")
     )
     assertEquals(
-      msg(Pipeline(Stream.emit(1).covary[IO]).process(IO.pure).withTaskTimeout(0.seconds)),
-      "requirement failed: task timeout must be > 0, was: 0 seconds"
+      Retry.exponential(2.seconds, 2, maxDelay = 1.second).errors,
+      List("maxDelay must be >= base (2 seconds), was: 1 second")
     )
+    Pipeline(Stream.emit(1).covary[IO])
+      .process(IO.pure)
+      .withTaskTimeout(0.seconds)
+      .withRetry(Retry.exponential(1.second, 0))
+      .run
+      .intercept[InvalidSettings]
+      .map(e =>
+        assertEquals(
+          e.getMessage,
+          "invalid Pipeline: retry: maxAttempts must be >= 1, was: 0; task timeout must be > 0, was: 0 seconds"
+        )
+      )
   }

@@ -1,5 +1,7 @@
 package weir.console
 
+import weir.Validation
+
 import scala.concurrent.duration.*
 
 /**
@@ -25,6 +27,10 @@ import scala.concurrent.duration.*
  *     that counting a big backlog takes at most a tenth of one connection's time however many operators
  *     watch. A queue's own page reads its counts for each request. Zero: every request reads the counts
  *     and waits for them. 0 to 1 hour.
+ *
+ * Building or copying options never throws: [[WeirConsole.routes]] and [[WeirConsole.server]] check them
+ * ([[errors]]) and fail, before any query, with one [[weir.InvalidSettings]] naming every bad value (an
+ * admin token by its length only).
  */
 final case class ConsoleOptions(
     adminToken: Option[String] = None,
@@ -35,19 +41,28 @@ final case class ConsoleOptions(
     countCap: Int = ConsoleOptions.Defaults.countCap,
     countsEvery: FiniteDuration = ConsoleOptions.Defaults.countsEvery
 ):
-  require(pageSize > 0 && pageSize <= 1000, s"pageSize must be in 1..1000, was: $pageSize")
-  require(
-    scanLimit >= 100 && scanLimit <= 1000000,
-    s"scanLimit must be in 100..1000000, was: $scanLimit"
-  )
-  require(countCap >= 10 && countCap <= 1000000, s"countCap must be in 10..1000000, was: $countCap")
-  require(
-    countsEvery >= Duration.Zero && countsEvery <= 1.hour,
-    s"countsEvery must be in 0 s..1 hour, was: $countsEvery"
-  )
-  adminToken.foreach(t =>
-    require(t.length >= 8, s"an admin token must have at least 8 characters, was: ${t.length}")
-  )
+
+  /** What is wrong with these options, each bad value named (a token by its length); empty when valid. */
+  def errors: List[String] =
+    Validation.check(pageSize > 0 && pageSize <= 1000, s"pageSize must be in 1..1000, was: $pageSize") ++
+      Validation.check(
+        scanLimit >= 100 && scanLimit <= 1000000,
+        s"scanLimit must be in 100..1000000, was: $scanLimit"
+      ) ++
+      Validation.check(
+        countCap >= 10 && countCap <= 1000000,
+        s"countCap must be in 10..1000000, was: $countCap"
+      ) ++
+      Validation.check(
+        countsEvery >= Duration.Zero && countsEvery <= 1.hour,
+        s"countsEvery must be in 0 s..1 hour, was: $countsEvery"
+      ) ++
+      adminToken.toList.flatMap(t =>
+        Validation.check(
+          t != null && t.length >= 8,
+          s"an admin token must have at least 8 characters, was: ${if t == null then "null" else t.length}"
+        )
+      )
 
   /** Whether actions can be authorised at all. */
   def writable: Boolean = adminToken.isDefined

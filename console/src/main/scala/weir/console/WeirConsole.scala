@@ -24,14 +24,16 @@ object WeirConsole:
    * The console's routes. Reads run on `db`'s pool, one short transaction each; only POSTs act, and only
    * for an operator logged in with `options.adminToken` whose form carries the session's CSRF token. A
    * resource because the overview's counts are read in the background, shared by every request
-   * (`options.countsEvery`); releasing it cancels a reading under way.
+   * (`options.countsEvery`); releasing it cancels a reading under way. Bad `options` fail it, before any
+   * query, with one [[weir.InvalidSettings]] naming every bad value ([[ConsoleOptions.errors]]).
    */
   def routes[F[_]: Async](db: Database[F], options: ConsoleOptions): Resource[F, HttpRoutes[F]] =
     ConsoleRoutes.resource[F](db, options).map(_.routes)
 
   /**
    * An HTTP server of the console alone, on `host:port` (port 0: any free port; the server's
-   * `address` says which). Bind to a loopback address unless other hosts must reach it.
+   * `address` says which). Bind to a loopback address unless other hosts must reach it. Fails as
+   * [[routes]] does for bad `options`.
    */
   def server[F[_]: Async](
       db: Database[F],

@@ -98,9 +98,11 @@ private[weir] final class Engine[F[_], A, B] private (
   def queueWaits: F[Option[DurationHistogram]] = F.delay(ledger.queueWaitHistogram)
 
   def metrics(every: FiniteDuration): Stream[F, Snapshot] =
-    require(every > Duration.Zero, s"metrics interval must be > 0, was: $every")
-    (Stream.eval(snapshot) ++ Stream.fixedDelay[F](every).evalMap(_ => snapshot))
-      .interruptWhen(result.get.as(Right(()): Either[Throwable, Unit])) ++ Stream.eval(snapshot)
+    if every <= Duration.Zero then
+      Stream.raiseError[F](new IllegalArgumentException(s"metrics interval must be > 0, was: $every"))
+    else
+      (Stream.eval(snapshot) ++ Stream.fixedDelay[F](every).evalMap(_ => snapshot))
+        .interruptWhen(result.get.as(Right(()): Either[Throwable, Unit])) ++ Stream.eval(snapshot)
 
   // ---- the end of the run: events in, actions out ([[RunEnd]]) -------------------------------------
 

@@ -1,13 +1,13 @@
 package weir.kafka
 
-import weir.Retry
+import weir.{Retry, Validation}
 
 import scala.concurrent.duration.*
 
 /**
- * Where a [[KafkaSource]] reads from and how it holds its records. Build it with named arguments; every
- * value is checked when the source starts ([[KafkaSettings.validate]]), and a bad one fails with an
- * `IllegalArgumentException` that names it.
+ * Where a [[KafkaSource]] reads from and how it holds its records. Build it with named arguments; building
+ * or copying never throws: every value is checked when the source starts ([[KafkaSettings.errors]]), and
+ * bad ones fail [[KafkaSource.start]] with one [[weir.InvalidSettings]] naming each of them.
  *
  * @param bootstrapServers the brokers, `host:port[,host:port…]`
  * @param groupId the consumer group: the consumers of one group share the topics' partitions
@@ -45,20 +45,38 @@ final case class KafkaSettings(
     properties: Map[String, String] = Map.empty
 ):
 
-  /** Fails with an `IllegalArgumentException` naming the first bad value. */
-  def validate(): Unit =
-    require(bootstrapServers.trim.nonEmpty, s"bootstrapServers must not be empty, was: '$bootstrapServers'")
-    require(groupId.trim.nonEmpty, s"groupId must not be empty, was: '$groupId'")
-    require(topics.nonEmpty, s"topics must name at least one topic, was: $topics")
-    topics.foreach(t => require(t.trim.nonEmpty, s"topic names must not be empty, was: '$t' in $topics"))
-    require(maxInFlight > 0, s"maxInFlight must be > 0, was: $maxInFlight")
-    require(pollTimeout > Duration.Zero, s"pollTimeout must be > 0, was: $pollTimeout")
-    require(commitEvery > Duration.Zero, s"commitEvery must be > 0, was: $commitEvery")
-    require(revokeGrace >= Duration.Zero, s"revokeGrace must be >= 0, was: $revokeGrace")
-    deadLetterTopic.foreach(t =>
-      require(t.trim.nonEmpty, s"deadLetterTopic must not be empty when set, was: '$t'")
-    )
-    require(commitMetadataBytes >= 0, s"commitMetadataBytes must be >= 0, was: $commitMetadataBytes")
+  /** What is wrong with these settings, each bad value named (`deadLetterRetry`'s included); empty if valid. */
+  def errors: List[String] =
+    Validation.check(
+      bootstrapServers != null && bootstrapServers.trim.nonEmpty,
+      s"bootstrapServers must not be empty, was: '$bootstrapServers'"
+    ) ++
+      Validation.check(
+        groupId != null && groupId.trim.nonEmpty,
+        s"groupId must not be empty, was: '$groupId'"
+      ) ++
+      Validation.check(
+        topics != null && topics.nonEmpty,
+        s"topics must name at least one topic, was: $topics"
+      ) ++
+      Option(topics).toList.flatten.flatMap(t =>
+        Validation.check(t != null && t.trim.nonEmpty, s"topic names must not be empty, was: '$t' in $topics")
+      ) ++
+      Validation.check(maxInFlight > 0, s"maxInFlight must be > 0, was: $maxInFlight") ++
+      Validation.check(pollTimeout > Duration.Zero, s"pollTimeout must be > 0, was: $pollTimeout") ++
+      Validation.check(commitEvery > Duration.Zero, s"commitEvery must be > 0, was: $commitEvery") ++
+      Validation.check(revokeGrace >= Duration.Zero, s"revokeGrace must be >= 0, was: $revokeGrace") ++
+      deadLetterTopic.toList.flatMap(t =>
+        Validation.check(
+          t != null && t.trim.nonEmpty,
+          s"deadLetterTopic must not be empty when set, was: '$t'"
+        )
+      ) ++
+      Validation.nested("deadLetterRetry", deadLetterRetry.errors) ++
+      Validation.check(
+        commitMetadataBytes >= 0,
+        s"commitMetadataBytes must be >= 0, was: $commitMetadataBytes"
+      )
 
 object KafkaSettings:
   object Defaults:

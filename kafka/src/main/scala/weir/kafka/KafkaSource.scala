@@ -9,7 +9,8 @@ import org.apache.kafka.clients.producer.{KafkaProducer, ProducerConfig}
 import org.apache.kafka.common.KafkaException
 import org.apache.kafka.common.serialization.{ByteArrayDeserializer, ByteArraySerializer, Deserializer}
 import weir.{
-  Disposition, FailurePolicy, Interruptible, Pipeline, Retry, Running, Source, Summary, TaskOutcome
+  Disposition, FailurePolicy, Interruptible, Pipeline, Retry, Running, Source, Summary, TaskOutcome,
+  Validation
 }
 import weir.kafka.internal.{Counters, DeadLetters, PartitionState, Poller}
 
@@ -89,8 +90,9 @@ object KafkaSource:
    * are read again after a restart), the finished prefixes are committed, and the consumer leaves the
    * group. Use [[KafkaSource.drain]] first to stop gracefully.
    *
-   * Errors: bad settings, or a failure policy beside a dead-letter topic, fail at once with an
-   * `IllegalArgumentException` naming the value. A consumer that
+   * Errors: bad settings fail the resource before anything is opened, with one [[weir.InvalidSettings]]
+   * naming every bad value ([[KafkaSettings.errors]]); a failure policy beside a dead-letter topic, and the
+   * pipeline's own bad settings, fail it with an [[weir.InvalidSettings]] too. A consumer that
    * fails (its poll throws), or a dead-letter write that fails after [[KafkaSettings.deadLetterRetry]]'s
    * attempts, ends the pipeline's source with that error (its [[weir.StopReason]] says so); the records
    * received go on to their outcomes, and the record not written stays unfinished.
@@ -104,7 +106,7 @@ object KafkaSource:
       F: Async[F]
   ): Resource[F, KafkaSource[F, K, V, B]] =
     for
-      _ <- Resource.eval(F.delay(settings.validate()))
+      _ <- Validation.resource("KafkaSettings", settings.errors)
       ec <- pollerThread[F](settings.groupId)
       counters = new Counters
       deadLetters <- settings.deadLetterTopic.traverse(topic =>
@@ -153,10 +155,13 @@ object KafkaSource:
       pipeline = build(Source.refusable(records))
       // what the source commits depends on the policy the pipeline was built with (see `finish`)
       built = pipeline.failurePolicy
-      _ <- Resource.eval(F.delay(require(
-        settings.deadLetterTopic.isEmpty || isSkip(built),
-        s"with a deadLetterTopic the topic is the failure policy: leave the pipeline's at skip, was: $built"
-      )))
+      _ <- Validation.resource(
+        "KafkaSource",
+        Validation.check(
+          settings.deadLetterTopic.isEmpty || isSkip(built),
+          s"with a deadLetterTopic the topic is the failure policy: leave the pipeline's at skip, was: $built"
+        )
+      )
       policy = deadLetters.fold(built)(dl => deadLetterPolicy(dl, settings.deadLetterRetry, counters, fail))
       skips = deadLetters.isEmpty && isSkip(built)
       // released after the pipeline, whose release ends its outcome stream: the reader sees every outcome

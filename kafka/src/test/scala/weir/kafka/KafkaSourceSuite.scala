@@ -190,7 +190,7 @@ class KafkaSourceSuite extends KafkaTesting with ScalaCheckSuite:
           RecordOrder.byKey
         )(src => weir.Pipeline(src).process(_ => IO.unit).withFailurePolicy(policy))
         .use_
-        .intercept[IllegalArgumentException]
+        .intercept[weir.InvalidSettings]
         .map(e => assert(e.getMessage.contains(expected), s"'${e.getMessage}' does not say '$expected'"))
     List(
       good.copy(topics = Nil) -> "topics must name at least one topic, was: List()",

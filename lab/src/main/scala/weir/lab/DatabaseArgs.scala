@@ -1,7 +1,6 @@
 package weir.lab
 
 import cats.effect.{ExitCode, IO}
-import cats.syntax.all.*
 import scopt.{OParser, OParserBuilder}
 import weir.postgres.{DatabaseConfig, Schema}
 
@@ -21,11 +20,7 @@ object DatabaseArgs:
         .action((u, o) => url(o, u))
         .text("postgresql://user:password@host:5432/db or jdbc:postgresql://… (default: $WEIR_DATABASE_URL)"),
       opt[String]("schema").valueName("NAME")
-        .validate(s =>
-          Either.catchOnly[IllegalArgumentException](Schema(s)).leftMap(
-            _.getMessage.stripPrefix("requirement failed: ")
-          ).void
-        )
+        .validate(s => Schema(s).errors.headOption.toLeft(()))
         .action((s, o) => schema(o, s))
         .text("the schema that holds weir's tables (default weir)")
     )

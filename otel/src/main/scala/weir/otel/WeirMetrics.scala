@@ -10,7 +10,7 @@ import io.opentelemetry.sdk.metrics.`export`.MetricReader
 import org.typelevel.otel4s.metrics.Meter
 import org.typelevel.otel4s.oteljava.OtelJava
 import org.typelevel.otel4s.oteljava.context.LocalContextProvider
-import weir.{DurationHistogram, Pipeline, Running, Summary, TaskOutcome}
+import weir.{DurationHistogram, Pipeline, Running, Summary, TaskOutcome, Validation}
 
 import scala.concurrent.duration.*
 
@@ -134,8 +134,9 @@ object WeirMetrics:
   /**
    * Registers weir's counters and gauges with `meter`, and binds `latencies` (registered with the
    * application's `SdkMeterProvider`, see [[LatencyProducer]]) to produce the latency histogram; without
-   * one, no histogram is exported. Releasing it unregisters both. Fails with `IllegalArgumentException`
-   * when the bounds are empty, not strictly ascending, or negative.
+   * one, no histogram is exported. Releasing it unregisters both. Bad `latencyBounds` (empty, not strictly
+   * ascending, or negative) fail the resource, before anything is registered, with an [[weir.InvalidSettings]]
+   * naming them.
    */
   def register[F[_]](
       meter: Meter[F],
@@ -143,7 +144,7 @@ object WeirMetrics:
       latencyBounds: Vector[FiniteDuration] = DefaultLatencyBounds
   )(using F: Async[F]): Resource[F, WeirMetrics[F]] =
     for
-      _ <- Resource.eval(F.delay(checkBounds(latencyBounds)))
+      _ <- Validation.resource("WeirMetrics", boundsErrors(latencyBounds))
       registry <- Resource.eval(F.delay(new Registry[F]))
       _ <- Observers.register(meter, registry)
       _ <- latencies.traverse_(producer =>
@@ -157,7 +158,8 @@ object WeirMetrics:
    * weir's metrics, histogram included, on an OpenTelemetry Java SDK of their own that exports through
    * `reader` (a Prometheus endpoint, a periodic OTLP exporter, an in-memory reader in tests). For an
    * application that has no SDK yet or wants weir's metrics apart; one that has one registers a
-   * [[LatencyProducer]] with it and calls [[register]]. Releasing it closes the SDK and the reader.
+   * [[LatencyProducer]] with it and calls [[register]]. Releasing it closes the SDK and the reader. Bad
+   * `latencyBounds` fail it as they fail [[register]], before the SDK is built.
    */
   def onSdk[F[_]: Async: LocalContextProvider](
       reader: MetricReader,
@@ -166,6 +168,7 @@ object WeirMetrics:
     val F = Async[F]
     val latencies = LatencyProducer()
     for
+      _ <- Validation.resource("WeirMetrics", boundsErrors(latencyBounds))
       sdk <- Resource.make(
         F.delay(
           OpenTelemetrySdk
@@ -183,6 +186,7 @@ object WeirMetrics:
       metrics <- register(meter, Some(latencies), latencyBounds)
     yield metrics
 
-  private def checkBounds(bounds: Vector[FiniteDuration]): Unit =
-    require(bounds.nonEmpty, "latency bounds must not be empty")
-    DurationHistogram.checkBounds(bounds)
+  /** What is wrong with latency bounds, each named; empty when they are good. */
+  def boundsErrors(bounds: Vector[FiniteDuration]): List[String] =
+    Validation.check(bounds.nonEmpty, "latency bounds must not be empty, was: none") ++
+      Validation.nested("latencyBounds", DurationHistogram.boundsErrors(bounds))

@@ -240,8 +240,18 @@ class WeirMetricsSuite extends CatsEffectSuite:
       ).attempt
       again <- WeirMetrics.register(meter, Some(producer)).use_.attempt // free again once released
     yield
-      assert(bad.left.exists(_.getMessage.contains("1 second, 1 millisecond")), bad)
-      assert(empty.left.exists(_.isInstanceOf[IllegalArgumentException]), empty)
+      assertEquals(
+        bad.left.map(_.getMessage),
+        Left(
+          "invalid WeirMetrics: latencyBounds: bucket bounds must be >= 0 and strictly ascending, " +
+            "were: 1 second, 1 millisecond"
+        )
+      )
+      assertEquals(
+        empty.left.map(_.getMessage),
+        Left("invalid WeirMetrics: latency bounds must not be empty, was: none")
+      )
+      assert(empty.left.exists(_.isInstanceOf[weir.InvalidSettings]), empty)
       assert(twice.left.exists(_.getMessage.contains("already bound")), twice)
       assertEquals(again, Right(()))
   }

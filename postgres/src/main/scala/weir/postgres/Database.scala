@@ -7,6 +7,7 @@ import doobie.*
 import doobie.hikari.HikariTransactor
 import doobie.implicits.*
 import doobie.util.transactor.Strategy
+import weir.Validation
 import weir.postgres.internal.{ImmediatePeekSocketFactory, Run}
 
 import java.net.URI
@@ -32,6 +33,10 @@ import scala.concurrent.duration.*
  * (a network partition, a server host gone, a NAT forgetting the flow); so it must be longer than any of
  * weir's own statements may take, a claim or a batch of results waiting on a lock included. It never applies
  * to the connections of [[Database.transactor]]: your transactions take as long as they need.
+ *
+ * Building or copying a config never throws: [[Database.connect]] and [[Database.migrate]] check it
+ * ([[errors]]: the URL, the schema's name, the pool size and the timeouts) and fail in `F` with one
+ * [[weir.InvalidSettings]] naming every bad value, the URL's password hidden.
  */
 final case class DatabaseConfig(
     url: String,
@@ -40,15 +45,33 @@ final case class DatabaseConfig(
     connectTimeout: FiniteDuration = 5.seconds,
     readTimeout: FiniteDuration = 30.seconds
 ):
-  require(poolSize > 0, s"poolSize must be > 0, was: $poolSize")
-  require(connectTimeout > Duration.Zero, s"connectTimeout must be > 0, was: $connectTimeout")
-  require(readTimeout > Duration.Zero, s"readTimeout must be > 0, was: $readTimeout")
+
+  /** What is wrong with this config, each bad value named (the URL's password hidden); empty when valid. */
+  def errors: List[String] =
+    urlErrors ++
+      Validation.nested(
+        "schema",
+        if schema == null then List("schema must be set, was: null") else schema.errors
+      ) ++
+      Validation.check(poolSize > 0, s"poolSize must be > 0, was: $poolSize") ++
+      Validation.check(connectTimeout > Duration.Zero, s"connectTimeout must be > 0, was: $connectTimeout") ++
+      Validation.check(readTimeout > Duration.Zero, s"readTimeout must be > 0, was: $readTimeout")
+
+  private def urlErrors: List[String] =
+    if url == null then List("database URL must be set, was: null")
+    else
+      try
+        DatabaseConfig.toJdbc(url): Unit
+        Nil
+      catch case e: IllegalArgumentException => List(e.getMessage)
 
   private[postgres] lazy val jdbc: (String, Properties) = DatabaseConfig.toJdbc(url)
 
   /** The URL without its password, for error messages. */
   def redactedUrl: String =
-    url.replaceAll("(?i)(password=)[^&]*", "$1***").replaceAll("(//[^:/@]+:)[^@]*@", "$1***@")
+    if url == null then "null"
+    else
+      url.replaceAll("(?i)(password=)[^&]*", "$1***").replaceAll("(//[^:/@]+:)[^@]*@", "$1***@")
 
 object DatabaseConfig:
 
@@ -69,7 +92,8 @@ object DatabaseConfig:
             throw new IllegalArgumentException(
               s"malformed database URL: ${e.getReason} at index ${e.getIndex}: '${redact(url)}'"
             )
-      require(uri.getHost != null, s"database URL has no host: '${redact(url)}'")
+      if uri.getHost == null then
+        throw new IllegalArgumentException(s"database URL has no host: '${redact(url)}'")
       Option(uri.getUserInfo).foreach { info =>
         val (user, password) = info.span(_ != ':')
         props.setProperty("user", java.net.URLDecoder.decode(user, "UTF-8")): Unit
@@ -126,8 +150,9 @@ object Database:
   /**
    * Opens a pool to `config`'s database and checks its schema (without changing it: see [[migrate]]).
    *
-   * Errors, all raised in `F` when the resource is used: `IllegalArgumentException` if the URL is of
-   * neither accepted form, has no host or is malformed; [[DatabaseUnreachable]] (naming the URL, password
+   * Errors, all raised in `F` when the resource is used: [[weir.InvalidSettings]] naming every bad value of
+   * `config` ([[DatabaseConfig.errors]]: a URL of neither accepted form, without a host or malformed, a bad
+   * schema name, pool size or timeout); [[DatabaseUnreachable]] (naming the URL, password
    * hidden) if no connection can be made within the connect timeout; [[SchemaError]] if the schema is
    * missing or not at this library's version.
    */
@@ -138,7 +163,7 @@ object Database:
    * Applies weir's migrations to `config`'s schema (creating it if needed) and returns the versions applied.
    * Idempotent, and safe when several processes run it at once.
    *
-   * Errors, raised in `F`: `IllegalArgumentException` for a bad URL and [[DatabaseUnreachable]], as for
+   * Errors, raised in `F`: [[weir.InvalidSettings]] for bad settings and [[DatabaseUnreachable]], as for
    * [[connect]]; [[SchemaError]] if the schema is at a version newer than this library knows.
    */
   def migrate[F[_]: Async](config: DatabaseConfig): F[Vector[Int]] =
@@ -151,17 +176,18 @@ object Database:
   private[postgres] def pool[F[_]](config: DatabaseConfig, worker: Boolean = false)(using
       F: Async[F]
   ): Resource[F, Database[F]] =
-    // parsed when the resource is used, not when it is built: a bad URL is an error in F
-    Resource.eval(F.delay(hikariConfig(config, worker))).flatMap(hikari =>
-      HikariTransactor
-        .fromHikariConfig[F](hikari)
-        .adaptError { case e => unreachable(config, e) }
-        .evalTap(xa =>
-          sql"SELECT 1".query[Int].unique.transact(xa).adaptError { case e => unreachable(config, e) }
-        )
-        .map(xa => if worker then xa.copy(strategy0 = asyncCommitStrategy) else xa)
-        .flatMap(xa => Run.resource(xa, config.schema.name).map(run => new Database(config, xa, run)))
-    )
+    // checked when the resource is used, not when it is built: bad settings are an error in F
+    Validation.resource("DatabaseConfig", config.errors) *>
+      Resource.eval(F.delay(hikariConfig(config, worker))).flatMap(hikari =>
+        HikariTransactor
+          .fromHikariConfig[F](hikari)
+          .adaptError { case e => unreachable(config, e) }
+          .evalTap(xa =>
+            sql"SELECT 1".query[Int].unique.transact(xa).adaptError { case e => unreachable(config, e) }
+          )
+          .map(xa => if worker then xa.copy(strategy0 = asyncCommitStrategy) else xa)
+          .flatMap(xa => Run.resource(xa, config.schema.name).map(run => new Database(config, xa, run)))
+      )
 
   /**
    * doobie's default strategy, except that each transaction commits with `synchronous_commit = off`, set

@@ -4,7 +4,7 @@ import cats.effect.kernel.{Async, Deferred, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
 import doobie.FC
-import weir.{Disposition, NotStartedReason, TaskOutcome, Pipeline, Running, Source}
+import weir.{Disposition, NotStartedReason, TaskOutcome, Pipeline, Running, Source, Validation}
 import weir.postgres.internal.*
 
 import java.util.concurrent.ThreadLocalRandom
@@ -75,16 +75,19 @@ object DurableWorker:
    * never ends unless [[WorkerConfig.stopWhenEmpty]] is set; stop the worker with [[DurableWorker.drain]]
    * (`worker.drain`) or by releasing the resource.
    *
-   * Errors: only starting fails the resource: [[DatabaseUnreachable]] if the worker's connections cannot
-   * be opened, or the driver's error if registering the worker fails. Once started, a failing database is
+   * Errors: only starting fails the resource: [[weir.InvalidSettings]] naming every bad value of `config`
+   * (see [[WorkerConfig.errors]]), before any connection is opened; [[DatabaseUnreachable]] if the worker's
+   * connections cannot be opened, or the driver's error if registering the worker fails. Once started, a failing database is
    * ridden out (claims, results, heartbeats, rescues and prunes are retried, and counted in
    * [[WorkerStats]]).
    */
   def start[F[_], A, B](db: Database[F], config: WorkerConfig)(
       build: Source[F, Job[A]] => Pipeline[F, Job[A], B]
   )(using F: Async[F], codec: PayloadCodec[A]): Resource[F, DurableWorker[F, A]] =
-    val sql = new Sql(db.schema)
+    // nothing of `db` is read before the config is checked
+    lazy val sql = new Sql(db.schema)
     for
+      _ <- Validation.resource("WorkerConfig", config.errors)
       // claims and results on one pool, heartbeats, rescues and prunes on another: a busy claim path never
       // delays a heartbeat into a false rescue
       xa <- db.workerPool(size = 2)
@@ -197,7 +200,10 @@ object DurableWorker:
     case _ => false
 
   private def finishOf[A, B](config: WorkerConfig, outcome: TaskOutcome[Job[A], B]): Finish = outcome match
-    case TaskOutcome.Succeeded(job, Snooze(after), _) => Finish.Snooze(job.token, after.toMillis)
+    case TaskOutcome.Succeeded(job, snooze: Snooze, _) =>
+      snooze.errors match
+        case Nil => Finish.Snooze(job.token, snooze.after.toMillis)
+        case errors => failed(config, job, new weir.InvalidSettings("Snooze", errors))
     case TaskOutcome.Succeeded(job, _, _) => Finish.Complete(job.token)
     case TaskOutcome.NotStarted(job, _) => Finish.HandBack(job.token)
     case TaskOutcome.Failed(job, error, Disposition.Interrupted, _) =>
@@ -208,9 +214,11 @@ object DurableWorker:
         case e: weir.TaskInterrupted => s"interrupted: ${e.reason}"
         case e => Errors.describe(e)
       Finish.Fail(job.token, why, 0L)
-    case TaskOutcome.Failed(job, error, _, _) =>
-      val delay =
-        if config.backoff.retryable(error) then
-          config.backoff.backoff(job.attempt, ThreadLocalRandom.current()).toMillis
-        else -1L
-      Finish.Fail(job.token, Errors.describe(error), delay)
+    case TaskOutcome.Failed(job, error, _, _) => failed(config, job, error)
+
+  private def failed[A](config: WorkerConfig, job: Job[A], error: Throwable): Finish =
+    val delay =
+      if config.backoff.retryable(error) then
+        config.backoff.backoff(job.attempt, ThreadLocalRandom.current()).toMillis
+      else -1L
+    Finish.Fail(job.token, Errors.describe(error), delay)

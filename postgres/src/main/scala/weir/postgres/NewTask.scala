@@ -1,5 +1,7 @@
 package weir.postgres
 
+import weir.Validation
+
 import scala.concurrent.duration.*
 
 /**
@@ -16,6 +18,10 @@ import scala.concurrent.duration.*
  *     a tenant, a correlation id), kept through retries and rescues. Keys are not empty; keys and values
  *     are text without NUL or a lone surrogate (what PostgreSQL's `jsonb` stores exactly), and together
  *     take at most [[NewTask.maxHeaderBytes]] bytes of UTF-8. No headers (the default) store nothing.
+ *
+ * Building or copying a task never throws: the enqueue ([[TaskQueue.enqueue]] and its batch and
+ * in-transaction forms) checks it ([[errors]]) and fails in its effect, inserting nothing, with one
+ * [[weir.InvalidSettings]] naming every bad value.
  */
 final case class NewTask[+A](
     payload: A,
@@ -26,15 +32,18 @@ final case class NewTask[+A](
     uniqueKey: Option[String] = None,
     headers: Map[String, String] = Map.empty
 ):
-  require(
-    priority >= Short.MinValue && priority <= Short.MaxValue,
-    s"priority must fit in a smallint, was: $priority"
-  )
-  require(delay >= Duration.Zero, s"delay must be >= 0, was: $delay")
-  require(maxAttempts >= 1, s"maxAttempts must be >= 1, was: $maxAttempts")
-  require(orderingKey.forall(_.nonEmpty), "orderingKey must not be empty, was: \"\"")
-  require(uniqueKey.forall(_.nonEmpty), "uniqueKey must not be empty, was: \"\"")
-  NewTask.checkHeaders(headers)
+
+  /** What is wrong with this task, each bad value named; empty when it can be enqueued. */
+  def errors: List[String] =
+    Validation.check(
+      priority >= Short.MinValue && priority <= Short.MaxValue,
+      s"priority must fit in a smallint, was: $priority"
+    ) ++
+      Validation.check(delay >= Duration.Zero, s"delay must be >= 0, was: $delay") ++
+      Validation.check(maxAttempts >= 1, s"maxAttempts must be >= 1, was: $maxAttempts") ++
+      Validation.check(orderingKey.forall(_.nonEmpty), "orderingKey must not be empty, was: \"\"") ++
+      Validation.check(uniqueKey.forall(_.nonEmpty), "uniqueKey must not be empty, was: \"\"") ++
+      NewTask.headerErrors(headers)
 
 object NewTask:
   /** Attempts in all unless a task says otherwise (the SQL function's default too). */
@@ -48,20 +57,27 @@ object NewTask:
    */
   val maxHeaderBytes: Int = 8192
 
-  private def checkHeaders(headers: Map[String, String]): Unit =
-    if headers.nonEmpty then
+  private def headerErrors(headers: Map[String, String]): List[String] =
+    if headers.isEmpty then Nil
+    else
       var bytes = 0L
-      headers.foreach { (k, v) =>
-        require(k != null && k.nonEmpty, s"header keys must not be empty, was: ${show(k)} (value ${show(v)})")
-        require(v != null, s"header ${show(k)} must have a value, was: null")
-        require(isStorable(k), s"header keys must be text without NUL or a lone surrogate, was: ${show(k)}")
-        require(
-          isStorable(v),
-          s"header ${show(k)} must be text without NUL or a lone surrogate, was: ${show(v)}"
-        )
-        bytes += utf8Length(k) + utf8Length(v)
+      val each = headers.toList.flatMap { (k, v) =>
+        bytes += (if k == null then 0L else utf8Length(k)) + (if v == null then 0L else utf8Length(v))
+        if k == null || k.isEmpty then
+          List(s"header keys must not be empty, was: ${show(k)} (value ${show(v)})")
+        else
+          Validation.check(
+            isStorable(k),
+            s"header keys must be text without NUL or a lone surrogate, was: ${show(k)}"
+          ) ++
+            (if v == null then List(s"header ${show(k)} must have a value, was: null")
+             else
+               Validation.check(
+                 isStorable(v),
+                 s"header ${show(k)} must be text without NUL or a lone surrogate, was: ${show(v)}"
+               ))
       }
-      require(
+      each ++ Validation.check(
         bytes <= maxHeaderBytes,
         s"headers must take at most $maxHeaderBytes bytes of UTF-8, keys and values, was: $bytes bytes " +
           s"(keys: ${headers.keys.map(show).mkString(", ")})"

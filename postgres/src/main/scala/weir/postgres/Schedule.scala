@@ -5,6 +5,8 @@ import com.cronutils.model.definition.CronDefinitionBuilder
 import com.cronutils.model.time.ExecutionTime
 import com.cronutils.parser.CronParser
 
+import weir.{InvalidSettings, Validation}
+
 import java.time.{Instant, ZoneId}
 import scala.concurrent.duration.*
 import scala.jdk.OptionConverters.*
@@ -23,6 +25,12 @@ import scala.jdk.OptionConverters.*
  * than its tick, and has the headers `weir.schedule` (the name) and `weir.tick` (the tick, ISO-8601 UTC)
  * besides `headers`, which the tick's win. `priority`, `maxAttempts`, `orderingKey` and `headers` mean
  * what they mean in a [[NewTask]], and are checked the same way.
+ *
+ * Building a schedule never throws: a bad one (an empty name or queue, a cron expression that does not parse,
+ * an interval that is not whole positive milliseconds, the task's own bad values) lists what is wrong in
+ * [[errors]], and [[Scheduler.resource]] fails with one [[weir.InvalidSettings]] naming every bad value of
+ * every schedule, before it touches the database. A bad schedule's `timing` cannot be used: its methods throw
+ * that error.
  */
 final class Schedule private (
     val name: String,
@@ -34,8 +42,13 @@ final class Schedule private (
     val priority: Int,
     val maxAttempts: Int,
     val orderingKey: Option[String],
-    val headers: Map[String, String]
+    val headers: Map[String, String],
+    problems: List[String]
 ):
+
+  /** What is wrong with this schedule, each bad value named with the schedule's name; empty when valid. */
+  def errors: List[String] = problems
+
   override def toString: String = s"Schedule($name, $timing, queue = $queue, missed = $missed)"
 
 object Schedule:
@@ -46,7 +59,7 @@ object Schedule:
   /**
    * Ticks at the times a Unix cron expression names (five fields: minute, hour, day of month, month, day of
    * week; `*`, lists, ranges, steps and names such as `MON` or `JAN`), read in `zone` (default UTC).
-   * Fails with `IllegalArgumentException` naming the schedule and the expression if it does not parse.
+   * An expression that does not parse is named, with the schedule, in [[Schedule.errors]].
    */
   def cron[A](
       name: String,
@@ -63,7 +76,7 @@ object Schedule:
     of(
       name,
       queue,
-      Timing.cron(name, expression, zone),
+      Timing.parseCron(name, expression, zone),
       payload,
       missed,
       priority,
@@ -75,8 +88,8 @@ object Schedule:
   /**
    * Ticks every `interval` (whole milliseconds, at least 1 ms), at the multiples of the interval since the
    * Unix epoch (UTC): `every(1.hour)` ticks on the hour, `every(1.day)` at midnight UTC, whenever the
-   * processes start. Fails with `IllegalArgumentException` naming the schedule and the interval if it is not
-   * positive.
+   * processes start. An interval that is not whole positive milliseconds is named, with the schedule, in
+   * [[Schedule.errors]].
    */
   def every[A](
       name: String,
@@ -92,7 +105,7 @@ object Schedule:
     of(
       name,
       queue,
-      Timing.every(name, interval),
+      Timing.parseEvery(name, interval),
       payload,
       missed,
       priority,
@@ -104,7 +117,7 @@ object Schedule:
   private def of[A](
       name: String,
       queue: String,
-      timing: Timing,
+      timing: Either[List[String], Timing],
       payload: A,
       missed: Missed,
       priority: Int,
@@ -112,30 +125,37 @@ object Schedule:
       orderingKey: Option[String],
       headers: Map[String, String]
   )(using codec: PayloadCodec[A]): Schedule =
-    require(queue != null && queue.nonEmpty, s"queue of schedule '$name' must not be empty, was: '$queue'")
-    require(missed != null, s"missed of schedule '$name' must be a policy, was: null")
-    // the task's own checks, with their messages: every tick's task must be one a NewTask could be
-    NewTask(
-      payload,
-      priority = priority,
-      maxAttempts = maxAttempts,
-      orderingKey = orderingKey,
-      headers = headers
-    ): Unit
+    val errors =
+      nameErrors(name) ++ timing.left.getOrElse(Nil) ++
+        Validation.check(
+          queue != null && queue.nonEmpty,
+          s"queue of schedule '$name' must not be empty, was: '$queue'"
+        ) ++
+        (if missed == null then List(s"missed of schedule '$name' must be a policy, was: null")
+         else missed.errors.map(e => s"missed of schedule '$name': $e")) ++
+        // the task's own checks, with their messages: every tick's task must be one a NewTask could be
+        NewTask(
+          payload,
+          priority = priority,
+          maxAttempts = maxAttempts,
+          orderingKey = orderingKey,
+          headers = headers
+        ).errors.map(e => s"schedule '$name': $e")
     new Schedule(
       name,
       queue,
-      timing,
+      timing.fold(Timing.Invalid(_), identity),
       codec.encode(payload),
       missed,
       priority,
       maxAttempts,
       orderingKey,
-      headers
+      headers,
+      errors
     )
 
-  private def checkName(name: String): Unit =
-    require(name != null && name.nonEmpty, s"schedule name must not be empty, was: '$name'")
+  private def nameErrors(name: String): List[String] =
+    Validation.check(name != null && name.nonEmpty, s"schedule name must not be empty, was: '$name'")
 
   /** When a schedule ticks. */
   sealed trait Timing:
@@ -179,24 +199,62 @@ object Schedule:
         atOrBefore(t.minusNanos(1))
       override def toString: String = s"every ${millis.millis.toCoarsest}"
 
+    /** The timing of a schedule whose settings are bad: it has no ticks, and every use throws them. */
+    private[postgres] final case class Invalid(errors: List[String]) extends Timing:
+      private def refuse = throw new InvalidSettings("Schedule", errors)
+      def after(t: Instant): Instant = refuse
+      def atOrBefore(t: Instant): Option[Instant] = refuse
+      def before(t: Instant): Option[Instant] = refuse
+      override def toString: String = "invalid"
+
     private lazy val parser = new CronParser(CronDefinitionBuilder.instanceDefinitionFor(CronType.UNIX))
 
-    private[postgres] def cron(name: String, expression: String, zone: ZoneId): Cron =
-      checkName(name)
-      require(zone != null, s"zone of schedule '$name' must not be null")
+    private[postgres] def parseCron(
+        name: String,
+        expression: String,
+        zone: ZoneId
+    ): Either[List[String], Cron] =
+      val zoneErrors = Validation.check(zone != null, s"zone of schedule '$name' must not be null")
       val parsed =
-        try parser.parse(expression).validate()
+        try Right(parser.parse(expression).validate())
         catch
           case e: IllegalArgumentException =>
-            throw new IllegalArgumentException(
-              s"cron expression of schedule '$name' does not parse (Unix cron: minute hour day-of-month month day-of-week), was: '$expression': ${e.getMessage}",
-              e
-            )
-          case e: NullPointerException =>
-            throw new IllegalArgumentException(s"cron expression of schedule '$name' must not be null", e)
-      new Cron(expression, zone, ExecutionTime.forCron(parsed))
+            Left(List(
+              s"cron expression of schedule '$name' does not parse (Unix cron: minute hour day-of-month month day-of-week), was: '$expression': ${e.getMessage}"
+            ))
+          case _: NullPointerException =>
+            Left(List(s"cron expression of schedule '$name' must not be null"))
+      parsed match
+        case Right(cron) if zoneErrors.isEmpty =>
+          Right(new Cron(expression, zone, ExecutionTime.forCron(cron)))
+        case other => Left(zoneErrors ++ other.left.getOrElse(Nil))
 
-    /** A timing as its row stores it: `(cron, zone)` or `every_ms`. */
+    private[postgres] def parseEvery(name: String, interval: FiniteDuration): Either[List[String], Every] =
+      val errors =
+        if interval == null then List(s"interval of schedule '$name' must be at least 1 ms, was: null")
+        else
+          Validation.check(
+            interval >= 1.millisecond,
+            s"interval of schedule '$name' must be at least 1 ms, was: $interval"
+          ) ++
+            Validation.check(
+              interval.toNanos % 1000000L == 0L,
+              s"interval of schedule '$name' must be whole milliseconds, was: $interval"
+            )
+      if errors.isEmpty then Right(Every(interval.toMillis)) else Left(errors)
+
+    /** [[parseCron]] for a timing known to be good (a stored row's); throws [[InvalidSettings]] otherwise. */
+    private[postgres] def cron(name: String, expression: String, zone: ZoneId): Cron =
+      parseCron(name, expression, zone).fold(
+        errors => throw new InvalidSettings("Schedule", errors),
+        identity
+      )
+
+    /** [[parseEvery]] for a timing known to be good (a stored row's); throws [[InvalidSettings]] otherwise. */
+    private[postgres] def every(name: String, interval: FiniteDuration): Every =
+      parseEvery(name, interval).fold(errors => throw new InvalidSettings("Schedule", errors), identity)
+
+    /** A timing as its row stores it: `(cron, zone)` or `every_ms`; throws for a bad one. */
     private[postgres] def fromColumns(
         name: String,
         cron: Option[String],
@@ -208,18 +266,6 @@ object Schedule:
         case (None, None, Some(ms)) => Timing.every(name, ms.millis)
         case other => throw new IllegalStateException(s"schedule '$name' has no timing: $other")
 
-    private[postgres] def every(name: String, interval: FiniteDuration): Every =
-      checkName(name)
-      require(
-        interval != null && interval >= 1.millisecond,
-        s"interval of schedule '$name' must be at least 1 ms, was: $interval"
-      )
-      require(
-        interval.toNanos % 1000000L == 0L,
-        s"interval of schedule '$name' must be whole milliseconds, was: $interval"
-      )
-      Every(interval.toMillis)
-
   /**
    * Which of the ticks that fell due while no scheduler ran (or while they were late) are enqueued. Either
    * way the next tick is the first one after the server's clock: a schedule never falls further behind.
@@ -227,6 +273,9 @@ object Schedule:
   sealed trait Missed:
     /** How many of the latest due ticks are enqueued, at most. */
     def maxMissed: Int
+
+    /** What is wrong with this policy, naming the value; empty when it is valid. */
+    def errors: List[String] = Validation.check(maxMissed >= 1, s"maxMissed must be >= 1, was: $maxMissed")
 
   object Missed:
 
@@ -244,7 +293,5 @@ object Schedule:
 
     val skip: Missed = Skip
 
-    /** At most `maxMissed` (at least 1) missed ticks enqueued after a downtime. */
-    def catchUp(maxMissed: Int): Missed =
-      require(maxMissed >= 1, s"maxMissed must be >= 1, was: $maxMissed")
-      CatchUp(maxMissed)
+    /** At most `maxMissed` (at least 1, checked with the schedule) missed ticks enqueued after a downtime. */
+    def catchUp(maxMissed: Int): Missed = CatchUp(maxMissed)

@@ -3,6 +3,7 @@ package weir.postgres
 import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
 import doobie.implicits.*
+import weir.Validation
 import weir.postgres.internal.{ScheduleSql, ScheduleTicker}
 
 import scala.concurrent.duration.*
@@ -52,8 +53,9 @@ object Scheduler:
    * Blocks: nothing; the ticks run on a fiber of the resource, one short transaction per due schedule, on
    * the connections of [[Database.transactor]]'s pool.
    *
-   * Errors: only starting fails the resource: `IllegalArgumentException` for empty or repeated names, the
-   * driver's error if the rows cannot be written. Once started, a failing database is ridden out (counted in
+   * Errors: only starting fails the resource: [[weir.InvalidSettings]] naming every bad value, before the
+   * database is touched (no schedules, repeated names, a `checkEvery` that is not positive, and each
+   * schedule's own [[Schedule.errors]]); the driver's error if the rows cannot be written. Once started, a failing database is ridden out (counted in
    * [[Stats]]); the resource's release stops the ticks, and a transaction it interrupts rolls back.
    *
    * Concurrent schedulers of the same schedules, in one process or many, are what this is for.
@@ -61,23 +63,28 @@ object Scheduler:
   def resource[F[_]](db: Database[F], schedules: Seq[Schedule], checkEvery: FiniteDuration = 1.second)(using
       F: Async[F]
   ): Resource[F, Scheduler[F]] =
-    require(schedules != null && schedules.nonEmpty, "schedules must not be empty")
-    require(checkEvery > Duration.Zero, s"checkEvery must be > 0, was: $checkEvery")
-    val repeated = schedules.groupBy(_.name).collect { case (name, s) if s.size > 1 => name }
-    require(
-      repeated.isEmpty,
-      s"schedule names must be unique, was repeated: ${repeated.toVector.sorted.mkString(", ")}"
-    )
-    val sql = new ScheduleSql(db.schema)
-    val counters = new ScheduleTicker.Counters
-    // one transaction: the first ticks are computed from the server's clock it reads; rows are written in
-    // name order, so that processes declaring the same schedules at once cannot deadlock on them
-    val declare = db.run(sql.now.flatMap(now =>
-      schedules.toVector.sortBy(_.name).traverse_(s => sql.declare(s, s.timing.after(now)))
-    ))
-    Resource.eval(declare) *>
-      ScheduleTicker
-        .resource(db.run, sql, schedules.map(_.name).toVector, checkEvery, db.config.readTimeout, counters)
-        .as(new Scheduler[F]:
-          def stats: F[Stats] =
-            F.delay(Stats(counters.ticks.get, counters.errors.get, counters.lastError.get)))
+    val all = if schedules == null then Vector.empty else schedules.toVector
+    val repeated = all.groupBy(_.name).collect { case (name, s) if s.size > 1 => name }
+    val errors =
+      Validation.check(all.nonEmpty, "schedules must not be empty, was: none") ++
+        Validation.check(checkEvery > Duration.Zero, s"checkEvery must be > 0, was: $checkEvery") ++
+        Validation.check(
+          repeated.isEmpty,
+          s"schedule names must be unique, was repeated: ${repeated.toVector.sorted.mkString(", ")}"
+        ) ++ all.flatMap(_.errors)
+    // nothing of `db` is read before the schedules are checked
+    Validation.resource("Scheduler", errors).flatMap { _ =>
+      val sql = new ScheduleSql(db.schema)
+      val counters = new ScheduleTicker.Counters
+      // one transaction: the first ticks are computed from the server's clock it reads; rows are written in
+      // name order, so that processes declaring the same schedules at once cannot deadlock on them
+      val declare = db.run(sql.now.flatMap(now =>
+        all.sortBy(_.name).traverse_(s => sql.declare(s, s.timing.after(now)))
+      ))
+      Resource.eval(declare) *>
+        ScheduleTicker
+          .resource(db.run, sql, all.map(_.name), checkEvery, db.config.readTimeout, counters)
+          .as(new Scheduler[F]:
+            def stats: F[Stats] =
+              F.delay(Stats(counters.ticks.get, counters.errors.get, counters.lastError.get)))
+    }

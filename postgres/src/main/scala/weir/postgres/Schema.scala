@@ -1,13 +1,24 @@
 package weir.postgres
 
+import weir.Validation
+
 /**
  * The PostgreSQL schema that holds weir's tables and functions (default `weir`). Several schemas in one
  * database are independent weir installations.
  *
  * The name is spliced into SQL text (a schema cannot be a bind parameter), so only plain lower-case
- * identifiers are accepted: a letter or `_`, then letters, digits or `_`, at most 63 characters.
+ * identifiers are accepted: a letter or `_`, then letters, digits or `_`, at most 63 characters. Naming
+ * another throws nothing: every use of the schema goes through a [[Database]], whose `connect` and
+ * `migrate` check it ([[errors]]) before any SQL is sent, and fail with [[weir.InvalidSettings]].
  */
 final class Schema private (val name: String):
+
+  /** What is wrong with the name, naming it; empty when it is a plain lower-case identifier. */
+  def errors: List[String] =
+    Validation.check(
+      name != null && Schema.identifier.matches(name),
+      s"schema name must be a lower-case SQL identifier (a letter or _, then letters, digits or _, at most 63), was: '$name'"
+    )
 
   /** `name.relation`: a table or function of this schema, for SQL text (`schema("tasks")`). */
   def apply(relation: String): String = s"$name.$relation"
@@ -44,10 +55,5 @@ object Schema:
 
   private val identifier = "[a-z_][a-z0-9_]{0,62}".r
 
-  /** Fails with `IllegalArgumentException` naming `name` unless it is a plain lower-case identifier. */
-  def apply(name: String): Schema =
-    require(
-      name != null && identifier.matches(name),
-      s"schema name must be a lower-case SQL identifier (a letter or _, then letters, digits or _, at most 63), was: '$name'"
-    )
-    new Schema(name)
+  /** The schema `name`, checked where it is used ([[errors]]): a plain lower-case identifier. */
+  def apply(name: String): Schema = new Schema(name)

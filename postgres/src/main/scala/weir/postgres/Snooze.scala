@@ -1,5 +1,7 @@
 package weir.postgres
 
+import weir.Validation
+
 import scala.concurrent.duration.*
 
 /**
@@ -17,6 +19,11 @@ import scala.concurrent.duration.*
  * A value rather than an error, so that the pipeline's own retries and failure policy never see it: to
  * the engine a snoozed attempt succeeded (its summary counts it succeeded); [[WorkerStats.snoozed]] counts
  * it. A task may snooze any number of times: its `maxAttempts` bounds failed attempts only.
+ *
+ * A negative snooze throws nothing when built: its worker takes it as a failed attempt, with an
+ * [[weir.InvalidSettings]] naming the value as its error (retried as the worker's backoff says).
  */
 final case class Snooze(after: FiniteDuration):
-  require(after >= Duration.Zero, s"a snooze must be >= 0, was: $after")
+
+  /** What is wrong with this snooze (a negative wait), naming it; empty when it is valid. */
+  def errors: List[String] = Validation.check(after >= Duration.Zero, s"a snooze must be >= 0, was: $after")

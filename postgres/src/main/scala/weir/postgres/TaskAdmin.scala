@@ -4,6 +4,7 @@ import cats.effect.kernel.Async
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
+import weir.Validation
 import weir.postgres.internal.AdminSql
 
 import scala.concurrent.duration.*
@@ -50,8 +51,10 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
    * can be set before any task or worker exists. Idempotent.
    */
   def addQueue(queue: String): F[Unit] =
-    require(queue != null && queue.nonEmpty, s"queue name must not be empty, was: '$queue'")
-    db.run(sql.addQueue(queue)).void
+    Validation.raise("TaskAdmin.addQueue", queueErrors(queue)) *> db.run(sql.addQueue(queue)).void
+
+  private def queueErrors(queue: String): List[String] =
+    Validation.check(queue != null && queue.nonEmpty, s"queue name must not be empty, was: '$queue'")
 
   /**
    * Pauses `queue`: from the next claim on, no worker claims its tasks; running tasks, and tasks already
@@ -65,29 +68,33 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
   /**
    * At most `max` tasks of `queue` running (claimed and not finished) at once across every worker, beside
    * each worker's own limit; `None` removes the limit. A lowered limit stops claims until enough running
-   * tasks finish; it cancels none. Fails with `IllegalArgumentException` for a `max` below 1 and with
+   * tasks finish; it cancels none. Fails with [[weir.InvalidSettings]] for a `max` below 1 and with
    * [[UnknownQueue]].
    */
   def limitRunning(queue: String, max: Option[Int]): F[Unit] =
-    max.foreach(requirePositive)
-    control(queue)(sql.setMaxRunning(queue, max))
+    Validation.raise("TaskAdmin.limitRunning", maxErrors(max)) *>
+      control(queue)(sql.setMaxRunning(queue, max))
 
   /**
    * At most `rate.perSecond` tasks of `queue` claimed per second across every worker, in bursts of at most
-   * `rate.burst` (see [[QueueRate]]); `None` removes the rate. Fails with [[UnknownQueue]].
+   * `rate.burst` (see [[QueueRate]]); `None` removes the rate. Fails with [[weir.InvalidSettings]] naming
+   * each bad value of `rate` ([[QueueRate.errors]]) and with [[UnknownQueue]].
    */
-  def limitRate(queue: String, rate: Option[QueueRate]): F[Unit] = control(queue)(sql.setRate(queue, rate))
+  def limitRate(queue: String, rate: Option[QueueRate]): F[Unit] =
+    Validation.raise("QueueRate", rateErrors(rate)) *> control(queue)(sql.setRate(queue, rate))
 
   /**
    * Sets both of `queue`'s limits, as [[limitRunning]] and [[limitRate]] do, in one transaction: no claim
    * sees one of them changed and the other not. Fails as they do, changing neither.
    */
   def limits(queue: String, maxRunning: Option[Int], rate: Option[QueueRate]): F[Unit] =
-    maxRunning.foreach(requirePositive)
-    control(queue)(sql.setMaxRunning(queue, maxRunning) *> sql.setRate(queue, rate))
+    Validation.raise("TaskAdmin.limits", maxErrors(maxRunning) ++ rateErrors(rate)) *>
+      control(queue)(sql.setMaxRunning(queue, maxRunning) *> sql.setRate(queue, rate))
 
-  private def requirePositive(max: Int): Unit =
-    require(max > 0, s"a queue's limit on running tasks must be > 0, was: $max")
+  private def maxErrors(max: Option[Int]): List[String] =
+    max.toList.flatMap(m => Validation.check(m > 0, s"a queue's limit on running tasks must be > 0, was: $m"))
+
+  private def rateErrors(rate: Option[QueueRate]): List[String] = rate.toList.flatMap(_.errors)
 
   private def control(queue: String)(change: ConnectionIO[Int]): F[Unit] =
     db.run(sql.known(queue).flatMap { known =>
@@ -119,8 +126,13 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
 
   /** [[cancel]] of each of `ids`, in one transaction, in their order: each one's outcome. */
   def cancelMany(ids: Seq[Long], reason: String = "requested by an operator"): F[Vector[Cancel]] =
-    require(reason != null && reason.nonEmpty, s"a cancel's reason must not be empty, was: '$reason'")
-    db.run(ids.toVector.traverse(sql.cancel(_, reason)))
+    Validation.raise(
+      "TaskAdmin.cancel",
+      Validation.check(
+        reason != null && reason.nonEmpty,
+        s"a cancel's reason must not be empty, was: '$reason'"
+      )
+    ) *> db.run(ids.toVector.traverse(sql.cancel(_, reason)))
 
   /**
    * Puts a dead or cancelled task back to run now, with a fresh set of attempts (its errors are kept).
@@ -139,7 +151,9 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
 
   /**
    * Deletes finished tasks in `states` that finished more than `olderThan` ago, `batch` rows per
-   * transaction (skipping rows another prune holds), and returns how many were deleted.
+   * transaction (skipping rows another prune holds), and returns how many were deleted. Fails with
+   * [[weir.InvalidSettings]] naming every bad argument (a negative `olderThan`, a `batch` below 1, no
+   * `states`), deleting nothing.
    */
   def prune(
       olderThan: FiniteDuration,
@@ -147,15 +161,16 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
       batch: Int = 1000
   )
       : F[Long] =
-    require(olderThan >= Duration.Zero, s"olderThan must be >= 0, was: $olderThan")
-    require(batch > 0, s"batch must be > 0, was: $batch")
-    require(states.nonEmpty, "states must not be empty")
+    val errors =
+      Validation.check(olderThan >= Duration.Zero, s"olderThan must be >= 0, was: $olderThan") ++
+        Validation.check(batch > 0, s"batch must be > 0, was: $batch") ++
+        Validation.check(states.nonEmpty, "states must not be empty, was: none")
     val names = states.toArray.map(_.name)
     def loop(total: Long): F[Long] =
       db.run(sql.prune(olderThan.toMillis, names, batch)).flatMap { n =>
         if n < batch then F.pure(total + n) else loop(total + n)
       }
-    loop(0L)
+    Validation.raise("TaskAdmin.prune", errors) *> loop(0L)
 
 object TaskAdmin:
   def apply[F[_]: Async](db: Database[F]): TaskAdmin[F] = new TaskAdmin(db)

@@ -3,6 +3,7 @@ package weir.postgres
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
+import weir.{InvalidSettings, Validation}
 import weir.postgres.internal.{HeaderCodec, Sql}
 
 /**
@@ -15,6 +16,10 @@ import weir.postgres.internal.{HeaderCodec, Sql}
  *
  * Concurrent callers are allowed. Unique keys hold under concurrent enqueuers: two enqueues of the same
  * key insert one task, and the other learns its id ([[Enqueued.Duplicate]]).
+ *
+ * Errors: every enqueue checks its tasks ([[NewTask.errors]]) and the queue's name before it sends anything,
+ * and fails in its effect with one [[weir.InvalidSettings]] naming every bad value (in a batch, each with
+ * its task's index); nothing of a refused batch is inserted.
  */
 final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using codec: PayloadCodec[A]):
 
@@ -31,8 +36,10 @@ final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
 
   /** Enqueues one task as part of the caller's transaction. */
   def enqueueIn(task: NewTask[A]): ConnectionIO[Enqueued] =
-    sql.enqueueOne(name, encode(task)).map((id, inserted) =>
-      if inserted then Enqueued.Inserted(id) else Enqueued.Duplicate(id)
+    checked(nameErrors ++ task.errors).flatMap(_ =>
+      sql.enqueueOne(name, encode(task)).map((id, inserted) =>
+        if inserted then Enqueued.Inserted(id) else Enqueued.Duplicate(id)
+      )
     )
 
   /**
@@ -40,12 +47,21 @@ final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
    * workers are notified once, delivered when the transaction commits.
    */
   def enqueueManyIn(tasks: Seq[NewTask[A]]): ConnectionIO[Vector[Enqueued]] =
-    val encoded = tasks.iterator.map(encode).toVector
-    encoded
-      .grouped(TaskQueue.statementSize)
-      .toVector
-      .flatTraverse(settle(_))
-      .flatTap(results => sql.wakeQueue(name).whenA(results.exists(_.isInstanceOf[Enqueued.Inserted])))
+    val errors = nameErrors ++
+      tasks.iterator.zipWithIndex.flatMap((t, i) => Validation.nested(s"task $i", t.errors))
+    checked(errors.toList).flatMap { _ =>
+      tasks.iterator.map(encode).toVector
+        .grouped(TaskQueue.statementSize)
+        .toVector
+        .flatTraverse(settle(_))
+        .flatTap(results => sql.wakeQueue(name).whenA(results.exists(_.isInstanceOf[Enqueued.Inserted])))
+    }
+
+  private def nameErrors: List[String] =
+    Validation.check(name != null && name.nonEmpty, s"queue name must not be empty, was: '$name'")
+
+  private def checked(errors: List[String]): ConnectionIO[Unit] =
+    if errors.isEmpty then FC.unit else FC.raiseError(new InvalidSettings("NewTask", errors))
 
   // A row that comes back with neither an id nor its key's holder met a holder this statement's snapshot
   // cannot see (committed meanwhile, or an earlier row of the same batch): a new statement, with a new
@@ -91,7 +107,5 @@ object TaskQueue:
   /** Tasks per insert statement in a batch. */
   val statementSize: Int = 5000
 
-  /** The queue `name` (not empty) of `db`. */
-  def apply[F[_], A: PayloadCodec](db: Database[F], name: String): TaskQueue[F, A] =
-    require(name != null && name.nonEmpty, s"queue name must not be empty, was: '$name'")
-    new TaskQueue(db, name)
+  /** The queue `name` (not empty: an empty one fails every enqueue with [[weir.InvalidSettings]]) of `db`. */
+  def apply[F[_], A: PayloadCodec](db: Database[F], name: String): TaskQueue[F, A] = new TaskQueue(db, name)

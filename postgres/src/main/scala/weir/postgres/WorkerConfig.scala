@@ -1,6 +1,6 @@
 package weir.postgres
 
-import weir.Retry
+import weir.{Retry, Validation}
 
 import scala.concurrent.duration.*
 
@@ -39,6 +39,9 @@ import scala.concurrent.duration.*
  *   - `stopWhenEmpty`: end the run once the queue has no unfinished task anywhere (batch jobs, tests);
  *     otherwise the worker serves the queue until it is drained or released.
  *   - `name`: shown in the workers table.
+ *
+ * Building or copying a config never throws: [[DurableWorker.start]] checks it ([[errors]]) and fails, before
+ * it opens a connection, with one [[weir.InvalidSettings]] naming every bad value.
  */
 final case class WorkerConfig(
     queue: String,
@@ -56,14 +59,28 @@ final case class WorkerConfig(
     stopWhenEmpty: Boolean = false,
     name: String = WorkerConfig.defaultName
 ):
-  require(queue != null && queue.nonEmpty, s"queue name must not be empty, was: '$queue'")
-  require(claimBatch > 0, s"claimBatch must be > 0, was: $claimBatch")
-  require(pollInterval > Duration.Zero, s"pollInterval must be > 0, was: $pollInterval")
-  require(heartbeat > Duration.Zero, s"heartbeat must be > 0, was: $heartbeat")
-  require(deadAfter > heartbeat, s"deadAfter must be longer than the heartbeat ($heartbeat), was: $deadAfter")
-  require(lease > heartbeat * 2, s"lease must be longer than two heartbeats (${heartbeat * 2}), was: $lease")
-  require(ackBatch > 0, s"ackBatch must be > 0, was: $ackBatch")
-  require(releaseGrace >= Duration.Zero, s"releaseGrace must be >= 0, was: $releaseGrace")
+
+  /**
+   * What is wrong with this config, each bad value named (its `backoff` and `retention` included); empty
+   * when it is valid.
+   */
+  def errors: List[String] =
+    Validation.check(queue != null && queue.nonEmpty, s"queue name must not be empty, was: '$queue'") ++
+      Validation.check(claimBatch > 0, s"claimBatch must be > 0, was: $claimBatch") ++
+      Validation.check(pollInterval > Duration.Zero, s"pollInterval must be > 0, was: $pollInterval") ++
+      Validation.check(heartbeat > Duration.Zero, s"heartbeat must be > 0, was: $heartbeat") ++
+      Validation.check(
+        deadAfter > heartbeat,
+        s"deadAfter must be longer than the heartbeat ($heartbeat), was: $deadAfter"
+      ) ++
+      Validation.check(
+        lease > heartbeat * 2,
+        s"lease must be longer than two heartbeats (${heartbeat * 2}), was: $lease"
+      ) ++
+      Validation.nested("backoff", backoff.errors) ++
+      retention.toList.flatMap(r => Validation.nested("retention", r.errors)) ++
+      Validation.check(ackBatch > 0, s"ackBatch must be > 0, was: $ackBatch") ++
+      Validation.check(releaseGrace >= Duration.Zero, s"releaseGrace must be >= 0, was: $releaseGrace")
 
 object WorkerConfig:
 

@@ -53,7 +53,7 @@ class AdminSuite extends DbSuite:
       assertEquals(done.map(_._2), Vector("cancelled"))
       assertEquals(
         empty.left.map(_.getMessage),
-        Left("requirement failed: a cancel's reason must not be empty, was: ''")
+        Left("invalid TaskAdmin.cancel: a cancel's reason must not be empty, was: ''")
       )
   }
 

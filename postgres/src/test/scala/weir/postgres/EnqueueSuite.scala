@@ -107,11 +107,38 @@ class EnqueueSuite extends DbSuite:
       assertEquals(delayed, 1L)
   }
 
-  test("NewTask rejects bad values, naming them") {
-    val e = intercept[IllegalArgumentException](NewTask(1, maxAttempts = 0))
-    assert(e.getMessage.contains("was: 0"), e.getMessage)
-    val d = intercept[IllegalArgumentException](NewTask(1, delay = -1.second))
-    assert(d.getMessage.contains("-1 second"), d.getMessage)
-    val p = intercept[IllegalArgumentException](NewTask(1, priority = 40000))
-    assert(p.getMessage.contains("40000"), p.getMessage)
+  withDb("an enqueue of bad tasks fails in its effect naming every value, and inserts nothing") { db =>
+    val queue = TaskQueue[IO, Int](db, "bad")
+    val unnamed = TaskQueue[IO, Int](db, "")
+    for
+      one <- queue.enqueue(NewTask(1, maxAttempts = 0, delay = -2.seconds)).intercept[weir.InvalidSettings]
+      many <- queue
+        .enqueueMany(Vector(NewTask(1), NewTask(2, priority = 70000), NewTask(3, orderingKey = Some(""))))
+        .intercept[weir.InvalidSettings]
+      noName <- unnamed.enqueue(NewTask(1)).intercept[weir.InvalidSettings]
+      rows <- Rows.count(db, "tasks", "queue IN ('bad', '')")
+    yield
+      assertEquals(
+        one.getMessage,
+        "invalid NewTask: delay must be >= 0, was: -2 seconds; maxAttempts must be >= 1, was: 0"
+      )
+      assertEquals(
+        many.errors,
+        List(
+          "task 1: priority must fit in a smallint, was: 70000",
+          "task 2: orderingKey must not be empty, was: \"\""
+        )
+      )
+      assertEquals(noName.errors, List("queue name must not be empty, was: ''"))
+      assertEquals(rows, 0L)
+  }
+
+  test("NewTask names its bad values without throwing") {
+    assertEquals(NewTask(1, maxAttempts = 0).errors, List("maxAttempts must be >= 1, was: 0"))
+    assertEquals(NewTask(1, delay = -1.second).errors, List("delay must be >= 0, was: -1 seconds"))
+    assertEquals(NewTask(1, priority = 40000).errors, List("priority must fit in a smallint, was: 40000"))
+    assertEquals(
+      NewTask(1).copy(maxAttempts = 0, uniqueKey = Some("")).errors,
+      List("maxAttempts must be >= 1, was: 0", "uniqueKey must not be empty, was: \"\"")
+    )
   }

@@ -77,13 +77,22 @@ class MigrationsSuite extends DbSuite:
     }
   }
 
-  test("a malformed URL or schema name fails at once naming the value") {
-    val url = intercept[IllegalArgumentException](DatabaseConfig("mysql://localhost/x").jdbc)
+  test(
+    "a malformed URL, schema name or pool size throws nothing when built; connect fails naming each value"
+  ) {
+    val url = intercept[IllegalArgumentException](DatabaseConfig.toJdbc("mysql://localhost/x"))
     assert(url.getMessage.contains("mysql://localhost/x"), url.getMessage)
-    val schema = intercept[IllegalArgumentException](Schema("Weir; DROP TABLE x"))
-    assert(schema.getMessage.contains("'Weir; DROP TABLE x'"), schema.getMessage)
-    val pool = intercept[IllegalArgumentException](DatabaseConfig("postgresql://h/db", poolSize = 0))
-    assert(pool.getMessage.contains("was: 0"), pool.getMessage)
+    // built and copied: nothing throws
+    val config = DatabaseConfig("mysql://u:secret@localhost/x", schema = Schema("Weir; DROP TABLE x"))
+      .copy(poolSize = 0)
+    Database.connect[IO](config).use_.intercept[weir.InvalidSettings].map { e =>
+      assert(e.getMessage.startsWith("invalid DatabaseConfig: "), e.getMessage)
+      assert(e.getMessage.contains("mysql://u:***@localhost/x"), e.getMessage)
+      assert(!e.getMessage.contains("secret"), e.getMessage)
+      assert(e.getMessage.contains("'Weir; DROP TABLE x'"), e.getMessage)
+      assert(e.getMessage.contains("poolSize must be > 0, was: 0"), e.getMessage)
+      assertEquals(e.errors.size, 3, e.getMessage)
+    }
   }
 
   test("a bad URL fails inside the effect, naming the URL: building the IO or Resource throws nothing") {

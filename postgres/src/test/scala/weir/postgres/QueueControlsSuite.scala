@@ -124,14 +124,14 @@ class QueueControlsSuite extends DbSuite:
         unknown <- admin.pause("nowhere").attempt
         _ <- admin.addQueue("declared")
         declared <- admin.limitRunning("declared", Some(2)).attempt
-        zero <- IO(admin.limitRunning("declared", Some(0))).attempt
-        negative <- IO(admin.limitRunning("declared", Some(-3))).attempt
+        zero <- admin.limitRunning("declared", Some(0)).attempt
+        negative <- admin.limitRunning("declared", Some(-3)).attempt
         both <- admin.limits("declared", Some(4), Some(QueueRate(2.0, 2))).attempt
-        bothZero <- IO(admin.limits("declared", Some(0), Some(QueueRate(9.0, 9)))).attempt
+        bothZero <- admin.limits("declared", Some(0), Some(QueueRate(9.0, 0))).attempt
         bothUnknown <- admin.limits("nowhere", Some(1), None).attempt
-        nan <- IO(QueueRate(Double.NaN, 1)).attempt
-        infinite <- IO(QueueRate(Double.PositiveInfinity, 1)).attempt
-        noBurst <- IO(QueueRate(1.0, 0)).attempt
+        nan <- admin.limitRate("declared", Some(QueueRate(Double.NaN, 1))).attempt
+        infinite <- admin.limitRate("declared", Some(QueueRate(Double.PositiveInfinity, 1))).attempt
+        noBurst <- admin.limitRate("declared", Some(QueueRate(1.0, 0))).attempt
         infos <- admin.queues
       yield
         unknown match
@@ -141,7 +141,13 @@ class QueueControlsSuite extends DbSuite:
         assert(zero.left.exists(_.getMessage.contains("was: 0")), zero)
         assert(negative.left.exists(_.getMessage.contains("was: -3")), negative)
         assertEquals(both, Right(()))
-        assert(bothZero.left.exists(_.getMessage.contains("was: 0")), bothZero)
+        assertEquals(
+          bothZero.left.map(_.getMessage),
+          Left(
+            "invalid TaskAdmin.limits: a queue's limit on running tasks must be > 0, was: 0; " +
+              "a queue's rate burst must be > 0, was: 0"
+          )
+        )
         assert(bothUnknown.left.exists(_.isInstanceOf[UnknownQueue]), bothUnknown)
         assert(nan.left.exists(_.getMessage.contains("was: NaN")), nan)
         assert(infinite.left.exists(_.getMessage.contains("was: Infinity")), infinite)
@@ -268,7 +274,21 @@ class QueueControlsSuite extends DbSuite:
         assertEquals((stats.snoozed, stats.completed), (1L, 2L))
   }
 
-  test("a snooze below zero is refused, naming the value") {
-    val e = intercept[IllegalArgumentException](Snooze(-1.second))
-    assert(e.getMessage.contains("was: -1 second"), e.getMessage)
+  withDb("a negative snooze fails its attempt with an error naming the value, as a failure would") { db =>
+    val queue = TaskQueue[IO, String](db, "neg")
+    for
+      _ <- queue.enqueue(NewTask("a", maxAttempts = 1))
+      _ <- TestWorkers.statsAfterRun(DurableWorker.start[IO, String, Any](db, TestWorkers.config("neg")) {
+        source =>
+          Pipeline(source).process(_ => IO.pure(Snooze(-5.seconds)))
+      })
+      done <- Rows.finished(db)
+    yield
+      assertEquals(done.map(d => (d._1, d._2, d._3)), Vector(("\"a\"", "dead", 1)))
+      assert(done.head._4.contains("a snooze must be >= 0, was: -5 seconds"), done.head._4)
+  }
+
+  test("a snooze below zero throws nothing when built and names its value") {
+    assertEquals(Snooze(-1.second).errors, List("a snooze must be >= 0, was: -1 seconds"))
+    assertEquals(Snooze(0.seconds).errors, Nil)
   }

@@ -1,15 +1,21 @@
 package weir.postgres
 
 import cats.effect.IO
-import munit.FunSuite
+import munit.CatsEffectSuite
 
 import java.time.ZoneId
 import scala.concurrent.duration.*
 
-/** A schedule's bad values fail when it is built, naming the schedule and the value. */
-class ScheduleValidationSuite extends FunSuite:
+/**
+ * A schedule's bad values throw nothing when it is built: they are named, with the schedule, in its `errors`,
+ * and a scheduler given it fails to start with all of them.
+ */
+class ScheduleValidationSuite extends CatsEffectSuite:
 
-  private def refused(body: => Any): String = intercept[IllegalArgumentException](body).getMessage
+  private def refused(schedule: => Schedule): String =
+    val errors = schedule.errors
+    assert(errors.nonEmpty, s"$schedule accepted")
+    errors.mkString("; ")
 
   test("a cron expression that does not parse is refused, naming the schedule and the expression") {
     Vector("61 * * * *", "not a cron", "0 0 * * * ?", "* * * *", "").foreach { expr =>
@@ -29,7 +35,15 @@ class ScheduleValidationSuite extends FunSuite:
     assert(refused(Schedule.every("", 1.second, queue = "q", payload = 1)).contains("was: ''"))
     assert(refused(Schedule.cron("", "* * * * *", queue = "q", payload = 1)).contains("was: ''"))
     assert(refused(Schedule.every("e", 1.second, queue = "", payload = 1)).contains("queue of schedule 'e'"))
-    assert(refused(Schedule.Missed.catchUp(0)).contains("maxMissed must be >= 1, was: 0"))
+    assertEquals(Schedule.Missed.catchUp(0).errors, List("maxMissed must be >= 1, was: 0"))
+    assert(refused(Schedule.every(
+      "e",
+      1.second,
+      queue = "q",
+      payload = 1,
+      missed = Schedule.Missed.catchUp(0)
+    ))
+      .contains("missed of schedule 'e': maxMissed must be >= 1, was: 0"))
     assert(refused(Schedule.every(
       "e",
       1.second,
@@ -55,12 +69,29 @@ class ScheduleValidationSuite extends FunSuite:
     ))
   }
 
-  test("a scheduler refuses repeated names and no schedules, before touching the database") {
+  test(
+    "a scheduler refuses repeated names, no schedules and bad schedules at once, before touching the database"
+  ) {
     val a = Schedule.every("a", 1.second, queue = "q", payload = 1)
     val b = Schedule.cron("a", "* * * * *", queue = "q", payload = 2, zone = ZoneId.of("UTC"))
-    // the database is never reached: the arguments are checked when the resource is built
+    val bad = Schedule.cron("c", "61 * * * *", queue = "", payload = 3)
+    // the database is never reached: the arguments are checked first, when the resource is used
     val db = null.asInstanceOf[Database[IO]]
-    assert(refused(Scheduler.resource[IO](db, Vector(a, b))).contains("was repeated: a"))
-    assert(refused(Scheduler.resource[IO](db, Vector.empty)).contains("schedules must not be empty"))
-    assert(refused(Scheduler.resource[IO](db, Vector(a), checkEvery = Duration.Zero)).contains("was: 0"))
+    def refusedIO(r: => cats.effect.Resource[IO, Scheduler[IO]]): IO[weir.InvalidSettings] =
+      IO.defer(r.use_).intercept[weir.InvalidSettings]
+    for
+      all <- refusedIO(Scheduler.resource[IO](db, Vector(a, b, bad), checkEvery = Duration.Zero))
+      none <- refusedIO(Scheduler.resource[IO](db, Vector.empty))
+    yield
+      val m = all.getMessage
+      assert(m.startsWith("invalid Scheduler: "), m)
+      assert(m.contains("was repeated: a"), m)
+      assert(m.contains("checkEvery must be > 0, was: 0"), m)
+      assert(
+        m.contains("cron expression of schedule 'c' does not parse") && m.contains("was: '61 * * * *'"),
+        m
+      )
+      assert(m.contains("queue of schedule 'c' must not be empty, was: ''"), m)
+      assertEquals(all.errors.size, 4, m)
+      assertEquals(none.errors, List("schedules must not be empty, was: none"))
   }

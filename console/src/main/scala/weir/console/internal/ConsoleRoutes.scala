@@ -7,6 +7,7 @@ import io.circe.Json
 import org.http4s.*
 import org.http4s.dsl.Http4sDsl
 import org.http4s.headers.{`Content-Type`, Location}
+import weir.Validation
 import weir.console.ConsoleOptions
 import weir.console.internal.ConsoleQueries.QueueCounts
 import weir.postgres.{Cancel, Database, QueueRate, TaskAdmin, UnknownQueue}
@@ -307,9 +308,12 @@ private[console] object ConsoleRoutes:
 
   /** The routes, with the overview's counts shared by every request as [[Snapshot]] says. */
   def resource[F[_]: Async](db: Database[F], options: ConsoleOptions): Resource[F, ConsoleRoutes[F]] =
-    val queries = new ConsoleQueries(db.schema)
-    Snapshot.resource(counts(db, queries, options.countCap, None), options.countsEvery)
-      .map(new ConsoleRoutes(db, options, queries, _))
+    // nothing of `db` is read before the options are checked
+    Validation.resource("ConsoleOptions", options.errors).flatMap { _ =>
+      val queries = new ConsoleQueries(db.schema)
+      Snapshot.resource(counts(db, queries, options.countCap, None), options.countsEvery)
+        .map(new ConsoleRoutes(db, options, queries, _))
+    }
 
   /**
    * The counts of every queue (or `only` that one): the live ones and the finished ones in two reads, each

@@ -151,3 +151,5 @@ private[postgres] object ScheduleSql:
   def columns(timing: Schedule.Timing): (Option[String], Option[String], Option[Long]) = timing match
     case c: Schedule.Timing.Cron => (Some(c.expression), Some(c.zone.getId), None)
     case Schedule.Timing.Every(ms) => (None, None, Some(ms))
+    // never declared: Scheduler.resource refuses a schedule with errors before it writes a row
+    case Schedule.Timing.Invalid(errors) => throw new weir.InvalidSettings("Schedule", errors)
