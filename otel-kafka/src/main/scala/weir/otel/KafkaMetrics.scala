@@ -38,6 +38,9 @@ final class KafkaMetrics[F[_]] private (sources: KafkaMetrics.Sources[F])(using 
    * `source`, its [[KafkaStats]] reported under `group` (its [[weir.kafka.KafkaSettings.groupId]]) while it
    * lives and after: attached once acquired, and retired once released, after the source's own release, so
    * that its final counts are kept.
+   *
+   * Concurrent calls are allowed (each source is its own entry; those under one name add up). Cancellation:
+   * the source is released as its own resource says; its counts are kept all the same.
    */
   def instrument[K, V, B](
       source: Resource[F, KafkaSource[F, K, V, B]],

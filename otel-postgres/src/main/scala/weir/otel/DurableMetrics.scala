@@ -36,6 +36,9 @@ final class DurableMetrics[F[_]] private (workers: DurableMetrics.Workers[F])(us
    * `worker`, its [[WorkerStats]] reported under `queue` (its [[weir.postgres.WorkerConfig.queue]]) while it
    * lives and after: attached once acquired, and retired once released, after the worker's own release, so
    * that its final counts are kept.
+   *
+   * Concurrent calls are allowed (each worker is its own entry; those under one name add up). Cancellation:
+   * the worker is released as its own resource says; its counts are kept all the same.
    */
   def instrument[A](
       worker: Resource[F, DurableWorker[F, A]],
