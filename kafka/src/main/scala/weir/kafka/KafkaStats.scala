@@ -18,7 +18,11 @@ import org.apache.kafka.common.TopicPartition
  * @param held records held now (see [[KafkaSettings.maxInFlight]]); `paused` whether the partitions are
  * @param unread outcomes known and not yet read from [[KafkaSource.outcomes]] (they count against
  *   [[KafkaSettings.maxInFlight]] too)
- * @param committed the last offset committed per partition by this consumer
+ * @param committed the last offset committed per partition: by this consumer, or, until it commits one,
+ *   the group's commit it found when the partition was assigned (an offset committed is the next to read)
+ * @param endOffsets the end offset (the high watermark: the offset the next record written gets) of each
+ *   partition this consumer owns now, as last seen: from each fetch's response while the partition is
+ *   fetched, and asked of the broker once per `commitEvery` while it is paused; absent until known
  */
 final case class KafkaStats(
     received: Long,
@@ -34,5 +38,14 @@ final case class KafkaStats(
     held: Int,
     unread: Int,
     paused: Boolean,
-    committed: Map[TopicPartition, Long]
-)
+    committed: Map[TopicPartition, Long],
+    endOffsets: Map[TopicPartition, Long]
+):
+
+  /**
+   * The consumer lag of each partition this consumer owns whose end and committed offsets are known: the
+   * records written to it and not yet committed by the group (end offset − committed offset, at least 0).
+   * Records received and running, or finished above a record still running, count in it until committed.
+   */
+  def lag: Map[TopicPartition, Long] =
+    endOffsets.flatMap((tp, end) => committed.get(tp).map(c => tp -> math.max(0L, end - c)))

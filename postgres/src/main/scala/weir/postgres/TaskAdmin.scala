@@ -37,6 +37,24 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
   def stats: F[Vector[QueueStats]] = sql.stats.transact(db.transactor)
 
   /**
+   * Every queue with tasks, by name, and its tasks by state (see [[QueueDepth]]): the live ones, and those
+   * finished in `finished`. One statement, so the counts are of one moment. Its cost is what it counts: each
+   * part reads one index (the claim's partial indexes for the live tasks, `finished_by_state` for the
+   * finished ones) and nothing else while the table's pages are all-visible (a vacuumed table's are). The
+   * live tasks are the backlog; the completed tasks kept ([[WorkerConfig.keepCompleted]]) are the whole
+   * history up to the retention, which is why they are counted only when asked for. For metrics, count
+   * once per process and share the result: [[QueueDepths]].
+   */
+  def depths(
+      finished: Set[FinishedState] = Set(FinishedState.Dead, FinishedState.Cancelled)
+  ): F[Vector[QueueDepth]] = depthsAt(finished).map(_.queues)
+
+  /** [[depths]] with the database's time of the count. */
+  private[postgres] def depthsAt(finished: Set[FinishedState]): F[QueueDepths.Reading] =
+    (sql.now, sql.depths(FinishedState.values.toVector.filter(finished))).mapN(QueueDepths.Reading.apply)
+      .transact(db.transactor)
+
+  /**
    * The registered workers, by id: each one's heartbeat, whether its session holds its lock now (so that
    * its death is seen within a heartbeat, see [[WorkerConfig.deadAfter]]), and how many tasks it runs. A
    * worker that stopped cleanly has no row; a dead one keeps its row until it is rescued and pruned.

@@ -27,6 +27,9 @@ private[kafka] final class Counters:
   val interrupted = new AtomicLong
   val committed = new ConcurrentHashMap[TopicPartition, java.lang.Long]
 
+  /** The end offset of each partition owned now, as the poller last saw it (see [[KafkaStats.endOffsets]]). */
+  val endOffsets = new ConcurrentHashMap[TopicPartition, java.lang.Long]
+
   def stats: KafkaStats =
     KafkaStats(
       received = received.get,
@@ -42,5 +45,6 @@ private[kafka] final class Counters:
       held = held.get,
       unread = unread.get,
       paused = paused.get,
-      committed = committed.asScala.map((tp, o) => tp -> o.longValue).toMap
+      committed = committed.asScala.map((tp, o) => tp -> o.longValue).toMap,
+      endOffsets = endOffsets.asScala.map((tp, o) => tp -> o.longValue).toMap
     )

@@ -43,6 +43,7 @@ private[kafka] final class Poller[K, V](
   private val pollTimeout = JDuration.ofNanos(settings.pollTimeout.toNanos)
   private val commitEveryNanos = settings.commitEvery.toNanos
   private val graceNanos = settings.revokeGrace.toNanos
+  private val endOffsetsTimeout = JDuration.ofNanos(math.min(commitEveryNanos, 1000000000L))
   private var nextCommit = System.nanoTime() + commitEveryNanos
   private var closing = false
 
@@ -72,8 +73,8 @@ private[kafka] final class Poller[K, V](
       if !assigned.isEmpty then consumer.pause(assigned)
       counters.paused.set(true)
     else
-      val paused = consumer.paused()
-      if !paused.isEmpty then consumer.resume(paused)
+      val toResume = consumer.paused()
+      if !toResume.isEmpty then consumer.resume(toResume)
       counters.paused.set(false)
     val polled = consumer.poll(pollTimeout)
     val out = Vector.newBuilder[KafkaRecord[K, V] & Interruptible]
@@ -84,11 +85,41 @@ private[kafka] final class Poller[K, V](
           polled.records(tp).forEach(r => if !stopped then receive(state, r).foreach(out += _))
         )
       }
+    val paused = consumer.paused()
+    publishEndOffsets(paused)
     if System.nanoTime() - nextCommit >= 0 then
       commit(owned.values)
       counters.commitRounds.incrementAndGet(): Unit
+      refreshEndOffsets(paused)
       nextCommit = System.nanoTime() + commitEveryNanos
     out.result()
+
+  /**
+   * The end offsets of the owned partitions that are fetched, from what the last fetch said (the consumer's
+   * position plus its lag to the high watermark, both local): nothing is asked of the broker.
+   */
+  private def publishEndOffsets(paused: java.util.Set[TopicPartition]): Unit =
+    owned.keysIterator.foreach { tp =>
+      if !paused.contains(tp) then
+        val lag = consumer.currentLag(tp)
+        if lag.isPresent then
+          try counters.endOffsets.put(tp, consumer.position(tp, JDuration.ZERO) + lag.getAsLong): Unit
+          catch case _: KafkaException => ()
+    }
+
+  /**
+   * A paused partition is not fetched, so its end offset would stay what the last fetch saw while records
+   * keep coming: once per commit round, the broker is asked for the paused ones' (one request, on this
+   * thread, for at most a second; one that fails leaves the last known).
+   */
+  private def refreshEndOffsets(paused: java.util.Set[TopicPartition]): Unit =
+    val stale = owned.keysIterator.filter(paused.contains).toVector
+    if stale.nonEmpty then
+      try
+        consumer.endOffsets(stale.asJava, endOffsetsTimeout).forEach { (tp, end) =>
+          if end != null && owned.contains(tp) then counters.endOffsets.put(tp, end.longValue): Unit
+        }
+      catch case _: KafkaException => ()
 
   private def receive(state: PartitionState, r: ConsumerRecord[Array[Byte], Array[Byte]]) =
     val entry = state.receive(r.offset)
@@ -179,7 +210,10 @@ private[kafka] final class Poller[K, V](
     if fresh.nonEmpty then
       try
         consumer.committed(fresh.asJava).forEach { (tp, om) =>
-          if om != null then owned(tp).skipping(CommitMetadata.decode(om.offset, om.metadata))
+          if om != null then
+            owned(tp).skipping(CommitMetadata.decode(om.offset, om.metadata))
+            // the group's commit until this consumer makes one: the lag is known from the start
+            counters.committed.put(tp, om.offset): Unit
         }
       catch case _: KafkaException => ()
 
@@ -228,6 +262,7 @@ private[kafka] final class Poller[K, V](
       s.release()
       owned.remove(s.partition): Unit
       lastCommitted.remove(s.partition): Unit
+      counters.endOffsets.remove(s.partition): Unit
     }
 
   /** The last commit, then leaves the group (whose revoke commits nothing new) and closes the consumer. */

@@ -4,7 +4,7 @@ import doobie.*
 import doobie.implicits.*
 import cats.syntax.all.*
 import doobie.postgres.implicits.*
-import weir.postgres.{Cancel, FinishedState, QueueInfo, QueueRate, QueueStats, Schema, WorkerInfo}
+import weir.postgres.{Cancel, FinishedState, QueueDepth, QueueInfo, QueueRate, QueueStats, Schema, WorkerInfo}
 
 /** The statements behind [[weir.postgres.TaskAdmin]], for one schema. */
 private[postgres] final class AdminSql(schema: Schema):
@@ -35,6 +35,39 @@ private[postgres] final class AdminSql(schema: Schema):
            coalesce(completed, 0), coalesce(dead, 0), coalesce(cancelled, 0)
     FROM live FULL JOIN done ON live.queue = done.queue
     ORDER BY 1""").query[QueueStats].to[Vector]
+
+  /** The transaction's time, which every `now()` of its statements reads. */
+  def now: ConnectionIO[java.time.Instant] = const("SELECT now()").query[java.time.Instant].unique
+
+  /**
+   * Each queue's tasks by state in one statement (one snapshot), as the console counts its live ones: the
+   * tasks a claim may take, split by due time, from `tasks_claim` (with how long the oldest due one has
+   * waited); those behind an earlier task of their key from `tasks_waiting`; the running ones from
+   * `tasks_running`; and the finished ones in `finished` (those counted, none when empty) from `finished_by_state`. Each
+   * part reads its index and nothing else while the table's pages are all-visible, so a count costs what
+   * it counts: the backlog, plus the history kept in the finished states asked for.
+   */
+  def depths(counted: Vector[FinishedState]): ConnectionIO[Vector[QueueDepth]] =
+    val live = const(
+      s"""SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0, 0,
+             0, 0, 0, extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8
+      FROM $tasks WHERE state = 'available' AND (ordering_key IS NULL OR head) GROUP BY queue
+      UNION ALL SELECT queue, 0, 0, count(*), 0, 0, 0, 0, NULL FROM $tasks
+        WHERE ordering_key IS NOT NULL AND NOT head GROUP BY queue
+      UNION ALL SELECT queue, 0, 0, 0, count(*), 0, 0, 0, NULL FROM $tasks WHERE state = 'running' GROUP BY queue"""
+    )
+    val done =
+      if counted.isEmpty then Fragment.empty
+      else
+        val states = counted.map(s => fr0"${s.name}::" ++ const(schema("finished_state")))
+        const(s"""
+      UNION ALL SELECT queue, 0, 0, 0, 0, count(*) FILTER (WHERE state = 'completed'),
+             count(*) FILTER (WHERE state = 'dead'), count(*) FILTER (WHERE state = 'cancelled'), NULL
+      FROM $finished WHERE state IN (""") ++ states.reduce(_ ++ const(", ") ++ _) ++ const(") GROUP BY queue")
+    (live ++ done)
+      .query[(String, Long, Long, Long, Long, Long, Long, Long, Option[Double])]
+      .to[Vector]
+      .map(rows => QueueDepth.sum(rows, counted.toSet))
 
   def workers: ConnectionIO[Vector[WorkerInfo]] =
     const(s"""SELECT w.id, w.name, w.started_at, w.heartbeat_at,
