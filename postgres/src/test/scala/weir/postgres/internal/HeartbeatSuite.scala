@@ -18,7 +18,7 @@ class HeartbeatSuite extends DbSuite:
   /** Runs the heartbeat of `held` until `done` holds, at most 30 s. */
   private def beating(db: weir.postgres.Database[IO], held: HeldClaims)(done: IO[Boolean]): IO[Unit] =
     db.workerPool(size = 1).use(run =>
-      Heartbeat.resource(run, held.worker).surround(
+      Heartbeat.resource(run, held.worker, HeldClaims.silent(held.worker)).surround(
         (IO.sleep(20.millis) *> done).iterateUntil(identity).timeout(30.seconds).void
       )
     )
