@@ -178,6 +178,34 @@ class LoggingSuite extends DbSuite:
     }
   }
 
+  withDb("a rescue round is logged once, with its counts, not once per task") { db =>
+    val sql = new weir.postgres.internal.Sql(db.schema)
+    val config = TestWorkers.config("rescued").copy(stopWhenEmpty = false, retention = None)
+    for
+      logs <- RecordedLogs()
+      _ <- TaskQueue[IO, Int](db, "rescued").enqueueMany((1 to 3).map(NewTask(_)))
+      // a worker that claimed the three tasks, then vanished with its row
+      gone <- db.run(sql.register("gone", 1000))
+      _ <- db.run(sql.claim("rescued", gone, 3, 60000))
+      _ <- Rows.exec(s"DELETE FROM ${db.schema("workers")} WHERE id = $gone")
+      done <- Ref[IO].of(0)
+      _ <- {
+        given LoggerFactory[IO] = logs
+        DurableWorker.start[IO, Int, Unit](db, config)(source =>
+          Pipeline(source).process(_ => done.update(_ + 1))
+        ).use(_ => eventually("the three tasks rescued and done")(done.get.map(_ == 3)))
+      }
+      lines <- logs.lines
+    yield
+      assertEquals(lines.map(l => (l.level, l.logger)), Vector(("INFO", "weir.postgres.worker.rescue")))
+      assert(
+        lines.head.message.endsWith(
+          "rescued 3 task(s) of dead workers or expired leases (3 available again, 0 dead, 0 cancelled)"
+        ),
+        lines.head.message
+      )
+  }
+
   test("a schema the library cannot run against is logged at ERROR before connect fails") {
     RecordedLogs().flatMap { logs =>
       given LoggerFactory[IO] = logs
