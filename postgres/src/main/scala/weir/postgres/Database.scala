@@ -167,7 +167,7 @@ object Database:
     Resource.eval(migrate(config)) *> connect(config)
 
   /** The logger of schema mismatches. */
-  val schemaLogger: String = "weir.postgres.schema"
+  private val schemaLogger: String = "weir.postgres.schema"
 
   private def logSchemaError[F[_], A](fa: F[A])(using F: Async[F], logs: LoggerFactory[F]): F[A] =
     fa.onError { case e: SchemaError =>

@@ -67,7 +67,7 @@ object WeirRuntime:
     logged(config, logs, PatientSelectorSystem.orDefault)
 
   /** The logger of the runtime's notice. */
-  val loggerName: String = "weir.runtime"
+  private[runtime] val loggerName: String = "weir.runtime"
 
   /** [[resource]] with `logs`, its polling system chosen by `choose`, which is given where to say why. */
   private[runtime] def logged(
