@@ -8,11 +8,13 @@ import org.apache.kafka.clients.consumer.{ConsumerConfig, CooperativeStickyAssig
 import org.apache.kafka.clients.producer.{KafkaProducer, ProducerConfig}
 import org.apache.kafka.common.KafkaException
 import org.apache.kafka.common.serialization.{ByteArrayDeserializer, ByteArraySerializer, Deserializer}
+import org.typelevel.log4cats.LoggerFactory
+import org.typelevel.log4cats.noop.NoOpFactory
 import weir.{
   Disposition, FailurePolicy, Interruptible, Pipeline, Retry, Running, Source, Summary, TaskOutcome,
   Validation
 }
-import weir.kafka.internal.{Counters, DeadLetters, PartitionState, Poller}
+import weir.kafka.internal.{Counters, DeadLetters, PartitionState, Poller, SourceLog}
 
 import java.util.Properties
 import java.util.concurrent.{Executors, ThreadFactory, ThreadLocalRandom}
@@ -79,7 +81,7 @@ object KafkaSource:
    * source's. What it commits depends on the failure policy `build` set (default [[FailurePolicy.skip]]):
    * under [[FailurePolicy.failFast]] a record that fails, skipped or not, is never committed. With a
    * [[KafkaSettings.deadLetterTopic]], the policy is [[FailurePolicy.deadLetter]] to that topic, and a
-   * pipeline built with another policy than skip is refused with an `IllegalArgumentException`: a record
+   * pipeline built with another policy than skip is refused with an [[weir.InvalidSettings]]: a record
    * that fails for good is written there, with its error in headers, and counts as finished.
    *
    * Decoding: `keys` and `values` decode each record on the poller thread; a record either rejects is
@@ -96,6 +98,12 @@ object KafkaSource:
    * fails (its poll throws), or a dead-letter write that fails after [[KafkaSettings.deadLetterRetry]]'s
    * attempts, ends the pipeline's source with that error (its [[weir.StopReason]] says so); the records
    * received go on to their outcomes, and the record not written stays unfinished.
+   *
+   * Logs: through the `LoggerFactory` in scope (none: nothing is logged), on `weir.kafka.consumer` the
+   * partitions assigned and revoked (INFO) or lost (WARN), and a streak of failed commits once when it
+   * begins (WARN) and once when it ends (INFO, with its count); on `weir.kafka.deadLetters` each record
+   * written to the dead-letter topic at DEBUG, a count of them every minute at WARN, and a write that fails
+   * the source at ERROR. Nothing per record above DEBUG. `docs/guide.md` ("Logging") lists every line.
    */
   def start[F[_], K, V, B](
       settings: KafkaSettings,
@@ -104,11 +112,14 @@ object KafkaSource:
       order: RecordOrder[K, V] = RecordOrder.byKey
   )(build: Source[F, KafkaRecord[K, V]] => Pipeline[F, KafkaRecord[K, V], B])(using
       F: Async[F]
-  ): Resource[F, KafkaSource[F, K, V, B]] =
+  )(using logs: LoggerFactory[F] = NoOpFactory[F]): Resource[F, KafkaSource[F, K, V, B]] =
     for
       _ <- Validation.resource("KafkaSettings", settings.errors)
       ec <- pollerThread[F](settings.groupId)
       counters = new Counters
+      log <- Resource.eval(SourceLog(logs, settings.groupId, settings.deadLetterTopic, counters))
+      // released after the poller: the last summary counts the dead letters of the release too
+      _ <- log.summaries(SourceLog.summaryEvery)
       deadLetters <- settings.deadLetterTopic.traverse(topic =>
         Resource
           .make(F.blocking(new KafkaProducer(
@@ -137,16 +148,23 @@ object KafkaSource:
           p
         },
         ec
-      ))(p => F.evalOn(F.delay(p.close()), ec))
+      ))(p =>
+        // the revoke of the release is logged too
+        F.guarantee(F.evalOn(F.delay(p.close()), ec), F.evalOn(F.delay(p.events()), ec).flatMap(log.events))
+      )
       queue <- Resource.eval(Queue.unbounded[F, Option[Chunk[KafkaRecord[K, V] & Interruptible]]])
       failure <- Resource.eval(Deferred[F, Throwable])
       // the first failure ends the records: the poller goes on polling, every partition paused, so that the
       // consumer stays in its group while the records received run to their outcomes
       fail = (e: Throwable) =>
-        failure.complete(e).flatMap(first => (F.delay(poller.stop()) *> queue.offer(None)).whenA(first))
+        failure.complete(e).flatMap(first =>
+          (log.deadLetterFailed(e) *> F.delay(poller.stop()) *> queue.offer(None)).whenA(first)
+        )
       // the queue holds at most maxInFlight records plus one poll's: past that the poller pauses
-      loop = F.evalOn(F.delay(poller.round()), ec)
-        .flatMap(rs => if rs.isEmpty then F.unit else queue.offer(Some(Chunk.from(rs))))
+      loop = F.evalOn(F.delay((poller.round(), poller.events())), ec)
+        .flatMap((rs, happened) =>
+          log.events(happened) *> (if rs.isEmpty then F.unit else queue.offer(Some(Chunk.from(rs))))
+        )
         .flatMap(_ => F.delay(poller.failed).flatMap(_.traverse_(fail)))
         .foreverM[Unit]
       _ <- F.background(loop.handleErrorWith(e => failure.complete(e) *> queue.offer(None)))
@@ -162,7 +180,8 @@ object KafkaSource:
           s"with a deadLetterTopic the topic is the failure policy: leave the pipeline's at skip, was: $built"
         )
       )
-      policy = deadLetters.fold(built)(dl => deadLetterPolicy(dl, settings.deadLetterRetry, counters, fail))
+      policy =
+        deadLetters.fold(built)(dl => deadLetterPolicy(dl, settings.deadLetterRetry, counters, log, fail))
       skips = deadLetters.isEmpty && isSkip(built)
       // released after the pipeline, whose release ends its outcome stream: the reader sees every outcome
       // the pipeline hands out, those of its release included
@@ -228,6 +247,7 @@ object KafkaSource:
       dl: DeadLetters,
       retry: Retry,
       counters: Counters,
+      log: SourceLog[F],
       fail: Throwable => F[Unit]
   )(using F: Async[F]): FailurePolicy[F, KafkaRecord[K, V]] =
     FailurePolicy.deadLetter[F, KafkaRecord[K, V]] { (r, error) =>
@@ -277,7 +297,9 @@ object KafkaSource:
           F.raiseError(new KafkaException(
             s"partition ${r.topicPartition} was revoked: not written to '${dl.topic}', its next owner runs it"
           ))
-        else attempt(1) *> F.delay(counters.deadLettered.incrementAndGet()).void
+        else
+          attempt(1) *> F.delay(counters.deadLettered.incrementAndGet()) *>
+            log.deadLettered(r.topicPartition, r.offset, "failed", error)
       }
     }
 

@@ -5,6 +5,8 @@ import munit.CatsEffectSuite
 import org.apache.kafka.clients.consumer.{ConsumerConfig, ConsumerRecord, KafkaConsumer}
 import org.apache.kafka.common.TopicPartition
 import org.apache.kafka.common.serialization.{ByteArrayDeserializer, Deserializer, StringDeserializer}
+import org.typelevel.log4cats.LoggerFactory
+import org.typelevel.log4cats.noop.NoOpFactory
 import weir.{FailurePolicy, Pipeline, TaskOutcome}
 
 import java.time.Duration as JDuration
@@ -39,16 +41,19 @@ abstract class KafkaTesting extends CatsEffectSuite:
 
   /**
    * Runs a source with `handler` while `body` runs, every outcome read (and so acknowledged) into the
-   * returned `Ref` as it comes; releases the source when `body` ends.
+   * returned `Ref` as it comes; releases the source when `body` ends. It logs to `logs` (nowhere, unless
+   * given).
    */
   def running[A](
       s: KafkaSettings,
       order: RecordOrder[String, String] = RecordOrder.byKey,
-      policy: FailurePolicy[IO, Rec] = FailurePolicy.skip[IO]
+      policy: FailurePolicy[IO, Rec] = FailurePolicy.skip[IO],
+      logs: LoggerFactory[IO] = NoOpFactory[IO]
   )(
       handler: Rec => IO[Unit],
       configure: Pipeline[IO, Rec, Unit] => Pipeline[IO, Rec, Unit] = identity
   )(body: (KafkaSource[IO, String, String, Unit], Ref[IO, Vector[Out]]) => IO[A]): IO[A] =
+    given LoggerFactory[IO] = logs
     Ref[IO].of(Vector.empty[Out]).flatMap { seen =>
       KafkaSource
         .start[IO, String, String, Unit](s, new StringDeserializer, new StringDeserializer, order)(source =>

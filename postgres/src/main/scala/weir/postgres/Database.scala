@@ -7,6 +7,8 @@ import doobie.*
 import doobie.hikari.HikariTransactor
 import doobie.implicits.*
 import doobie.util.transactor.Strategy
+import org.typelevel.log4cats.LoggerFactory
+import org.typelevel.log4cats.noop.NoOpFactory
 import weir.Validation
 import weir.postgres.internal.{ImmediatePeekSocketFactory, Run}
 
@@ -155,23 +157,47 @@ object Database:
    * schema name, pool size or timeout); [[DatabaseUnreachable]] (naming the URL, password
    * hidden) if no connection can be made within the connect timeout; [[SchemaError]] if the schema is
    * missing or not at this library's version.
+   *
+   * Logs: a [[SchemaError]] at ERROR before failing, on the logger `weir.postgres.schema` of the
+   * `LoggerFactory` in scope (none: nothing is logged).
    */
-  def connect[F[_]: Async](config: DatabaseConfig): Resource[F, Database[F]] =
-    pool(config).evalTap(db => Migrations.check(config.schema).transact(db.transactor))
+  def connect[F[_]](config: DatabaseConfig)(using
+      F: Async[F]
+  )(using
+      logs: LoggerFactory[F] = NoOpFactory[F]
+  ): Resource[F, Database[F]] =
+    pool(config).evalTap(db => logSchemaError(Migrations.check(config.schema).transact(db.transactor)))
 
   /**
    * Applies weir's migrations to `config`'s schema (creating it if needed) and returns the versions applied.
    * Idempotent, and safe when several processes run it at once.
    *
    * Errors, raised in `F`: [[weir.InvalidSettings]] for bad settings and [[DatabaseUnreachable]], as for
-   * [[connect]]; [[SchemaError]] if the schema is at a version newer than this library knows.
+   * [[connect]]; [[SchemaError]] if the schema is at a version newer than this library knows, logged at
+   * ERROR first as [[connect]] logs it.
    */
-  def migrate[F[_]: Async](config: DatabaseConfig): F[Vector[Int]] =
-    pool(config).use(db => Migrations.migrate(config.schema).transact(db.transactor))
+  def migrate[F[_]](config: DatabaseConfig)(using
+      F: Async[F]
+  )(using
+      logs: LoggerFactory[F] = NoOpFactory[F]
+  ): F[Vector[Int]] =
+    pool(config).use(db => logSchemaError(Migrations.migrate(config.schema).transact(db.transactor)))
 
   /** [[migrate]], then [[connect]]. */
-  def migrateAndConnect[F[_]: Async](config: DatabaseConfig): Resource[F, Database[F]] =
+  def migrateAndConnect[F[_]](config: DatabaseConfig)(using
+      F: Async[F]
+  )(using
+      logs: LoggerFactory[F] = NoOpFactory[F]
+  ): Resource[F, Database[F]] =
     Resource.eval(migrate(config)) *> connect(config)
+
+  /** The logger of schema mismatches. */
+  private val schemaLogger: String = "weir.postgres.schema"
+
+  private def logSchemaError[F[_], A](fa: F[A])(using F: Async[F], logs: LoggerFactory[F]): F[A] =
+    fa.onError { case e: SchemaError =>
+      logs.getLoggerFromName(schemaLogger).error(e)(s"weir cannot run against this schema: ${e.getMessage}")
+    }
 
   private[postgres] def pool[F[_]](config: DatabaseConfig, worker: Boolean = false)(using
       F: Async[F]

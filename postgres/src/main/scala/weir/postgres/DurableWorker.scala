@@ -4,6 +4,8 @@ import cats.effect.kernel.{Async, Deferred, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
 import doobie.FC
+import org.typelevel.log4cats.LoggerFactory
+import org.typelevel.log4cats.noop.NoOpFactory
 import weir.{Disposition, NotStartedReason, TaskOutcome, Pipeline, Running, Source, Validation}
 import weir.postgres.internal.*
 
@@ -80,10 +82,20 @@ object DurableWorker:
    * connections cannot be opened, or the driver's error if registering the worker fails. Once started, a failing database is
    * ridden out (claims, results, heartbeats, rescues and prunes are retried, and counted in
    * [[WorkerStats]]).
+   *
+   * Logs: through the `LoggerFactory` in scope (none: nothing is logged), under `weir.postgres.worker.*`:
+   * each part's streak of database errors once when it begins (WARN) and once when it ends (INFO, with its
+   * count), rescues, this worker taken for dead, the queue paused and resumed; never a line per task at
+   * INFO. `docs/guide.md` ("Logging") lists every line.
    */
   def start[F[_], A, B](db: Database[F], config: WorkerConfig)(
       build: Source[F, Job[A]] => Pipeline[F, Job[A], B]
-  )(using F: Async[F], codec: PayloadCodec[A]): Resource[F, DurableWorker[F, A]] =
+  )(using
+      F: Async[F],
+      codec: PayloadCodec[A]
+  )(using
+      logs: LoggerFactory[F] = NoOpFactory[F]
+  ): Resource[F, DurableWorker[F, A]] =
     // nothing of `db` is read before the config is checked
     lazy val sql = new Sql(db.schema)
     for
@@ -110,20 +122,24 @@ object DurableWorker:
         )
       )
       worker = new WorkerContext(owner, config, db.schema, sql, claims, counters, liveness, limited)
+      log = new WorkerLog[F](logs, config.queue, owner)
       // the session and the heartbeat outlive the completer: a worker writing its last results is alive
       _ <-
         if config.listen then
-          WorkerSession.resource(db.dedicated, worker, gate, wake, WorkerSession.checkEvery)
+          WorkerSession.resource(db.dedicated, worker, gate, wake, WorkerSession.checkEvery, log)
         else Resource.unit[F]
-      _ <- Heartbeat.resource(maintenance, worker)
-      completer <- Completer.resource(xa, worker, wake.tryOffer(()).void)
-      _ <- Rescuer.resource(maintenance, worker)
-      _ <- HeadRepair.resource(maintenance, worker)
+      _ <- Heartbeat.resource(maintenance, worker, log)
+      completer <- Completer.resource(xa, worker, wake.tryOffer(()).void, log)
+      _ <- Rescuer.resource(maintenance, worker, log)
+      _ <- HeadRepair.resource(maintenance, worker, log)
       _ <- config.retention.fold(Resource.unit[F])(r =>
-        Pruner.resource(maintenance, new AdminSql(db.schema), r, Pruner.every, counters)
+        Resource.eval(log.faults("prune", "the prune", counters)).flatMap(faults =>
+          Pruner.resource(maintenance, new AdminSql(db.schema), r, Pruner.every, faults)
+        )
       )
       stop <- Resource.eval(Deferred[F, Unit])
-      claimer = new Claimer[F, A](xa, worker, completer, wake, gate, stop)
+      claimFaults <- Resource.eval(log.faults("claims", "claiming", counters))
+      claimer = new Claimer[F, A](xa, worker, completer, wake, gate, stop, log, claimFaults)
       // marked before the pipeline can receive them: see Claims
       source = claimer.stream.chunks.evalTap(jobs => F.delay(claims.handedOn(jobs.map(_.token)))).unchunks
       started <- build(Source.refusable(source)).startWithOutcomes

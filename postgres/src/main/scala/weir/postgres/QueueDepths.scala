@@ -2,6 +2,7 @@ package weir.postgres
 
 import cats.effect.kernel.{Async, Ref, Resource}
 import cats.syntax.all.*
+import weir.Validation
 
 import java.time.Instant
 import scala.concurrent.duration.*
@@ -63,16 +64,17 @@ object QueueDepths:
 
   /**
    * Starts counting `db`'s queues, the first count at once, then one every `settings.every`, until the
-   * resource is released. Fails with an `IllegalArgumentException` naming the value when `every` is not
+   * resource is released. Fails with an [[weir.InvalidSettings]] naming the value when `every` is not
    * positive; a count that fails does not fail the resource (see [[QueueDepths]]).
    */
   def start[F[_]](db: Database[F], settings: Settings = Settings())(using
       F: Async[F]
   ): Resource[F, QueueDepths[F]] =
     for
-      _ <- Resource.eval(F.raiseWhen(settings.every <= Duration.Zero)(
-        new IllegalArgumentException(s"QueueDepths.Settings.every must be > 0, was: ${settings.every}")
-      ))
+      _ <- Validation.resource(
+        "QueueDepths.Settings",
+        Validation.check(settings.every > Duration.Zero, s"every must be > 0, was: ${settings.every}")
+      )
       state <- Resource.eval(Ref.of[F, State](State(None, 0, None)))
       round = TaskAdmin(db).depthsAt(settings.finished).flatMap(r =>
         state.update(_.copy(last = Some(r)))

@@ -3,7 +3,7 @@ package weir.postgres
 import cats.effect.IO
 import doobie.*
 import doobie.implicits.*
-import weir.postgres.internal.{AdminSql, Counters, Pruner, Sql}
+import weir.postgres.internal.{AdminSql, Counters, Pruner, Sql, WorkerLog}
 
 import scala.concurrent.duration.*
 
@@ -122,8 +122,10 @@ class AdminSuite extends DbSuite:
                    1, 1, '[]', now(), now() - (g || ' minutes')::interval
             FROM generate_series(1, 3000) AS g"""
         )
+        faults <- new WorkerLog[IO](org.typelevel.log4cats.noop.NoOpFactory[IO], "p", 0L)
+          .faults("prune", "the prune", new Counters)
         _ <- Pruner
-          .resource(db.run, new AdminSql(db.schema), retention, 100.millis, new Counters)
+          .resource(db.run, new AdminSql(db.schema), retention, 100.millis, faults)
           .use(_ => (IO.sleep(100.millis) *> Rows.count(db, "finished")).iterateUntil(_ <= 503L))
         kept <- Fragment
           .const(

@@ -2,6 +2,7 @@ package weir.postgres
 
 import cats.effect.IO
 import doobie.implicits.*
+import weir.InvalidSettings
 import weir.postgres.internal.Sql
 
 import scala.concurrent.duration.*
@@ -120,7 +121,8 @@ class QueueDepthsSuite extends DbSuite:
       .use_
       .attempt
       .map {
-        case Left(e: IllegalArgumentException) => assert(e.getMessage.contains("0 days"), e.getMessage)
-        case other => fail(s"expected an IllegalArgumentException, got $other")
+        case Left(e: InvalidSettings) =>
+          assert(e.getMessage.contains("every must be > 0, was: 0 days"), e.getMessage)
+        case other => fail(s"expected an InvalidSettings, got $other")
       }
   }

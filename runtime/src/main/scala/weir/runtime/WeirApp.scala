@@ -1,7 +1,8 @@
 package weir.runtime
 
-import cats.effect.IOApp
+import cats.effect.{IO, IOApp}
 import cats.effect.unsafe.IORuntime
+import org.typelevel.log4cats.LoggerFactory
 
 /**
  * An `IOApp` that runs on [[WeirRuntime]] instead of Cats Effect's default runtime, so that a program
@@ -20,7 +21,24 @@ import cats.effect.unsafe.IORuntime
  * shut down explicitly: its threads are daemon threads and `IOApp` ends the JVM.
  */
 trait WeirApp extends IOApp:
-  override protected lazy val runtime: IORuntime = WeirRuntime.unsafeCreate(runtimeConfig)._1
+
+  /**
+   * Where the runtime's one notice goes (see [[WeirRuntime]]): at WARN on the logger `weir.runtime` of this
+   * factory, or on stderr when `None` (the default). Read once, when the runtime is built.
+   */
+  protected def runtimeLogs: Option[LoggerFactory[IO]] = None
+
+  override protected lazy val runtime: IORuntime =
+    runtimeLogs match
+      case None => WeirRuntime.unsafeCreate(runtimeConfig)._1
+      case Some(logs) =>
+        // the notice is said while the runtime is built, then logged on it: the app has not started yet
+        val notices = Vector.newBuilder[String]
+        val built = WeirRuntime.unsafeCreate(runtimeConfig, notices += _: Unit)._1
+        notices.result().foreach(n =>
+          logs.getLoggerFromName(WeirRuntime.loggerName).warn(n).unsafeRunSync()(using built)
+        )
+        built
 
 object WeirApp:
 

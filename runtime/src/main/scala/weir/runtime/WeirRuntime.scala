@@ -1,7 +1,9 @@
 package weir.runtime
 
 import cats.effect.{IO, Resource}
-import cats.effect.unsafe.{IORuntime, IORuntimeConfig, PatientSelectorSystem}
+import cats.effect.unsafe.{IORuntime, IORuntimeConfig, PatientSelectorSystem, PollingSystem}
+import cats.syntax.all.*
+import org.typelevel.log4cats.LoggerFactory
 import weir.runtime.internal.TimerScheduler
 
 /**
@@ -29,7 +31,8 @@ import weir.runtime.internal.TimerScheduler
  * hand-over above makes frequent (`docs/adr/0024-patient-wake-up.md`). That system reads Cats Effect's
  * package-private state, so it is used only on the Cats Effect release it was written against; on any
  * other the compute threads park through Cats Effect's default polling system, and the first runtime built
- * says so on stderr. The timer thread uses only Cats Effect's public `Scheduler` interface and is used on
+ * says so, once per JVM: at WARN on the logger `weir.runtime` of the `LoggerFactory` given to
+ * [[resource]] or [[WeirApp.runtimeLogs]], else on stderr. The timer thread uses only Cats Effect's public `Scheduler` interface and is used on
  * every release.
  *
  * ==When this can go==
@@ -56,6 +59,32 @@ object WeirRuntime:
     Resource.make(IO(unsafeCreate(config)))((_, shutdown) => IO.blocking(shutdown())).map(_._1)
 
   /**
+   * [[resource]], its one notice (Cats Effect's default polling system chosen instead of weir's, on a
+   * Cats Effect release other than the one it was written against) logged at WARN on `weir.runtime` of
+   * `logs` instead of printed on stderr.
+   */
+  def resource(config: IORuntimeConfig, logs: LoggerFactory[IO]): Resource[IO, IORuntime] =
+    logged(config, logs, PatientSelectorSystem.orDefault)
+
+  /** The logger of the runtime's notice. */
+  private[runtime] val loggerName: String = "weir.runtime"
+
+  /** [[resource]] with `logs`, its polling system chosen by `choose`, which is given where to say why. */
+  private[runtime] def logged(
+      config: IORuntimeConfig,
+      logs: LoggerFactory[IO],
+      choose: (String => Unit) => PollingSystem
+  ): Resource[IO, IORuntime] =
+    Resource.make(IO {
+      // the notice is said while the runtime is built, on this thread
+      val notices = Vector.newBuilder[String]
+      val (runtime, shutdown) = build(config, choose(notices += _: Unit))
+      (runtime, shutdown, notices.result())
+    })((_, shutdown, _) => IO.blocking(shutdown()))
+      .evalTap((_, _, notices) => notices.traverse_(logs.getLoggerFromName(loggerName).warn(_)))
+      .map(_._1)
+
+  /**
    * Builds the safe runtime and returns it with its shutdown action, for `main` methods and other code
    * outside any effect. The caller owns the runtime and must call the shutdown action once (its threads
    * are daemon threads, so a JVM that simply exits need not).
@@ -64,12 +93,22 @@ object WeirRuntime:
 
   /** [[unsafeCreate]] with a given runtime configuration. */
   def unsafeCreate(config: IORuntimeConfig): (IORuntime, () => Unit) =
+    unsafeCreate(config, System.err.println)
+
+  /**
+   * [[unsafeCreate]], its one notice (see [[WeirRuntime]])
+   * given to `notice`, once per JVM, while it builds the runtime, instead of printed on stderr.
+   */
+  def unsafeCreate(config: IORuntimeConfig, notice: String => Unit): (IORuntime, () => Unit) =
+    build(config, PatientSelectorSystem.orDefault(notice))
+
+  private def build(config: IORuntimeConfig, system: PollingSystem): (IORuntime, () => Unit) =
     val (scheduler, shutdownScheduler) = TimerScheduler.start(_.printStackTrace())
     // the builder's shutdown stops the compute pool, the blocking pool and this scheduler
     val runtime = IORuntime
       .builder()
       .setScheduler(scheduler, shutdownScheduler)
-      .setPollingSystem(PatientSelectorSystem.orDefault())
+      .setPollingSystem(system)
       .setConfig(config)
       .build()
     (runtime, () => runtime.shutdown())

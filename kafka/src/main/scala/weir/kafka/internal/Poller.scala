@@ -54,6 +54,16 @@ private[kafka] final class Poller[K, V](
   // the first failure of a dead-letter write on this thread (see `writeDeadLetter`)
   @volatile private var failure: Option[Throwable] = None
 
+  // what happened on this thread since the last `events()`, for the source to log off it: at most a few per
+  // round (a rebalance's callbacks, a commit, the undecodable records of one poll)
+  private val happened = mutable.ArrayBuffer.empty[Poller.Event]
+
+  /** What happened since the last call, in order (see [[Poller.Event]]); poller thread only. */
+  def events(): Vector[Poller.Event] =
+    val out = happened.toVector
+    happened.clear()
+    out
+
   def subscribe(): Unit = consumer.subscribe(settings.topics.asJava, this)
 
   def stop(): Unit = stopped = true
@@ -143,6 +153,7 @@ private[kafka] final class Poller[K, V](
               writeDeadLetter(dl, r, e) match
                 case None =>
                   counters.deadLettered.incrementAndGet(): Unit
+                  happened += Poller.Event.DeadLettered(state.partition, r.offset, e)
                   state.finish(entry, counts = true)
                 case Some(error) =>
                   failure = Some(error)
@@ -195,10 +206,13 @@ private[kafka] final class Poller[K, V](
           counters.committed.put(tp, point._1)
         }
         counters.commits.incrementAndGet(): Unit
+        happened += Poller.Event.Committed
       catch
         // the group moved on (a rebalance, a fenced member) or the broker is away: the next commit retries,
         // and a partition lost meanwhile is re-read by its next owner from its last commit
-        case _: KafkaException => counters.commitFailures.incrementAndGet(): Unit
+        case e: KafkaException =>
+          counters.commitFailures.incrementAndGet(): Unit
+          happened += Poller.Event.CommitFailed(e)
 
   /**
    * New partitions: each gets its state, which skips the records its last commit's metadata names as
@@ -206,6 +220,7 @@ private[kafka] final class Poller[K, V](
    */
   def onPartitionsAssigned(partitions: JCollection[TopicPartition]): Unit =
     val fresh = partitions.asScala.filterNot(owned.contains).toSet
+    if fresh.nonEmpty then happened += Poller.Event.Assigned(fresh.toVector)
     fresh.foreach(tp => owned(tp) = new PartitionState(tp, counters))
     if fresh.nonEmpty then
       try
@@ -229,11 +244,12 @@ private[kafka] final class Poller[K, V](
     if states.nonEmpty then
       counters.revoked.addAndGet(states.size.toLong): Unit
       states.foreach(_.revoke())
+      var interrupted = 0
       // on close the pipeline has already ended: nothing runs any more
       if !closing then
         val deadline = System.nanoTime() + graceNanos
         states.foreach(_.awaitIdle(deadline): Unit)
-        val interrupted = states.map(_.interruptRunning("partition revoked")).sum
+        interrupted = states.map(_.interruptRunning("partition revoked")).sum
         if interrupted > 0 then
           counters.interrupted.addAndGet(interrupted.toLong): Unit
           val again = System.nanoTime() + graceNanos
@@ -245,6 +261,7 @@ private[kafka] final class Poller[K, V](
         states.foreach(_.awaitOutcomes(settle): Unit)
       commit(states)
       giveUp(states)
+      happened += Poller.Event.Revoked(states.map(_.partition), interrupted)
 
   /**
    * The partitions already belong to another consumer (this one missed the rebalance): nothing can be
@@ -254,8 +271,10 @@ private[kafka] final class Poller[K, V](
     val states = partitions.asScala.flatMap(owned.get).toVector
     counters.revoked.addAndGet(states.size.toLong): Unit
     states.foreach(_.revoke())
-    counters.interrupted.addAndGet(states.map(_.interruptRunning("partition lost")).sum.toLong): Unit
+    val interrupted = states.map(_.interruptRunning("partition lost")).sum
+    counters.interrupted.addAndGet(interrupted.toLong): Unit
     giveUp(states)
+    if states.nonEmpty then happened += Poller.Event.Lost(states.map(_.partition), interrupted)
 
   private def giveUp(states: Vector[PartitionState]): Unit =
     states.foreach { s =>
@@ -272,5 +291,26 @@ private[kafka] final class Poller[K, V](
     finally consumer.close(CloseOptions.timeout(JDuration.ofNanos(math.max(graceNanos, 1000000000L))))
 
 private[kafka] object Poller:
+
+  /** What the poller did that the source logs: never one per record, but for dead letters (at DEBUG). */
+  enum Event:
+    /** Partitions newly assigned to this consumer. */
+    case Assigned(partitions: Vector[TopicPartition])
+
+    /** Partitions revoked, their finished prefixes committed; `interrupted` running records interrupted. */
+    case Revoked(partitions: Vector[TopicPartition], interrupted: Int)
+
+    /** Partitions lost (another consumer has them already); `interrupted` running records interrupted. */
+    case Lost(partitions: Vector[TopicPartition], interrupted: Int)
+
+    /** A commit succeeded. */
+    case Committed
+
+    /** A commit failed (the next one retries). */
+    case CommitFailed(error: Throwable)
+
+    /** An undecodable record written to the dead-letter topic. */
+    case DeadLettered(partition: TopicPartition, offset: Long, error: Throwable)
+
   /** How long a revoke waits for the outcomes of records whose attempt has ended (see `onPartitionsRevoked`). */
   val SettleNanos: Long = 100L * 1000 * 1000

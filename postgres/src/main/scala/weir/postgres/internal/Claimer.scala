@@ -24,8 +24,9 @@ import scala.concurrent.duration.*
  * that may be waiting in another process.
  *
  * A payload (or headers) that does not decode is sent to dead with its decode error through the completer
- * and never emitted. Database errors are counted and retried with backoff (up to the poll interval): the stream
- * itself never fails. It ends when `stop` is completed (at once, even while it waits), or, with
+ * and never emitted. Database errors are counted and retried with backoff (up to the poll interval), and
+ * logged through `log` once per streak (`faults`): the stream itself never fails. A change of the queue's
+ * pause, as the claims see it, is logged once (see [[Claimer.pausedBy]]). It ends when `stop` is completed (at once, even while it waits), or, with
  * `stopWhenEmpty`, at the first empty claim after which the queue has no unfinished task left.
  */
 private[postgres] final class Claimer[F[_], A](
@@ -34,10 +35,18 @@ private[postgres] final class Claimer[F[_], A](
     completer: Completer[F],
     wake: Queue[F, Unit],
     gate: IdleGate[F],
-    stop: Deferred[F, Unit]
+    stop: Deferred[F, Unit],
+    log: WorkerLog[F],
+    faults: Faults[F]
 )(using F: Async[F], codec: PayloadCodec[A]):
   import Claimer.Accepted
   import worker.{claims, config, counters, limited, liveness, sql}
+
+  private val queueLog = log.logger("queue")
+
+  // whether the claims last saw the queue paused: written by this claimer's one fiber only (a claim of the
+  // session reaches it through `accept`, on that fiber too)
+  private val paused = new java.util.concurrent.atomic.AtomicBoolean(false)
 
   def stream: Stream[F, Job[A]] = loop(Duration.Zero)
 
@@ -71,7 +80,7 @@ private[postgres] final class Claimer[F[_], A](
         loop(errorWait)
       case Left(e) =>
         val wait = if errorWait == Duration.Zero then 50.millis else (errorWait * 2).min(config.pollInterval)
-        Stream.exec(F.delay(counters.error(e)) *> F.race(stop.get, F.sleep(wait)).void) ++ loop(wait)
+        Stream.exec(faults.failed(e) *> F.race(stop.get, F.sleep(wait)).void) ++ loop(wait)
 
   /** Waits at most `wait`, then claims, or goes on with the rows the session claimed meanwhile. */
   private def afterIdle(wait: FiniteDuration): Stream[F, Job[A]] =
@@ -126,7 +135,8 @@ private[postgres] final class Claimer[F[_], A](
       // one statement, committed with its own round trip: an idle worker's claim is most of its latency
       run.single(worker.claim).attempt.flatMap {
         case Left(e) => F.pure(Left(e))
-        case Right(claim) => accept(claim).map(Right(_))
+        // only a claim that reached the database ends a streak of errors (not a stale worker's pass)
+        case Right(claim) => faults.succeeded *> accept(claim).map(Right(_))
       }
     }
 
@@ -175,12 +185,34 @@ private[postgres] final class Claimer[F[_], A](
         }
         (jobs.result(), undecodable.result(), rows.size)
       }.flatMap { (jobs, undecodable, got) =>
-        undecodable.traverse_(completer.submit)
+        pauseSeen(claim) *> undecodable.traverse_(completer.submit)
           .as(Accepted(Chunk.from(jobs), got, claim.control.flatMap(_.heldBackMillis)))
       }
     }
 
+  /** Logs a change of the queue's pause that `claim` shows, once per change. */
+  private def pauseSeen(claim: Sql.Claim): F[Unit] =
+    Claimer.pausedBy(claim).fold(F.unit)(now =>
+      F.delay(paused.getAndSet(now) != now).flatMap(changed =>
+        queueLog.info(log.context)(
+          if now then s"${log.prefix}: the queue is paused: no task of it is claimed until it is resumed"
+          else s"${log.prefix}: the queue is resumed"
+        ).whenA(changed)
+      )
+    )
+
 private[postgres] object Claimer:
+
+  /**
+   * Whether `claim` shows its queue paused: `Some(true)` when its controls held it back with nothing
+   * claimed and the queue has no limit on running tasks (only a pause holds a claim back so then);
+   * `Some(false)` when it claimed tasks, or its controls did not hold it back, or only its rate did; `None`
+   * when it cannot tell, held back with nothing claimed in a queue with a limit (paused, or at its limit).
+   */
+  def pausedBy(claim: Sql.Claim): Option[Boolean] =
+    claim.control match
+      case Some(Sql.Control(limited, Some(-1L))) if claim.rows.isEmpty => if limited then None else Some(true)
+      case _ => Some(false)
 
   /** SQLSTATE of a unique violation: here, a second running task of one ordering key. */
   val uniqueViolation: String = "23505"

@@ -77,9 +77,10 @@ private[postgres] object Completer:
 
   /**
    * The worker's completer: batches of at most its `ackBatch`, written on `run`; `wake` wakes its own
-   * claimer when a batch made tasks claimable; release waits at most its `releaseGrace`.
+   * claimer when a batch made tasks claimable; release waits at most its `releaseGrace`. A streak of
+   * failed writes is logged through `log` once when it begins and once when a batch commits again.
    */
-  def resource[F[_]](run: Run[F], worker: WorkerContext, wake: F[Unit])(using
+  def resource[F[_]](run: Run[F], worker: WorkerContext, wake: F[Unit], log: WorkerLog[F])(using
       F: Async[F]
   ): Resource[F, Completer[F]] =
     import worker.{claims, counters, limited, sql}
@@ -162,13 +163,15 @@ private[postgres] object Completer:
           } *> wake.whenA(wakeUp)
       }
 
-    def writeUntilCommitted(batch: Chunk[Finish], wait: FiniteDuration): F[Unit] =
-      write(batch).handleErrorWith { e =>
-        F.delay(counters.error(e)) *> F.sleep(wait) *> writeUntilCommitted(batch, (wait * 2).min(5.seconds))
-      }
+    def writeUntilCommitted(faults: Faults[F])(batch: Chunk[Finish], wait: FiniteDuration): F[Unit] =
+      write(batch).redeemWith(
+        e =>
+          faults.failed(e) *> F.sleep(wait) *> writeUntilCommitted(faults)(batch, (wait * 2).min(5.seconds)),
+        _ => faults.succeeded
+      )
 
     /** Writes `slices` (each at most a batch) in batches of at most `batchSize`, in order. */
-    def writeAll(slices: List[Chunk[Finish]]): F[Unit] =
+    def writeAll(faults: Faults[F])(slices: List[Chunk[Finish]]): F[Unit] =
       slices match
         case Nil => F.unit
         case first :: more =>
@@ -177,24 +180,25 @@ private[postgres] object Completer:
             size += c.size
             size <= batchSize
           }
-          writeUntilCommitted(Chunk.concat(first :: fits), 50.millis) *> writeAll(later)
+          writeUntilCommitted(faults)(Chunk.concat(first :: fits), 50.millis) *> writeAll(faults)(later)
 
-    def loop(queue: Queue[F, Option[Chunk[Finish]]], room: Semaphore[F]): F[Unit] =
+    def loop(queue: Queue[F, Option[Chunk[Finish]]], room: Semaphore[F], faults: Faults[F]): F[Unit] =
       queue.take.flatMap {
         case None => F.unit
         case Some(first) =>
           queue.tryTakeN(None).flatMap { more =>
             val (items, rest) = more.span(_.isDefined)
             val slices = first :: items.flatten
-            room.releaseN(slices.foldLeft(0L)(_ + _.size)) *> writeAll(slices) *>
-              (if rest.isEmpty then loop(queue, room) else F.unit)
+            room.releaseN(slices.foldLeft(0L)(_ + _.size)) *> writeAll(faults)(slices) *>
+              (if rest.isEmpty then loop(queue, room, faults) else F.unit)
           }
       }
 
     for
       queue <- Resource.eval(Queue.unbounded[F, Option[Chunk[Finish]]])
       room <- Resource.eval(Semaphore[F](batchSize * 4L))
-      _ <- Resource.make(F.start(loop(queue, room))) { fiber =>
+      faults <- Resource.eval(log.faults("results", "writing results", counters))
+      _ <- Resource.make(F.start(loop(queue, room, faults))) { fiber =>
         // the stop marker queues behind every finish submitted before release; the queue is unbounded (its
         // room is the semaphore's), so queueing the marker never waits on a writer that cannot write
         queue.offer(None) *> F.timeoutTo(fiber.join.void, stopWithin, fiber.cancel)

@@ -13,8 +13,12 @@ import cats.syntax.all.*
 private[postgres] object HeadRepair:
 
   /** The head repair of `worker`, every `pollInterval` of its (a key left unmarked waits no longer). */
-  def resource[F[_]](run: Run[F], worker: WorkerContext)(using F: Async[F]): Resource[F, Unit] =
+  def resource[F[_]](run: Run[F], worker: WorkerContext, log: WorkerLog[F])(using
+      F: Async[F]
+  ): Resource[F, Unit] =
     import worker.sql
-    Periodic.resource(worker.config.pollInterval, worker.counters)(
-      run(sql.repairHeads.flatMap(queues => queues.distinct.traverse_(sql.wakeQueue))).void
+    Resource.eval(log.faults("repair", "the head repair", worker.counters)).flatMap(faults =>
+      Periodic.resource(worker.config.pollInterval, faults)(
+        run(sql.repairHeads.flatMap(queues => queues.distinct.traverse_(sql.wakeQueue))).void
+      )
     )

@@ -16,21 +16,38 @@ import cats.syntax.all.*
  */
 private[postgres] object Heartbeat:
 
-  /** The heartbeat of `worker`, every half of its `heartbeat`, extending leases to its `lease`. */
-  def resource[F[_]](run: Run[F], worker: WorkerContext)(using F: Async[F]): Resource[F, Unit] =
+  /**
+   * The heartbeat of `worker`, every half of its `heartbeat`, extending leases to its `lease`; logs through
+   * `log` its streaks of errors and the beats that find this worker taken for dead (WARN, with how many of
+   * its claims another worker rescued).
+   */
+  def resource[F[_]](run: Run[F], worker: WorkerContext, log: WorkerLog[F])(using
+      F: Async[F]
+  ): Resource[F, Unit] =
     import worker.{claims, counters, liveness, owner, sql}
     val every = worker.config.heartbeat
     val lease = worker.config.lease
+    val logger = log.logger("heartbeat")
+    def takenForDead(n: Int): F[Unit] =
+      logger.warn(log.context)(
+        s"${log.prefix}: taken for dead: another worker rescued $n of its running claims, this worker having " +
+          s"been silent for longer than deadAfter (${worker.config.deadAfter}); those tasks may run twice " +
+          "(a long pause, a starved CPU or a partition: see WorkerStats.taken)"
+      )
     val beat =
       F.delay((System.nanoTime(), claims.tokens)).flatMap { (sentAt, tokens) =>
         run.single(sql.beat(owner, worker.config.name, every.toMillis, tokens, lease.toMillis))
           .flatMap(found =>
             // the claims found gone are marked taken before the beat counts: no claim of them starts after it
             F.delay {
-              counters.taken.addAndGet(claims.taken(found.gone).toLong)
+              val taken = claims.taken(found.gone)
+              counters.taken.addAndGet(taken.toLong)
               found.cancels.foreach((token, reason) => claims.interrupt(token, reason): Unit)
               liveness.confirmed(sentAt)
-            }.void
+              taken
+            }.flatMap(taken => takenForDead(taken).whenA(taken > 0))
           )
       }
-    Periodic.resource(every / 2, counters)(beat)
+    Resource.eval(log.faults("heartbeat", "the heartbeat", counters)).flatMap(faults =>
+      Periodic.resource(every / 2, faults)(beat)
+    )

@@ -22,7 +22,7 @@ private[postgres] object Pruner:
       sql: AdminSql,
       retention: Retention,
       every: FiniteDuration,
-      counters: Counters
+      faults: Faults[F]
   )(
       using F: Async[F]
   ): Resource[F, Unit] =
@@ -30,6 +30,6 @@ private[postgres] object Pruner:
       run(sql.prune(olderThan.toMillis, Array(state), batch)).flatMap(n =>
         prune(state, olderThan).whenA(n >= batch)
       )
-    Periodic.resource(every, counters)(
+    Periodic.resource(every, faults)(
       retention.byState.traverse_((state, olderThan) => prune(state.name, olderThan))
     )

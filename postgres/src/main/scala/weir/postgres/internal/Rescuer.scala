@@ -16,14 +16,31 @@ private[postgres] object Rescuer:
   /** Rows per rescue statement; a full one is followed at once by another. */
   val batch: Int = 1000
 
-  /** The rescuer of `worker`, every quarter of its `heartbeat`, with its `deadAfter`. */
-  def resource[F[_]](run: Run[F], worker: WorkerContext)(using F: Async[F]): Resource[F, Unit] =
+  /**
+   * The rescuer of `worker`, every quarter of its `heartbeat`, with its `deadAfter`; logs through `log` its
+   * streaks of errors and, once per round that rescued any, how many tasks it rescued (INFO).
+   */
+  def resource[F[_]](run: Run[F], worker: WorkerContext, log: WorkerLog[F])(using
+      F: Async[F]
+  ): Resource[F, Unit] =
     import worker.{counters, sql}
     val deadAfter = worker.config.deadAfter
-    def rescueAll: F[Unit] =
+    val logger = log.logger("rescue")
+    // (available again, dead, cancelled), summed over the round's statements
+    def rescueAll(sum: (Int, Int, Int)): F[(Int, Int, Int)] =
       run(sql.rescue(deadAfter.toMillis, batch)).flatMap { (rescued, dead, cancelled) =>
         val n = rescued + dead + cancelled
-        F.delay(counters.rescued.addAndGet(n.toLong)) *> (if n >= batch then rescueAll else F.unit)
+        val total = (sum._1 + rescued, sum._2 + dead, sum._3 + cancelled)
+        F.delay(counters.rescued.addAndGet(n.toLong)) *>
+          (if n >= batch then rescueAll(total) else F.pure(total))
       }
-    Periodic.resource(worker.config.heartbeat / 4, counters)(rescueAll *>
-      run(sql.forgetWorkers(deadAfter.toMillis * 20)).void)
+    def told(rescued: Int, dead: Int, cancelled: Int): F[Unit] =
+      logger.info(log.context)(
+        s"${log.prefix}: rescued ${rescued + dead + cancelled} task(s) of dead workers or expired leases " +
+          s"($rescued available again, $dead dead, $cancelled cancelled)"
+      ).whenA(rescued + dead + cancelled > 0)
+    Resource.eval(log.faults("rescue", "the rescue", counters)).flatMap(faults =>
+      Periodic.resource(worker.config.heartbeat / 4, faults)(
+        rescueAll((0, 0, 0)).flatMap(told.tupled) *> run(sql.forgetWorkers(deadAfter.toMillis * 20)).void
+      )
+    )

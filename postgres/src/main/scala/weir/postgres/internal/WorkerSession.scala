@@ -41,14 +41,16 @@ private[postgres] object WorkerSession:
 
   /**
    * The session of `worker`, on connections from `open`, checked every `checkEvery`; its claims go to the
-   * claimer through `gate`, and `wake` wakes the claimer.
+   * claimer through `gate`, and `wake` wakes the claimer. A streak of failed sessions is logged through
+   * `log` once when it begins and once when a session's first check succeeds again.
    */
   def resource[F[_]](
       open: Resource[F, Connection],
       worker: WorkerContext,
       gate: IdleGate[F],
       wake: Queue[F, Unit],
-      checkEvery: FiniteDuration
+      checkEvery: FiniteDuration,
+      log: WorkerLog[F]
   )(using F: Async[F]): Resource[F, Unit] =
     import worker.{claims, counters, owner, sql}
     val channel = worker.schema.channel
@@ -59,7 +61,7 @@ private[postgres] object WorkerSession:
     // every call below blocks this session's own thread, and nothing else: a notification finds the thread
     // awake, and a claim made on it wakes no other thread until its rows are handed on. `started` is
     // completed once this session has tried to take the lock, whether or not it could
-    def serve(connection: Connection, started: Deferred[F, Unit]): F[Unit] =
+    def serve(connection: Connection, started: Deferred[F, Unit], faults: Faults[F]): F[Unit] =
       val pg = connection.unwrap(classOf[PGConnection])
       val here = Run.inPlace[F](connection)
       val slices = (checkEvery / waitSlice).toLong.max(1L).min(Int.MaxValue.toLong)
@@ -108,12 +110,13 @@ private[postgres] object WorkerSession:
       // the session is the worker's own, never a pooled one: its setting stays with it, and like the rest of
       // the worker's bookkeeping its one write (the lock's record) need not wait for the WAL
       execute(s"SET synchronous_commit = off; LISTEN \"$channel\"; LISTEN \"$cancelChannel\"") *> poke *>
-        F.guarantee(check(locked = false), started.complete(()).void).flatMap(rounds)
+        F.guarantee(check(locked = false), started.complete(()).void).flatTap(_ => faults.succeeded)
+          .flatMap(rounds)
 
-    def session(wait: FiniteDuration, started: Deferred[F, Unit]): F[Unit] =
-      open.use(serve(_, started)).handleErrorWith { e =>
-        F.delay(counters.error(e)) *> started.complete(()) *> poke *> F.sleep(wait) *>
-          session((wait * 2).min(5.seconds), started)
+    def session(wait: FiniteDuration, started: Deferred[F, Unit], faults: Faults[F]): F[Unit] =
+      open.use(serve(_, started, faults)).handleErrorWith { e =>
+        faults.failed(e) *> started.complete(()) *> poke *> F.sleep(wait) *>
+          session((wait * 2).min(5.seconds), started, faults)
       }
 
     // the resource is ready once the first session has tried to take the worker's lock: a worker killed
@@ -123,7 +126,8 @@ private[postgres] object WorkerSession:
         F.delay(pool.shutdown())
       )
       started <- Resource.eval(Deferred[F, Unit])
-      _ <- F.background(F.evalOn(session(100.millis, started), ExecutionContext.fromExecutor(pool)))
+      faults <- Resource.eval(log.faults("session", "the worker's session (LISTEN, and its lock)", counters))
+      _ <- F.background(F.evalOn(session(100.millis, started, faults), ExecutionContext.fromExecutor(pool)))
       _ <- Resource.eval(started.get)
     yield ()
 

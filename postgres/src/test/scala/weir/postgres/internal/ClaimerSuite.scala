@@ -45,16 +45,27 @@ class ClaimerSuite extends DbSuite:
   )(body: (fs2.Stream[IO, Job[A]], Fixture) => IO[B]): IO[B] =
     HeldClaims.context(db, config).use { worker =>
       val heartbeat =
-        if beating then db.workerPool(size = 1).flatMap(Heartbeat.resource(_, worker))
+        if beating then
+          db.workerPool(size = 1).flatMap(Heartbeat.resource(_, worker, HeldClaims.silent(worker)))
         else cats.effect.Resource.unit[IO]
       heartbeat.flatMap(_ => db.workerPool(size = 2)).use { pool =>
         val probe = new Probe(pool, refuse)
-        Completer.resource(probe, worker, IO.unit).use { completer =>
+        Completer.resource(probe, worker, IO.unit, HeldClaims.silent(worker)).use { completer =>
           for
             wake <- Queue.dropping[IO, Unit](1)
             stop <- Deferred[IO, Unit]
             gate = new IdleGate[IO]
-            c = new Claimer[IO, A](probe, worker, completer, wake, gate, stop)
+            faults <- HeldClaims.silent(worker).faults("claims", "claiming", worker.counters)
+            c = new Claimer[IO, A](
+              probe,
+              worker,
+              completer,
+              wake,
+              gate,
+              stop,
+              HeldClaims.silent(worker),
+              faults
+            )
             result <- body(c.stream, Fixture(worker, probe, wake, gate, stop))
           yield result
         }

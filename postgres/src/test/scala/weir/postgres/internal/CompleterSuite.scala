@@ -39,7 +39,7 @@ class CompleterSuite extends DbSuite:
   )(body: (Completer[IO], Probe) => IO[A]): IO[A] =
     db.workerPool(size = 2).use { pool =>
       val probe = new Probe(pool, before, after)
-      Completer.resource(probe, worker, IO.unit).use(body(_, probe))
+      Completer.resource(probe, worker, IO.unit, HeldClaims.silent(worker)).use(body(_, probe))
     }
 
   private def completed(worker: WorkerContext, n: Long): IO[Unit] =

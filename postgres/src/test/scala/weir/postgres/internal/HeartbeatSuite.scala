@@ -1,7 +1,8 @@
 package weir.postgres.internal
 
 import cats.effect.IO
-import weir.postgres.{DbSuite, Rows, TestWorkers}
+import cats.syntax.all.*
+import weir.postgres.{DbSuite, RecordedLogs, Rows, TestWorkers}
 
 import scala.concurrent.duration.*
 
@@ -15,10 +16,12 @@ class HeartbeatSuite extends DbSuite:
   private val config =
     TestWorkers.config("h").copy(heartbeat = 100.millis, lease = 10.seconds, deadAfter = 5.seconds)
 
-  /** Runs the heartbeat of `held` until `done` holds, at most 30 s. */
-  private def beating(db: weir.postgres.Database[IO], held: HeldClaims)(done: IO[Boolean]): IO[Unit] =
+  /** Runs the heartbeat of `held`, logging to `log`, until `done` holds, at most 30 s. */
+  private def beating(db: weir.postgres.Database[IO], held: HeldClaims, log: Option[WorkerLog[IO]] = None)(
+      done: IO[Boolean]
+  ): IO[Unit] =
     db.workerPool(size = 1).use(run =>
-      Heartbeat.resource(run, held.worker).surround(
+      Heartbeat.resource(run, held.worker, log.getOrElse(HeldClaims.silent(held.worker))).surround(
         (IO.sleep(20.millis) *> done).iterateUntil(identity).timeout(30.seconds).void
       )
     )
@@ -48,18 +51,29 @@ class HeartbeatSuite extends DbSuite:
       }
   }
 
-  withDb("a claim whose row is no longer this worker's is marked taken and counted, once") {
+  withDb("a claim whose row is no longer this worker's is marked taken, counted and logged, once") {
     db =>
-      HeldClaims.of(db, 2, config).use { held =>
+      (HeldClaims.of(db, 2, config), cats.effect.Resource.eval(RecordedLogs())).tupled.use { (held, logs) =>
         val Vector(rescued, kept) = held.tokens
+        val log = Some(new WorkerLog[IO](logs, config.queue, held.worker.owner))
         // what a rescue does to the row: available again, the lease gone
         Rows.exec(s"""UPDATE ${db.schema("tasks")} SET state = 'available', lease_owner = NULL,
             lease_expires_at = NULL, lease_token = NULL WHERE lease_token = $rescued""") *>
-          beating(db, held)(IO(held.worker.claims.isTaken(rescued))) *>
-          beating(db, held)(IO(held.worker.counters.taken.get >= 1)) *> IO {
+          beating(db, held, log)(IO(held.worker.claims.isTaken(rescued))) *>
+          beating(db, held, log)(IO(held.worker.counters.taken.get >= 1)) *> logs.lines.map { lines =>
             assertEquals(held.worker.counters.taken.get, 1L)
             assert(!held.worker.claims.isTaken(kept))
             assertEquals(held.worker.liveness.refusal(rescued), Some(Liveness.taken))
+            assertEquals(
+              lines.map(l => (l.level, l.logger)),
+              Vector(("WARN", "weir.postgres.worker.heartbeat"))
+            )
+            assert(
+              lines.head.message.startsWith(
+                s"queue 'h', worker ${held.worker.owner}: taken for dead: another worker rescued 1 of its running claims"
+              ),
+              lines.head.message
+            )
           }
       }
   }

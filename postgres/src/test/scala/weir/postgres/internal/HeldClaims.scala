@@ -20,6 +20,10 @@ final case class HeldClaims(
 
 object HeldClaims:
 
+  /** Where the parts of `worker` log: nowhere. */
+  def silent(worker: WorkerContext): WorkerLog[IO] =
+    new WorkerLog[IO](org.typelevel.log4cats.noop.NoOpFactory[IO], worker.config.queue, worker.owner)
+
   /** The context of a worker registered for `config.queue`, holding no claim. */
   def context(db: Database[IO], config: WorkerConfig): Resource[IO, WorkerContext] =
     val sql = new Sql(db.schema)

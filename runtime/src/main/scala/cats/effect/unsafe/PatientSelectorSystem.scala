@@ -28,8 +28,8 @@ import java.util.concurrent.locks.LockSupport
  * against one Cats Effect release, [[PatientSelectorSystem.WrittenAgainst]]: that signal and the protocol
  * around it (`WorkStealingThreadPool.notifyParked`) are internals, free to change in any release.
  * [[PatientSelectorSystem.orDefault]] therefore takes it only on that exact version and otherwise gives Cats
- * Effect's default polling system, with a warning on stderr (`docs/adr/0024-patient-wake-up.md` has the
- * upstream issue that would make this file unnecessary).
+ * Effect's default polling system, with a notice once per JVM, on stderr or wherever the caller says
+ * (`docs/adr/0024-patient-wake-up.md` has the upstream issue that would make this file unnecessary).
  */
 final class PatientSelectorSystem private[unsafe] (val selectors: SelectorSystem) extends PollingSystem:
   type Api = selectors.Api
@@ -80,7 +80,14 @@ object PatientSelectorSystem:
    * signal may have moved (the compute threads would fail to link on their first park) or changed meaning
    * (they would wait for a mark that never comes), so that release loses the fix, not its compute threads.
    */
-  def orDefault(): PollingSystem = choose(CatsEffectVersion.onClassPath(), StderrOnce)
+  def orDefault(): PollingSystem = orDefault(System.err.println)
+
+  /**
+   * [[orDefault]], its notice sent to `notice` instead of stderr (weir's runtime sends it to the user's
+   * logger, when given one). Still once per JVM, whichever of the two said it first.
+   */
+  def orDefault(notice: String => Unit): PollingSystem =
+    choose(CatsEffectVersion.onClassPath(), new Once(notice, noticed))
 
   /** [[orDefault]] with the version found and the warning's destination given. */
   private[unsafe] def choose(found: Option[String], warn: String => Unit): PollingSystem =
@@ -97,12 +104,16 @@ object PatientSelectorSystem:
   /** A patient system over Cats Effect's selector system, whatever the version: [[orDefault]] checks it. */
   private[unsafe] def apply(): PatientSelectorSystem = new PatientSelectorSystem(SelectorSystem())
 
-  /** Prints its first message and drops the others: a JVM that builds many runtimes says it once. */
-  private[unsafe] final class Once(print: String => Unit) extends (String => Unit):
-    private val said = new AtomicBoolean(false)
+  /**
+   * Prints its first message and drops the others, of all the `Once` sharing `said`: a JVM that builds many
+   * runtimes says it once.
+   */
+  private[unsafe] final class Once(print: String => Unit, said: AtomicBoolean = new AtomicBoolean(false))
+      extends (String => Unit):
     def apply(message: String): Unit = if said.compareAndSet(false, true) then print(message)
 
-  private val StderrOnce = new Once(System.err.println)
+  // whether this JVM has said it
+  private val noticed = new AtomicBoolean(false)
 
   private val Spins = 64
   private val Yields = 64
