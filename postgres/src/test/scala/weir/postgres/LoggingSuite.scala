@@ -5,6 +5,7 @@ import cats.syntax.all.*
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres
 import org.typelevel.log4cats.LoggerFactory
 import weir.{Limit, Pipeline}
+import weir.testkit.RecordedLogs
 
 import java.nio.file.{Files, Path}
 import scala.concurrent.duration.*

@@ -2,7 +2,8 @@ package weir.postgres.internal
 
 import cats.effect.IO
 import cats.syntax.all.*
-import weir.postgres.{DbSuite, RecordedLogs, Rows, TestWorkers}
+import weir.postgres.{DbSuite, Rows, TestWorkers}
+import weir.testkit.RecordedLogs
 
 import scala.concurrent.duration.*
 

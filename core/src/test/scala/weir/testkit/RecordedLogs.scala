@@ -1,4 +1,4 @@
-package weir.postgres
+package weir.testkit
 
 import cats.effect.{IO, Ref}
 import org.typelevel.log4cats.{LoggerFactory, SelfAwareStructuredLogger}
