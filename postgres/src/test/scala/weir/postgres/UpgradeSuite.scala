@@ -1,0 +1,179 @@
+package weir.postgres
+
+import cats.effect.{Deferred, IO, Ref, Resource}
+import cats.syntax.all.*
+import doobie.*
+import doobie.implicits.*
+import org.typelevel.log4cats.LoggerFactory
+import weir.{Limit, Pipeline}
+
+import java.nio.charset.StandardCharsets
+import java.nio.file.Paths
+import java.util.concurrent.TimeUnit
+import scala.concurrent.duration.*
+
+/**
+ * Rolling upgrades: workers of the previous release (this library with its migrations cut at the previous
+ * version, so that its check believes that version is its own) keep running, and start, while another
+ * process migrates to the newest version; a newer migration that is not compatible makes them refuse.
+ */
+class UpgradeSuite extends DbSuite:
+
+  override def munitIOTimeout: Duration = 3.minutes
+
+  private val previous = Migrations.latest - 1
+
+  /** The release before this one, as far as the schema check goes: it knows migrations 1 to `previous`. */
+  private val pinned = Migrations.current.pinnedAt(previous)
+
+  /** A pool checked as `release`'s `Database.connect` checks it (same check, same logging). */
+  private def connectAs(release: Migrations.Release, config: DatabaseConfig)(using
+      LoggerFactory[IO]
+  ): Resource[IO, Database[IO]] =
+    Database.pool[IO](config).evalTap(Database.checkSchema(_, release))
+
+  /** Runs `release`'s migrate on `config`'s schema, in this JVM. */
+  private def migrateAs(release: Migrations.Release, config: DatabaseConfig): IO[Vector[Int]] =
+    Database.pool[IO](config).use(db => release.migrate(config.schema).transact(db.transactor))
+
+  /** Another process: a child JVM runs this release's `Database.migrate`; returns the versions it applied. */
+  private def migrateInChild(config: DatabaseConfig): IO[Vector[Int]] =
+    val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
+    val command = List(
+      java,
+      "--sun-misc-unsafe-memory-access=allow",
+      "-Xmx256m",
+      "-cp",
+      System.getProperty("java.class.path"),
+      "weir.postgres.MigrateProcess",
+      TestDatabase.url,
+      config.schema.name
+    )
+    Resource
+      .make(IO.blocking(new ProcessBuilder(command*).redirectErrorStream(true).start()))(p =>
+        IO.blocking(p.destroyForcibly().waitFor()).void
+      )
+      .use { p =>
+        for
+          output <- IO.interruptible(new String(p.getInputStream.readAllBytes(), StandardCharsets.UTF_8))
+          exited <- IO.interruptible(p.waitFor(2, TimeUnit.MINUTES))
+        yield
+          assert(exited && p.exitValue() == 0, s"the migrating process failed:\n$output")
+          val line =
+            output.linesIterator.find(_.startsWith("applied")).getOrElse(fail(s"no result:\n$output"))
+          line.stripPrefix("applied").trim.split(",").filter(_.nonEmpty).map(_.toInt).toVector
+      }
+
+  /** Polls `condition` until it holds; fails naming `what` past the deadline. */
+  private def eventually(
+      what: String,
+      within: FiniteDuration = 60.seconds
+  )(condition: IO[Boolean]): IO[Unit] =
+    IO.monotonic.flatMap { start =>
+      def loop: IO[Unit] = condition.flatMap { ok =>
+        if ok then IO.unit
+        else
+          IO.monotonic.flatMap(now =>
+            if now - start > within then IO(fail(s"not within $within: $what"))
+            else IO.sleep(20.millis) *> loop
+          )
+      }
+      loop
+    }
+
+  private def answers(schema: Schema): IO[Vector[(Int, Option[Boolean])]] =
+    Rows.query[(Int, Option[Boolean])](
+      s"SELECT version, compatible_with_previous FROM ${schema("migrations")} ORDER BY version"
+    )
+
+  private val config = TestWorkers.config("upgrade").copy(stopWhenEmpty = false)
+
+  test(
+    "workers of the previous release keep completing tasks while another process migrates to the newest; each task runs and completes once"
+  ) {
+    val schema = TestDatabase.freshSchema()
+    val dbConfig = TestDatabase.config(schema)
+    val batch = 150
+    val body =
+      for
+        applied <- migrateAs(pinned, dbConfig)
+        _ = assertEquals(applied, (1 to previous).toVector)
+        logs <- RecordedLogs()
+        runs <- Ref[IO].of(Vector.empty[(Long, String)])
+        gate <- Deferred[IO, Unit]
+        // a worker of the given release; its handler records each run, and waits for the gate
+        worker = (db: Database[IO], who: String) =>
+          DurableWorker.start[IO, Int, Unit](db, config) { source =>
+            Pipeline(source)
+              .process(job => runs.update(_ :+ (job.id, who)) *> gate.get)
+              .withLimit(Limit.fixed(4))
+          }
+        completed = (ids: Vector[Long]) =>
+          Rows
+            .query[Long](s"SELECT count(*) FROM ${schema("finished")} WHERE id IN (${ids.mkString(", ")})")
+            .map(_.head == ids.size.toLong)
+        ids <- {
+          given LoggerFactory[IO] = logs
+          connectAs(pinned, dbConfig).use { old =>
+            val oldQueue = TaskQueue[IO, Int](old, "upgrade")
+            (worker(old, "old"), worker(old, "old")).tupled.use { _ =>
+              for
+                before <- oldQueue.enqueueMany((1 to batch).map(NewTask(_))).map(_.map(_.taskId))
+                // the old workers hold claims, their handlers running, while the schema is migrated
+                _ <- eventually("eight of the first tasks running")(runs.get.map(_.size >= 8))
+                migrated <- migrateInChild(dbConfig)
+                _ = assertEquals(migrated, Vector(Migrations.latest))
+                _ <- gate.complete(()).void
+                _ <- eventually("the first tasks completed")(completed(before))
+                // an old process that (re)starts now accepts the newer schema, and works beside the others
+                afterOld <- connectAs(pinned, dbConfig).use { restarted =>
+                  worker(restarted, "old").use { _ =>
+                    for
+                      ids <- TaskQueue[IO, Int](restarted, "upgrade")
+                        .enqueueMany((1 to batch).map(NewTask(_)))
+                        .map(_.map(_.taskId))
+                      _ <- eventually("the tasks enqueued after the migration completed")(completed(ids))
+                    yield ids
+                  }
+                }
+                // then a process of the new release joins them: both serve the queue
+                afterNew <- connectAs(Migrations.current, dbConfig).use { fresh =>
+                  worker(fresh, "new").use { _ =>
+                    for
+                      fromNew <- TaskQueue[IO, Int](fresh, "upgrade")
+                        .enqueueMany((1 to batch).map(NewTask(_)))
+                        .map(_.map(_.taskId))
+                      fromOld <- oldQueue.enqueueMany((1 to batch).map(NewTask(_))).map(_.map(_.taskId))
+                      _ <- eventually("the tasks of both releases completed")(completed(fromNew ++ fromOld))
+                    yield fromNew ++ fromOld
+                  }
+                }
+              yield (before, afterOld, afterNew)
+            }
+          }
+        }
+        (before, afterOld, afterNew) = ids
+        all = before ++ afterOld ++ afterNew
+        recorded <- runs.get
+        finished <- Rows.query[(Long, String, Int)](
+          s"SELECT id, state::text, attempt FROM ${schema("finished")} ORDER BY id"
+        )
+        left <- Rows.query[Long](s"SELECT count(*) FROM ${schema("tasks")}").map(_.head)
+        lines <- logs.lines
+        flags <- answers(schema)
+      yield
+        assertEquals(all.distinct.size, 4 * batch)
+        // every task ran once and completed once, at its first attempt
+        assertEquals(recorded.map(_._1).sorted, all.sorted)
+        assertEquals(finished, all.sorted.map(id => (id, "completed", 1)))
+        assertEquals(left, 0L)
+        // the old workers ran every task enqueued after the migration before the new release joined
+        assertEquals(recorded.filter(r => afterOld.contains(r._1)).map(_._2).distinct, Vector("old"))
+        // the old release's check accepted the newer schema once, at WARN, naming both versions
+        assertEquals(lines.map(l => (l.level, l.logger)), Vector(("WARN", "weir.postgres.schema")))
+        assert(lines.head.message.contains(s"version ${Migrations.latest}, newer"), lines.head.message)
+        assert(lines.head.message.contains(s"($previous)"), lines.head.message)
+        // the migration recorded every migration's answer, the earlier ones' from their files
+        assertEquals(flags, Migrations.all.map(m => (m.version, Some(m.compatibleWithPrevious))))
+    body.guarantee(TestDatabase.drop(schema)) *> noLeftovers
+  }
