@@ -177,3 +177,106 @@ class UpgradeSuite extends DbSuite:
         assertEquals(flags, Migrations.all.map(m => (m.version, Some(m.compatibleWithPrevious))))
     body.guarantee(TestDatabase.drop(schema)) *> noLeftovers
   }
+
+  /** A later release's migrations beyond this one's: an additive one, then one that renames a column. */
+  private val additive =
+    Migrations.Migration(
+      Migrations.latest + 1,
+      "task-notes",
+      "ALTER TABLE weir_schema.tasks ADD COLUMN note text",
+      compatibleWithPrevious = true
+    )
+  private val renaming =
+    Migrations.Migration(
+      Migrations.latest + 2,
+      "payload-renamed",
+      "ALTER TABLE weir_schema.tasks RENAME COLUMN payload TO body",
+      compatibleWithPrevious = false
+    )
+
+  /** `connect`'s outcome for `release` on `config`'s schema, and the lines it logged. */
+  private def connectOutcome(
+      release: Migrations.Release,
+      config: DatabaseConfig
+  ): IO[(Either[Throwable, Unit], Vector[RecordedLogs.Line])] =
+    RecordedLogs().flatMap { logs =>
+      given LoggerFactory[IO] = logs
+      connectAs(release, config).use_.attempt.product(logs.lines)
+    }
+
+  test(
+    "a newer migration that is not compatible makes connect and migrate of earlier releases fail, naming both versions and the migration"
+  ) {
+    val schema = TestDatabase.freshSchema()
+    val dbConfig = TestDatabase.config(schema)
+    val later = Migrations.current.plus(additive)
+    val latest = Migrations.latest
+    val body =
+      for
+        _ <- migrateAs(later, dbConfig)
+        // one compatible migration beyond: accepted by this release and the previous one, and migrate is a no-op
+        currentOutcome <- connectOutcome(Migrations.current, dbConfig)
+        oldOutcome <- connectOutcome(pinned, dbConfig)
+        nothing <- Database.migrate[IO](dbConfig)
+        _ <- migrateAs(later.plus(renaming), dbConfig)
+        refusedOutcome <- connectOutcome(Migrations.current, dbConfig)
+        oldRefused <- connectOutcome(pinned, dbConfig).map(_._1)
+        migrateRefused <- Database.migrate[IO](dbConfig).attempt
+        flags <- answers(schema)
+      yield
+        val (current, currentLogs) = currentOutcome
+        val (old, oldLogs) = oldOutcome
+        val (refused, refusedLogs) = refusedOutcome
+        assertEquals(current, Right(()))
+        assertEquals(currentLogs.map(l => (l.level, l.logger)), Vector(("WARN", "weir.postgres.schema")))
+        assert(
+          currentLogs.head.message.contains(s"version ${latest + 1}, newer than this weir knows ($latest)"),
+          currentLogs.head.message
+        )
+        assertEquals(old, Right(()))
+        assert(
+          oldLogs.head.message.contains(s"beyond $previous ($latest, ${latest + 1})"),
+          oldLogs.head.message
+        )
+        assertEquals(nothing, Vector.empty)
+        val message =
+          s"schema '${schema.name}' is at version ${latest +
+              2}, newer than this weir knows ($latest), and migration ${latest + 2} (payload-renamed) is not compatible"
+        refused match
+          case Left(e: SchemaError) => assert(e.getMessage.startsWith(message), e.getMessage)
+          case other => fail(s"expected a SchemaError, got $other")
+        assertEquals(
+          refusedLogs.map(l => (l.level, l.logger, l.error)),
+          Vector(("ERROR", "weir.postgres.schema", refused.swap.toOption))
+        )
+        oldRefused match
+          case Left(e: SchemaError) =>
+            assert(
+              e.getMessage.contains(s"version ${latest + 2}, newer than this weir knows ($previous)"),
+              e.getMessage
+            )
+            assert(e.getMessage.contains(s"migration ${latest + 2} (payload-renamed) is not"), e.getMessage)
+          case other => fail(s"expected a SchemaError, got $other")
+        migrateRefused match
+          case Left(e: SchemaError) => assert(e.getMessage.startsWith(message), e.getMessage)
+          case other => fail(s"expected a SchemaError, got $other")
+        assertEquals(flags.takeRight(2), Vector(latest + 1 -> Some(true), latest + 2 -> Some(false)))
+    body.guarantee(TestDatabase.drop(schema)) *> noLeftovers
+  }
+
+  test("a schema at the previous version is refused by this release, naming both versions") {
+    val schema = TestDatabase.freshSchema()
+    val dbConfig = TestDatabase.config(schema)
+    val body =
+      for
+        _ <- migrateAs(pinned, dbConfig)
+        result <- connectOutcome(Migrations.current, dbConfig).map(_._1)
+      yield result match
+        case Left(e: SchemaError) =>
+          assertEquals(
+            e.getMessage,
+            s"schema '${schema.name}' is at version $previous, this weir needs ${Migrations.latest}: run migrate"
+          )
+        case other => fail(s"expected a SchemaError, got $other")
+    body.guarantee(TestDatabase.drop(schema)) *> noLeftovers
+  }
