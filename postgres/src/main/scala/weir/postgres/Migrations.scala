@@ -69,7 +69,7 @@ object Migrations:
   private val header = "-- weir: compatible-with-previous: "
 
   /** The answer of `text`'s first line, which must say `yes` or `no`. */
-  private def compatibleWithPrevious(path: String, text: String): Boolean =
+  private[postgres] def compatibleWithPrevious(path: String, text: String): Boolean =
     text.linesIterator.nextOption().filter(_.startsWith(header)).map(_.stripPrefix(header).trim) match
       case Some("yes") => true
       case Some("no") => false
