@@ -94,6 +94,7 @@ class UpgradeSuite extends DbSuite:
     val schema = TestDatabase.freshSchema()
     val dbConfig = TestDatabase.config(schema)
     val batch = 150
+    val gated = 4
     val body =
       for
         applied <- migrateAs(pinned, dbConfig)
@@ -101,12 +102,13 @@ class UpgradeSuite extends DbSuite:
         logs <- RecordedLogs()
         runs <- Ref[IO].of(Vector.empty[(Long, String)])
         gate <- Deferred[IO, Unit]
-        // a worker of the given release; its handler records each run, and waits for the gate
+        trickled <- Ref[IO].of(Vector.empty[Long])
+        // a worker of the given release; its handler records each run, and a task of payload 0 waits for the gate
         worker = (db: Database[IO], who: String) =>
           DurableWorker.start[IO, Int, Unit](db, config) { source =>
             Pipeline(source)
-              .process(job => runs.update(_ :+ (job.id, who)) *> gate.get)
-              .withLimit(Limit.fixed(4))
+              .process(job => runs.update(_ :+ (job.id, who)) *> gate.get.whenA(job.payload == 0))
+              .withLimit(Limit.fixed(8))
           }
         completed = (ids: Vector[Long]) =>
           Rows
@@ -118,13 +120,27 @@ class UpgradeSuite extends DbSuite:
             val oldQueue = TaskQueue[IO, Int](old, "upgrade")
             (worker(old, "old"), worker(old, "old")).tupled.use { _ =>
               for
-                before <- oldQueue.enqueueMany((1 to batch).map(NewTask(_))).map(_.map(_.taskId))
-                // the old workers hold claims, their handlers running, while the schema is migrated
-                _ <- eventually("eight of the first tasks running")(runs.get.map(_.size >= 8))
-                migrated <- migrateInChild(dbConfig)
+                // the first `gated` tasks are claimed and held, their handlers running, across the migration
+                before <- oldQueue
+                  .enqueueMany((1 to batch).map(i => NewTask(if i <= gated then 0 else i)))
+                  .map(_.map(_.taskId))
+                _ <- eventually("the gated tasks running")(
+                  runs.get.map(rs => before.take(gated).toSet.subsetOf(rs.map(_._1).toSet))
+                )
+                // while another process migrates, an old producer keeps enqueueing and the old workers working
+                trickle = IO.uncancelable(_ =>
+                  oldQueue.enqueue(NewTask(-1)).flatMap(e => trickled.update(_ :+ e.taskId))
+                ) *> IO.sleep(10.millis)
+                migrated <- trickle.foreverM.background.surround(migrateInChild(dbConfig))
                 _ = assertEquals(migrated, Vector(Migrations.latest))
+                doneAtExit <- Rows.query[Long](s"SELECT id FROM ${schema("finished")}")
+                during <- trickled.get
+                _ = assert(
+                  during.exists(doneAtExit.contains),
+                  s"no task enqueued while the other process ran completed before it exited: ${during.size} enqueued"
+                )
                 _ <- gate.complete(()).void
-                _ <- eventually("the first tasks completed")(completed(before))
+                _ <- eventually("the first tasks completed")(completed(before ++ during))
                 // an old process that (re)starts now accepts the newer schema, and works beside the others
                 afterOld <- connectAs(pinned, dbConfig).use { restarted =>
                   worker(restarted, "old").use { _ =>
@@ -148,7 +164,7 @@ class UpgradeSuite extends DbSuite:
                     yield fromNew ++ fromOld
                   }
                 }
-              yield (before, afterOld, afterNew)
+              yield (before ++ during, afterOld, afterNew)
             }
           }
         }
@@ -162,7 +178,8 @@ class UpgradeSuite extends DbSuite:
         lines <- logs.lines
         flags <- answers(schema)
       yield
-        assertEquals(all.distinct.size, 4 * batch)
+        assertEquals(all.distinct.size, all.size)
+        assert(all.size > 4 * batch, all.size)
         // every task ran once and completed once, at its first attempt
         assertEquals(recorded.map(_._1).sorted, all.sorted)
         assertEquals(finished, all.sorted.map(id => (id, "completed", 1)))
