@@ -13,7 +13,10 @@ import scala.io.{Codec, Source as IoSource}
  * Apply them with [[Database.migrate]] (or `./weir durable migrate`): the one way to migrate. It applies
  * what is missing in one transaction under a transaction-scoped advisory lock, so two workers starting at
  * once apply each migration exactly once (the second waits, then finds nothing to do) and no lock outlives
- * the transaction. [[all]] lists the SQL, for a user whose own migration tool must apply it.
+ * the transaction. [[all]] lists the SQL, for a user whose own migration tool must apply it: that tool must
+ * also write each migration's row of `migrations` (`version`, `name`, and from version 10 on
+ * `compatible_with_previous` from [[Migration.compatibleWithPrevious]]), since `connect` reads the schema's
+ * version there, and takes a newer migration whose row does not say for an incompatible one.
  *
  * Each file's first line says whether workers of the releases before it keep working once it is applied
  * (`-- weir: compatible-with-previous: yes` or `no`, the reasons on the comment lines that follow), and

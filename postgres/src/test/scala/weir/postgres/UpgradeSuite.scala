@@ -297,3 +297,34 @@ class UpgradeSuite extends DbSuite:
         case other => fail(s"expected a SchemaError, got $other")
     body.guarantee(TestDatabase.drop(schema)) *> noLeftovers
   }
+
+  test(
+    "undoing migration 10 as docs/durable.md says leaves the schema at version 9; migrate applies it again"
+  ) {
+    val schema = TestDatabase.freshSchema()
+    val dbConfig = TestDatabase.config(schema)
+    val nine = Migrations.current.pinnedAt(Migrations.recordedSince - 1)
+    val ten = Migrations.current.pinnedAt(Migrations.recordedSince)
+    val body =
+      for
+        _ <- migrateAs(ten, dbConfig)
+        // "Rolling back", from version 10 back to 9: the same statements, in one transaction
+        _ <-
+        (Fragment.const(
+          s"ALTER TABLE ${schema("migrations")} DROP COLUMN compatible_with_previous"
+        ).update.run *>
+          Fragment.const(s"DELETE FROM ${schema("migrations")} WHERE version = 10").update.run)
+          .transact(TestDatabase.admin)
+        versions <- Rows.query[Int](s"SELECT version FROM ${schema("migrations")} ORDER BY version")
+        nineOutcome <- connectOutcome(nine, dbConfig)
+        again <- migrateAs(ten, dbConfig)
+        flags <- answers(schema)
+      yield
+        val (nineConnects, nineLogs) = nineOutcome
+        assertEquals(versions, (1 to 9).toVector)
+        assertEquals(nineConnects, Right(()))
+        assertEquals(nineLogs, Vector.empty)
+        assertEquals(again, Vector(10))
+        assertEquals(flags, ten.known.map(m => (m.version, Some(m.compatibleWithPrevious))))
+    body.guarantee(TestDatabase.drop(schema)) *> noLeftovers
+  }
