@@ -115,7 +115,7 @@ object DatabaseConfig:
 /**
  * An open connection pool to weir's schema, checked: [[Database.connect]] fails with
  * [[DatabaseUnreachable]] when the server cannot be reached and with [[SchemaError]] when the schema is
- * missing or at another version.
+ * missing or at a version it cannot run against.
  */
 final class Database[F[_]] private (
     val config: DatabaseConfig,
@@ -156,25 +156,27 @@ object Database:
    * `config` ([[DatabaseConfig.errors]]: a URL of neither accepted form, without a host or malformed, a bad
    * schema name, pool size or timeout); [[DatabaseUnreachable]] (naming the URL, password
    * hidden) if no connection can be made within the connect timeout; [[SchemaError]] if the schema is
-   * missing or not at this library's version.
+   * missing, older than this library's version, or newer with a migration beyond it that is not recorded as
+   * compatible with earlier releases (the message names both versions and that migration).
    *
-   * Logs: a [[SchemaError]] at ERROR before failing, on the logger `weir.postgres.schema` of the
-   * `LoggerFactory` in scope (none: nothing is logged).
+   * Logs, on the logger `weir.postgres.schema` of the `LoggerFactory` in scope (none: nothing is logged): a
+   * [[SchemaError]] at ERROR before failing; a newer schema it accepts at WARN, naming both versions.
    */
   def connect[F[_]](config: DatabaseConfig)(using
       F: Async[F]
   )(using
       logs: LoggerFactory[F] = NoOpFactory[F]
   ): Resource[F, Database[F]] =
-    pool(config).evalTap(db => logSchemaError(Migrations.check(config.schema).transact(db.transactor)))
+    pool(config).evalTap(db => checkSchema(db, Migrations.current))
 
   /**
    * Applies weir's migrations to `config`'s schema (creating it if needed) and returns the versions applied.
    * Idempotent, and safe when several processes run it at once.
    *
    * Errors, raised in `F`: [[weir.InvalidSettings]] for bad settings and [[DatabaseUnreachable]], as for
-   * [[connect]]; [[SchemaError]] if the schema is at a version newer than this library knows, logged at
-   * ERROR first as [[connect]] logs it.
+   * [[connect]]; [[SchemaError]] if the schema is at a version newer than this library knows and
+   * [[connect]] would refuse it, logged at ERROR first as [[connect]] logs it (a newer schema that
+   * [[connect]] accepts is left as it is: nothing is applied).
    */
   def migrate[F[_]](config: DatabaseConfig)(using
       F: Async[F]
@@ -193,6 +195,18 @@ object Database:
 
   /** The logger of schema mismatches. */
   private val schemaLogger: String = "weir.postgres.schema"
+
+  /**
+   * Fails unless `release` may run against `db`'s schema ([[Migrations.Release.check]]): an error logged at
+   * ERROR, a newer schema accepted logged at WARN.
+   */
+  private[postgres] def checkSchema[F[_]](db: Database[F], release: Migrations.Release)(using
+      F: Async[F],
+      logs: LoggerFactory[F]
+  ): F[Unit] =
+    logSchemaError(release.check(db.schema).transact(db.transactor)).flatMap(
+      _.warning.traverse_(logs.getLoggerFromName(schemaLogger).warn(_))
+    )
 
   private def logSchemaError[F[_], A](fa: F[A])(using F: Async[F], logs: LoggerFactory[F]): F[A] =
     fa.onError { case e: SchemaError =>

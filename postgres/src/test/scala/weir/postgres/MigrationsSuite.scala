@@ -7,6 +7,8 @@ import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 
+import java.nio.file.{Files, Paths}
+
 class MigrationsSuite extends DbSuite:
 
   test("migrate creates the schema once; a second run applies nothing") {
@@ -19,6 +21,47 @@ class MigrationsSuite extends DbSuite:
     yield
       assertEquals(first, Migrations.all.map(_.version))
       assertEquals(second, Vector.empty)
+  }
+
+  test("migrate records every migration's answer to whether earlier releases' workers keep working") {
+    val config = TestDatabase.config(TestDatabase.freshSchema())
+    for
+      _ <- Database.migrate[IO](config)
+      answers <- Rows.query[(Int, Option[Boolean])](
+        s"SELECT version, compatible_with_previous FROM ${config.schema("migrations")} ORDER BY version"
+      )
+      _ <- TestDatabase.drop(config.schema)
+    yield assertEquals(answers, Migrations.all.map(m => (m.version, Some(m.compatibleWithPrevious))))
+  }
+
+  test("every migration file's first line says yes or no; one that does not is refused, naming the file") {
+    assertEquals(Migrations.all.map(_.version), (1 to Migrations.latest).toVector)
+    assertEquals(
+      Migrations.compatibleWithPrevious("a.sql", "-- weir: compatible-with-previous: yes\n--   why"),
+      true
+    )
+    assertEquals(Migrations.compatibleWithPrevious("a.sql", "-- weir: compatible-with-previous: no"), false)
+    Vector(
+      "-- weir: compatible-with-previous: maybe",
+      "-- a migration\n-- weir: compatible-with-previous: yes",
+      ""
+    )
+      .foreach { text =>
+        val e = intercept[IllegalStateException](Migrations.compatibleWithPrevious("0099-x.sql", text))
+        assert(e.getMessage.contains("migration 0099-x.sql must start with"), e.getMessage)
+      }
+  }
+
+  test("docs/durable.md's table of migrations says what each file says") {
+    val doc = Files.readString(Paths.get(sys.props.getOrElse("user.dir", ".")).resolve("../docs/durable.md"))
+    val row = raw"\| (\d+) \| `(\d{4}-[a-z0-9-]+)\.sql` \| (yes|no) \|.*".r
+    val table = doc.linesIterator.collect { case row(version, file, answer) =>
+      (version.toInt, file, answer == "yes")
+    }.toVector
+    assertEquals(
+      table,
+      Migrations.all.map(m => (m.version, f"${m.version}%04d-${m.name}", m.compatibleWithPrevious))
+    )
   }
 
   test("four processes' worth of migrate at once apply each migration exactly once") {

@@ -1,3 +1,6 @@
+-- weir: compatible-with-previous: no
+--   the first version: before it there is no schema to work against.
+--
 -- weir-postgres schema, version 1. `weir_schema` stands for the schema the user names (default `weir`);
 -- Migrations substitutes it after checking it is a plain identifier.
 

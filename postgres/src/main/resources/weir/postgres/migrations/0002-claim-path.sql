@@ -1,3 +1,8 @@
+-- weir: compatible-with-previous: yes
+--   version-1 workers never read `head` and insert with its default, true, the safe side; the next task
+--   of a key after one they finish waits for the periodic head repair; without the dropped trigger their
+--   enqueues wake nobody, so workers find those tasks at their next poll.
+--
 -- weir-postgres schema, version 2: the claim skips the tasks waiting behind their ordering key, and enqueues
 -- wake the workers themselves instead of through a trigger.
 --

@@ -1,3 +1,7 @@
+-- weir: compatible-with-previous: yes
+--   two columns with defaults: a worker that records no session is judged by its
+--   heartbeat alone.
+--
 -- weir-postgres schema, version 3: a dead worker is found by its database session ending, not only by its
 -- heartbeat stopping.
 --

@@ -1,3 +1,6 @@
+-- weir: compatible-with-previous: yes
+--   a new function: earlier workers keep their own claim statement.
+--
 -- weir-postgres schema, version 4: the claim is a function whose plan does not depend on the table's
 -- statistics being fresh.
 --

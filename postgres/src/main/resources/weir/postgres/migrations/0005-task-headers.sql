@@ -1,3 +1,7 @@
+-- weir: compatible-with-previous: yes
+--   nullable columns, a claim function beside `claim`, and a defaulted last
+--   parameter of `enqueue`: calls written for version 4 mean what they meant.
+--
 -- weir-postgres schema, version 5: string headers stored with each task and handed to its handler (trace
 -- context, a tenant, a correlation id), the way message brokers carry metadata beside the body.
 --

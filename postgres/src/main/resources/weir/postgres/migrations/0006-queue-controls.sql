@@ -1,3 +1,7 @@
+-- weir: compatible-with-previous: yes
+--   a new table and function; the claim functions of versions 4 and 5 keep their
+--   signatures and now obey the controls.
+--
 -- weir-postgres schema, version 6: controls of a queue that every worker obeys, stored here and enforced by
 -- the claim itself: paused, a limit on the tasks running at once, a limit on the claims per second.
 --

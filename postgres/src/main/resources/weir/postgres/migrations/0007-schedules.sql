@@ -1,3 +1,6 @@
+-- weir: compatible-with-previous: yes
+--   a new table, which earlier workers never read.
+--
 -- weir-postgres schema: periodic tasks (ADR 0027). One row per schedule, written by the processes that
 -- declare it (`Scheduler`); the tick of a schedule is enqueued by whichever of them locks its row first.
 --

@@ -1,3 +1,6 @@
+-- weir: compatible-with-previous: yes
+--   a nullable column, which earlier workers never read.
+--
 -- weir-postgres schema: cancelling a running task (TaskAdmin.cancel; ADR 0029).
 --
 -- A running task belongs to its worker, so a cancel does not move it: it records the request on the row,

@@ -1,3 +1,7 @@
+-- weir: compatible-with-previous: yes
+--   a nullable column and two indexes; the dropped index only served a read that
+--   still works without it.
+--
 -- weir-postgres schema: what the console reads on a big history, and the worker of each attempt.
 --
 -- The console lists finished tasks newest first by enqueue time or by finish time, filtered by state and
