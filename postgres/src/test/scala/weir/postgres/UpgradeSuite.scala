@@ -6,6 +6,7 @@ import doobie.*
 import doobie.implicits.*
 import org.typelevel.log4cats.LoggerFactory
 import weir.{Limit, Pipeline}
+import weir.testkit.RecordedLogs
 
 import java.nio.charset.StandardCharsets
 import java.nio.file.Paths
