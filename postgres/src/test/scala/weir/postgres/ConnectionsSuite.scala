@@ -1,0 +1,145 @@
+package weir.postgres
+
+import cats.effect.{IO, Resource}
+import cats.syntax.all.*
+import com.zaxxer.hikari.{HikariConfig, HikariDataSource}
+import doobie.*
+import doobie.implicits.*
+import weir.{InvalidSettings, Pipeline}
+
+import scala.concurrent.duration.*
+
+/**
+ * The connections a process holds: the workers of one `Database` share their pools and one session, so
+ * the count in `pg_stat_activity` is `poolSize + workerPoolSize + 3` with one queue or ten; on a pool of
+ * the user's, weir holds none of its own and never closes the user's.
+ */
+class ConnectionsSuite extends DbSuite:
+
+  override def munitIOTimeout: Duration = 120.seconds
+
+  private val queues = (1 to 10).map(i => s"q$i").toVector
+
+  /** A URL whose connections show as `name` in `pg_stat_activity`. */
+  private def named(name: String): String =
+    TestDatabase.url + (if TestDatabase.url.contains("?") then "&" else "?") + s"ApplicationName=$name"
+
+  private def backends(name: String): IO[Long] =
+    sql"SELECT count(*) FROM pg_stat_activity WHERE application_name = $name".query[Long].unique
+      .transact(TestDatabase.admin)
+
+  /** Waits until `name` has `expected` backends (pools fill in the background), failing after 20 s. */
+  private def settlesAt(name: String, expected: Long): IO[Unit] =
+    (IO.sleep(100.millis) *> backends(name)).iterateUntil(_ == expected).void.timeoutTo(
+      20.seconds,
+      backends(name).flatMap(n => IO(fail(s"$name holds $n connection(s), expected $expected")))
+    )
+
+  private def config(queue: String): WorkerConfig =
+    TestWorkers.config(queue).copy(stopWhenEmpty = false, pollInterval = 1.second)
+
+  /** Workers of `db` on `qs`, each handling its tasks at once. */
+  private def workers(db: Database[IO], qs: Vector[String]): Resource[IO, Vector[DurableWorker[IO, Int]]] =
+    qs.traverse(q => DurableWorker.start[IO, Int, Unit](db, config(q))(Pipeline(_).process(_ => IO.unit)))
+
+  /** Enqueues `n` tasks on each of `qs` and waits until every one has completed. */
+  private def served(db: Database[IO], qs: Vector[String], n: Int): IO[Unit] =
+    val total = Rows.count(db, "finished", "state = 'completed'")
+    total.flatMap(before =>
+      qs.traverse_(q => TaskQueue[IO, Int](db, q).enqueueMany((1 to n).map(NewTask(_))).void) *>
+        (IO.sleep(50.millis) *> total).iterateUntil(_ == before + qs.size.toLong * n).void.timeoutTo(
+          30.seconds,
+          total.flatMap(t => IO(fail(s"completed ${t - before} of ${qs.size * n}")))
+        )
+    )
+
+  withDb("the workers of ten queues hold poolSize + workerPoolSize + 3 connections, as one queue's do") {
+    db =>
+      val name = s"weir_count_${ProcessHandle.current().pid()}"
+      val settings = TestDatabase.config(db.schema).copy(url = named(name), poolSize = 3, workerPoolSize = 2)
+      val expected = (settings.poolSize + settings.workerPoolSize + Database.maintenancePoolSize + 1).toLong
+      Database.connect[IO](settings).use { own =>
+        for
+          _ <- settlesAt(name, settings.poolSize.toLong)
+          _ <- workers(own, queues.take(1)).use(_ =>
+            settlesAt(name, expected) *> served(own, queues.take(1), 20)
+          )
+          _ <- workers(own, queues).use(_ =>
+            settlesAt(name, expected) *> served(own, queues, 20) *>
+              backends(name).map(n => assertEquals(n, expected))
+          )
+          // the last worker's release closes what the workers shared
+          _ <- settlesAt(name, settings.poolSize.toLong)
+        yield ()
+      } *> settlesAt(name, 0L)
+  }
+
+  /** A HikariCP pool of the test's own, as a service would have, showing as `name`. */
+  private def userPool(name: String, size: Int): Resource[IO, HikariDataSource] =
+    Resource.make(IO.blocking {
+      val hikari = new HikariConfig()
+      hikari.setJdbcUrl(named(name))
+      val (_, props) = DatabaseConfig.toJdbc(TestDatabase.url)
+      hikari.setDataSourceProperties(props)
+      hikari.setMaximumPoolSize(size)
+      new HikariDataSource(hikari)
+    })(ds => IO.blocking(ds.close()))
+
+  withDb("on the user's DataSource, ten queues' workers run on its connections alone, and it is left open") {
+    db =>
+      val name = s"weir_user_${ProcessHandle.current().pid()}"
+      userPool(name, size = 6).use { ds =>
+        for
+          _ <- Database.fromDataSource[IO](ds, db.schema).use(on =>
+            workers(on, queues).use(_ =>
+              served(on, queues, 20) *> backends(name).map(n => assert(n <= 6L, s"$n connections")) *>
+                // the test's own Database (TestDatabase.config: a pool of 4) is the only one with weir's name
+                backends("weir").map(n => assert(n <= 4L, s"weir opened connections of its own: $n"))
+            )
+          )
+          // still the user's: open, and its connections keep no LISTEN, lock or setting of the session
+          _ <- IO(assert(!ds.isClosed, "weir closed the user's pool"))
+          left <- (1 to 6).toVector.traverse(_ =>
+            IO.blocking {
+              val c = ds.getConnection
+              try
+                val st = c.createStatement()
+                val rs = st.executeQuery(
+                  "SELECT (SELECT count(*) FROM pg_listening_channels()), current_setting('synchronous_commit')"
+                )
+                rs.next()
+                (rs.getLong(1), rs.getString(2), c.getNetworkTimeout)
+              finally c.close()
+            }
+          )
+        yield left.foreach((channels, _, timeout) =>
+          assertEquals(channels, 0L)
+          assertEquals(timeout, 0)
+        )
+      }
+  }
+
+  withDb("on the user's doobie Transactor, the workers of three queues complete their tasks") { db =>
+    val (jdbc, props) = DatabaseConfig.toJdbc(TestDatabase.url)
+    val xa = Transactor.fromDriverManager[IO]("org.postgresql.Driver", jdbc, props, None)
+    Database.fromTransactor[IO](xa, db.schema).use(on =>
+      workers(on, queues.take(3)).use(_ => served(on, queues.take(3), 30))
+    )
+  }
+
+  test("settings of a user's pool are checked when used, every bad value named") {
+    for
+      ds <- Database.fromDataSource[IO](null, Schema("Bad Name"), readTimeout = Duration.Zero).use_.attempt
+      xa <- Database.fromTransactor[IO](null, Schema.default, readTimeout = -1.second).use_.attempt
+    yield
+      ds match
+        case Left(e: InvalidSettings) =>
+          assertEquals(e.errors.size, 3, e.getMessage)
+          assert(e.getMessage.contains("dataSource must be set, was: null"), e.getMessage)
+        case other => fail(s"expected InvalidSettings, got $other")
+      xa match
+        case Left(e: InvalidSettings) =>
+          assertEquals(e.errors.size, 2, e.getMessage)
+          assert(e.getMessage.contains("readTimeout must be > 0, was: -1 second"), e.getMessage)
+        case other => fail(s"expected InvalidSettings, got $other")
+  }
