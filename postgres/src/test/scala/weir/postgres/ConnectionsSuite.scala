@@ -1,6 +1,6 @@
 package weir.postgres
 
-import cats.effect.{IO, Resource}
+import cats.effect.{Deferred, IO, Ref, Resource}
 import cats.syntax.all.*
 import com.zaxxer.hikari.{HikariConfig, HikariDataSource}
 import doobie.*
@@ -64,14 +64,49 @@ class ConnectionsSuite extends DbSuite:
           _ <- workers(own, queues.take(1)).use(_ =>
             settlesAt(name, expected) *> served(own, queues.take(1), 20)
           )
-          _ <- workers(own, queues).use(_ =>
+          _ <- workers(own, queues).use(ws =>
             settlesAt(name, expected) *> served(own, queues, 20) *>
-              backends(name).map(n => assertEquals(n, expected))
+              backends(name).map(n => assertEquals(n, expected)) *>
+              lockHolders(db.schema).map(holders =>
+                // one backend holds every worker's lock: the process's death frees them all at once
+                assertEquals(holders.map(_._1).sorted, ws.map(_.id).sorted)
+                assertEquals(holders.map(_._2).distinct.size, 1, holders.toString)
+              )
           )
           // the last worker's release closes what the workers shared
           _ <- settlesAt(name, settings.poolSize.toLong)
         yield ()
       } *> settlesAt(name, 0L)
+  }
+
+  /** `(worker id, backend pid)` of every session lock of `schema` held now. */
+  private def lockHolders(schema: Schema): IO[Vector[(Long, Int)]] =
+    Rows.query[(Long, Int)](
+      s"""SELECT objid::bigint, pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2
+          AND classid = ${schema.sessionLockClass}"""
+    )
+
+  withDb("a cancel reaches a running task of one of ten queues sharing the session, by notification") { db =>
+    // heartbeats 30 s apart: within the 10 s the run is given, only the notification can have told the worker
+    val slow =
+      TestWorkers.config("q10").copy(heartbeat = 30.seconds, deadAfter = 90.seconds, lease = 120.seconds)
+    for
+      id <- TaskQueue[IO, String](db, "q10").enqueue(NewTask("slow")).map(_.taskId)
+      started <- Deferred[IO, Unit]
+      finalized <- Ref[IO].of(false)
+      stats <- workers(db, queues.take(9)).use(_ =>
+        TestWorkers.statsAfterRun(
+          DurableWorker.start[IO, String, Unit](db, slow)(
+            Pipeline(_).process(_ => (started.complete(()) *> IO.never[Unit]).onCancel(finalized.set(true)))
+          ).evalTap(_ => started.get.timeout(30.seconds) *> TaskAdmin(db).cancel(id, "runaway").void)
+        ).timeout(10.seconds)
+      )
+      done <- finalized.get
+      states <- Rows.finished(db)
+    yield
+      assert(done, "the handler's finalizer did not run")
+      assertEquals(stats.cancelled, 1L)
+      assertEquals(states.map(_._2), Vector("cancelled"))
   }
 
   /** A HikariCP pool of the test's own, as a service would have, showing as `name`. */
