@@ -134,23 +134,30 @@ class ConnectionsSuite extends DbSuite:
           )
           // still the user's: open, and its connections keep no LISTEN, lock or setting of the session
           _ <- IO(assert(!ds.isClosed, "weir closed the user's pool"))
-          left <- (1 to 6).toVector.traverse(_ =>
-            IO.blocking {
-              val c = ds.getConnection
+          // every connection of the pool at once (all 6 held), so the session's is among them
+          left <- Resource.make(IO.blocking(Vector.fill(6)(ds.getConnection)))(cs =>
+            IO.blocking(cs.foreach(_.close()))
+          ).use(cs =>
+            IO.blocking(cs.map { c =>
+              val st = c.createStatement()
               try
-                val st = c.createStatement()
                 val rs = st.executeQuery(
-                  "SELECT (SELECT count(*) FROM pg_listening_channels()), current_setting('synchronous_commit')"
+                  "SELECT (SELECT count(*) FROM pg_listening_channels()), " +
+                    "(SELECT setting = reset_val FROM pg_settings WHERE name = 'synchronous_commit'), " +
+                    "pg_backend_pid()"
                 )
                 rs.next()
-                (rs.getLong(1), rs.getString(2), c.getNetworkTimeout)
-              finally c.close()
-            }
+                (rs.getLong(1), rs.getBoolean(2), c.getNetworkTimeout, rs.getInt(3))
+              finally st.close()
+            })
           )
-        yield left.foreach((channels, _, timeout) =>
-          assertEquals(channels, 0L)
-          assertEquals(timeout, 0)
-        )
+        yield
+          assertEquals(left.map(_._4).distinct.size, 6)
+          left.foreach((channels, settingReset, timeout, _) =>
+            assertEquals(channels, 0L)
+            assert(settingReset, "the session's synchronous_commit outlived it")
+            assertEquals(timeout, 0)
+          )
       }
   }
 
