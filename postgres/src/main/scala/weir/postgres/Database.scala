@@ -327,7 +327,7 @@ object Database:
       case e: SchemaError => e
       case e => DatabaseUnreachable(what, e)
     }
-    val timed = withReadTimeout(transactor, readTimeout)
+    val timed = borrowing(transactor, Some(readTimeout))
     val connections = new Connections[F]:
       val workerPoolSize: Int = 1
       def workerRun(size: Int): Resource[F, Run[F]] =
@@ -338,7 +338,9 @@ object Database:
         )
     for
       _ <- Resource.eval(sql"SELECT 1".query[Int].unique.transact(transactor).adaptError(unreachable))
-      run <- Run.resource(transactor, schema.name)
+      // weir's own transactions (enqueues, TaskAdmin) are real ones whatever the user's strategy says, and
+      // take as long as they need, as on weir's own pool
+      run <- Run.resource(borrowing(transactor, None).copy(strategy0 = Strategy.default), schema.name)
       db <- assemble(None, schema, transactor, run, readTimeout, connections)
       _ <- Resource.eval(logSchemaError(Migrations.check(schema).transact(transactor)))
     yield db
@@ -357,22 +359,30 @@ object Database:
     )
 
   /**
-   * `transactor`'s connections answer within `readTimeout` while weir holds them: their network timeout
-   * (pgjdbc's socket timeout, which JDBC lets a caller change on an open connection) is set when one is
-   * taken and put back before it is given back, so your own transactions on the same pool keep theirs.
+   * `transactor`'s connections as weir needs them while it holds them, whatever the user's pool sets:
+   * in autocommit (weir's single statements and the session commit as they run; its transactions turn it
+   * off as doobie's default strategy does), and, with `readTimeout`, answering within it (their network
+   * timeout, pgjdbc's socket timeout, which JDBC lets a caller change on an open connection). Both are put
+   * back before the connection is given back, so the user's own transactions keep the pool's settings.
    */
-  private def withReadTimeout[F[_]](transactor: Transactor[F], readTimeout: FiniteDuration)(using
+  private def borrowing[F[_]](transactor: Transactor[F], readTimeout: Option[FiniteDuration])(using
       F: Async[F]
   ): Transactor[F] =
-    val millis = readTimeout.toMillis.min(Int.MaxValue.toLong).max(1L).toInt
+    val millis = readTimeout.map(_.toMillis.min(Int.MaxValue.toLong).max(1L).toInt)
     transactor.copy(connect0 =
       a =>
         transactor.connect(a).flatTap(c =>
           Resource.make(F.delay {
-            val before = c.getNetworkTimeout
-            c.setNetworkTimeout(inPlace, millis)
+            val before = (c.getAutoCommit, c.getNetworkTimeout)
+            if !before._1 then c.setAutoCommit(true)
+            millis.foreach(c.setNetworkTimeout(inPlace, _))
             before
-          })(before => F.delay(c.setNetworkTimeout(inPlace, before)).handleError(_ => ()))
+          })((autoCommit, timeout) =>
+            F.delay {
+              if millis.isDefined then c.setNetworkTimeout(inPlace, timeout)
+              if c.getAutoCommit != autoCommit then c.setAutoCommit(autoCommit)
+            }.handleError(_ => ())
+          )
         )
     )
 

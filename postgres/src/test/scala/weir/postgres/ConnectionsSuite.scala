@@ -117,6 +117,8 @@ class ConnectionsSuite extends DbSuite:
       val (_, props) = DatabaseConfig.toJdbc(TestDatabase.url)
       hikari.setDataSourceProperties(props)
       hikari.setMaximumPoolSize(size)
+      // as many services set it: weir's connections must still commit what they run in autocommit
+      hikari.setAutoCommit(false)
       new HikariDataSource(hikari)
     })(ds => IO.blocking(ds.close()))
 
