@@ -53,7 +53,9 @@ class ConnectionsSuite extends DbSuite:
         )
     )
 
-  withDb("the workers of ten queues hold poolSize + workerPoolSize + 3 connections, as one queue's do") {
+  withDb(
+    "the workers of ten queues hold poolSize + workerPoolSize + 3 connections, as one queue's do, and + 2 when none listens"
+  ) {
     db =>
       val name = s"weir_count_${ProcessHandle.current().pid()}"
       val settings = TestDatabase.config(db.schema).copy(url = named(name), poolSize = 3, workerPoolSize = 2)
@@ -75,6 +77,12 @@ class ConnectionsSuite extends DbSuite:
           )
           // the last worker's release closes what the workers shared
           _ <- settlesAt(name, settings.poolSize.toLong)
+          // workers that do not listen open no session
+          _ <- queues.take(2).traverse(q =>
+            DurableWorker.start[IO, Int, Unit](own, config(q).copy(listen = false))(Pipeline(_).process(_ =>
+              IO.unit
+            ))
+          ).use(_ => settlesAt(name, expected - 1) *> served(own, queues.take(2), 20))
         yield ()
       } *> settlesAt(name, 0L)
   }
@@ -169,6 +177,16 @@ class ConnectionsSuite extends DbSuite:
     Database.fromTransactor[IO](xa, db.schema).use(on =>
       workers(on, queues.take(3)).use(_ => served(on, queues.take(3), 30))
     )
+  }
+
+  test("a DataSource that cannot reach its server fails with DatabaseUnreachable") {
+    val ds = new org.postgresql.ds.PGSimpleDataSource()
+    ds.setURL("jdbc:postgresql://localhost:1/nowhere")
+    ds.setConnectTimeout(1)
+    Database.fromDataSource[IO](ds).use_.attempt.map {
+      case Left(e: DatabaseUnreachable) => assert(e.getMessage.contains("PGSimpleDataSource"), e.getMessage)
+      case other => fail(s"expected DatabaseUnreachable, got $other")
+    }
   }
 
   test("settings of a user's pool are checked when used, every bad value named") {
