@@ -10,7 +10,7 @@ import doobie.util.transactor.Strategy
 import org.typelevel.log4cats.LoggerFactory
 import org.typelevel.log4cats.noop.NoOpFactory
 import weir.Validation
-import weir.postgres.internal.{ImmediatePeekSocketFactory, Run}
+import weir.postgres.internal.{ImmediatePeekSocketFactory, Run, Shared, WorkerSession}
 
 import java.net.URI
 import java.sql.{Connection, DriverManager}
@@ -23,9 +23,11 @@ import scala.concurrent.duration.*
  * `url` is either a JDBC URL (`jdbc:postgresql://host:5432/db?user=u&password=p`) or a libpq-style one
  * (`postgresql://u:p@host:5432/db`, as River and psql take); it is parsed when a pool is opened, not here.
  * `poolSize` connections serve enqueues, [[TaskAdmin]] and the caller's own transactions on
- * [[Database.transactor]]. Each [[DurableWorker]] opens five more of its own: a pool of two for claims and
- * results, a pool of two for heartbeats, rescues and prunes (so that a busy claim path never delays a
- * heartbeat into a false rescue), and one session of its own (LISTEN, and the lock that shows it alive).
+ * [[Database.transactor]]. The [[DurableWorker]]s of one `Database` share, whatever their number, while
+ * any of them runs: a pool of `workerPoolSize` for claims and results, a pool of
+ * [[Database.maintenancePoolSize]] for heartbeats, rescues and prunes (so that a busy claim path never
+ * delays a heartbeat into a false rescue), and one session (LISTEN for every queue, and the locks that
+ * show the workers alive) if any of them listens: `poolSize + workerPoolSize + 3` connections in all.
  * `connectTimeout` bounds the wait for a connection (at least 250 ms; for the worker's session, whole
  * seconds, at least 1).
  *
@@ -37,13 +39,14 @@ import scala.concurrent.duration.*
  * to the connections of [[Database.transactor]]: your transactions take as long as they need.
  *
  * Building or copying a config never throws: [[Database.connect]] and [[Database.migrate]] check it
- * ([[errors]]: the URL, the schema's name, the pool size and the timeouts) and fail in `F` with one
+ * ([[errors]]: the URL, the schema's name, the pool sizes and the timeouts) and fail in `F` with one
  * [[weir.InvalidSettings]] naming every bad value, the URL's password hidden.
  */
 final case class DatabaseConfig(
     url: String,
     schema: Schema = Schema.default,
     poolSize: Int = 8,
+    workerPoolSize: Int = 4,
     connectTimeout: FiniteDuration = 5.seconds,
     readTimeout: FiniteDuration = 30.seconds
 ):
@@ -56,6 +59,7 @@ final case class DatabaseConfig(
         if schema == null then List("schema must be set, was: null") else schema.errors
       ) ++
       Validation.check(poolSize > 0, s"poolSize must be > 0, was: $poolSize") ++
+      Validation.check(workerPoolSize > 0, s"workerPoolSize must be > 0, was: $workerPoolSize") ++
       Validation.check(connectTimeout > Duration.Zero, s"connectTimeout must be > 0, was: $connectTimeout") ++
       Validation.check(readTimeout > Duration.Zero, s"readTimeout must be > 0, was: $readTimeout")
 
@@ -113,39 +117,62 @@ object DatabaseConfig:
   private def redact(url: String) = DatabaseConfig(url).redactedUrl
 
 /**
- * An open connection pool to weir's schema, checked: [[Database.connect]] fails with
- * [[DatabaseUnreachable]] when the server cannot be reached and with [[SchemaError]] when the schema is
- * missing or at a version it cannot run against.
+ * Where weir's tasks live, and the connections that reach them: either pools weir opens and closes itself
+ * ([[Database.connect]], from a [[DatabaseConfig]]) or a pool you own ([[Database.fromDataSource]],
+ * [[Database.fromTransactor]]), which weir borrows connections from and never closes. Checked when built:
+ * it fails with [[DatabaseUnreachable]] when the server cannot be reached and with [[SchemaError]] when the
+ * schema is missing or at a version it cannot run against.
+ *
+ * Every [[DurableWorker]] started on one `Database` shares its workers' connections: one pool for claims
+ * and results, one for heartbeats, rescues and prunes, and one session that listens for every queue and
+ * holds the locks that show the workers alive (see `docs/durable.md`, "Connections", for their count).
+ * They are opened with the first worker and closed with the last.
  */
 final class Database[F[_]] private (
-    val config: DatabaseConfig,
+    /** The settings weir opened its pools from; `None` on a pool of yours. */
+    val config: Option[DatabaseConfig],
+    /** The schema of weir's tables. */
+    val schema: Schema,
+    /** Your transactions, and weir's enqueues and [[TaskAdmin]]: weir's pool, or yours as you gave it. */
     val transactor: Transactor[F],
-    private[postgres] val run: Run[F]
+    private[postgres] val run: Run[F],
+    private[postgres] val readTimeout: FiniteDuration,
+    connections: Database.Connections[F],
+    private[postgres] val workerPools: Shared[F, Database.WorkerPools[F]],
+    private[postgres] val sessions: Shared[F, WorkerSession.Hub[F]]
 )(using
     F: Async[F]
 ):
 
-  /** The schema's name. */
-  def schema: Schema = config.schema
+  /**
+   * A connection held for a long time (the workers' session): outside any pool when weir opened the
+   * pools, closed on release; else one of your pool's, given back on release with what the session left
+   * on it undone (its LISTENs, its advisory locks, its setting). Fails with [[DatabaseUnreachable]].
+   */
+  private[postgres] def dedicated: Resource[F, Connection] = connections.session
 
   /**
-   * A connection of its own, outside any pool (a worker's LISTEN connection): opened on the blocking pool,
-   * closed on release. Fails with [[DatabaseUnreachable]].
+   * A small pool for the workers' own bookkeeping, `size` connections (on your pool: yours, whatever
+   * `size`), whose commits do not wait for the WAL to reach disk (`synchronous_commit = off`, set for
+   * each transaction alone: the sessions keep their settings). Only the workers' own bookkeeping runs on
+   * it — claims, results, heartbeats, rescues, prunes — and none of it needs to survive a server crash: a
+   * lost claim or rescue leaves the task to be claimed or rescued again, a lost result makes the task run
+   * again (at-least-once), so nothing is lost, while each claim and acknowledgement saves a disk flush.
+   * Enqueues and [[Job.completeIn]] run in the caller's transactions, with the caller's durability.
    */
-  private[postgres] def dedicated: Resource[F, Connection] =
-    Resource.make(F.blocking(Database.open(config)))(c => F.blocking(c.close()))
+  private[postgres] def workerPool(size: Int): Resource[F, Run[F]] = connections.workerRun(size)
 
   /**
-   * A small pool of a worker's own, `size` connections, whose commits do not wait for the WAL to reach
-   * disk (`synchronous_commit = off`, set for each transaction alone: the sessions keep their settings).
-   * Only the worker's own bookkeeping runs on it — claims, results,
-   * heartbeats, rescues, prunes — and none of it needs to survive a server crash: a lost claim or rescue
-   * leaves the task to be claimed or rescued again, a lost result makes the task run again (at-least-once),
-   * so nothing is lost, while each claim and acknowledgement saves a disk flush. Enqueues and
-   * [[Job.completeIn]] run in the caller's transactions, with the caller's durability.
+   * The pools every worker of this `Database` shares, opened by the first worker and closed after the
+   * last: `workerPoolSize` connections (see [[DatabaseConfig]]) for claims and results, and
+   * [[Database.maintenancePoolSize]] for heartbeats, rescues and prunes, so that a busy claim path never
+   * delays a heartbeat into a false rescue.
    */
-  private[postgres] def workerPool(size: Int): Resource[F, Run[F]] =
-    Database.pool(config.copy(poolSize = size), worker = true).map(_.run)
+  private[postgres] def sharedWorkerPools: Resource[F, Database.WorkerPools[F]] =
+    workerPools.use(
+      (workerPool(connections.workerPoolSize), workerPool(Database.maintenancePoolSize))
+        .mapN(Database.WorkerPools(_, _))
+    )
 
 object Database:
 
@@ -168,6 +195,69 @@ object Database:
       logs: LoggerFactory[F] = NoOpFactory[F]
   ): Resource[F, Database[F]] =
     pool(config).evalTap(db => checkSchema(db, Migrations.current))
+
+  /**
+   * A `Database` on connections of your own `dataSource` (a HikariCP pool, a `PGSimpleDataSource`…),
+   * which weir borrows and never closes, checked as [[connect]] checks weir's own: everything weir does
+   * — enqueues, [[TaskAdmin]], the workers' claims, results, heartbeats, rescues and prunes — runs on
+   * connections taken from it and given back, and the workers' session holds one of them for as long as
+   * a listening worker runs (see `docs/durable.md`, "Connections").
+   *
+   * `readTimeout` bounds how long weir's own statements wait for an answer on your connections, as
+   * [[DatabaseConfig.readTimeout]] does on its own: set as the connection's network timeout
+   * (`setNetworkTimeout`) while weir holds it, and put back before it is given back. TCP keepalives are
+   * your pool's setting (pgjdbc's `tcpKeepAlive`).
+   *
+   * Errors, raised in `F` when the resource is used: [[weir.InvalidSettings]] naming every bad value (a
+   * null `dataSource`, a bad schema, a `readTimeout` that is not positive); [[DatabaseUnreachable]] if no
+   * connection can be taken from `dataSource`; [[SchemaError]] as for [[connect]], logged as there.
+   */
+  def fromDataSource[F[_]](
+      dataSource: javax.sql.DataSource,
+      schema: Schema = Schema.default,
+      readTimeout: FiniteDuration = 30.seconds
+  )(using
+      F: Async[F]
+  )(using
+      logs: LoggerFactory[F] = NoOpFactory[F]
+  ): Resource[F, Database[F]] =
+    Validation.resource(
+      "Database.fromDataSource",
+      Validation.check(dataSource != null, "dataSource must be set, was: null") ++
+        borrowedErrors(schema, readTimeout)
+    ).flatMap(_ =>
+      doobie.util.ExecutionContexts.cachedThreadPool[F].flatMap(connectEC =>
+        borrowed(
+          Transactor.fromDataSource[F](dataSource, connectEC, None),
+          schema,
+          readTimeout,
+          describe(dataSource)
+        )
+      )
+    )
+
+  /**
+   * A `Database` on your doobie `transactor`, whose connections weir borrows as [[fromDataSource]] does
+   * a `DataSource`'s (and never closes: the transactor's pool stays yours). [[Database.transactor]] is
+   * `transactor` itself; weir's own transactions take connections from it with its `connect`, under
+   * weir's own strategy (commit, rollback, `synchronous_commit = off` for the workers' bookkeeping).
+   *
+   * Errors: as for [[fromDataSource]] (a null `transactor`).
+   */
+  def fromTransactor[F[_]](
+      transactor: Transactor[F],
+      schema: Schema = Schema.default,
+      readTimeout: FiniteDuration = 30.seconds
+  )(using
+      F: Async[F]
+  )(using
+      logs: LoggerFactory[F] = NoOpFactory[F]
+  ): Resource[F, Database[F]] =
+    Validation.resource(
+      "Database.fromTransactor",
+      Validation.check(transactor != null, "transactor must be set, was: null") ++
+        borrowedErrors(schema, readTimeout)
+    ).flatMap(_ => borrowed(transactor, schema, readTimeout, describe(transactor.kernel)))
 
   /**
    * Applies weir's migrations to `config`'s schema (creating it if needed) and returns the versions applied.
@@ -193,6 +283,18 @@ object Database:
   ): Resource[F, Database[F]] =
     Resource.eval(migrate(config)) *> connect(config)
 
+  /** Connections of the pool for heartbeats, rescues and prunes that the workers of a `Database` share. */
+  val maintenancePoolSize: Int = 2
+
+  /** The pools the workers of one `Database` share: `claims` for claims and results, `maintenance` for the rest. */
+  private[postgres] final case class WorkerPools[F[_]](claims: Run[F], maintenance: Run[F])
+
+  /** How a `Database` opens its workers' connections: pools of its own, or borrowed from the user's. */
+  private trait Connections[F[_]]:
+    def workerPoolSize: Int
+    def workerRun(size: Int): Resource[F, Run[F]]
+    def session: Resource[F, Connection]
+
   /** The logger of schema mismatches. */
   private val schemaLogger: String = "weir.postgres.schema"
 
@@ -213,21 +315,140 @@ object Database:
       logs.getLoggerFromName(schemaLogger).error(e)(s"weir cannot run against this schema: ${e.getMessage}")
     }
 
+  private def borrowedErrors(schema: Schema, readTimeout: FiniteDuration): List[String] =
+    Validation.nested(
+      "schema",
+      if schema == null then List("schema must be set, was: null") else schema.errors
+    ) ++
+      Validation.check(
+        readTimeout != null && readTimeout > Duration.Zero,
+        s"readTimeout must be > 0, was: $readTimeout"
+      )
+
+  private def describe(source: Any): String = s"your ${source.getClass.getName}"
+
+  /**
+   * A `Database` on the user's `transactor`, checked: reachable (else [[DatabaseUnreachable]] naming
+   * `what`), the schema one this release may run against, as [[connect]] checks it.
+   */
+  private def borrowed[F[_]](
+      transactor: Transactor[F],
+      schema: Schema,
+      readTimeout: FiniteDuration,
+      what: String
+  )(using F: Async[F], logs: LoggerFactory[F]): Resource[F, Database[F]] =
+    val unreachable: PartialFunction[Throwable, Throwable] = {
+      case e: SchemaError => e
+      case e => DatabaseUnreachable(what, e)
+    }
+    val timed = borrowing(transactor, Some(readTimeout))
+    val connections = new Connections[F]:
+      val workerPoolSize: Int = 1
+      def workerRun(size: Int): Resource[F, Run[F]] =
+        Run.resource(timed.copy(strategy0 = asyncCommitStrategy), s"${schema.name}-worker")
+      def session: Resource[F, Connection] =
+        timed.connect(timed.kernel).adaptError(unreachable).flatTap(c =>
+          Resource.onFinalize(F.blocking(undoSession(c)))
+        )
+    for
+      _ <- Resource.eval(sql"SELECT 1".query[Int].unique.transact(transactor).adaptError(unreachable))
+      // weir's own transactions (enqueues, TaskAdmin) are real ones whatever the user's strategy says, and
+      // take as long as they need, as on weir's own pool
+      run <- Run.resource(borrowing(transactor, None).copy(strategy0 = Strategy.default), schema.name)
+      db <- assemble(None, schema, transactor, run, readTimeout, connections)
+      _ <- Resource.eval(checkSchema(db, Migrations.current))
+    yield db
+
+  private def assemble[F[_]](
+      config: Option[DatabaseConfig],
+      schema: Schema,
+      transactor: Transactor[F],
+      run: Run[F],
+      readTimeout: FiniteDuration,
+      connections: Connections[F]
+  )(using F: Async[F]): Resource[F, Database[F]] =
+    (Shared.resource[F, WorkerPools[F]], Shared.resource[F, WorkerSession.Hub[F]]).tupled.map(
+      (pools, sessions) =>
+        new Database(config, schema, transactor, run, readTimeout, connections, pools, sessions)
+    )
+
+  /**
+   * `transactor`'s connections as weir needs them while it holds them, whatever the user's pool sets:
+   * in autocommit (weir's single statements and the session commit as they run; its transactions turn it
+   * off as doobie's default strategy does), and, with `readTimeout`, answering within it (their network
+   * timeout, pgjdbc's socket timeout, which JDBC lets a caller change on an open connection). Both are put
+   * back before the connection is given back, so the user's own transactions keep the pool's settings.
+   */
+  private def borrowing[F[_]](transactor: Transactor[F], readTimeout: Option[FiniteDuration])(using
+      F: Async[F]
+  ): Transactor[F] =
+    val millis = readTimeout.map(_.toMillis.min(Int.MaxValue.toLong).max(1L).toInt)
+    transactor.copy(connect0 =
+      a =>
+        transactor.connect(a).flatTap(c =>
+          Resource.make(F.delay {
+            val before = (c.getAutoCommit, c.getNetworkTimeout)
+            if !before._1 then c.setAutoCommit(true)
+            millis.foreach(c.setNetworkTimeout(inPlace, _))
+            before
+          })((autoCommit, timeout) =>
+            F.delay {
+              if millis.isDefined then c.setNetworkTimeout(inPlace, timeout)
+              if c.getAutoCommit != autoCommit then c.setAutoCommit(autoCommit)
+            }.handleError(_ => ())
+          )
+        )
+    )
+
+  /** Runs a task on the calling thread: pgjdbc's network timeout needs no executor of its own. */
+  private val inPlace: java.util.concurrent.Executor = _.run()
+
+  /**
+   * Undoes on a borrowed connection what a workers' session leaves on it (its LISTENs, its advisory
+   * locks, its setting) before it goes back to the user's pool; an error (a connection that died) is
+   * left to the pool, which drops a broken connection.
+   */
+  private def undoSession(c: Connection): Unit =
+    try
+      if !c.isClosed then
+        val st = c.createStatement()
+        try st.execute("UNLISTEN *; SELECT pg_advisory_unlock_all(); RESET synchronous_commit"): Unit
+        finally st.close()
+    catch case _: java.sql.SQLException => ()
+
   private[postgres] def pool[F[_]](config: DatabaseConfig, worker: Boolean = false)(using
       F: Async[F]
   ): Resource[F, Database[F]] =
     // checked when the resource is used, not when it is built: bad settings are an error in F
     Validation.resource("DatabaseConfig", config.errors) *>
-      Resource.eval(F.delay(hikariConfig(config, worker))).flatMap(hikari =>
-        HikariTransactor
-          .fromHikariConfig[F](hikari)
-          .adaptError { case e => unreachable(config, e) }
-          .evalTap(xa =>
-            sql"SELECT 1".query[Int].unique.transact(xa).adaptError { case e => unreachable(config, e) }
-          )
-          .map(xa => if worker then xa.copy(strategy0 = asyncCommitStrategy) else xa)
-          .flatMap(xa => Run.resource(xa, config.schema.name).map(run => new Database(config, xa, run)))
-      )
+      transactorOf(config, worker).flatMap { xa =>
+        val connections = new Connections[F]:
+          val workerPoolSize: Int = config.workerPoolSize
+          def workerRun(size: Int): Resource[F, Run[F]] =
+            transactorOf(
+              config.copy(poolSize = size),
+              worker = true
+            ).flatMap(Run.resource(_, config.schema.name))
+          def session: Resource[F, Connection] =
+            Resource.make(F.blocking(Database.open(config)))(c => F.blocking(c.close()))
+        Run.resource(xa, config.schema.name).flatMap(run =>
+          assemble(Some(config), config.schema, xa, run, config.readTimeout, connections)
+        )
+      }
+
+  /** A HikariCP pool to `config`'s database, checked with one query. */
+  private def transactorOf[F[_]](config: DatabaseConfig, worker: Boolean)(using
+      F: Async[F]
+  ): Resource[F, Transactor[F]] =
+    Resource.eval(F.delay(hikariConfig(config, worker))).flatMap(hikari =>
+      HikariTransactor
+        .fromHikariConfig[F](hikari)
+        .adaptError { case e => unreachable(config, e) }
+        .evalTap(xa =>
+          sql"SELECT 1".query[Int].unique.transact(xa).adaptError { case e => unreachable(config, e) }
+        )
+        .map(xa => if worker then xa.copy(strategy0 = asyncCommitStrategy) else xa)
+    )
 
   /**
    * doobie's default strategy, except that each transaction commits with `synchronous_commit = off`, set

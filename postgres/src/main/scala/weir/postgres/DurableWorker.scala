@@ -101,9 +101,10 @@ object DurableWorker:
     for
       _ <- Validation.resource("WorkerConfig", config.errors)
       // claims and results on one pool, heartbeats, rescues and prunes on another: a busy claim path never
-      // delays a heartbeat into a false rescue
-      xa <- db.workerPool(size = 2)
-      maintenance <- db.workerPool(size = 2)
+      // delays a heartbeat into a false rescue. Both are shared by every worker of `db`
+      pools <- db.sharedWorkerPools
+      xa = pools.claims
+      maintenance = pools.maintenance
       counters = new Counters
       claims = new Claims
       wake <- Resource.eval(Queue.dropping[F, Unit](1))
@@ -126,7 +127,16 @@ object DurableWorker:
       // the session and the heartbeat outlive the completer: a worker writing its last results is alive
       _ <-
         if config.listen then
-          WorkerSession.resource(db.dedicated, worker, gate, wake, WorkerSession.checkEvery, log)
+          Resource.eval(
+            log.faults(
+              "session",
+              "the workers' session (LISTEN, and the locks that show them alive)",
+              counters
+            )
+          ).flatMap(faults =>
+            db.sessions.use(WorkerSession.hub(db.dedicated, db.schema, WorkerSession.checkEvery))
+              .flatMap(_.join(new WorkerSession.Member(worker, gate, wake, faults)))
+          )
         else Resource.unit[F]
       _ <- Heartbeat.resource(maintenance, worker, log)
       completer <- Completer.resource(xa, worker, wake.tryOffer(()).void, log)

@@ -83,7 +83,7 @@ object Scheduler:
       ))
       Resource.eval(declare) *>
         ScheduleTicker
-          .resource(db.run, sql, all.map(_.name), checkEvery, db.config.readTimeout, counters)
+          .resource(db.run, sql, all.map(_.name), checkEvery, db.readTimeout, counters)
           .as(new Scheduler[F]:
             def stats: F[Stats] =
               F.delay(Stats(counters.ticks.get, counters.errors.get, counters.lastError.get)))

@@ -12,8 +12,8 @@ import scala.concurrent.duration.*
  *     buffer takes a batch, so claimed tasks wait in memory for at most a buffer's worth of work.
  *   - `pollInterval`: how often an idle worker looks for tasks without being notified (tasks whose run-at
  *     arrives, retries, rescues, and every task when notifications are off or lost).
- *   - `listen`: keep a session of the worker's own outside the pool, to wake up on LISTEN/NOTIFY and to
- *     hold a lock that the server frees when the process dies. Off behind a transaction-mode PgBouncer,
+ *   - `listen`: join the session that the workers of its [[Database]] share (one connection, outside the
+ *     pools), to wake up on LISTEN/NOTIFY and to hold a lock that the server frees when the process dies. Off behind a transaction-mode PgBouncer,
  *     which drops notifications and shares sessions: the worker then polls, and is judged dead by its
  *     heartbeat alone.
  *   - `heartbeat`: the period by which the worker is judged alive: it marks itself alive and extends its

@@ -57,6 +57,7 @@ class InvalidSettingsPropertySuite extends ScalaCheckSuite:
       Bad(_.copy(schema = Schema(n)), s"was: '$n'")
     ),
     nonPositive.map(n => Bad(_.copy(poolSize = n), s"poolSize must be > 0, was: $n")),
+    nonPositive.map(n => Bad(_.copy(workerPoolSize = n), s"workerPoolSize must be > 0, was: $n")),
     millis(-5000, 0).map(d => Bad(_.copy(connectTimeout = d), s"connectTimeout must be > 0, was: $d")),
     millis(-5000, 0).map(d => Bad(_.copy(readTimeout = d), s"readTimeout must be > 0, was: $d"))
   )
@@ -96,6 +97,27 @@ class InvalidSettingsPropertySuite extends ScalaCheckSuite:
       val config = bad.foldLeft(DatabaseConfig("postgresql://u:pw@localhost:1/db"))((c, b) => b.set(c))
       namesEvery(Database.connect[IO](config).use_.attempt.unsafeRunSync(), "DatabaseConfig", bad)
       namesEvery(Database.migrate[IO](config).void.attempt.unsafeRunSync(), "DatabaseConfig", bad)
+    }
+  }
+
+  property("a Database on a user's pool with bad settings fails naming every one, before touching the pool") {
+    Prop.forAll(Gen.option(Gen.oneOf("Weir", "1abc", "a-b", "x" * 64, "")), Gen.option(millis(-5000, 0))) {
+      (name, timeout) =>
+        val schema = name.fold(Schema.default)(Schema(_))
+        val readTimeout = timeout.getOrElse(30.seconds)
+        val others = name.map(n => s"was: '$n'").toList ++
+          timeout.map(d => s"readTimeout must be > 0, was: $d")
+        // the source is null: it is one of the bad values, and nothing can have touched it
+        namesEvery(
+          Database.fromDataSource[IO](null, schema, readTimeout).use_.attempt.unsafeRunSync(),
+          "Database.fromDataSource",
+          (Bad[Unit](identity, "dataSource must be set, was: null") :: others.map(Bad[Unit](identity, _)))
+        )
+        namesEvery(
+          Database.fromTransactor[IO](null, schema, readTimeout).use_.attempt.unsafeRunSync(),
+          "Database.fromTransactor",
+          (Bad[Unit](identity, "transactor must be set, was: null") :: others.map(Bad[Unit](identity, _)))
+        )
     }
   }
 

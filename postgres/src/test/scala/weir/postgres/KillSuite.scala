@@ -25,6 +25,15 @@ class KillSuite extends DbSuite:
       limit: Int,
       liveness: Liveness
   ): Resource[IO, (Process, Long)] =
+    children(db, Vector(queue), limit, liveness).map((p, ids) => (p, ids.head))
+
+  /** A worker JVM serving `queues`, a worker for each on one `Database`, and the workers' ids. */
+  private def children(
+      db: Database[IO],
+      queues: Vector[String],
+      limit: Int,
+      liveness: Liveness
+  ): Resource[IO, (Process, Vector[Long])] =
     val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
     val command = List(
       java,
@@ -35,7 +44,7 @@ class KillSuite extends DbSuite:
       "weir.postgres.KillableWorker",
       TestDatabase.url,
       db.schema.name,
-      queue,
+      queues.mkString(","),
       limit.toString,
       liveness.listen.toString,
       liveness.deadAfter.toMillis.toString
@@ -45,13 +54,15 @@ class KillSuite extends DbSuite:
         IO.blocking(p.destroyForcibly().waitFor()).void
       )
       .evalMap { p =>
-        // the first line names the worker id; anything else before it is an error worth showing
+        // a line names each worker's id
         IO.blocking {
           val reader = new BufferedReader(new InputStreamReader(p.getInputStream))
           val lines = Iterator.continually(reader.readLine()).takeWhile(_ != null)
-          val first =
-            lines.find(_.startsWith("worker ")).getOrElse(sys.error("worker exited before starting"))
-          (p, first.stripPrefix("worker ").trim.toLong)
+          val ids =
+            lines.filter(_.startsWith("worker ")).take(queues.size).map(_.stripPrefix("worker ").trim.toLong)
+              .toVector
+          if ids.size < queues.size then sys.error("worker exited before starting")
+          (p, ids)
         }
       }
 
@@ -156,4 +167,37 @@ class KillSuite extends DbSuite:
   ) {
     db =>
       killMidRun(db, Liveness(listen = false, deadAfter = 2.seconds), "stopped heartbeating")
+  }
+
+  withDb(
+    "SIGKILL of a JVM whose workers of two queues share one session: both workers' tasks are rescued without waiting for deadAfter"
+  ) { db =>
+    val queues = Vector("k1", "k2")
+    // deadAfter far beyond the test's timeout: only the ended session can explain a rescue
+    val liveness = Liveness(listen = true, deadAfter = 1.hour)
+    for
+      _ <- Rows.exec(
+        s"CREATE TABLE ${db.schema("executions")} (seq bigserial PRIMARY KEY, task_id bigint, attempt int, worker bigint, ordering_key text)"
+      )
+      _ <- queues.traverse_(q => TaskQueue[IO, Int](db, q).enqueueMany((1 to 1000).map(NewTask(_))))
+      victims <- children(db, queues, 8, liveness).use { (victim, ids) =>
+        // killed while each of its workers holds claims (which only a rescue can then free) and has run tasks
+        val holding =
+          TaskAdmin(db).workers.map(ws => ids.forall(id => ws.exists(w => w.id == id && w.running > 0)))
+        val ran = ids.traverse(id => Rows.count(db, "executions", s"worker = $id")).map(_.forall(_ > 0))
+        for
+          _ <- (IO.sleep(50.millis) *> (ran, holding).tupled).iterateUntil(_ && _).timeout(60.seconds)
+          _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
+          _ <- children(db, queues, 8, liveness).use((replacement, _) =>
+            IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS)).void
+          )
+        yield ids
+      }
+      left <- Rows.count(db, "tasks")
+      rescued <- victims.traverse(id =>
+        Rows.count(db, "finished", s"errors::text LIKE '%worker $id lost its database session%'")
+      )
+    yield
+      assertEquals(left, 0L)
+      assert(rescued.forall(_ > 0L), s"rescued per killed worker $victims: $rescued")
   }

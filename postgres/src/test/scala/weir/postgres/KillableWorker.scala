@@ -1,6 +1,7 @@
 package weir.postgres
 
 import cats.effect.{ExitCode, IO, IOApp}
+import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import weir.{Limit, Pipeline}
@@ -9,16 +10,18 @@ import scala.concurrent.duration.*
 
 /**
  * A worker process for [[KillSuite]]: serves `queue` until it is empty, recording every execution (task,
- * attempt, worker) in `<schema>.executions` as the handler starts, before a short sleep.
+ * attempt, worker) in `<schema>.executions` as the handler starts, before a short sleep. `queue` may name
+ * several queues, comma-separated: a worker for each, on one `Database` (so one session), each printing
+ * its id.
  *
  * args: url schema queue limit listen deadAfterMillis
  */
 object KillableWorker extends IOApp:
 
   def run(args: List[String]): IO[ExitCode] =
-    val List(url, schemaName, queue, limit, listen, deadAfter) = args: @unchecked
+    val List(url, schemaName, queues, limit, listen, deadAfter) = args: @unchecked
     val schema = Schema(schemaName)
-    val config = TestWorkers
+    def config(queue: String) = TestWorkers
       .config(queue)
       .copy(
         pollInterval = 100.millis,
@@ -33,17 +36,21 @@ object KillableWorker extends IOApp:
           s"INSERT INTO ${schema("executions")} (task_id, attempt, worker, ordering_key) VALUES ("
         ) ++
           fr0"${job.id}, ${job.attempt}, $worker, ${job.orderingKey})").update.run.transact(db.transactor)
-      DurableWorker
-        .start[IO, Int, Unit](db, config) { source =>
-          Pipeline(source).process(job =>
-            IO.defer(record(currentWorker, job)) *> IO.sleep((job.payload % 20).millis)
-          )
-            .withLimit(Limit.fixed(limit.toInt))
-        }
-        .use { worker =>
-          IO { currentWorker = worker.id } *> IO.println(s"worker ${worker.id}") *> worker.running.join.void
-        }
+      queues.split(',').toVector.parTraverse { queue =>
+        DurableWorker
+          .start[IO, Int, Unit](db, config(queue)) { source =>
+            Pipeline(source).process(job =>
+              IO.defer(record(current.getOrDefault(queue, -1L), job)) *> IO.sleep((job.payload % 20).millis)
+            )
+              .withLimit(Limit.fixed(limit.toInt))
+          }
+          .use { worker =>
+            IO(current.put(queue, worker.id)).void *> IO.println(s"worker ${worker.id}") *>
+              worker.running.join.void
+          }
+      }
         .as(ExitCode.Success)
     }
 
-  @volatile private var currentWorker: Long = -1L
+  // each queue's worker id, set once the worker has started
+  private val current = new java.util.concurrent.ConcurrentHashMap[String, Long]

@@ -68,7 +68,8 @@ class NotifySuite extends DbSuite:
     def notify(n: Int, from: Int) = (from until from + n).toVector.traverse_(i =>
       sql"SELECT pg_notify($channel, ${i.toString})".query[Unit].unique
     )
-    val session = Resource.make(IO.blocking(Database.open(db.config)))(c => IO.blocking(c.close()))
+    val session =
+      Resource.make(IO.blocking(Database.open(TestDatabase.config(db.schema))))(c => IO.blocking(c.close()))
     session.use { c =>
       val pg = c.unwrap(classOf[org.postgresql.PGConnection])
       def scalar(q: String) =

@@ -41,7 +41,8 @@ class PartitionSuite extends DbSuite:
       val worker =
         WorkerConfig(queue = "p", pollInterval = 1.hour, heartbeat = 200.millis, deadAfter = 1.minute)
       BlackholeProxy.to(TestDatabase.url).use { proxy =>
-        val through = db.config.copy(url = proxy.url(db.config.url), readTimeout = 1.second)
+        val through =
+          TestDatabase.config(db.schema).copy(url = proxy.url(TestDatabase.url), readTimeout = 1.second)
         for
           first <- Deferred[IO, Unit]
           second <- Deferred[IO, Unit]

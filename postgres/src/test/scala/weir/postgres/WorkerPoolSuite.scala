@@ -42,9 +42,11 @@ class WorkerPoolSuite extends DbSuite:
    * server's default (the embedded server's is off), so that what a worker sets shows.
    */
   private def sessionOn(db: Database[IO]): Resource[IO, Database[IO]] =
-    val url = db.config.url
+    val url = TestDatabase.url
     val option = "options=-c%20synchronous_commit%3Don"
-    Database.connect[IO](db.config.copy(url = url + (if url.contains("?") then "&" else "?") + option))
+    Database.connect[IO](TestDatabase.config(db.schema).copy(url =
+      url + (if url.contains("?") then "&" else "?") + option
+    ))
 
   withDb("a worker commits its claims, results and heartbeats asynchronously") { db =>
     val queue = TaskQueue[IO, Int](db, "async")

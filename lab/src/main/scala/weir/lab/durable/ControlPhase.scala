@@ -243,16 +243,16 @@ object ControlPhase:
     val left =
       (doobie.Fragment.const(s"SELECT count(*) FROM ${db.schema("tasks")} WHERE queue = ") ++ fr0"$queue")
         .query[Long].unique.transact(db.transactor)
+    // a connection of the pool of `db.transactor`, held in a transaction until release
     def holdRow(owner: Long): Resource[IO, Unit] =
-      Resource.make(IO.blocking {
-        val (jdbc, props) = DatabaseConfig.toJdbc(db.config.url)
-        val c = java.sql.DriverManager.getConnection(jdbc, props)
-        c.setAutoCommit(false)
-        val st = c.createStatement()
-        try st.executeQuery(s"SELECT 1 FROM ${db.schema("workers")} WHERE id = $owner FOR UPDATE").close()
-        finally st.close()
-        c
-      })(c => IO.blocking { c.rollback(); c.close() }).void
+      db.transactor.connect(db.transactor.kernel).flatMap(c =>
+        Resource.make(IO.blocking {
+          c.setAutoCommit(false)
+          val st = c.createStatement()
+          try st.executeQuery(s"SELECT 1 FROM ${db.schema("workers")} WHERE id = $owner FOR UPDATE").close()
+          finally st.close()
+        })(_ => IO.blocking { c.rollback(); c.setAutoCommit(true) })
+      )
     for
       _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to claims).map(NewTask(_)))
       started <- Ref[IO].of(0L)

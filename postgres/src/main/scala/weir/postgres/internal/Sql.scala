@@ -31,7 +31,9 @@ private[postgres] final class Sql(schema: Schema) extends SqlBase(schema):
 
   export enqueueing.{enqueueMany, enqueueOne, enqueuePlain}
   export finishing.{complete, fail, handBack, handBackAll, snooze}
-  export working.{beat, deregister, endEarlierSessions, forgetWorkers, holdSession, register, rescue}
+  export working.{
+    beat, deregister, endEarlierSessions, forgetWorkers, holdSession, register, releaseSession, rescue
+  }
 
   // ---- claim
 

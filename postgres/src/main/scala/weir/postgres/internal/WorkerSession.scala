@@ -1,10 +1,11 @@
 package weir.postgres.internal
 
-import cats.effect.kernel.{Async, Deferred, Resource}
+import cats.effect.kernel.{Async, Deferred, Ref, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
 import doobie.implicits.*
 import org.postgresql.PGConnection
+import weir.postgres.Schema
 
 import java.sql.{Connection, SQLException}
 import java.util.concurrent.{Executors, ThreadFactory}
@@ -12,59 +13,151 @@ import scala.concurrent.ExecutionContext
 import scala.concurrent.duration.*
 
 /**
- * Owns the worker's own session, a connection outside the pool, on a thread of its own, that does two
- * things. It listens: a notification naming the worker's queue wakes its claimer, or, when the claimer is
+ * The session of every worker of one [[weir.postgres.Database]] (a [[WorkerSession.Hub]]): one connection
+ * held for a long time (outside any pool, or one of the user's), on a thread of its own, whatever the
+ * number of workers and queues, that does two things for each worker that has joined it.
+ *
+ * It listens: a notification naming a worker's queue wakes that worker's claimer, or, when the claimer is
  * idle, is answered at once with a claim on this connection whose rows go to the claimer (see
  * [[IdleGate]]), since this thread and its server process are the two that are awake; and one on the
- * cancel channel naming a claim of this worker interrupts its task ([[Claims.interrupt]]). And it holds the
+ * cancel channel naming a claim of a worker interrupts its task ([[Claims.interrupt]]). And it holds each
  * worker's session lock (see [[Sql.holdSession]]), which the server frees when the process dies, so that
- * other workers rescue its tasks within a heartbeat instead of after `deadAfter`. Its connection's sockets
- * come from [[ImmediatePeekSocketFactory]], so that pgjdbc hands a notification on without first waiting a
- * millisecond for another.
+ * other workers rescue its tasks within a heartbeat instead of after `deadAfter`; a worker that leaves
+ * has its lock released. Its connection's sockets come from [[ImmediatePeekSocketFactory]] (when weir
+ * opens it), so that pgjdbc hands a notification on without first waiting a millisecond for another.
  *
  * The connection is checked with a query every `checkEvery`, so one that died without a word (a restarted
- * server, a dropped TCP session) is found and opened again; each new connection also wakes the claimer
- * once, for whatever was enqueued while no one listened, and takes the lock again. A lock still held by a
- * previous session of this worker that the server has not ended (its connection went silent rather than
- * closed) cannot be taken: the check ends that session and takes the lock at the next check; meanwhile the
- * old session's lock says the same thing. Until the connection is back the claimer still polls, so a lost
- * session delays tasks by at most the poll interval and loses none; the worker's heartbeat, on its pool,
- * keeps it from being taken for dead.
+ * server, a dropped TCP session) is found and opened again; each new connection also wakes every claimer
+ * once, for whatever was enqueued while no one listened, and takes every lock again. A lock still held by
+ * a previous session of this process that the server has not ended (its connection went silent rather
+ * than closed) cannot be taken: the check ends that session and takes the lock at the next check;
+ * meanwhile the old session's lock says the same thing. Until the connection is back the claimers still
+ * poll, so a lost session delays tasks by at most the poll interval and loses none; the workers'
+ * heartbeats, on their pool, keep them from being taken for dead.
  */
 private[postgres] object WorkerSession:
 
   /** How often the session is checked with a query. */
   val checkEvery: FiniteDuration = 5.seconds
 
-  /** How long one wait for notifications blocks its thread (and so how long a release may wait for it). */
+  /** How long one wait for notifications blocks its thread (and so how long a join or leave may wait). */
   val waitSlice: FiniteDuration = 250.millis
 
   /**
-   * The session of `worker`, on connections from `open`, checked every `checkEvery`; its claims go to the
-   * claimer through `gate`, and `wake` wakes the claimer. A streak of failed sessions is logged through
-   * `log` once when it begins and once when a session's first check succeeds again.
+   * A worker the session serves: its claims go to its claimer through `gate`; `wake` wakes the claimer;
+   * `faults` counts the session's errors in the worker's stats, and logs their streaks with the worker's
+   * queue and id, as its other parts do.
    */
-  def resource[F[_]](
-      open: Resource[F, Connection],
-      worker: WorkerContext,
-      gate: IdleGate[F],
-      wake: Queue[F, Unit],
-      checkEvery: FiniteDuration,
-      log: WorkerLog[F]
-  )(using F: Async[F]): Resource[F, Unit] =
-    import worker.{claims, counters, owner, sql}
-    val channel = worker.schema.channel
-    val cancelChannel = worker.schema.cancelChannel
-    val queue = worker.config.queue
-    val poke = wake.tryOffer(()).void
+  final class Member[F[_]](
+      val worker: WorkerContext,
+      val gate: IdleGate[F],
+      val wake: Queue[F, Unit],
+      val faults: Faults[F]
+  )
 
-    // every call below blocks this session's own thread, and nothing else: a notification finds the thread
-    // awake, and a claim made on it wakes no other thread until its rows are handed on. `started` is
-    // completed once this session has tried to take the lock, whether or not it could
-    def serve(connection: Connection, started: Deferred[F, Unit], faults: Faults[F]): F[Unit] =
+  /**
+   * The workers a session serves, and the joins and leaves it has not yet acted on.
+   *
+   * Invariant: `waiting` is empty while `up` is false (no session is on a connection or opening one):
+   * whoever sets `up` to false completes them, since no session would act on them; a member is then served
+   * by the next connection, which takes every member's lock.
+   */
+  private final case class State[F[_]](
+      members: Map[Long, Member[F]],
+      waiting: Vector[Deferred[F, Unit]],
+      up: Boolean
+  )
+
+  /**
+   * The session shared by the workers of one `Database`, on connections from `open`, checked every
+   * `checkEvery`. Each failure is reported to the faults of every worker that has joined: a streak of
+   * failed sessions is logged by each worker once when it begins (WARN) and once when a session's first
+   * check succeeds again (INFO), and counted in its stats.
+   */
+  final class Hub[F[_]] private[WorkerSession] (state: Ref[F, State[F]])(using F: Async[F]):
+
+    /**
+     * Serves `member` until release. Ready once the session has tried to take the member's lock (whether
+     * or not it could), or at once while no connection is up: a worker killed right after its start is
+     * then found by its ended session too, not only after `deadAfter`. Release waits until the session
+     * has let the lock go (or has no connection). The member's claimer is woken once it has joined, as by
+     * every new connection, for whatever was enqueued before. Concurrent joins and leaves are allowed.
+     */
+    def join(member: Member[F]): Resource[F, Unit] =
+      val owner = member.worker.owner
+      def change(f: Map[Long, Member[F]] => Map[Long, Member[F]]): F[Unit] =
+        Deferred[F, Unit].flatMap(done =>
+          state.modify(s =>
+            if s.up then (s.copy(members = f(s.members), waiting = s.waiting :+ done), done.get)
+            else (s.copy(members = f(s.members)), F.unit)
+          ).flatten
+        )
+      Resource.make(change(_.updated(owner, member)) *> member.wake.tryOffer(()).void)(_ => change(_ - owner))
+
+  /** The hub: its session runs on a fiber of the resource, on a thread of its own. */
+  def hub[F[_]](
+      open: Resource[F, Connection],
+      schema: Schema,
+      checkEvery: FiniteDuration
+  )(using F: Async[F]): Resource[F, Hub[F]] =
+    val sql = new Sql(schema)
+    val channel = schema.channel
+    val cancelChannel = schema.cancelChannel
+    for
+      state <- Resource.eval(F.ref(State[F](Map.empty, Vector.empty, up = true)))
+      faults = new EveryMember(state)
+      pool <- Resource.make(F.delay(Executors.newSingleThreadExecutor(thread(channel))))(pool =>
+        F.delay(pool.shutdown())
+      )
+      session = new Session(open, state, sql, channel, cancelChannel, checkEvery, faults)
+      _ <- F.background(F.evalOn(session.run, ExecutionContext.fromExecutor(pool)))
+    yield new Hub(state)
+
+  /** The session's failures and successes, told to every member's own faults. */
+  private final class EveryMember[F[_]](state: Ref[F, State[F]])(using F: Async[F]):
+    def failed(e: Throwable): F[Unit] =
+      state.get.flatMap(_.members.values.toVector.traverse_(_.faults.failed(e)))
+    def succeeded: F[Unit] = state.get.flatMap(_.members.values.toVector.traverse_(_.faults.succeeded))
+
+  /** The session's loop, run on its own thread: every call below blocks that thread, and nothing else. */
+  private final class Session[F[_]](
+      open: Resource[F, Connection],
+      state: Ref[F, State[F]],
+      sql: Sql,
+      channel: String,
+      cancelChannel: String,
+      checkEvery: FiniteDuration,
+      faults: EveryMember[F]
+  )(using F: Async[F]):
+
+    private val slices = (checkEvery / waitSlice).toLong.max(1L).min(Int.MaxValue.toLong).toInt
+
+    /** Sessions one after the other, until cancelled; the joins waiting when it ends are let go. */
+    def run: F[Unit] = F.onCancel(session(100.millis), down)
+
+    private def session(wait: FiniteDuration): F[Unit] =
+      open.use(serve).handleErrorWith { e =>
+        faults.failed(e) *> down *> pokeAll *> F.sleep(wait) *> state.update(_.copy(up = true)) *>
+          session((wait * 2).min(5.seconds))
+      }
+
+    // no session acts on the joins and leaves waiting: they are let go (see State)
+    private def down: F[Unit] =
+      state.modify(s => (s.copy(waiting = Vector.empty, up = false), s.waiting)).flatMap(_.traverse_(
+        _.complete(())
+      ))
+
+    private def pokeAll: F[Unit] = state.get.flatMap(_.members.values.toVector.traverse_(poke))
+
+    private def poke(m: Member[F]): F[Unit] = m.wake.tryOffer(()).void
+
+    // what this connection holds: `locked`, the members whose lock it took; `tried`, those it could not
+    // take, tried again at the next check (after ending the earlier session that holds it)
+    private final case class Held(locked: Set[Long], tried: Set[Long])
+
+    private def serve(connection: Connection): F[Unit] =
       val pg = connection.unwrap(classOf[PGConnection])
       val here = Run.inPlace[F](connection)
-      val slices = (checkEvery / waitSlice).toLong.max(1L).min(Int.MaxValue.toLong)
       def execute(statement: String): F[Int] = F.delay {
         val st = connection.createStatement()
         try
@@ -72,64 +165,64 @@ private[postgres] object WorkerSession:
           st.getUpdateCount
         finally st.close()
       }
-      // a successful check proves the connection alive; one that takes the lock also records it, and one that
-      // cannot ends the earlier session of this worker that still holds it, for the next check to take it
-      def check(locked: Boolean): F[Boolean] =
-        if locked then execute("SELECT 1").as(true)
-        else
-          execute(sql.holdSession(owner)).flatMap { taken =>
-            if taken == 1 then F.pure(true) else execute(sql.endEarlierSessions(owner)).as(false)
+      // takes the locks of members not yet tried on this connection (at a check, of every member without
+      // its lock) and lets go those of members that left; then lets the joins and leaves waiting go on. A
+      // check runs a query even when there is nothing else to do, to prove the connection alive
+      def reconcile(held: Held, check: Boolean): F[Held] =
+        state.modify(s => (s.copy(waiting = Vector.empty), s)).flatMap { s =>
+          val owners = s.members.keySet
+          val toTake = owners.filter(o => !held.locked(o) && (check || !held.tried(o))).toVector.sorted
+          val toRelease = (held.locked -- owners).toVector.sorted
+          val taking = toTake.foldLeftM(Held(held.locked -- toRelease, held.tried.intersect(owners))) {
+            (h, owner) =>
+              execute(sql.holdSession(owner)).flatMap { taken =>
+                if taken == 1 then F.pure(Held(h.locked + owner, h.tried - owner))
+                else execute(sql.endEarlierSessions(owner)).as(Held(h.locked, h.tried + owner))
+              }
           }
+          F.guarantee(
+            toRelease.traverse_(owner => execute(sql.releaseSession(owner))) *> taking.flatTap(_ =>
+              execute("SELECT 1").void.whenA(check && toTake.isEmpty && toRelease.isEmpty)
+            ),
+            s.waiting.traverse_(_.complete(()))
+          )
+        }
       // the claimer waits for the rows of every claim begun here: none if it failed. A claim refused because
       // another worker's claim took the same key at once is no fault of the connection: the claimer is woken
       // to claim again, as after its own
-      def claimHere(into: Deferred[F, Sql.Claim]): F[Unit] =
-        worker.claim.transact(here).attempt.flatMap {
+      def claimHere(m: Member[F], into: Deferred[F, Sql.Claim]): F[Unit] =
+        m.worker.claim.transact(here).attempt.flatMap {
           case Right(claim) => into.complete(claim).void
           case Left(e: SQLException) if e.getSQLState == Claimer.uniqueViolation =>
-            into.complete(Sql.Claim.empty) *> poke
+            into.complete(Sql.Claim.empty) *> poke(m)
           case Left(e) => into.complete(Sql.Claim.empty) *> F.raiseError(e)
         }
-      def wakeUp: F[Unit] =
-        F.uncancelable(_ => F.delay(gate.sessionClaims()).flatMap(_.fold(poke)(claimHere)))
+      def wakeUp(m: Member[F]): F[Unit] =
+        F.uncancelable(_ => F.delay(m.gate.sessionClaims()).flatMap(_.fold(poke(m))(claimHere(m, _))))
       // a cancel interrupts its task right here, on this thread: the interruption only completes a callback
       def slice: F[Unit] =
-        F.delay {
-          var woken = false
-          Option(pg.getNotifications(waitSlice.toMillis.toInt)).foreach(_.foreach { n =>
-            if n.getName == cancelChannel then
-              WorkerSession.cancel(n.getParameter).foreach((token, reason) =>
-                claims.interrupt(token, reason): Unit
-              )
-            else if n.getParameter == queue then woken = true
-          })
-          woken
-        }.flatMap(woken => wakeUp.whenA(woken))
-      def rounds(locked: Boolean): F[Unit] =
-        slice.replicateA_(slices.toInt) *> check(locked).flatMap(rounds)
-      // the session is the worker's own, never a pooled one: its setting stays with it, and like the rest of
-      // the worker's bookkeeping its one write (the lock's record) need not wait for the WAL
-      execute(s"SET synchronous_commit = off; LISTEN \"$channel\"; LISTEN \"$cancelChannel\"") *> poke *>
-        F.guarantee(check(locked = false), started.complete(()).void).flatTap(_ => faults.succeeded)
-          .flatMap(rounds)
-
-    def session(wait: FiniteDuration, started: Deferred[F, Unit], faults: Faults[F]): F[Unit] =
-      open.use(serve(_, started, faults)).handleErrorWith { e =>
-        faults.failed(e) *> started.complete(()) *> poke *> F.sleep(wait) *>
-          session((wait * 2).min(5.seconds), started, faults)
-      }
-
-    // the resource is ready once the first session has tried to take the worker's lock: a worker killed
-    // right after its start is then found by its ended session too, not only after `deadAfter`
-    for
-      pool <- Resource.make(F.delay(Executors.newSingleThreadExecutor(thread(channel))))(pool =>
-        F.delay(pool.shutdown())
+        state.get.flatMap { s =>
+          F.delay {
+            val woken = Vector.newBuilder[Member[F]]
+            Option(pg.getNotifications(waitSlice.toMillis.toInt)).foreach(_.foreach { n =>
+              if n.getName == cancelChannel then
+                WorkerSession.cancel(n.getParameter).foreach((token, reason) =>
+                  s.members.valuesIterator.exists(_.worker.claims.interrupt(token, reason)): Unit
+                )
+              else woken ++= s.members.valuesIterator.filter(_.worker.config.queue == n.getParameter)
+            })
+            woken.result().distinctBy(_.worker.owner)
+          }.flatMap(_.traverse_(wakeUp))
+        }
+      def rounds(held: Held): F[Unit] = (1 to slices).toVector.foldLeftM(held)((h, _) =>
+        slice *> reconcile(h, check = false)
       )
-      started <- Resource.eval(Deferred[F, Unit])
-      faults <- Resource.eval(log.faults("session", "the worker's session (LISTEN, and its lock)", counters))
-      _ <- F.background(F.evalOn(session(100.millis, started, faults), ExecutionContext.fromExecutor(pool)))
-      _ <- Resource.eval(started.get)
-    yield ()
+        .flatMap(reconcile(_, check = true)).flatMap(rounds)
+      // the session is weir's own while it holds it: its setting stays with it (and is reset before a
+      // borrowed connection goes back), and like the rest of the workers' bookkeeping its writes (the locks'
+      // records) need not wait for the WAL
+      execute(s"SET synchronous_commit = off; LISTEN \"$channel\"; LISTEN \"$cancelChannel\"") *> pokeAll *>
+        reconcile(Held(Set.empty, Set.empty), check = true).flatTap(_ => faults.succeeded).flatMap(rounds)
 
   /** A cancel's payload: the claim's lease token, a space, the reason (see [[Sql]]'s cancel). */
   def cancel(payload: String): Option[(Long, String)] =

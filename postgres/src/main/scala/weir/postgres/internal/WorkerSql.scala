@@ -65,6 +65,10 @@ private[postgres] final class WorkerSql(schema: Schema) extends SqlBase(schema):
           AND objid = $owner % 2147483648 AND pid <> pg_backend_pid()
           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"""
 
+  /** Lets go `owner`'s session lock on the connection that runs it (a worker that left), as plain SQL. */
+  def releaseSession(owner: Long): String =
+    s"SELECT pg_advisory_unlock(${schema.sessionLockClass}, ($owner % 2147483648)::int)"
+
   /** Removes a worker's row (on a clean stop). */
   def deregister(owner: Long): ConnectionIO[Int] =
     (const(s"DELETE FROM $workers WHERE id = ") ++ fr0"$owner").update.run
