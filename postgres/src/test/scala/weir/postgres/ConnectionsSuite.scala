@@ -121,8 +121,9 @@ class ConnectionsSuite extends DbSuite:
   private def userPool(name: String, size: Int): Resource[IO, HikariDataSource] =
     Resource.make(IO.blocking {
       val hikari = new HikariConfig()
-      hikari.setJdbcUrl(named(name))
-      val (_, props) = DatabaseConfig.toJdbc(TestDatabase.url)
+      // the server's URL may be libpq's form (WEIR_TEST_DATABASE_URL): HikariCP takes only JDBC's
+      val (jdbc, props) = DatabaseConfig.toJdbc(named(name))
+      hikari.setJdbcUrl(jdbc)
       hikari.setDataSourceProperties(props)
       hikari.setMaximumPoolSize(size)
       // as many services set it: weir's connections must still commit what they run in autocommit
