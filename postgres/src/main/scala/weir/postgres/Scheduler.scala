@@ -3,8 +3,10 @@ package weir.postgres
 import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
 import doobie.implicits.*
-import weir.Validation
-import weir.postgres.internal.{ScheduleSql, ScheduleTicker}
+import org.typelevel.log4cats.LoggerFactory
+import org.typelevel.log4cats.noop.NoOpFactory
+import weir.{Streak, Validation}
+import weir.postgres.internal.{Errors, ScheduleSql, ScheduleTicker}
 
 import scala.concurrent.duration.*
 
@@ -55,14 +57,19 @@ object Scheduler:
    *
    * Errors: only starting fails the resource: [[weir.InvalidSettings]] naming every bad value, before the
    * database is touched (no schedules, repeated names, a `checkEvery` that is not positive, and each
-   * schedule's own [[Schedule.errors]]); the driver's error if the rows cannot be written. Once started, a failing database is ridden out (counted in
+   * schedule's own [[Schedule.errors]]); the driver's error if the rows cannot be written. Once started, a
+   * failing database, or a schedule's row whose timing does not read back, is ridden out (counted in
    * [[Stats]]); the resource's release stops the ticks, and a transaction it interrupts rolls back.
+   *
+   * Logs, on the logger `weir.postgres.scheduler` of the `LoggerFactory` in scope (none: nothing is logged):
+   * a streak of errors once when it begins (WARN, with the error) and once when a round ticks every due
+   * schedule again (INFO, with the streak's count and length); never a line per tick.
    *
    * Concurrent schedulers of the same schedules, in one process or many, are what this is for.
    */
   def resource[F[_]](db: Database[F], schedules: Seq[Schedule], checkEvery: FiniteDuration = 1.second)(using
       F: Async[F]
-  ): Resource[F, Scheduler[F]] =
+  )(using logs: LoggerFactory[F] = NoOpFactory[F]): Resource[F, Scheduler[F]] =
     val all = if schedules == null then Vector.empty else schedules.toVector
     val repeated = all.groupBy(_.name).collect { case (name, s) if s.size > 1 => name }
     val errors =
@@ -81,10 +88,28 @@ object Scheduler:
       val declare = db.run(sql.now.flatMap(now =>
         all.sortBy(_.name).traverse_(s => sql.declare(s, s.timing.after(now)))
       ))
-      Resource.eval(declare) *>
+      Resource.eval(declare) *> Resource.eval(streak(all.map(_.name))).flatMap(streak =>
         ScheduleTicker
-          .resource(db.run, sql, all.map(_.name), checkEvery, db.readTimeout, counters)
+          .resource(db.run, sql, all.map(_.name), checkEvery, db.readTimeout, counters, streak)
           .as(new Scheduler[F]:
             def stats: F[Stats] =
               F.delay(Stats(counters.ticks.get, counters.errors.get, counters.lastError.get)))
+      )
     }
+
+  /** The logger of schedulers. */
+  private val loggerName: String = "weir.postgres.scheduler"
+
+  private def streak[F[_]](names: Vector[String])(using F: Async[F], logs: LoggerFactory[F]): F[Streak[F]] =
+    val log = logs.getLoggerFromName(loggerName)
+    val who = s"scheduler of ${names.sorted.map(n => s"'$n'").mkString(", ")}"
+    Streak[F](
+      began = e =>
+        log.warn(e)(
+          s"$who: ticking failed (retried; logged again once a round succeeds): ${Errors.describe(e)}"
+        ),
+      ended = end =>
+        log.info(
+          s"$who: ticking succeeded again after ${end.errors} error(s) over ${end.lasted.toMillis} ms"
+        )
+    )

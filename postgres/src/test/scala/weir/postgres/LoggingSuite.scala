@@ -224,3 +224,43 @@ class LoggingSuite extends DbSuite:
       }
     } *> noLeftovers
   }
+
+  withDb(
+    "a scheduler's streak of errors is logged once when it begins and once when a round succeeds again"
+  ) {
+    db =>
+      RecordedLogs().flatMap { logs =>
+        given LoggerFactory[IO] = logs
+        val schedules = db.schema("schedules")
+        def timing(set: String) = Rows.exec(s"UPDATE $schedules SET $set WHERE name = 'logged-beat'")
+        val schedule = Schedule.every("logged-beat", 100.millis, queue = "logged-beats", payload = 1)
+        Scheduler.resource(db, Vector(schedule), checkEvery = 50.millis).use { scheduler =>
+          for
+            _ <- eventually("a first tick")(scheduler.stats.map(_.ticks >= 1))
+            // a timing that does not read back (no such zone): the row fails every round
+            _ <- timing("cron = '* * * * *', zone = 'Nowhere/Atlantis', every_ms = NULL")
+            _ <- eventually("three rounds failed")(scheduler.stats.map(_.databaseErrors >= 3))
+            ticked <- scheduler.stats.map(_.ticks)
+            _ <- timing("cron = NULL, zone = NULL, every_ms = 100")
+            _ <- eventually("ticking again")(scheduler.stats.map(_.ticks > ticked))
+            _ <- eventually("the streak's end logged")(logs.lines.map(_.size == 2))
+            stats <- scheduler.stats
+            lines <- logs.lines
+          yield
+            val show = lines.mkString("\n")
+            assertEquals(
+              lines.map(l => (l.level, l.logger)),
+              Vector(("WARN", "weir.postgres.scheduler"), ("INFO", "weir.postgres.scheduler")),
+              show
+            )
+            assert(lines.head.message.startsWith("scheduler of 'logged-beat': ticking failed (retried"), show)
+            assert(lines.head.message.contains("Nowhere/Atlantis"), show)
+            assertEquals(lines.head.error.map(_.getClass), stats.lastError.map(_.getClass), show)
+            val ended =
+              raw"scheduler of 'logged-beat': ticking succeeded again after (\d+) error\(s\) over \d+ ms".r
+            lines(1).message match
+              case ended(count) => assertEquals(count.toLong, stats.databaseErrors, show)
+              case other => fail(s"not a streak's end: $other")
+        }
+      }
+  }

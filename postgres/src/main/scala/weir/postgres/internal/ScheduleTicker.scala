@@ -3,6 +3,7 @@ package weir.postgres.internal
 import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
 import doobie.*
+import weir.Streak
 import weir.postgres.Schedule
 
 import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
@@ -14,7 +15,7 @@ import scala.concurrent.duration.*
  * tick, at most `checkEvery`. Every scheduler runs one and there is no leader: rows another scheduler is
  * ticking are skipped, and once its transaction commits the row is no longer due; if that scheduler dies
  * first, its transaction rolls back and the row is due again at the next look of any scheduler. Errors
- * are counted and the next round tries again.
+ * are counted and the next round tries again; `streak` hears of each one, and of every round without one.
  */
 private[postgres] object ScheduleTicker:
 
@@ -32,14 +33,15 @@ private[postgres] object ScheduleTicker:
       names: Vector[String],
       checkEvery: FiniteDuration,
       idleTimeout: FiniteDuration,
-      counters: Counters
+      counters: Counters,
+      streak: Streak[F]
   )(using F: Async[F]): Resource[F, Unit] =
     val idleMillis = idleTimeout.toMillis.max(1L)
 
     // one row per transaction; a row whose timing does not read back is left alone for the rest of the
-    // round, so that it cannot keep the rows behind it from their ticks
-    def tickAll(left: Array[String]): F[Unit] =
-      if left.isEmpty then F.unit
+    // round, so that it cannot keep the rows behind it from their ticks. True when no row failed
+    def tickAll(left: Array[String], clean: Boolean): F[Boolean] =
+      if left.isEmpty then F.pure(clean)
       else
         run(sql.lockDue(left, idleMillis).flatMap {
           case None => FC.pure(Option.empty[Either[(String, Throwable), Int]])
@@ -50,25 +52,30 @@ private[postgres] object ScheduleTicker:
                 val plan = Ticks.plan(timing, due.nextTick, due.lastTick, due.now, due.maxMissed)
                 sql.tick(due.name, plan.ticks.map(_.toEpochMilli).toArray, plan.next).map(n => Some(Right(n)))
         }).flatMap {
-          case None => F.unit
-          case Some(Right(inserted)) => F.delay(counters.ticks.addAndGet(inserted.toLong)) *> tickAll(left)
-          case Some(Left((name, e))) => F.delay(counters.error(e)) *> tickAll(left.filterNot(_ == name))
+          case None => F.pure(clean)
+          case Some(Right(inserted)) =>
+            F.delay(counters.ticks.addAndGet(inserted.toLong)) *> tickAll(left, clean)
+          case Some(Left((name, e))) =>
+            F.delay(counters.error(e)) *> streak.failed(e) *>
+              tickAll(left.filterNot(_ == name), clean = false)
         }
 
     val all = names.toArray
     val round: F[FiniteDuration] =
-      tickAll(all) *> run(sql.untilNext(all)).map(_.fold(checkEvery)(ms => ms.millis))
-    F.background(loop(round, checkEvery, counters)).void
+      tickAll(all, clean = true).flatMap(clean =>
+        run(sql.untilNext(all)).map(_.fold(checkEvery)(ms => ms.millis)) <* streak.succeeded.whenA(clean)
+      )
+    F.background(loop(round, checkEvery, counters, streak)).void
 
   /**
    * Runs `round` at once, then again after the wait it returns, kept within 1 ms and `checkEvery`; after a
-   * failed round (counted), after `checkEvery`.
+   * failed round (counted, and told to `streak`), after `checkEvery`.
    */
-  def loop[F[_]](round: F[FiniteDuration], checkEvery: FiniteDuration, counters: Counters)(using
-      F: Async[F]
+  def loop[F[_]](round: F[FiniteDuration], checkEvery: FiniteDuration, counters: Counters, streak: Streak[F])(
+      using F: Async[F]
   ): F[Unit] =
     round
       .map(_.max(1.millisecond).min(checkEvery))
-      .handleErrorWith(e => F.delay(counters.error(e)).as(checkEvery))
+      .handleErrorWith(e => F.delay(counters.error(e)) *> streak.failed(e).as(checkEvery))
       .flatMap(F.sleep)
       .foreverM[Unit]

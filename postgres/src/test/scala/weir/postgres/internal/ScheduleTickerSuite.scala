@@ -3,6 +3,7 @@ package weir.postgres.internal
 import cats.effect.{IO, Ref}
 import cats.effect.testkit.TestControl
 import munit.CatsEffectSuite
+import weir.Streak
 
 import scala.concurrent.duration.*
 
@@ -20,17 +21,20 @@ class ScheduleTickerSuite extends CatsEffectSuite:
         times <- Ref[IO].of(Vector.empty[FiniteDuration])
         left <- Ref[IO].of(answers)
         counters = new ScheduleTicker.Counters
+        told <- Ref[IO].of(Vector.empty[String])
+        streak <- Streak[IO](e => told.update(_ :+ s"began: ${e.getMessage}"), _ => told.update(_ :+ "ended"))
         round = IO.monotonic.flatMap(t => times.update(_ :+ t)) *>
           left.modify(a => (a.drop(1), a.headOption.getOrElse(Right(1000L)))).flatMap {
             case Right(ms) => IO.pure(ms.millis)
             case Left(error) => IO.raiseError(new RuntimeException(error))
           }
-        fiber <- ScheduleTicker.loop(round, checkEvery = 1.second, counters).start
+        fiber <- ScheduleTicker.loop(round, checkEvery = 1.second, counters, streak).start
         _ <- (IO.sleep(1.millis) *> times.get).iterateUntil(_.size >= answers.size)
         _ <- fiber.cancel
         seen <- times.get
-      yield (seen.take(answers.size), counters.errors.get)
-    TestControl.executeEmbed(program).map { (seen, errors) =>
+        streakTold <- told.get
+      yield (seen.take(answers.size), counters.errors.get, streakTold)
+    TestControl.executeEmbed(program).map { (seen, errors, streakTold) =>
       val start = seen.head
       // 250 ms; 0 and -5 become 1 ms; 5 s becomes checkEvery; the failure waits checkEvery
       assertEquals(
@@ -38,5 +42,7 @@ class ScheduleTickerSuite extends CatsEffectSuite:
         Vector(0.millis, 250.millis, 251.millis, 252.millis, 1252.millis, 2252.millis)
       )
       assertEquals(errors, 1L)
+      // the loop tells the streak of a failed round; a round's own success is told by the round
+      assertEquals(streakTold, Vector("began: database down"))
     }
   }
