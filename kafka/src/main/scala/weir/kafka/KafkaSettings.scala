@@ -29,7 +29,14 @@ import scala.concurrent.duration.*
  *   the committed offset so that the next reader skips them; at most the brokers'
  *   `offset.metadata.max.bytes` (4096 by default); 0 commits no metadata
  * @param properties any other consumer (and dead-letter producer) property; those the source owns
- *   (deserializers, `enable.auto.commit`, `group.id`, `bootstrap.servers`) are overridden
+ *   (deserializers, `enable.auto.commit`, `group.id`, `bootstrap.servers`) are overridden. They reach the
+ *   deserializers' `configure` too (a schema registry's URL, say). `auto.offset.reset` is `earliest` unless
+ *   set here (Kafka's own default is `latest`): a group without a committed offset, new or whose offsets
+ *   expired, runs the records already in the topic rather than skipping them
+ * @param configureDeserializers whether the source calls the deserializers' `configure(properties, isKey)`
+ *   with the consumer's properties before the first record, as kafka-clients does with the deserializers it
+ *   builds from class names; false for instances configured already, which a second `configure` would
+ *   reset. Either way the source closes them on release
  */
 final case class KafkaSettings(
     bootstrapServers: String,
@@ -42,7 +49,8 @@ final case class KafkaSettings(
     deadLetterTopic: Option[String] = None,
     deadLetterRetry: Retry = KafkaSettings.Defaults.deadLetterRetry,
     commitMetadataBytes: Int = KafkaSettings.Defaults.commitMetadataBytes,
-    properties: Map[String, String] = Map.empty
+    properties: Map[String, String] = Map.empty,
+    configureDeserializers: Boolean = true
 ):
 
   /** What is wrong with these settings, each bad value named (`deadLetterRetry`'s included); empty if valid. */

@@ -20,6 +20,7 @@ import java.util.Properties
 import java.util.concurrent.{Executors, ThreadFactory, ThreadLocalRandom}
 import scala.concurrent.ExecutionContext
 import scala.concurrent.duration.FiniteDuration
+import scala.jdk.CollectionConverters.*
 
 /**
  * A consumer of Kafka topics feeding an ordinary weir [[Pipeline]]: every control of the engine (limit,
@@ -86,7 +87,12 @@ object KafkaSource:
    *
    * Decoding: `keys` and `values` decode each record on the poller thread; a record either rejects is
    * written to the dead-letter topic with its error (or, without one, skipped), counts as finished, and
-   * never reaches the pipeline (see [[KafkaStats.undecodable]]).
+   * never reaches the pipeline (see [[KafkaStats.undecodable]]). The source owns them from the start: as
+   * kafka-clients does with the deserializers it builds from its properties, it calls their
+   * `configure(properties, isKey)` with the consumer's properties before the first record (unless
+   * [[KafkaSettings.configureDeserializers]] is false), and their `close()` once on release, after the
+   * consumer's; an instance given as both is configured as each and closed once. A `configure` that throws
+   * fails the resource with an error naming the deserializer.
    *
    * Release: the pipeline is released (running records get its release grace, then are interrupted, and
    * are read again after a restart), the finished prefixes are committed, and the consumer leaves the
@@ -116,6 +122,8 @@ object KafkaSource:
     for
       _ <- Validation.resource("KafkaSettings", settings.errors)
       ec <- pollerThread[F](settings.groupId)
+      // released after the poller: the consumer's thread is done with them
+      _ <- deserializers(settings, keys, values)
       counters = new Counters
       log <- Resource.eval(SourceLog(logs, settings.groupId, settings.deadLetterTopic, counters))
       // released after the poller: the last summary counts the dead letters of the release too
@@ -312,6 +320,32 @@ object KafkaSource:
     Resource
       .make(F.delay(Executors.newSingleThreadExecutor(factory)))(e => F.delay(e.shutdown()))
       .map(ExecutionContext.fromExecutorService)
+
+  /**
+   * Configures the user's deserializers and closes them on release, as kafka-clients does with the ones it
+   * builds itself (`Deserializers`): each is handed the consumer's properties and whether it decodes keys.
+   * The same instance given for keys and values is closed once.
+   */
+  private def deserializers[F[_], K, V](s: KafkaSettings, keys: Deserializer[K], values: Deserializer[V])(
+      using F: Async[F]
+  ): Resource[F, Unit] =
+    val properties: java.util.Map[String, AnyRef] =
+      consumerProperties(s).asScala.map((k, v) => k.toString -> v).asJava
+    def configure(d: Deserializer[?], isKey: Boolean): F[Unit] =
+      val role = if isKey then "key" else "value"
+      F.blocking(d.configure(properties, isKey)).whenA(s.configureDeserializers).adaptError(e =>
+        new KafkaException(
+          s"the $role deserializer (${d.getClass.getName}) refused the consumer's properties: ${e.getMessage}",
+          e
+        )
+      )
+    def owned(d: Deserializer[?], isKey: Boolean): Resource[F, Unit] =
+      Resource.make(configure(d, isKey).onError(_ => F.blocking(d.close()).attempt.void))(_ =>
+        F.blocking(d.close())
+      )
+    owned(keys, isKey = true) *>
+      (if (values: AnyRef) eq keys then Resource.eval(configure(values, isKey = false))
+       else owned(values, isKey = false))
 
   private def consumerProperties(s: KafkaSettings): Properties =
     val p = new Properties

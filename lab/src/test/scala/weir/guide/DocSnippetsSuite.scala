@@ -6,8 +6,9 @@ import java.nio.file.{Files, Path, Paths}
 import scala.jdk.CollectionConverters.*
 
 /**
- * The front door cannot rot: every ```scala block of the README and the user guide must appear verbatim in a
- * source file of this package, which the build compiles (with the strict flags). A snippet edited in the
+ * The docs cannot rot: every ```scala block of the README and the user pages must appear verbatim in a
+ * source file of this package (or its subpackages, or weir-kafka's `weir.kafka.guide`, whose suite runs the
+ * Kafka example against its broker), which the build compiles with the strict flags. A snippet edited in the
  * docs but not here, or here but not in the docs, fails this suite.
  */
 class DocSnippetsSuite extends FunSuite:
@@ -15,13 +16,20 @@ class DocSnippetsSuite extends FunSuite:
   private val root: Path = Paths.get(sys.props.getOrElse("user.dir", ".")).resolve("..").normalize
 
   private val sources: Vector[(Path, String)] =
-    val dir = root.resolve("lab/src/test/scala/weir/guide")
-    Files.list(dir).iterator.asScala.toVector
-      .filter(_.toString.endsWith(".scala"))
-      .map(p => p -> DocSnippetsSuite.normalize(Files.readString(p)))
+    Vector("lab/src/test/scala/weir/guide", "kafka/src/test/scala/weir/kafka/guide").flatMap { dir =>
+      val walk = Files.walk(root.resolve(dir))
+      try walk.iterator.asScala.toVector.filter(_.toString.endsWith(".scala"))
+      finally walk.close()
+    }.map(p => p -> DocSnippetsSuite.normalize(Files.readString(p)))
 
   /** The docs whose Scala blocks must compile, with how many blocks each has at least. */
-  private val docs = Vector("README.md" -> 2, "docs/guide.md" -> 10)
+  private val docs = Vector(
+    "README.md" -> 2,
+    "docs/guide.md" -> 15,
+    "docs/durable.md" -> 12,
+    "docs/console.md" -> 1,
+    "docs/kafka.md" -> 1
+  )
 
   docs.foreach { (doc, atLeast) =>
     test(s"every scala block of $doc is compiled code in weir.guide") {
@@ -37,6 +45,11 @@ class DocSnippetsSuite extends FunSuite:
           .mkString("\n\n")
       )
     }
+  }
+
+  test("the compiled sources include the subpackages and weir-kafka's guide") {
+    val names = sources.map(_._1.getFileName.toString).toSet
+    assert(Set("QuickStart.scala", "Setup.scala", "KafkaExample.scala").subsetOf(names), names)
   }
 
   test("the extractor finds fenced scala blocks and ignores other languages") {

@@ -6,10 +6,9 @@ import cats.syntax.all.*
 import doobie.FC
 import org.typelevel.log4cats.LoggerFactory
 import org.typelevel.log4cats.noop.NoOpFactory
-import weir.{Disposition, NotStartedReason, TaskOutcome, Pipeline, Running, Source, Validation}
+import weir.{Pipeline, Running, Source, Validation}
 import weir.postgres.internal.*
 
-import java.util.concurrent.ThreadLocalRandom
 import java.util.concurrent.atomic.AtomicBoolean
 
 /**
@@ -24,8 +23,9 @@ import java.util.concurrent.atomic.AtomicBoolean
  * }}}
  *
  * What becomes of a claimed task, by its [[TaskOutcome]] in the pipeline:
- *   - succeeded: completed (kept in `finished` or deleted, see [[WorkerConfig.keepCompleted]]), unless the
- *     handler's value is a [[Snooze]]: then available again after its delay, its attempt not counted;
+ *   - succeeded: completed (kept in `finished` or deleted, see [[WorkerConfig.keepCompleted]]); under
+ *     [[DurableWorker.startSnoozing]], a handler's [[Job.snooze]] makes it available again after its delay
+ *     instead, its attempt not counted;
  *   - failed: available again after the configured backoff, with its error recorded, or dead once it has
  *     used its `maxAttempts` (or at once when `backoff.retryOn` rejects the error); a task interrupted
  *     because the worker stopped is retried at once (or dead, if that was its last attempt);
@@ -75,7 +75,9 @@ object DurableWorker:
   /**
    * Registers a worker in `db` and starts the pipeline `build` makes from the durable source. The source
    * never ends unless [[WorkerConfig.stopWhenEmpty]] is set; stop the worker with [[DurableWorker.drain]]
-   * (`worker.drain`) or by releasing the resource.
+   * (`worker.drain`) or by releasing the resource. Every task whose handler succeeds is completed: a handler
+   * that may snooze is started with [[startSnoozing]], and `start` does not compile with a result type `B`
+   * that a snooze is a value of ([[Handled.NeverSnoozes]]), so that no snooze is taken for a success.
    *
    * Errors: only starting fails the resource: [[weir.InvalidSettings]] naming every bad value of `config`
    * (see [[WorkerConfig.errors]]), before any connection is opened; [[DatabaseUnreachable]] if the worker's
@@ -92,9 +94,54 @@ object DurableWorker:
       build: Source[F, Job[A]] => Pipeline[F, Job[A], B]
   )(using
       F: Async[F],
+      codec: PayloadCodec[A],
+      neverSnoozes: Handled.NeverSnoozes[B]
+  )(using
+      logs: LoggerFactory[F] = NoOpFactory[F]
+  ): Resource[F, DurableWorker[F, A]] =
+    launch(db, config, build, _ => None)
+
+  /**
+   * [[start]] for a handler that may snooze: it answers [[Handled.Done]] with its value (the task is then
+   * completed) or its job's [[Job.snooze]] (the task goes back to its queue, available again after the
+   * delay, its attempt not counted). Everything else is as [[start]] says.
+   *
+   * {{{
+   * DurableWorker.startSnoozing[IO, Invoice, Receipt](db, WorkerConfig(queue = "invoices")) { source =>
+   *   Pipeline(source).process { job =>
+   *     ready.flatMap(open => if open then post(job.payload).map(Handled.Done(_)) else IO.pure(job.snooze(10.minutes)))
+   *   }
+   * }
+   * }}}
+   */
+  def startSnoozing[F[_], A, B](db: Database[F], config: WorkerConfig)(
+      build: Source[F, Job[A]] => Pipeline[F, Job[A], Handled[B]]
+  )(using
+      F: Async[F],
       codec: PayloadCodec[A]
   )(using
       logs: LoggerFactory[F] = NoOpFactory[F]
+  ): Resource[F, DurableWorker[F, A]] =
+    launch[F, A, Handled[B]](
+      db,
+      config,
+      build,
+      {
+        case s: Handled.Snoozed => Some(s)
+        case Handled.Done(_) => None
+      }
+    )
+
+  /** The worker of [[start]] and [[startSnoozing]]: `snoozed` says which handler values are snoozes. */
+  private def launch[F[_], A, B](
+      db: Database[F],
+      config: WorkerConfig,
+      build: Source[F, Job[A]] => Pipeline[F, Job[A], B],
+      snoozed: B => Option[Handled.Snoozed]
+  )(using
+      F: Async[F],
+      codec: PayloadCodec[A],
+      logs: LoggerFactory[F]
   ): Resource[F, DurableWorker[F, A]] =
     // nothing of `db` is read before the config is checked
     lazy val sql = new Sql(db.schema)
@@ -158,8 +205,8 @@ object DurableWorker:
         // a chunk of outcomes at a time: one queue operation for all the outcomes the pipeline has ready
         Resource.make(
           F.start(outcomes.chunks.evalMap(os =>
-            F.delay(counters.refused.addAndGet(os.count(refused).toLong)) *>
-              completer.submitAll(os.map(finishOf(config, _)))
+            F.delay(counters.refused.addAndGet(os.count(Finish.refused).toLong)) *>
+              completer.submitAll(os.map(Finish.of(config, snoozed, _)))
           ).compile.drain)
         ) {
           // the consumer may wait on a full completer that cannot write (the database refusing or gone): it is
@@ -220,31 +267,3 @@ object DurableWorker:
     }
 
   private val unwritten = "the worker stopped before the result of this attempt was written"
-
-  private def refused[A, B](outcome: TaskOutcome[A, B]): Boolean = outcome match
-    case TaskOutcome.NotStarted(_, NotStartedReason.Refused(_)) => true
-    case _ => false
-
-  private def finishOf[A, B](config: WorkerConfig, outcome: TaskOutcome[Job[A], B]): Finish = outcome match
-    case TaskOutcome.Succeeded(job, snooze: Snooze, _) =>
-      snooze.errors match
-        case Nil => Finish.Snooze(job.token, snooze.after.toMillis)
-        case errors => failed(config, job, new weir.InvalidSettings("Snooze", errors))
-    case TaskOutcome.Succeeded(job, _, _) => Finish.Complete(job.token)
-    case TaskOutcome.NotStarted(job, _) => Finish.HandBack(job.token)
-    case TaskOutcome.Failed(job, error, Disposition.Interrupted, _) =>
-      // retried at once: a task stopped with its worker (or, between two in-memory attempts, whose claim may
-      // have been rescued). One interrupted because its cancel was requested is finished as cancelled by the
-      // fail statement itself, which reads the request on the row (see FinishSql.fail)
-      val why = error match
-        case e: weir.TaskInterrupted => s"interrupted: ${e.reason}"
-        case e => Errors.describe(e)
-      Finish.Fail(job.token, why, 0L)
-    case TaskOutcome.Failed(job, error, _, _) => failed(config, job, error)
-
-  private def failed[A](config: WorkerConfig, job: Job[A], error: Throwable): Finish =
-    val delay =
-      if config.backoff.retryable(error) then
-        config.backoff.backoff(job.attempt, ThreadLocalRandom.current()).toMillis
-      else -1L
-    Finish.Fail(job.token, Errors.describe(error), delay)

@@ -5,6 +5,7 @@ import weir.{Interruptible, Interruption}
 import weir.postgres.internal.{Liveness, Sql}
 
 import java.time.Instant
+import scala.concurrent.duration.FiniteDuration
 
 /**
  * A task a worker has claimed: what its handler receives.
@@ -12,7 +13,7 @@ import java.time.Instant
  * `attempt` counts from 1 and includes this one; `maxAttempts` is the task's own limit. `headers` are the
  * ones the task was enqueued with ([[NewTask.headers]]), the same on every attempt; empty for a task
  * enqueued without any, or by a release before they existed. [[completeIn]] finishes the task inside the
- * handler's own transaction (see there).
+ * handler's own transaction (see there); [[snooze]] is a snoozing handler's "not now" (see there).
  *
  * A job is [[weir.Refusable]]: the engine asks it, just before it would start, whether its claim may still
  * be held by this worker; a claim that another worker may have rescued (this worker having been taken for
@@ -63,5 +64,14 @@ final class Job[+A] private[postgres] (
    */
   def completeIn: ConnectionIO[Boolean] =
     sql.complete(Array(token), keepCompleted, keyed = orderingKey.isDefined).map(_ == 1)
+
+  /**
+   * The answer of a handler that cannot do its work yet (an upstream asks to come back later, a resource is
+   * not ready): returned as its value, under [[DurableWorker.startSnoozing]], it puts this task back in its
+   * queue, available once the database's clock is `after` past the moment the worker writes it, its attempt
+   * not counted and its errors unchanged (see [[Handled.Snoozed]]). A negative `after` fails the attempt
+   * with an error naming it.
+   */
+  def snooze(after: FiniteDuration): Handled[Nothing] = Handled.Snoozed(after)
 
   override def toString: String = s"Job($queue#$id, attempt $attempt/$maxAttempts, $payload)"

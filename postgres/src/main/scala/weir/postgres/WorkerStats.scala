@@ -3,7 +3,7 @@ package weir.postgres
 /**
  * What one worker process has done so far: tasks claimed, and how their claims ended as written to the
  * database (completed, retried later, dead, handed back unstarted, snoozed by their handlers: see
- * [[Snooze]]), tasks it rescued from dead workers,
+ * [[Job.snooze]]), tasks it rescued from dead workers,
  * and database errors it rode out (each retried; `lastError` is the latest).
  *
  * `heldBack` counts this worker's claims that its queue's controls held back (paused, its limit on running

@@ -14,7 +14,7 @@ import scala.concurrent.duration.*
 /**
  * The queue controls against a real server: pause and resume, the limit on running tasks (exact under
  * concurrent claimers, sampled from the database while several workers run), the rate's token bucket,
- * changes applied at the next claim, bad input; and a handler's snooze.
+ * changes applied at the next claim, bad input (a handler's snooze: [[SnoozeSuite]]).
  */
 class QueueControlsSuite extends DbSuite:
 
@@ -242,53 +242,4 @@ class QueueControlsSuite extends DbSuite:
           assert(maxInHandlers.get <= limit, s"in handlers at once: ${maxInHandlers.get} > limit $limit")
           assertEquals(runs, (1 to n).map(_ -> 1).toMap)
     }
-  }
-
-  withDb("a snooze puts the task back for later without counting its attempt, and its key waits for it") {
-    db =>
-      val queue = TaskQueue[IO, String](db, "s")
-      val config = TestWorkers.config("s")
-      for
-        _ <- queue.enqueueMany(Vector(
-          NewTask("a", orderingKey = Some("k")),
-          NewTask("b", orderingKey = Some("k"))
-        ))
-        calls <- Ref[IO].of(Vector.empty[(String, Int)])
-        stats <- TestWorkers.statsAfterRun(DurableWorker.start[IO, String, Any](db, config) { source =>
-          Pipeline(source).process { job =>
-            calls.modify { seen =>
-              val first = !seen.exists(_._1 == job.payload)
-              (seen :+ (job.payload -> job.attempt), first)
-            }.map(first => if job.payload == "a" && first then Snooze(300.millis) else ())
-          }.withLimit(Limit.fixed(4))
-        })
-        order <- calls.get
-        done <- Rows.finished(db)
-      yield
-        // a ran twice, each as attempt 1; b only after a had finished
-        assertEquals(order, Vector("a" -> 1, "a" -> 1, "b" -> 1))
-        assertEquals(
-          done.map(d => (d._1, d._2, d._3)),
-          Vector(("\"a\"", "completed", 1), ("\"b\"", "completed", 1))
-        )
-        assertEquals((stats.snoozed, stats.completed), (1L, 2L))
-  }
-
-  withDb("a negative snooze fails its attempt with an error naming the value, as a failure would") { db =>
-    val queue = TaskQueue[IO, String](db, "neg")
-    for
-      _ <- queue.enqueue(NewTask("a", maxAttempts = 1))
-      _ <- TestWorkers.statsAfterRun(DurableWorker.start[IO, String, Any](db, TestWorkers.config("neg")) {
-        source =>
-          Pipeline(source).process(_ => IO.pure(Snooze(-5.seconds)))
-      })
-      done <- Rows.finished(db)
-    yield
-      assertEquals(done.map(d => (d._1, d._2, d._3)), Vector(("\"a\"", "dead", 1)))
-      assert(done.head._4.contains("a snooze must be >= 0, was: -5 seconds"), done.head._4)
-  }
-
-  test("a snooze below zero throws nothing when built and names its value") {
-    assertEquals(Snooze(-1.second).errors, List("a snooze must be >= 0, was: -1 seconds"))
-    assertEquals(Snooze(0.seconds).errors, Nil)
   }

@@ -53,7 +53,8 @@ object SoakService extends WeirApp:
       keepCompleted = true, // the lab counts every task's end in `finished`
       retention = None
     )
-    DurableWorker.start[IO, Long, Any](db, config) { source =>
+    val done = Handled.Done(())
+    DurableWorker.startSnoozing[IO, Long, Unit](db, config) { source =>
       Pipeline(source)
         .process { job =>
           SoakTask.kind(job.payload) match
@@ -62,9 +63,9 @@ object SoakService extends WeirApp:
             case SoakTask.Kind.Doomed => IO(counts.durableFailures.increment()) *> IO.raiseError(Failed)
             case SoakTask.Kind.Snoozing
                 if java.time.Duration.between(job.createdAt, Instant.now()).toMillis < 1000 =>
-              IO(counts.snoozed.increment()).as(Snooze(1.second))
-            case SoakTask.Kind.Long => IO.sleep(2.seconds) *> IO(counts.durableSucceeded.increment())
-            case _ => IO(counts.durableSucceeded.increment())
+              IO(counts.snoozed.increment()).as(job.snooze(1.second))
+            case SoakTask.Kind.Long => IO.sleep(2.seconds) *> IO(counts.durableSucceeded.increment()).as(done)
+            case _ => IO(counts.durableSucceeded.increment()).as(done)
         }
         .withLimit(Limit.fixed(64))
     }

@@ -8,23 +8,6 @@ import fs2.{Chunk, Stream}
 
 import scala.concurrent.duration.*
 
-/** How a claim ends, as the completer writes it. */
-private[postgres] enum Finish:
-  /** The handler succeeded. */
-  case Complete(token: Long)
-
-  /** The attempt failed: retry after `delayMillis`, or dead at once when it is negative. */
-  case Fail(token: Long, error: String, delayMillis: Long)
-
-  /** The task never started: hand it back uncounted. */
-  case HandBack(token: Long)
-
-  /** The handler asked to run the task again after `delayMillis`: put it back, its attempt uncounted. */
-  case Snooze(token: Long, delayMillis: Long)
-
-  /** The claim this finishes. */
-  def token: Long
-
 /**
  * Writes finished claims to the database in batches: whatever accumulated while the previous batch was
  * being written goes in the next one (at most `batchSize`), so a lone completion is written at once and a
