@@ -45,7 +45,7 @@ private[postgres] final class Claimer[F[_], A](
   private val queueLog = log.logger("queue")
 
   // how every job of this worker checks and completes its claim
-  private val claim = new Job.Claimed(sql, config.keepCompleted, liveness)
+  private val claimed = new Job.Claimed(sql, config.keepCompleted, liveness)
 
   // whether the claims last saw the queue paused: written by this claimer's one fiber only (a claim of the
   // session reaches it through `accept`, on that fiber too)
@@ -178,7 +178,7 @@ private[postgres] final class Claimer[F[_], A](
                 r.createdAt,
                 headers,
                 r.token,
-                claim,
+                claimed,
                 interruption
               )
             case Left(error) =>
