@@ -39,10 +39,8 @@ object KafkaRecord:
 
   /**
    * A record that no source received, for a handler's tests (weir-testkit-kafka's `TestRecord` builds
-   * them). `rawKey` and `rawValue` stand for the bytes the key and the value were decoded from (`null` for
-   * none, as Kafka's own records): [[RecordOrder.byKey]] tells records apart by `rawKey`. It is not
-   * [[weir.Interruptible]]: an engine runs it as any plain task, never refused nor interrupted, and no
-   * source commits its offset.
+   * them). It is not [[weir.Interruptible]]: an engine runs it as any plain task, never refused nor
+   * interrupted, and no source commits its offset.
    */
   def detached[K, V](
       topic: String,
@@ -51,13 +49,12 @@ object KafkaRecord:
       timestamp: Long,
       key: K,
       value: V,
-      headers: Headers,
-      rawKey: Array[Byte],
-      rawValue: Array[Byte]
+      headers: Headers
   ): KafkaRecord[K, V] =
-    // the window of a partition that no source holds: only the record's partition is ever read from it
+    // the window of a partition that no source holds: only the record's partition is ever read from it;
+    // no bytes stand behind the key and value, which only a source's order and dead letters read
     val entry = new Entry(offset, new PartitionState(new TopicPartition(topic, partition), new Counters))
-    new Detached(topic, partition, offset, timestamp, key, value, headers, rawKey, rawValue, entry)
+    new Detached(topic, partition, offset, timestamp, key, value, headers, null, null, entry)
 
   private[kafka] def apply[K, V](
       topic: String,
