@@ -54,7 +54,8 @@ object LabDatabase:
     val schema = Schema(s"${experiment}_${ProcessHandle.current().pid()}")
     val server = url match
       case Some(u) => Resource.pure[IO, LabDatabase](LabDatabase(u, embedded = false, schema))
-      case None => PostgresServer.embedded[IO].map(s => LabDatabase(s.url, embedded = true, schema, s.restart))
+      case None =>
+        PostgresServer.embedded[IO].map(s => LabDatabase(s.url, embedded = true, schema, s.restart))
     server.flatMap { db =>
       Resource.make(IO.pure(db))(d =>
         Fragment.const(

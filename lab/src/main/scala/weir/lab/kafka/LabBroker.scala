@@ -16,7 +16,11 @@ import scala.jdk.CollectionConverters.*
  * The broker of a `./weir lab kafka` run: weir-testkit's KRaft node, broker and controller in one, started in
  * this JVM by Kafka's own test kit, with the admin client and the producer the lab uses on it.
  */
-final class LabBroker private (broker: KafkaBroker[IO], admin: Admin, producer: KafkaProducer[String, String]):
+final class LabBroker private (
+    broker: KafkaBroker[IO],
+    admin: Admin,
+    producer: KafkaProducer[String, String]
+):
 
   /** The broker's address. */
   val bootstrap: String = broker.bootstrapServers
