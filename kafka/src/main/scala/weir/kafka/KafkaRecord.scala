@@ -3,7 +3,7 @@ package weir.kafka
 import org.apache.kafka.common.TopicPartition
 import org.apache.kafka.common.header.Headers
 import weir.Interruptible
-import weir.kafka.internal.{Entry, RawKey}
+import weir.kafka.internal.{Counters, Entry, PartitionState, RawKey}
 
 /**
  * A record a [[KafkaSource]] received and decoded: what the pipeline's handler receives.
@@ -35,9 +35,28 @@ sealed abstract class KafkaRecord[+K, +V] private[kafka] (
 
   override def toString: String = s"KafkaRecord($topic-$partition@$offset, $key)"
 
-private[kafka] object KafkaRecord:
+object KafkaRecord:
 
-  def apply[K, V](
+  /**
+   * A record that no source received, for a handler's tests (weir-testkit-kafka's `TestRecord` builds
+   * them). It is not [[weir.Interruptible]]: an engine runs it as any plain task, never refused nor
+   * interrupted, and no source commits its offset.
+   */
+  def detached[K, V](
+      topic: String,
+      partition: Int,
+      offset: Long,
+      timestamp: Long,
+      key: K,
+      value: V,
+      headers: Headers
+  ): KafkaRecord[K, V] =
+    // the window of a partition that no source holds: only the record's partition is ever read from it;
+    // no bytes stand behind the key and value, which only a source's order and dead letters read
+    val entry = new Entry(offset, new PartitionState(new TopicPartition(topic, partition), new Counters))
+    new Detached(topic, partition, offset, timestamp, key, value, headers, null, null, entry)
+
+  private[kafka] def apply[K, V](
       topic: String,
       partition: Int,
       offset: Long,
@@ -88,3 +107,27 @@ private[kafka] object KafkaRecord:
       () =>
         unregister()
         entry.state.attemptEnded(entry)
+
+  private final class Detached[K, V](
+      topic: String,
+      partition: Int,
+      offset: Long,
+      timestamp: Long,
+      key: K,
+      value: V,
+      headers: Headers,
+      rawKey: Array[Byte],
+      rawValue: Array[Byte],
+      entry: Entry
+  ) extends KafkaRecord[K, V](
+        topic,
+        partition,
+        offset,
+        timestamp,
+        key,
+        value,
+        headers,
+        rawKey,
+        rawValue,
+        entry
+      )

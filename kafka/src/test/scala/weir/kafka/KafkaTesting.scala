@@ -7,6 +7,7 @@ import org.apache.kafka.common.TopicPartition
 import org.apache.kafka.common.serialization.{ByteArrayDeserializer, Deserializer, StringDeserializer}
 import org.typelevel.log4cats.LoggerFactory
 import org.typelevel.log4cats.noop.NoOpFactory
+import weir.testkit.Eventually
 import weir.{FailurePolicy, Pipeline, TaskOutcome}
 
 import java.time.Duration as JDuration
@@ -69,11 +70,7 @@ abstract class KafkaTesting extends CatsEffectSuite:
 
   /** Polls `probe` every 20 ms until it gives a value; fails naming `what` after `timeout`. */
   def eventually[A](what: String, timeout: FiniteDuration = 30.seconds)(probe: IO[Option[A]]): IO[A] =
-    def loop: IO[A] = probe.flatMap(_.fold(IO.sleep(20.millis) *> loop)(IO.pure))
-    loop.timeoutTo(
-      timeout,
-      IO.defer(probe.flatMap(_.fold(IO(fail(s"timed out waiting for $what")))(IO.pure)))
-    )
+    Eventually.defined(what, probe, within = timeout, every = 20.millis)
 
   /** Waits until `n` outcomes were read. */
   def outcomes(seen: Ref[IO, Vector[Out]], n: Int): IO[Vector[Out]] =

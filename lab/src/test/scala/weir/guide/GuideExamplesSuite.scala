@@ -3,6 +3,7 @@ package weir.guide
 import cats.effect.IO
 import cats.effect.testkit.TestControl
 import cats.effect.unsafe.IORuntime
+import cats.syntax.all.*
 import munit.CatsEffectSuite
 import weir.StopReason
 import weir.runtime.WeirRuntime
@@ -31,6 +32,26 @@ class GuideExamplesSuite extends CatsEffectSuite:
         assertEquals(several.succeeded, 1000L)
         assertEquals(paged.succeeded, 1000L)
     )
+  }
+
+  test("testing: a handler gets a job built by hand; its last attempt warns with the tenant of the headers") {
+    ReceiptHandlerTest.lastAttemptWarns.map(w => assertEquals(w, List("receipt 7 of acme")))
+  }
+
+  test(
+    "testing: a built job's completeIn completes once in a real transaction; a worker works a test schema"
+  ) {
+    (ReceiptIntegrationTest.completesOnce, ReceiptIntegrationTest.workedThrough).tupled.map { (once, sent) =>
+      assertEquals(once, (true, false, 1))
+      assertEquals(sent, 350L)
+    }
+  }
+
+  test("testing: a Kafka handler counts records built by hand, and the same records through a broker") {
+    (ClickCounterTest.countsByPage, ClickCounterBrokerTest.throughABroker).tupled.map { (byHand, viaBroker) =>
+      assertEquals(byHand, Map("home" -> 2, "cart" -> 1))
+      assertEquals(viaBroker, Map("home" -> 2, "cart" -> 1))
+    }
   }
 
   test("interrupt: the stopped task ends interrupted, once, and the others run their course") {

@@ -34,9 +34,7 @@ final class Job[+A] private[postgres] (
     val createdAt: Instant,
     val headers: Map[String, String],
     private[postgres] val token: Long,
-    sql: Sql,
-    keepCompleted: Boolean,
-    liveness: Liveness,
+    claim: Job.Claim,
     interruption: Interruption
 ) extends Interruptible:
 
@@ -47,7 +45,7 @@ final class Job[+A] private[postgres] (
    */
   def refusal: Option[String] =
     interruption.requested match
-      case None => liveness.refusal(token)
+      case None => claim.refusal(token)
       case Some(reason) => Some(s"cancelled: $reason")
 
   /** Registers the engine's interruption of this job's attempt: see [[weir.Interruptible]]. */
@@ -62,8 +60,7 @@ final class Job[+A] private[postgres] (
    *
    * The pipeline's later acknowledgement of the same task changes nothing.
    */
-  def completeIn: ConnectionIO[Boolean] =
-    sql.complete(Array(token), keepCompleted, keyed = orderingKey.isDefined).map(_ == 1)
+  def completeIn: ConnectionIO[Boolean] = claim.complete(token, keyed = orderingKey.isDefined)
 
   /**
    * The answer of a handler that cannot do its work yet (an upstream asks to come back later, a resource is
@@ -75,3 +72,56 @@ final class Job[+A] private[postgres] (
   def snooze(after: FiniteDuration): Handled[Nothing] = Handled.Snoozed(after)
 
   override def toString: String = s"Job($queue#$id, attempt $attempt/$maxAttempts, $payload)"
+
+object Job:
+
+  /**
+   * A job that no worker claimed, for a handler's tests (weir-testkit-postgres's `TestJob` builds them):
+   * its [[completeIn]] is `completeIn`, its [[refusal]] is `refusal` unless `interruption` was requested
+   * (then, as a claimed job's, `cancelled: <reason>`), and its interruption is `interruption`. Nothing of it
+   * touches a database unless `completeIn` does; no worker ever finishes it.
+   */
+  def detached[A](
+      id: Long,
+      queue: String,
+      payload: A,
+      attempt: Int,
+      maxAttempts: Int,
+      priority: Int,
+      orderingKey: Option[String],
+      createdAt: Instant,
+      headers: Map[String, String],
+      completeIn: ConnectionIO[Boolean],
+      refusal: () => Option[String],
+      interruption: Interruption
+  ): Job[A] =
+    val claim = new Detached(completeIn, refusal)
+    new Job(
+      id,
+      queue,
+      payload,
+      attempt,
+      maxAttempts,
+      priority,
+      orderingKey,
+      createdAt,
+      headers,
+      0L,
+      claim,
+      interruption
+    )
+
+  /** Where a job's claim is checked before it starts and completed in its handler's transaction. */
+  private[postgres] sealed trait Claim:
+    def refusal(token: Long): Option[String]
+    def complete(token: Long, keyed: Boolean): ConnectionIO[Boolean]
+
+  /** A worker's claims, one for all its jobs: its lease tokens in the database, its liveness in memory. */
+  private[postgres] final class Claimed(sql: Sql, keepCompleted: Boolean, liveness: Liveness) extends Claim:
+    def refusal(token: Long): Option[String] = liveness.refusal(token)
+    def complete(token: Long, keyed: Boolean): ConnectionIO[Boolean] =
+      sql.complete(Array(token), keepCompleted, keyed).map(_ == 1)
+
+  private final class Detached(completeIn: ConnectionIO[Boolean], answer: () => Option[String]) extends Claim:
+    def refusal(token: Long): Option[String] = answer()
+    def complete(token: Long, keyed: Boolean): ConnectionIO[Boolean] = completeIn

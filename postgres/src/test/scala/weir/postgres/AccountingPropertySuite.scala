@@ -5,6 +5,7 @@ import cats.syntax.all.*
 import org.scalacheck.Gen
 import org.scalacheck.rng.Seed
 import weir.{Limit, Pipeline}
+import weir.testkit.Eventually
 
 import scala.concurrent.duration.*
 
@@ -100,7 +101,9 @@ class AccountingPropertySuite extends DbSuite:
         // an early drain of one worker hands its claims back; the others (and a late one) finish the queue
         _ <- sc.drainFirstAfter.traverse_(after =>
           worker(false).use(w =>
-            (IO.sleep(20.millis) *> succeeded.get.map(_.size)).iterateUntil(_ >= after.min(sc.tasks / 2)) *>
+            Eventually.until("the tasks before the drain", succeeded.get.map(_.size), 60.seconds, 20.millis)(
+              _ >= after.min(sc.tasks / 2)
+            ) *>
               w.drain(5.seconds)
           )
         )

@@ -4,6 +4,7 @@ import cats.effect.IO
 import doobie.*
 import doobie.implicits.*
 import weir.postgres.internal.{AdminSql, Counters, Pruner, Sql, WorkerLog}
+import weir.testkit.Eventually
 
 import scala.concurrent.duration.*
 
@@ -126,7 +127,16 @@ class AdminSuite extends DbSuite:
           .faults("prune", "the prune", new Counters)
         _ <- Pruner
           .resource(db.run, new AdminSql(db.schema), retention, 100.millis, faults)
-          .use(_ => (IO.sleep(100.millis) *> Rows.count(db, "finished")).iterateUntil(_ <= 503L))
+          .use(_ =>
+            Eventually.until(
+              "at most 503 finished tasks",
+              Rows.count(db, "finished"),
+              60.seconds,
+              100.millis
+            )(
+              _ <= 503L
+            )
+          )
         kept <- Fragment
           .const(
             s"SELECT state::text, bool_and(finished_at > now() - interval '2 days') FROM $f GROUP BY 1 ORDER BY 1"

@@ -6,6 +6,7 @@ import doobie.Fragment
 import doobie.implicits.*
 import weir.{Disposition, Limit, Pipeline, TaskInterrupted}
 import weir.postgres.internal.{Sql, WorkerSession}
+import weir.testkit.Eventually
 
 import scala.concurrent.duration.*
 
@@ -40,10 +41,7 @@ class CancelSuite extends DbSuite:
       .query[Long]
       .unique
       .transact(TestDatabase.admin)
-    (IO.sleep(50.millis) *> at).iterateUntil(_ > since).timeoutTo(
-      20.seconds,
-      IO(fail(s"worker $worker did not beat after $since"))
-    )
+    Eventually.until(s"a beat of worker $worker after $since", at, within = 20.seconds)(_ > since)
 
   /**
    * Runs a worker on queue `q` whose handler blocks on the task "slow" until cancelled (recording its

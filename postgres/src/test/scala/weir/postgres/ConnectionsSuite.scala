@@ -6,6 +6,7 @@ import com.zaxxer.hikari.{HikariConfig, HikariDataSource}
 import doobie.*
 import doobie.implicits.*
 import weir.{InvalidSettings, Pipeline}
+import weir.testkit.Eventually
 
 import scala.concurrent.duration.*
 
@@ -30,10 +31,8 @@ class ConnectionsSuite extends DbSuite:
 
   /** Waits until `name` has `expected` backends (pools fill in the background), failing after 20 s. */
   private def settlesAt(name: String, expected: Long): IO[Unit] =
-    (IO.sleep(100.millis) *> backends(name)).iterateUntil(_ == expected).void.timeoutTo(
-      20.seconds,
-      backends(name).flatMap(n => IO(fail(s"$name holds $n connection(s), expected $expected")))
-    )
+    Eventually.until(s"$expected connection(s) of $name", backends(name), 20.seconds, 100.millis)(_ ==
+      expected).void
 
   private def config(queue: String): WorkerConfig =
     TestWorkers.config(queue).copy(stopWhenEmpty = false, pollInterval = 1.second)
@@ -47,10 +46,8 @@ class ConnectionsSuite extends DbSuite:
     val total = Rows.count(db, "finished", "state = 'completed'")
     total.flatMap(before =>
       qs.traverse_(q => TaskQueue[IO, Int](db, q).enqueueMany((1 to n).map(NewTask(_))).void) *>
-        (IO.sleep(50.millis) *> total).iterateUntil(_ == before + qs.size.toLong * n).void.timeoutTo(
-          30.seconds,
-          total.flatMap(t => IO(fail(s"completed ${t - before} of ${qs.size * n}")))
-        )
+        Eventually.until(s"${qs.size * n} completions after $before", total)(_ ==
+          before + qs.size.toLong * n).void
     )
 
   withDb(

@@ -6,6 +6,7 @@ import doobie.*
 import doobie.implicits.*
 import weir.Pipeline
 import weir.postgres.internal.Sql
+import weir.testkit.Eventually
 
 import scala.concurrent.duration.*
 
@@ -98,10 +99,12 @@ class CrashPointsSuite extends DbSuite:
         // a second process migrates meanwhile: the server shows it waiting on the first one's lock, so the
         // kill below happens while it waits, not before it has asked
         waiting <- Database.migrate[IO](config).start
-        _ <- (IO.sleep(20.millis) *> waitersOn(schema.key("migrate"))).iterateUntil(_ == 1L).timeoutTo(
-          20.seconds,
-          IO(fail("the second migration never waited on the first one's lock"))
-        )
+        _ <- Eventually.until(
+          "the second migration to wait on the first one's lock",
+          waitersOn(schema.key("migrate")),
+          within = 20.seconds,
+          every = 20.millis
+        )(_ == 1L)
         _ <- kill(pid)
         applied <- waiting.joinWithNever
         versions <- Database.connect[IO](config).use(_ => IO.unit).attempt

@@ -2,6 +2,7 @@ package weir.postgres
 
 import cats.effect.IO
 import munit.CatsEffectSuite
+import weir.testkit.Eventually
 
 import scala.concurrent.duration.*
 
@@ -17,10 +18,9 @@ abstract class DbSuite extends CatsEffectSuite:
 
   def noLeftovers: IO[Unit] =
     // a closed pool's sessions may take a moment to leave pg_stat_activity
-    def loop(tries: Int): IO[Unit] = TestDatabase.leftovers.flatMap { (locks, connections) =>
-      if locks == 0L && connections == 0L then IO.unit
-      else if tries == 0 then
-        IO(fail(s"left behind: $locks advisory lock(s), $connections weir connection(s)"))
-      else IO.sleep(100.millis) *> loop(tries - 1)
-    }
-    loop(50)
+    Eventually.until(
+      "no advisory lock and no weir connection left: (locks, connections) = (0, 0)",
+      TestDatabase.leftovers,
+      within = 6.seconds,
+      every = 100.millis
+    )(_ == (0L, 0L)).void

@@ -5,6 +5,7 @@ import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import weir.{Limit, Pipeline}
+import weir.testkit.Eventually
 
 import scala.concurrent.duration.*
 
@@ -29,7 +30,8 @@ class DurableExampleSuite extends DbSuite:
               source => Pipeline(source).process(job => send(job.payload)).withLimit(Limit.fixed(50))
             }
             .use(worker =>
-              (IO.sleep(20.millis) *> sent.get).iterateUntil(_.nonEmpty) *> worker.drain(10.seconds).void
+              Eventually.until("an email sent", sent.get, 60.seconds, 20.millis)(_.nonEmpty) *>
+                worker.drain(10.seconds).void
             )
       }
       _ <- TestDatabase.drop(config.schema)

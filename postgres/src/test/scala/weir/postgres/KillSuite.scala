@@ -4,6 +4,7 @@ import cats.effect.{IO, Resource}
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
+import weir.testkit.Eventually
 
 import java.io.{BufferedReader, InputStreamReader}
 import java.nio.file.Paths
@@ -91,9 +92,11 @@ class KillSuite extends DbSuite:
           val holding = TaskAdmin(db).workers.map(_.exists(w => w.id == victimId && w.running > 0))
           val ranOnVictim = Rows.count(db, "executions", s"worker = $victimId")
           for
-            _ <- (IO.sleep(50.millis) *> (executions(db), ranOnVictim, holding).tupled).iterateUntil(
-              (ran, own, held) => ran >= n / 4 && own > 0 && held
-            )
+            _ <- Eventually.until(
+              "a quarter of the tasks run, some on the victim, which holds a running one",
+              (executions(db), ranOnVictim, holding).tupled,
+              within = 2.minutes
+            )((ran, own, held) => ran >= n / 4 && own > 0 && held)
             _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
             _ <- child(db, "kill", 8, liveness).use { (replacement, _) =>
               IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS)) *>
@@ -186,7 +189,13 @@ class KillSuite extends DbSuite:
           TaskAdmin(db).workers.map(ws => ids.forall(id => ws.exists(w => w.id == id && w.running > 0)))
         val ran = ids.traverse(id => Rows.count(db, "executions", s"worker = $id")).map(_.forall(_ > 0))
         for
-          _ <- (IO.sleep(50.millis) *> (ran, holding).tupled).iterateUntil(_ && _).timeout(60.seconds)
+          _ <- Eventually.until(
+            "a task run and one running on each victim worker",
+            (ran, holding).tupled,
+            60.seconds
+          )(
+            _ && _
+          )
           _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
           _ <- children(db, queues, 8, liveness).use((replacement, _) =>
             IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS)).void

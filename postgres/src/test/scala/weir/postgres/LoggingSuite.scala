@@ -6,6 +6,7 @@ import io.zonky.test.db.postgres.embedded.EmbeddedPostgres
 import org.typelevel.log4cats.LoggerFactory
 import weir.{Limit, Pipeline}
 import weir.testkit.RecordedLogs
+import weir.testkit.Eventually
 
 import java.nio.file.{Files, Path}
 import scala.concurrent.duration.*
@@ -24,8 +25,7 @@ class LoggingSuite extends DbSuite:
 
   /** Polls `check` every 50 ms until it holds, failing with `what` after a minute. */
   private def eventually(what: String)(check: IO[Boolean]): IO[Unit] =
-    (IO.sleep(50.millis) *> check).iterateUntil(identity).void
-      .timeoutTo(1.minute, IO.raiseError(new AssertionError(s"never happened: $what")))
+    Eventually.until(what, check, within = 1.minute)(identity).void
 
   /** For each logger, whether every WARN that began a streak was followed by the INFO that ended it. */
   private def streaksEnded(lines: Vector[RecordedLogs.Line]): Boolean =

@@ -8,6 +8,7 @@ import doobie.implicits.*
 import doobie.postgres.implicits.*
 import weir.Pipeline
 import weir.postgres.internal.AdminSql
+import weir.testkit.Eventually
 
 import scala.concurrent.duration.*
 
@@ -45,10 +46,7 @@ class NotifySuite extends DbSuite:
 
   /** Waits until `w` has had `n` claims held back by its queue's controls. */
   private def heldBack(w: DurableWorker[IO, Int], n: Long): IO[Unit] =
-    (IO.sleep(20.millis) *> w.stats).iterateUntil(_.heldBack >= n).void.timeoutTo(
-      20.seconds,
-      w.stats.flatMap(s => IO(fail(s"fewer than $n claims held back: $s")))
-    )
+    Eventually.until(s"$n claims held back", w.stats, 20.seconds, 20.millis)(_.heldBack >= n).void
 
   withDb("an enqueue wakes an idle worker through NOTIFY") { db =>
     for
@@ -143,9 +141,8 @@ class NotifySuite extends DbSuite:
             _ <- Rows.enqueueSql(s"${db.schema("enqueue")}('n', '3')") *> woken(3)
             _ <- q.enqueueIn(NewTask(4)).transact(db.transactor) *> woken(4)
             _ <- q.enqueue(NewTask(5, maxAttempts = 1)) *> woken(5)
-            id <- (IO.sleep(50.millis) *> deadId).iterateUntil(_.isDefined)
-              .timeoutTo(20.seconds, IO(fail("task 5 did not go dead")))
-            retried <- TaskAdmin(db).retry(id.get)
+            id <- Eventually.defined("task 5 to go dead", deadId, within = 20.seconds)
+            retried <- TaskAdmin(db).retry(id)
             _ <- woken(5)
           yield assert(retried)
         }
@@ -166,16 +163,15 @@ class NotifySuite extends DbSuite:
       ran <- Deferred[IO, Long]
       result <- quiet(db, idleWorker(db, hourPoll, ran)).use { w =>
         for
-          first <- (IO.sleep(50.millis) *> since).iterateUntil(_.isDefined)
+          first <- Eventually.until("the worker's session", since, within = 60.seconds)(_.isDefined)
           _ <- setPaused(db, paused = true)
           _ <- Rows.select(s"SELECT pg_terminate_backend(pid) $locks")
           // every failed session and the new one wake the claimer once: the new session is open and each of
           // those wake-ups has had its claim (held back) once there are as many claims as errors, plus one
-          second <- (IO.sleep(50.millis) *> (since, w.stats).tupled)
-            .iterateUntil((at, stats) =>
+          second <- Eventually
+            .until("the session opened again", (since, w.stats).tupled, within = 20.seconds)((at, stats) =>
               at != first && stats.databaseErrors > 0 && stats.heldBack - 2 >= stats.databaseErrors + 1
             )
-            .timeoutTo(20.seconds, w.stats.flatMap(s => IO(fail(s"the session was not opened again: $s"))))
             .map(_._1)
           held <- Rows.select(s"SELECT true $locks")
           _ <- setPaused(db, paused = false)
@@ -235,10 +231,7 @@ class NotifySuite extends DbSuite:
         ))
         .use { _ =>
           (1 to n).toList.traverse_(i => q.enqueue(NewTask(i)) *> IO.sleep((i % 3).millis)) *>
-            (IO.sleep(50.millis) *> runs.get).iterateUntil(_.size == n).timeoutTo(
-              30.seconds,
-              runs.get.flatMap(r => IO(fail(s"ran ${r.size} of $n")))
-            )
+            Eventually.until(s"all $n tasks run", runs.get.map(_.size))(_ == n)
         }
       ran <- runs.get
       left <- Rows.tasks(db)

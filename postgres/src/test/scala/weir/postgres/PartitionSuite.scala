@@ -5,6 +5,7 @@ import doobie.*
 import doobie.implicits.*
 import doobie.postgres.implicits.*
 import weir.Pipeline
+import weir.testkit.Eventually
 
 import java.time.OffsetDateTime
 
@@ -65,12 +66,24 @@ class PartitionSuite extends DbSuite:
                     w.stats.flatMap(s => IO(fail(s"the worker did not recover: $s")))
                   )
                   // the heartbeat's connection was in use when it went silent, so no pool check replaced it
-                  _ <- (IO.sleep(100.millis) *> heartbeatAt(db)).iterateUntil(_.isAfter(cut))
-                    .timeoutTo(30.seconds, IO(fail("the worker's heartbeat did not resume")))
+                  _ <- Eventually.until(
+                    "the worker's heartbeat to resume",
+                    heartbeatAt(db),
+                    30.seconds,
+                    100.millis
+                  )(
+                    _.isAfter(cut)
+                  )
                   // the silent session still holds the worker's lock on the server; the new one ends it and
                   // takes the lock, so that the worker's death is again seen at once
-                  _ <- (IO.sleep(100.millis) *> sessionSince(db)).iterateUntil(_.exists(_.isAfter(cut)))
-                    .timeoutTo(30.seconds, IO(fail("the worker's new session did not take its lock")))
+                  _ <- Eventually.until(
+                    "the worker's new session to take its lock",
+                    sessionSince(db),
+                    30.seconds,
+                    100.millis
+                  )(
+                    _.exists(_.isAfter(cut))
+                  )
                   stats <- w.stats
                 yield stats
               }

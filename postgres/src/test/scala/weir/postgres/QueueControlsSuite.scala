@@ -7,6 +7,7 @@ import org.scalacheck.Gen
 import org.scalacheck.rng.Seed
 import weir.{Limit, Pipeline}
 import weir.postgres.internal.Sql
+import weir.testkit.Eventually
 
 import java.util.concurrent.atomic.AtomicInteger
 import scala.concurrent.duration.*
@@ -173,10 +174,9 @@ class QueueControlsSuite extends DbSuite:
         done <- (worker(ran), worker(ran)).tupled.use { (a, b) =>
           // each worker's claims are held back again and again (every poll) before the queue resumes
           val heldBack = (a.stats, b.stats).mapN((x, y) => x.heldBack >= 5 && y.heldBack >= 5)
-          def waitFor(p: IO[Boolean]): IO[Unit] =
-            p.flatMap(ok => if ok then IO.unit else IO.sleep(20.millis) *> waitFor(p))
           for
-            _ <- waitFor(heldBack).timeout(30.seconds)
+            _ <-
+              Eventually.until("5 claims of each worker held back", heldBack, 30.seconds, 20.millis)(identity)
             claimedWhilePaused <- (a.stats, b.stats).mapN(_.claimed + _.claimed)
             ranWhilePaused <- ran.get
             _ <- admin.resume("pw")

@@ -4,6 +4,7 @@ import cats.effect.{IO, Ref, Resource}
 import cats.syntax.all.*
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres
 import weir.{Limit, Pipeline, Retry}
+import weir.testkit.Eventually
 
 import java.nio.file.{Files, Path}
 import scala.concurrent.duration.*
@@ -112,10 +113,12 @@ class RestartSuite extends DbSuite:
       succeeded: Ref[IO, Map[Int, Int]],
       after: Int
   )
-      : IO[Unit] = (IO.sleep(20.millis) *> succeeded.get.map(_.size)).iterateUntil(_ >= after) *>
-    current.get.flatMap(stop(_, dir)) *>
-    IO.sleep(2.seconds) *>
-    server(port, dir).flatMap(current.set)
+      : IO[Unit] =
+    Eventually.until(s"$after tasks succeeded", succeeded.get.map(_.size), 2.minutes, 20.millis)(_ >=
+      after) *>
+      current.get.flatMap(stop(_, dir)) *>
+      IO.sleep(2.seconds) *>
+      server(port, dir).flatMap(current.set)
 
   private def countDone(db: Database[IO]): IO[(Long, Long, Long)] =
     import doobie.*

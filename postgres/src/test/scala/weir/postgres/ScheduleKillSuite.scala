@@ -4,6 +4,7 @@ import cats.effect.{IO, Resource}
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
+import weir.testkit.Eventually
 
 import java.io.{BufferedReader, InputStreamReader}
 import java.nio.file.Paths
@@ -46,10 +47,7 @@ class ScheduleKillSuite extends DbSuite:
     TaskAdmin(db).schedules.map(_.find(_.name == name).fold(0L)(_.ticks))
 
   private def waitFor(db: Database[IO], name: String, atLeast: Long): IO[Long] =
-    (IO.sleep(50.millis) *> ticks(db, name)).iterateUntil(_ >= atLeast).timeoutTo(
-      60.seconds,
-      ticks(db, name).flatMap(n => IO(fail(s"$n ticks, waited for $atLeast")))
-    )
+    Eventually.until(s"$atLeast ticks of $name", ticks(db, name), within = 60.seconds)(_ >= atLeast)
 
   withDb(
     "scheduler JVMs SIGKILLed while ticking beside a live one: every tick enqueued once, none left out"

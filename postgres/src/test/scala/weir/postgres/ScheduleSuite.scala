@@ -6,6 +6,7 @@ import doobie.*
 import doobie.implicits.*
 import doobie.postgres.implicits.*
 import weir.postgres.internal.ScheduleSql
+import weir.testkit.Eventually
 
 import java.time.Instant
 import scala.concurrent.duration.*
@@ -33,13 +34,6 @@ class ScheduleSuite extends DbSuite:
   private def row(db: Database[IO], name: String): IO[ScheduleInfo] =
     TaskAdmin(db).schedules.map(_.find(_.name == name).getOrElse(fail(s"no schedule '$name'")))
 
-  /** Polls `io` until `done`, failing after `within`: a wait on the database, not a sleep. */
-  private def eventually[A](io: IO[A], within: FiniteDuration = 30.seconds)(done: A => Boolean): IO[A] =
-    (IO.sleep(50.millis) *> io).iterateUntil(done).timeoutTo(
-      within,
-      io.flatMap(last => IO(fail(s"not reached within $within: $last")))
-    )
-
   /** Moves a schedule's ticks into the past, as a downtime of every scheduler would leave them. */
   private def downtime(db: Database[IO], name: String, last: String, next: String): IO[Unit] =
     Rows.exec(
@@ -57,7 +51,7 @@ class ScheduleSuite extends DbSuite:
       )
       for
         stats <- List.fill(4)(scheduler).parSequence.use { schedulers =>
-          eventually(row(db, "beat"))(_.ticks >= 25) *> schedulers.traverse(_.stats)
+          Eventually.until("25 ticks of beat", row(db, "beat"))(_.ticks >= 25) *> schedulers.traverse(_.stats)
         }
         byTick <- tasksByTick(db, "beat")
         info <- row(db, "beat")
@@ -96,7 +90,7 @@ class ScheduleSuite extends DbSuite:
         declared <- TaskAdmin(db).schedules
         _ <- schedules.traverse_(s => downtime(db, s.name, tenHoursAgo, s"$tenHoursAgo + interval '1 hour'"))
         _ <- Scheduler.resource(db, schedules, checkEvery = 100.millis).use { _ =>
-          eventually(TaskAdmin(db).schedules)(_.forall(_.ticks > 0))
+          Eventually.until("a tick of every schedule", TaskAdmin(db).schedules)(_.forall(_.ticks > 0))
         }
         skipped <- tasksByTick(db, "skipping")
         caught <- tasksByTick(db, "catching")
@@ -157,7 +151,7 @@ class ScheduleSuite extends DbSuite:
           inserted
       }
       _ <- Scheduler.resource(db, Vector(schedule), checkEvery = 100.millis).use { _ =>
-        eventually(row(db, "k"))(_.ticks > 0)
+        Eventually.until("a tick of k", row(db, "k"))(_.ticks > 0)
       }
       byTick <- tasksByTick(db, "k")
       info <- row(db, "k")
@@ -231,9 +225,9 @@ class ScheduleSuite extends DbSuite:
         s"UPDATE ${db.schema("schedules")} SET last_tick = $ahead, next_tick = now() - interval '10 minutes' WHERE name = 'back'"
       )
       info <- Scheduler.resource(db, Vector(schedule), checkEvery = 100.millis).use { _ =>
-        (IO.sleep(50.millis) *> TaskAdmin(db).schedules.map(_.head))
-          .iterateUntil(i => i.nextTick.isAfter(i.lastTick.get))
-          .timeout(30.seconds)
+        Eventually.until("the next tick after the last", TaskAdmin(db).schedules.map(_.head))(i =>
+          i.nextTick.isAfter(i.lastTick.get)
+        )
       }
       tasks <- Rows.count(db, "tasks")
     yield

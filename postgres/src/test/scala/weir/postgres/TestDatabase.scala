@@ -1,34 +1,27 @@
 package weir.postgres
 
-import cats.effect.{IO, Resource}
+import cats.effect.{IO, Resource, SyncIO}
 import doobie.*
 import doobie.implicits.*
-import io.zonky.test.db.postgres.embedded.EmbeddedPostgres
+import weir.testkit.PostgresServer
 
 import java.util.concurrent.atomic.AtomicInteger
 
 /**
- * The PostgreSQL server the suites run against: the one `WEIR_TEST_DATABASE_URL` names (CI's run against
- * Debian's server), or else an embedded server (real binaries from a Maven artifact) started once per test
- * JVM and stopped when it exits. Each test gets a schema of its own, so suites never see each other's rows.
+ * The PostgreSQL server the suites run against: weir-testkit's shared server, the one
+ * `WEIR_TEST_DATABASE_URL` names (CI's run against Debian's server), or else an embedded server started once
+ * per test JVM and stopped when it exits. Each test gets a schema of its own, so suites never see each
+ * other's rows. (weir-testkit-postgres's `TestDatabase` depends on this module, so its suites cannot use it.)
  */
 object TestDatabase:
 
-  private lazy val embedded: EmbeddedPostgres =
-    val pg = EmbeddedPostgres.builder().start()
-    sys.addShutdownHook(pg.close()): Unit
-    pg
+  private lazy val server: PostgresServer[SyncIO] = PostgresServer.shared[SyncIO].unsafeRunSync()
 
   /** The server's URL. */
-  lazy val url: String =
-    sys.env.get("WEIR_TEST_DATABASE_URL").filter(_.nonEmpty).getOrElse(embedded.getJdbcUrl(
-      "postgres",
-      "postgres"
-    ))
+  lazy val url: String = server.url
 
   /** Which server the suites use, for the test log. */
-  def describe: String =
-    if sys.env.get("WEIR_TEST_DATABASE_URL").exists(_.nonEmpty) then "external" else "embedded"
+  def describe: String = if server.embedded then "embedded" else "external"
 
   private val schemas = new AtomicInteger
 

@@ -7,6 +7,7 @@ import doobie.implicits.*
 import org.typelevel.log4cats.LoggerFactory
 import weir.{Limit, Pipeline}
 import weir.testkit.RecordedLogs
+import weir.testkit.Eventually
 
 import java.nio.charset.StandardCharsets
 import java.nio.file.Paths
@@ -70,17 +71,7 @@ class UpgradeSuite extends DbSuite:
       what: String,
       within: FiniteDuration = 60.seconds
   )(condition: IO[Boolean]): IO[Unit] =
-    IO.monotonic.flatMap { start =>
-      def loop: IO[Unit] = condition.flatMap { ok =>
-        if ok then IO.unit
-        else
-          IO.monotonic.flatMap(now =>
-            if now - start > within then IO(fail(s"not within $within: $what"))
-            else IO.sleep(20.millis) *> loop
-          )
-      }
-      loop
-    }
+    Eventually.until(what, condition, within, every = 20.millis)(identity).void
 
   private def answers(schema: Schema): IO[Vector[(Int, Option[Boolean])]] =
     Rows.query[(Int, Option[Boolean])](

@@ -4,6 +4,7 @@ import cats.effect.{IO, Ref}
 import cats.effect.std.CountDownLatch
 import cats.syntax.all.*
 import weir.{Limit, Pipeline, Retry}
+import weir.testkit.Eventually
 
 import scala.concurrent.duration.*
 
@@ -159,10 +160,9 @@ class WorkerSuite extends DbSuite:
           val rescue = Rows.exec(
             s"UPDATE ${db.schema("tasks")} SET state = 'available', lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL WHERE lease_owner = ${worker.id}"
           )
-          (IO.sleep(20.millis) *> worker.stats).iterateUntil(_.claimed >= 10) *> rescue *>
-            (IO.sleep(20.millis) *> worker.stats).iterateUntil(_.taken >= 10).timeoutTo(
-              30.seconds,
-              worker.stats.flatMap(s => IO(fail(s"not every rescued claim was counted as taken: $s")))
+          Eventually.until("10 claims", worker.stats, 60.seconds, 20.millis)(_.claimed >= 10) *> rescue *>
+            Eventually.until("every rescued claim counted as taken", worker.stats, 30.seconds, 20.millis)(
+              _.taken >= 10
             ) <*
             gate.release <* worker.drain(10.seconds)
         }
@@ -184,8 +184,10 @@ class WorkerSuite extends DbSuite:
         .use { worker =>
           // the gate opens once the drain has stopped the buffer, which refuses the claimer's rows still
           // waiting for room (counted as not started at once): no second task can start after the first
-          val stopped = (IO.sleep(20.millis) *> worker.running.snapshot).iterateUntil(_.notStarted > 0)
-            .timeoutTo(20.seconds, IO(fail("the drain did not stop the buffer")))
+          val stopped =
+            Eventually.until("the drain to stop the buffer", worker.running.snapshot, 20.seconds, 20.millis)(
+              _.notStarted > 0
+            )
           started.await *> (worker.drain(10.seconds), stopped *> gate.release).parTupled.map(_._1)
         }
       rows <- Rows.tasks(db)
@@ -354,7 +356,7 @@ class WorkerSuite extends DbSuite:
       // the guard only turns a hang into a failure; a release takes a few shutdown graces
       _ <- DurableWorker
         .start[IO, Int, Unit](db, unwritable)(Pipeline(_).process(_ => IO.unit).withLimit(Limit.fixed(4)))
-        .use(w => (IO.sleep(50.millis) *> w.stats).iterateUntil(_.databaseErrors >= 3))
+        .use(w => Eventually.until("3 database errors", w.stats, within = 1.minute)(_.databaseErrors >= 3))
         .timeoutTo(1.minute, IO(fail("the release did not end")))
       rows <- Rows.tasks(db)
       done <- finishAll(db, "full")

@@ -109,7 +109,7 @@ class TaskPagesPropertySuite extends CatsEffectSuite:
           Fragment.const(s"'${r.state.name}'") ++
           fr0", 1, 3, ${r.key}, '[]'::jsonb, ${r.createdAt}, ${r.finishedAt})").update.run.void
     }
-    (Fragment.const(s"TRUNCATE $tasks, $finished").update.run *> inserts).transact(ConsoleDatabase.admin)
+    (Fragment.const(s"TRUNCATE $tasks, $finished").update.run *> inserts).transact(db.transactor)
 
   /** What the list must show for `f`: the matching tasks in the list's order. */
   private def expected(rs: Vector[Row], f: TaskFilter): Vector[Long] =

@@ -1,34 +1,32 @@
 package weir.lab.kafka
 
 import cats.effect.{IO, Resource}
-import org.apache.kafka.clients.admin.{Admin, AdminClientConfig, NewTopic, OffsetSpec}
+import org.apache.kafka.clients.admin.{Admin, AdminClientConfig, OffsetSpec}
 import org.apache.kafka.clients.consumer.OffsetAndMetadata
 import org.apache.kafka.clients.producer.{KafkaProducer, ProducerConfig, ProducerRecord}
 import org.apache.kafka.common.TopicPartition
 import org.apache.kafka.common.serialization.StringSerializer
-import org.apache.kafka.common.test.{KafkaClusterTestKit, TestKitNodes}
+import weir.testkit.KafkaBroker
 
 import java.util.Properties
 import java.util.concurrent.TimeUnit
-import scala.concurrent.duration.*
 import scala.jdk.CollectionConverters.*
 
 /**
- * The broker of a `./weir lab kafka` run: one KRaft node, broker and controller in one, started in this JVM
- * by Kafka's own test kit, with the admin client and the producer the lab uses on it.
+ * The broker of a `./weir lab kafka` run: weir-testkit's KRaft node, broker and controller in one, started in
+ * this JVM by Kafka's own test kit, with the admin client and the producer the lab uses on it.
  */
-final class LabBroker private (val bootstrap: String, admin: Admin, producer: KafkaProducer[String, String]):
+final class LabBroker private (
+    broker: KafkaBroker[IO],
+    admin: Admin,
+    producer: KafkaProducer[String, String]
+):
 
-  /** A new topic of `partitions` partitions, once every partition has its leader. */
-  def topic(name: String, partitions: Int): IO[String] =
-    val led = IO.blocking(admin.describeTopics(List(name).asJava).allTopicNames().get().get(name))
-      .map(d => d.partitions.size == partitions && d.partitions.asScala.forall(_.leader != null))
-      .handleError(_ => false)
-    IO.blocking(admin.createTopics(List(new NewTopic(name, partitions, 1.toShort)).asJava).all().get()) *>
-      (IO.sleep(20.millis) *> led).iterateUntil(identity).timeoutTo(
-        30.seconds,
-        IO.raiseError(new IllegalStateException(s"topic $name has no leaders after 30 s"))
-      ).as(name)
+  /** The broker's address. */
+  val bootstrap: String = broker.bootstrapServers
+
+  /** A new topic of `partitions` partitions, once every partition has its leader (within 30 s). */
+  def topic(name: String, partitions: Int): IO[String] = broker.createTopic(name, partitions).as(name)
 
   /**
    * Writes `n` records to `topic`: record `i` has key `k<i mod (partitions × keys)>`, and key `k` goes to
@@ -67,27 +65,14 @@ final class LabBroker private (val bootstrap: String, admin: Admin, producer: Ka
 
 object LabBroker:
 
-  /** Starts the broker and its clients; released, stops them. */
+  /**
+   * Starts the broker and its clients; released, stops them. The consumers use a short session, so that a
+   * SIGKILLed one's partitions move within seconds: the test kit's broker accepts sessions from 500 ms.
+   */
   def resource: Resource[IO, LabBroker] =
     for
-      kit <- Resource.make(IO.blocking {
-        val nodes =
-          new TestKitNodes.Builder().setCombined(true).setNumBrokerNodes(1).setNumControllerNodes(1).build()
-        val kit = new KafkaClusterTestKit.Builder(nodes)
-          // a group forms at once instead of waiting for more members (the broker's default waits 3 s)
-          .setConfigProp("group.initial.rebalance.delay.ms", "0")
-          // the consumers use a short session so that a SIGKILLed one's partitions move within seconds
-          .setConfigProp("group.min.session.timeout.ms", "500")
-          .setConfigProp("offsets.topic.replication.factor", "1")
-          .setConfigProp("offsets.topic.num.partitions", "1")
-          .setConfigProp("transaction.state.log.replication.factor", "1")
-          .build()
-        kit.format()
-        kit.startup()
-        kit.waitForReadyBrokers()
-        kit
-      })(kit => IO.blocking(kit.close()))
-      bootstrap = kit.bootstrapServers()
+      broker <- KafkaBroker.resource[IO]()
+      bootstrap = broker.bootstrapServers
       admin <- Resource.make(IO.blocking {
         val props = new Properties
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap)
@@ -105,4 +90,4 @@ object LabBroker:
         props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000")
         new KafkaProducer(props, new StringSerializer, new StringSerializer)
       })(p => IO.blocking(p.close()))
-    yield new LabBroker(bootstrap, admin, producer)
+    yield new LabBroker(broker, admin, producer)

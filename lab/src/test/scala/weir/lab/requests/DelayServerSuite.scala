@@ -5,6 +5,7 @@ import cats.effect.unsafe.IORuntime
 import cats.syntax.all.*
 import munit.CatsEffectSuite
 import weir.runtime.WeirRuntime
+import weir.testkit.Eventually
 
 import java.io.OutputStream
 import java.net.Socket
@@ -36,12 +37,7 @@ class DelayServerSuite extends CatsEffectSuite:
 
   /** Polls `stats` until `done` holds (a real server on the wall clock; bounded by the suite's timeout). */
   private def eventually(s: DelayServer.Running)(done: DelayServer.Stats => Boolean): IO[DelayServer.Stats] =
-    def loop: IO[DelayServer.Stats] =
-      s.stats.flatMap(st => if done(st) then IO.pure(st) else IO.sleep(20.millis) *> loop)
-    loop.timeoutTo(
-      20.seconds,
-      s.stats.flatMap(st => IO.raiseError(new AssertionError(s"never reached; last: $st")))
-    )
+    Eventually.until("the server's counts", s.stats, within = 20.seconds, every = 20.millis)(done)
 
   server.test("answers the id after its delay and counts it") { s =>
     ServerHandle.at(s.baseUrl).use { h =>

@@ -44,6 +44,9 @@ private[postgres] final class Claimer[F[_], A](
 
   private val queueLog = log.logger("queue")
 
+  // how every job of this worker checks and completes its claim
+  private val claimed = new Job.Claimed(sql, config.keepCompleted, liveness)
+
   // whether the claims last saw the queue paused: written by this claimer's one fiber only (a claim of the
   // session reaches it through `accept`, on that fiber too)
   private val paused = new java.util.concurrent.atomic.AtomicBoolean(false)
@@ -175,9 +178,7 @@ private[postgres] final class Claimer[F[_], A](
                 r.createdAt,
                 headers,
                 r.token,
-                sql,
-                config.keepCompleted,
-                liveness,
+                claimed,
                 interruption
               )
             case Left(error) =>

@@ -4,6 +4,7 @@ import cats.effect.{Deferred, IO, Ref}
 import cats.effect.std.Queue
 import doobie.ConnectionIO
 import weir.postgres.{Database, DbSuite, Job, NewTask, Rows, TaskQueue, TestWorkers, WorkerConfig}
+import weir.testkit.Eventually
 
 import java.sql.SQLException
 import scala.concurrent.duration.*
@@ -152,7 +153,7 @@ class ClaimerSuite extends DbSuite:
       claimer[Int, Unit](db, base) { (jobs, f) =>
         jobs.take(1).compile.drain.start.flatMap { taking =>
           // the first claim found nothing: the claimer waits for its poll, an hour
-          (IO.sleep(20.millis) *> f.probe.claims.get).iterateUntil(_ >= 1).timeout(30.seconds) *>
+          Eventually.until("a first claim", f.probe.claims.get, every = 20.millis)(_ >= 1) *>
             TaskQueue[IO, Int](db, base.queue).enqueueMany(Vector(NewTask(1))) *> f.wake.offer(()) *>
             taking.joinWithNever.timeout(30.seconds)
         }
@@ -167,13 +168,12 @@ class ClaimerSuite extends DbSuite:
         for
           // the first claim found nothing; while the claimer waits for its poll, the session takes the turn
           // and begins a claim, which cannot see the task enqueued next
-          into <- (IO.sleep(5.millis) *> IO(f.gate.sessionClaims())).iterateUntil(_.isDefined)
-            .timeout(30.seconds).map(_.get)
+          into <- Eventually.defined("the session's claim", IO(f.gate.sessionClaims()), every = 5.millis)
           _ <- TaskQueue[IO, Int](db, base.queue).enqueueMany(Vector(NewTask(1)))
           // the task's notification, which finds the session's claim under way: a wake-up, taken by the
           // claimer before the session's rows are there
           _ <- f.wake.offer(())
-          _ <- (IO.sleep(5.millis) *> f.wake.size).iterateUntil(_ == 0).timeout(30.seconds)
+          _ <- Eventually.until("the wake-up taken", f.wake.size, every = 5.millis)(_ == 0)
           _ <- into.complete(Sql.Claim.empty)
           // the poll is an hour away: only a claim made for the wake-up finds the task
           _ <- taking.joinWithNever.timeoutTo(
@@ -192,7 +192,7 @@ class ClaimerSuite extends DbSuite:
     db =>
       claimer[Int, Vector[Job[Int]]](db, base) { (jobs, f) =>
         jobs.compile.toVector.start.flatMap { all =>
-          (IO.sleep(20.millis) *> f.probe.claims.get).iterateUntil(_ >= 1).timeout(30.seconds) *>
+          Eventually.until("a first claim", f.probe.claims.get, every = 20.millis)(_ >= 1) *>
             f.stop.complete(()) *> all.joinWithNever.timeout(30.seconds)
         }
       }.map(jobs => assertEquals(jobs, Vector.empty))

@@ -5,6 +5,7 @@ import cats.syntax.all.*
 import doobie.ConnectionIO
 import fs2.Chunk
 import weir.postgres.{Database, DbSuite, Rows, TestWorkers, WorkerConfig}
+import weir.testkit.Eventually
 
 import java.sql.SQLException
 import scala.concurrent.duration.*
@@ -43,7 +44,7 @@ class CompleterSuite extends DbSuite:
     }
 
   private def completed(worker: WorkerContext, n: Long): IO[Unit] =
-    (IO.sleep(20.millis) *> IO(worker.counters.completed.get)).iterateUntil(_ >= n).timeout(30.seconds).void
+    Eventually.until(s"$n completed", IO(worker.counters.completed.get), every = 20.millis)(_ >= n).void
 
   withDb("a lone finish is written at once; what arrives while it is written goes in the next batch, whole") {
     db =>
@@ -96,8 +97,8 @@ class CompleterSuite extends DbSuite:
             n => IO.raiseError(new SQLException("the answer was lost")).whenA(n == 1)
           ) { (c, probe) =>
             c.submitAll(Chunk.from(tokens.map(Finish.Complete(_)))) *>
-              (IO.sleep(20.millis) *> probe.transactions.get).iterateUntil(_ >= 2).timeout(30.seconds) *>
-              (IO.sleep(20.millis) *> IO(worker.claims.size)).iterateUntil(_ == 0).timeout(30.seconds) *>
+              Eventually.until("2 transactions", probe.transactions.get, every = 20.millis)(_ >= 2) *>
+              Eventually.until("no claim held", IO(worker.claims.size), every = 20.millis)(_ == 0) *>
               probe.transactions.get
           }
           finished <- Rows.count(db, "finished")

@@ -4,6 +4,7 @@ import cats.effect.IO
 import cats.syntax.all.*
 import weir.postgres.{DbSuite, Rows, TestWorkers}
 import weir.testkit.RecordedLogs
+import weir.testkit.Eventually
 
 import scala.concurrent.duration.*
 
@@ -23,7 +24,7 @@ class HeartbeatSuite extends DbSuite:
   ): IO[Unit] =
     db.workerPool(size = 1).use(run =>
       Heartbeat.resource(run, held.worker, log.getOrElse(HeldClaims.silent(held.worker))).surround(
-        (IO.sleep(20.millis) *> done).iterateUntil(identity).timeout(30.seconds).void
+        Eventually.until("the heartbeat's effect", done, every = 20.millis)(identity).void
       )
     )
 
