@@ -6,7 +6,7 @@ import fs2.io.net.Network
 import org.http4s.HttpRoutes
 import org.http4s.ember.server.EmberServerBuilder
 import org.http4s.server.Server
-import weir.console.internal.ConsoleRoutes
+import weir.console.internal.{ConsoleRoutes, SecurityHeaders}
 import weir.postgres.Database
 
 /**
@@ -28,7 +28,7 @@ object WeirConsole:
    * query, with one [[weir.InvalidSettings]] naming every bad value ([[ConsoleOptions.errors]]).
    */
   def routes[F[_]: Async](db: Database[F], options: ConsoleOptions): Resource[F, HttpRoutes[F]] =
-    ConsoleRoutes.resource[F](db, options).map(_.routes)
+    ConsoleRoutes.resource[F](db, options)
 
   /**
    * An HTTP server of the console alone, on `host:port` (port 0: any free port; the server's
@@ -43,5 +43,7 @@ object WeirConsole:
   ): Resource[F, Server] =
     given Network[F] = Network.forAsync[F]
     routes(db, options).flatMap(console =>
-      EmberServerBuilder.default[F].withHost(host).withPort(port).withHttpApp(console.orNotFound).build
+      EmberServerBuilder.default[F].withHost(host).withPort(port).withHttpApp(SecurityHeaders(
+        console.orNotFound
+      )).build
     )

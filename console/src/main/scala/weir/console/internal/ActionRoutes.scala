@@ -1,0 +1,163 @@
+package weir.console.internal
+
+import cats.effect.kernel.Async
+import cats.syntax.all.*
+import doobie.implicits.*
+import org.http4s.*
+import org.http4s.dsl.Http4sDsl
+import weir.console.ConsoleOptions
+import weir.postgres.{Cancel, Database, QueueRate, TaskAdmin, UnknownQueue}
+
+/**
+ * The operator's actions, every one a POST (see [[Access]]): a queue's pause, resume and limits, a task's
+ * retry, cancel and discard, and the same for a selection of tasks; and logging in and out. Each goes
+ * through [[TaskAdmin]], so it means what it means in code.
+ */
+private[console] final class ActionRoutes[F[_]](
+    db: Database[F],
+    options: ConsoleOptions,
+    queries: ConsoleQueries,
+    answers: Answers[F]
+)(using F: Async[F])
+    extends Http4sDsl[F]:
+  import answers.{*, given}
+
+  private val admin = TaskAdmin(db)
+  private val access = options.adminToken.map(new Access(_))
+
+  /**
+   * Runs the action `body` only for a logged-in operator whose form carries the session's CSRF token;
+   * anything else is a 403 and changes nothing.
+   */
+  private def act(req: Request[F])(body: UrlForm => F[Response[F]]): F[Response[F]] =
+    def refused(detail: String) = forbidden(req, s"$detail Nothing changed.")
+    access match
+      case None => refused("This console is read-only: it was started without an admin token.")
+      case Some(a) =>
+        req.as[UrlForm].flatMap { form =>
+          session(req) match
+            case None => refused("Log in with the admin token to act.")
+            case Some(nonce) if !form.getFirst("csrf").exists(a.validCsrf(nonce, _)) =>
+              refused("The form's CSRF token is missing or wrong: reload the page and try again.")
+            case Some(_) => body(form)
+        }
+
+  private def limits(req: Request[F], queue: String, form: UrlForm): F[Response[F]] =
+    def field(name: String) = form.getFirst(name).map(_.trim).filter(_.nonEmpty)
+    val parsed: Either[String, (Option[Int], Option[QueueRate])] =
+      for
+        max <- field("max_running").traverse(v =>
+          v.toIntOption.filter(_ > 0).toRight(s"max_running must be a whole number > 0, was: '$v'")
+        )
+        perSecond <- field("rate").traverse(v =>
+          v.toDoubleOption.filter(r => r > 0 && !r.isInfinite).toRight(
+            s"rate must be a number > 0, was: '$v'"
+          )
+        )
+        burst <- field("burst").traverse(v =>
+          v.toIntOption.filter(_ > 0).toRight(s"burst must be a whole number > 0, was: '$v'")
+        )
+        _ <- Either.cond(burst.isEmpty || perSecond.isDefined, (), "burst needs a rate")
+      yield (max, perSecond.map(r => QueueRate(r, burst.getOrElse(math.ceil(r).toInt.max(1)))))
+    parsed.fold(
+      badRequest(req, _),
+      (max, rate) => control(req, queue)(admin.limits(queue, max, rate), "limits set")
+    )
+
+  private def control(req: Request[F], queue: String)(change: F[Unit], done: String): F[Response[F]] =
+    change.attempt.flatMap {
+      case Right(()) => redirect(s"../${Layout.encode(queue)}?done=${Layout.encode(done)}")
+      case Left(_: UnknownQueue) => notFound(req, s"No queue '$queue'.")
+      case Left(e) => F.raiseError(e)
+    }
+
+  /** `action` on each of `ids`, in one transaction; each one's outcome, in their order. */
+  private def perform(ids: Vector[Long], action: TaskAction): F[Vector[ActionOutcome]] =
+    // retry and discard answer false for a missing task and for one they do not apply to: the row says which
+    def finishedOnly(id: Long, ok: Boolean, done: String, verb: String): F[ActionOutcome] =
+      if ok then F.pure(ActionOutcome.Done(done))
+      else
+        queries.task(id).transact(db.transactor).map {
+          case None => ActionOutcome.NotFound
+          case Some(t) if t.state == "dead" || t.state == "cancelled" =>
+            ActionOutcome.Refused(s"task $id's unique key is held by a task that has not finished")
+          case Some(t) =>
+            ActionOutcome.Refused(s"task $id is ${t.state}: only a dead or cancelled task can be $verb")
+        }
+    action match
+      case TaskAction.Retry =>
+        admin.retryMany(ids).flatMap(_.zip(ids).traverse((ok, id) =>
+          finishedOnly(id, ok, "put back to run", "retried")
+        ))
+      case TaskAction.Discard =>
+        admin.discardMany(ids).flatMap(_.zip(ids).traverse((ok, id) =>
+          finishedOnly(id, ok, "discarded", "discarded")
+        ))
+      case TaskAction.Cancel =>
+        admin.cancelMany(ids).map(_.zip(ids).map {
+          case (Cancel.Cancelled, _) => ActionOutcome.Done("cancelled")
+          case (Cancel.Requested, _) => ActionOutcome.Done("cancel requested: its worker interrupts it")
+          case (Cancel.Finished(state), id) =>
+            ActionOutcome.Refused(s"task $id has already finished (${state.name})")
+          case (Cancel.NotFound, _) => ActionOutcome.NotFound
+        })
+
+  private def batch(req: Request[F], form: UrlForm): F[Response[F]] =
+    val named = form.getFirst("action").getOrElse("")
+    val ids = form.get("id").toVector
+    TaskAction.parse(named) match
+      case None => badRequest(req, s"unknown action '$named' (retry, cancel or discard)")
+      case Some(_) if ids.isEmpty => badRequest(req, "select at least one task")
+      case Some(action) =>
+        ids.traverse(s => TaskId.unapply(s).toRight(s)) match
+          case Left(bad) => badRequest(req, s"malformed task id: '$bad'")
+          case Right(parsed) =>
+            val distinct = parsed.distinct
+            perform(distinct, action).map(_.zip(distinct).map {
+              case (ActionOutcome.Done(what), id) => id -> what
+              case (ActionOutcome.NotFound, id) => id -> s"no task $id"
+              case (ActionOutcome.Refused(why), id) => id -> why
+            }).flatMap(outcomes => view(req).flatMap(v => Ok(TaskPages.batchResult(v, named, outcomes))))
+
+  private def login(req: Request[F]): F[Response[F]] =
+    access match
+      case None => forbidden(req, "This console is read-only: there is nothing to log in to.")
+      case Some(a) =>
+        req.as[UrlForm].flatMap { form =>
+          if form.getFirst("token").exists(a.isToken) then
+            redirect("./").map(_.addCookie(ResponseCookie(
+              Access.cookie,
+              a.newSession(),
+              httpOnly = true,
+              sameSite = Some(SameSite.Strict)
+            )))
+          else
+            view(req).map(v =>
+              Response[F](Status.Forbidden).withEntity(OtherPages.login(v, Some("Wrong token.")))
+            )
+        }
+
+  val routes: HttpRoutes[F] = HttpRoutes.of[F] {
+    case req @ POST -> Root / "queues" / name / "pause" =>
+      act(req)(_ => control(req, name)(admin.pause(name), "paused"))
+    case req @ POST -> Root / "queues" / name / "resume" =>
+      act(req)(_ => control(req, name)(admin.resume(name), "resumed"))
+    case req @ POST -> Root / "queues" / name / "limit" => act(req)(limits(req, name, _))
+
+    case req @ POST -> Root / "tasks" / "actions" => act(req)(batch(req, _))
+    case req @ POST -> Root / "tasks" / idText / TaskAction(action) =>
+      act(req) { _ =>
+        idText match
+          case TaskId(id) =>
+            perform(Vector(id), action).map(_.head).flatMap {
+              case ActionOutcome.Done(what) => redirect(s"../$id?done=${Layout.encode(what)}")
+              case ActionOutcome.NotFound => notFound(req, s"No task $id.")
+              case ActionOutcome.Refused(why) => conflict(req, why)
+            }
+          case _ => badRequest(req, s"malformed task id: '$idText'")
+      }
+
+    case req @ GET -> Root / "login" => view(req).flatMap(v => Ok(OtherPages.login(v, None)))
+    case req @ POST -> Root / "login" => login(req)
+    case req @ POST -> Root / "logout" => act(req)(_ => redirect("./").map(_.removeCookie(Access.cookie)))
+  }
