@@ -28,7 +28,7 @@ object WeirConsole:
    * query, with one [[weir.InvalidSettings]] naming every bad value ([[ConsoleOptions.errors]]).
    */
   def routes[F[_]: Async](db: Database[F], options: ConsoleOptions): Resource[F, HttpRoutes[F]] =
-    ConsoleRoutes.resource[F](db, options)
+    ConsoleRoutes.resource[F](db, options, None)
 
   /**
    * An HTTP server of the console alone, on `host:port` (port 0: any free port; the server's

@@ -176,3 +176,38 @@ class ConsoleActionsSuite extends CatsEffectSuite:
         assertEquals(states, Vector(Some("cancelled"), Some("available"), Some("cancelled")))
     }
   }
+
+  test(
+    "sessions: 8 hours by default; after logout the cookie acts no more; the sixth login a minute is a 429"
+  ) {
+    ConsoleClient.console().use { (client, db, _) =>
+      for
+        first <- client.post("login", Seq("token" -> token, "operator" -> "ada"))
+        cookie = first.cookies.find(_.name == ConsoleClient.cookie).get
+        (_, page) <- client.get("", Some(cookie.content))
+        csrf = ConsoleClient.csrf(page).get
+        out <- client.post("logout", Seq("csrf" -> csrf), Some(cookie.content))
+        before <- Planted.snapshot(db)
+        revoked <- client.post("queues/emails/pause", Seq("csrf" -> csrf), Some(cookie.content))
+        (_, afterPage) <- client.get("", Some(cookie.content))
+        isPaused <- ConsoleClient.paused(db, "emails")
+        after <- Planted.snapshot(db)
+        // one attempt so far from this client (one address, the in-process client's): four more are let through
+        more <- (1 to 4).toVector.traverse(_ =>
+          client.post("login", Seq("token" -> "wrong-token")).map(_.status)
+        )
+        throttled <- client.post("login", Seq("token" -> token))
+      yield
+        assertEquals(cookie.maxAge, Some(8L * 3600))
+        assert(page.contains("""<span class="operator">ada</span>"""), page)
+        assertEquals(out.status, Status.SeeOther)
+        assertEquals(revoked.status, Status.Forbidden)
+        assert(afterPage.contains("Log in</a>"), afterPage)
+        assert(!isPaused)
+        assertEquals(after, before)
+        assertEquals(more, Vector.fill(4)(Status.Forbidden))
+        assertEquals(throttled.status, Status.TooManyRequests)
+        assert(throttled.headers.get(org.typelevel.ci.CIString("Retry-After")).isDefined)
+        assert(throttled.cookies.isEmpty)
+    }
+  }

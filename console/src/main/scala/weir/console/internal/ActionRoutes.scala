@@ -5,17 +5,15 @@ import cats.syntax.all.*
 import doobie.implicits.*
 import org.http4s.*
 import org.http4s.dsl.Http4sDsl
-import weir.console.ConsoleOptions
 import weir.postgres.{Cancel, Database, QueueRate, TaskAdmin, UnknownQueue}
 
 /**
- * The operator's actions, every one a POST (see [[Access]]): a queue's pause, resume and limits, a task's
- * retry, cancel and discard, and the same for a selection of tasks; and logging in and out. Each goes
- * through [[TaskAdmin]], so it means what it means in code.
+ * The operator's actions, every one a POST that only an operator who may act, with their CSRF token, gets
+ * done ([[Answers.act]]): a queue's pause, resume and limits, a task's retry, cancel and discard, and the
+ * same for a selection of tasks. Each goes through [[TaskAdmin]], so it means what it means in code.
  */
 private[console] final class ActionRoutes[F[_]](
     db: Database[F],
-    options: ConsoleOptions,
     queries: ConsoleQueries,
     answers: Answers[F]
 )(using F: Async[F])
@@ -23,25 +21,6 @@ private[console] final class ActionRoutes[F[_]](
   import answers.{*, given}
 
   private val admin = TaskAdmin(db)
-  private val access = options.adminToken.map(new Access(_))
-
-  /**
-   * Runs the action `body` only for a logged-in operator whose form carries the session's CSRF token;
-   * anything else is a 403 and changes nothing.
-   */
-  private def act(req: Request[F])(body: UrlForm => F[Response[F]]): F[Response[F]] =
-    def refused(detail: String) = forbidden(req, s"$detail Nothing changed.")
-    access match
-      case None => refused("This console is read-only: it was started without an admin token.")
-      case Some(a) =>
-        req.as[UrlForm].flatMap { form =>
-          session(req) match
-            case None => refused("Log in with the admin token to act.")
-            case Some(nonce) if !form.getFirst("csrf").exists(a.validCsrf(nonce, _)) =>
-              refused("The form's CSRF token is missing or wrong: reload the page and try again.")
-            case Some(_) => body(form)
-        }
-
   private def limits(req: Request[F], queue: String, form: UrlForm): F[Response[F]] =
     def field(name: String) = form.getFirst(name).map(_.trim).filter(_.nonEmpty)
     val parsed: Either[String, (Option[Int], Option[QueueRate])] =
@@ -119,34 +98,16 @@ private[console] final class ActionRoutes[F[_]](
               case (ActionOutcome.Refused(why), id) => id -> why
             }).flatMap(outcomes => view(req).flatMap(v => Ok(TaskPages.batchResult(v, named, outcomes))))
 
-  private def login(req: Request[F]): F[Response[F]] =
-    access match
-      case None => forbidden(req, "This console is read-only: there is nothing to log in to.")
-      case Some(a) =>
-        req.as[UrlForm].flatMap { form =>
-          if form.getFirst("token").exists(a.isToken) then
-            redirect("./").map(_.addCookie(ResponseCookie(
-              Access.cookie,
-              a.newSession(),
-              httpOnly = true,
-              sameSite = Some(SameSite.Strict)
-            )))
-          else
-            view(req).map(v =>
-              Response[F](Status.Forbidden).withEntity(OtherPages.login(v, Some("Wrong token.")))
-            )
-        }
-
   val routes: HttpRoutes[F] = HttpRoutes.of[F] {
     case req @ POST -> Root / "queues" / name / "pause" =>
-      act(req)(_ => control(req, name)(admin.pause(name), "paused"))
+      act(req)((_, _) => control(req, name)(admin.pause(name), "paused"))
     case req @ POST -> Root / "queues" / name / "resume" =>
-      act(req)(_ => control(req, name)(admin.resume(name), "resumed"))
-    case req @ POST -> Root / "queues" / name / "limit" => act(req)(limits(req, name, _))
+      act(req)((_, _) => control(req, name)(admin.resume(name), "resumed"))
+    case req @ POST -> Root / "queues" / name / "limit" => act(req)((form, _) => limits(req, name, form))
 
-    case req @ POST -> Root / "tasks" / "actions" => act(req)(batch(req, _))
+    case req @ POST -> Root / "tasks" / "actions" => act(req)((form, _) => batch(req, form))
     case req @ POST -> Root / "tasks" / idText / TaskAction(action) =>
-      act(req) { _ =>
+      act(req) { (_, _) =>
         idText match
           case TaskId(id) =>
             perform(Vector(id), action).map(_.head).flatMap {
@@ -157,7 +118,4 @@ private[console] final class ActionRoutes[F[_]](
           case _ => badRequest(req, s"malformed task id: '$idText'")
       }
 
-    case req @ GET -> Root / "login" => view(req).flatMap(v => Ok(OtherPages.login(v, None)))
-    case req @ POST -> Root / "login" => login(req)
-    case req @ POST -> Root / "logout" => act(req)(_ => redirect("./").map(_.removeCookie(Access.cookie)))
   }

@@ -6,7 +6,7 @@ import doobie.implicits.*
 import org.http4s.*
 import org.http4s.server.middleware.DefaultHead
 import weir.Validation
-import weir.console.ConsoleOptions
+import weir.console.{ConsoleAccess, ConsoleOptions}
 import weir.console.internal.ConsoleQueries.QueueCounts
 import weir.postgres.Database
 
@@ -18,18 +18,51 @@ import weir.postgres.Database
  */
 private[console] object ConsoleRoutes:
 
-  /** The routes, with the overview's counts shared by every request as [[Snapshot]] says. */
-  def resource[F[_]: Async](db: Database[F], options: ConsoleOptions): Resource[F, HttpRoutes[F]] =
+  /**
+   * The routes, with the overview's counts shared by every request as [[Snapshot]] says, and access
+   * decided by `host` when given, by the console's own login otherwise.
+   */
+  def resource[F[_]: Async](
+      db: Database[F],
+      options: ConsoleOptions,
+      host: Option[Request[F] => F[ConsoleAccess]]
+  ): Resource[F, HttpRoutes[F]] =
     // nothing of `db` is read before the options are checked
-    Validation.resource("ConsoleOptions", options.errors).flatMap { _ =>
-      val queries = new ConsoleQueries(db.schema)
-      Snapshot.resource(counts(db, queries, options.countCap, None), options.countsEvery).map { allCounts =>
-        val answers = new Answers[F](options.adminToken.map(new Access(_)))
-        val pages = new PageRoutes(db, options, queries, allCounts, answers)
-        val actions = new ActionRoutes(db, options, queries, answers)
-        SecurityHeaders(DefaultHead.httpRoutes(slash(answers) <+> pages.routes <+> actions.routes))
-      }
+    Validation.resource("ConsoleOptions", options.errors ++ hostErrors(options, host.isDefined)).flatMap {
+      _ =>
+        val queries = new ConsoleQueries(db.schema)
+        Snapshot.resource(counts(db, queries, options.countCap, None), options.countsEvery).evalMap {
+          allCounts =>
+            for
+              csrf <- Csrf.random[F]
+              answers = new Answers[F](csrf)
+              gate <- gate(options, host, answers)
+              pages = new PageRoutes(db, options, queries, allCounts, answers)
+              actions = new ActionRoutes(db, queries, answers)
+              guarded = Gate.guard(gate, csrf, answers)(gate.routes <+> pages.routes <+> actions.routes)
+            yield SecurityHeaders(DefaultHead.httpRoutes(slash(answers) <+> guarded))
+        }
     }
+
+  private def hostErrors(options: ConsoleOptions, host: Boolean): List[String] =
+    Validation.check(
+      !(host && options.adminToken.isDefined),
+      "adminToken is for the console's own login: with the host's access function, leave it unset"
+    )
+
+  private def gate[F[_]: Async](
+      options: ConsoleOptions,
+      host: Option[Request[F] => F[ConsoleAccess]],
+      answers: Answers[F]
+  ): F[Gate[F]] =
+    (host, options.adminToken) match
+      case (Some(decide), _) => Gate.host(decide).pure[F]
+      case (None, None) => Gate.readOnly(answers).pure[F]
+      case (None, Some(token)) =>
+        (
+          Sessions[F](options.sessionLifetime),
+          LoginThrottle[F]()
+        ).mapN(new TokenLogin(token, options, _, _, answers))
 
   /** Mounted at /console and asked for /console: the pages' relative links need the trailing slash. */
   private def slash[F[_]: Async](answers: Answers[F]): HttpRoutes[F] =
