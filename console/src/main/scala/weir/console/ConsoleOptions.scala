@@ -23,6 +23,9 @@ import scala.concurrent.duration.*
  *     personal data in payloads stay in the database. Its result is shown pretty-printed when it is JSON,
  *     as it is otherwise. Searching payload text still matches the stored payload: turn it off with
  *     `payloadSearch = false` when the redacted part must not be found by guessing.
+ *   - `readers`: what an operator who may only read sees: [[ReaderView.Full]], everything (the default), or
+ *     [[ReaderView.Summary]], no payload, header or error text (counts, states and times still shown). The
+ *     token console's readers are those who have not logged in.
  *   - `pageSize`: tasks per page of the task list (1 to 1000).
  *   - `scanLimit`: how many finished tasks one page of the task list reads at most to check the filters
  *     no index answers (a key, a priority, payload text; by enqueue time, a state or a queue). A page that
@@ -45,6 +48,7 @@ import scala.concurrent.duration.*
 final case class ConsoleOptions(
     adminToken: Option[String] = None,
     redact: String => String = identity,
+    readers: ReaderView = ReaderView.Full,
     pageSize: Int = ConsoleOptions.Defaults.pageSize,
     payloadSearch: Boolean = true,
     scanLimit: Int = ConsoleOptions.Defaults.scanLimit,

@@ -9,10 +9,13 @@ import munit.Assertions.fail
 import weir.postgres.{Database, TaskAdmin}
 
 /** A client of the console's routes mounted at `/ops/weir`, in process, as the route suites use it. */
-final class ConsoleClient(val client: Client[IO]):
+final class ConsoleClient(val client: Client[IO], headers: Headers = Headers.empty):
+
+  /** This client, sending `more` headers with every request. */
+  def withHeaders(more: Header.ToRaw*): ConsoleClient = ConsoleClient(client, headers ++ Headers(more*))
 
   private def request(method: Method, path: String, cookie: Option[String]): Request[IO] =
-    val req = Request[IO](method, Uri.unsafeFromString("/ops/weir/" + path))
+    val req = Request[IO](method, Uri.unsafeFromString("/ops/weir/" + path)).putHeaders(headers)
     cookie.fold(req)(c => req.putHeaders(Cookie(RequestCookie(ConsoleClient.cookie, c))))
 
   /** `req` sent, its body read: a response whose body can be read again. */
@@ -53,6 +56,17 @@ object ConsoleClient:
   ): Resource[IO, (ConsoleClient, Database[IO], Planted)] =
     ConsoleDatabase.planted.flatMap { (db, fixture) =>
       WeirConsole.routes(db, options).map(routes =>
+        (ConsoleClient(Client.fromHttpApp(Router("/ops/weir" -> routes).orNotFound)), db, fixture)
+      )
+    }
+
+  /** The same, with access decided by the host's `access`. */
+  def hosted(
+      options: ConsoleOptions,
+      access: Request[IO] => IO[ConsoleAccess]
+  ): Resource[IO, (ConsoleClient, Database[IO], Planted)] =
+    ConsoleDatabase.planted.flatMap { (db, fixture) =>
+      WeirConsole.routes(db, options, access).map(routes =>
         (ConsoleClient(Client.fromHttpApp(Router("/ops/weir" -> routes).orNotFound)), db, fixture)
       )
     }

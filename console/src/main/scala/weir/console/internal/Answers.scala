@@ -5,14 +5,15 @@ import cats.syntax.all.*
 import org.http4s.*
 import org.http4s.dsl.Http4sDsl
 import org.http4s.headers.{`Content-Type`, Location}
-import weir.console.ConsoleAccess
+import weir.console.{ConsoleAccess, ReaderView}
 
 /**
  * What every route of the console shares: who asks ([[Caller]]), the [[View]] a request's page is rendered
  * for, the check every action passes, and the answers that are not a page of their own (a redirect after an
  * action, a problem page with its status).
  */
-private[console] final class Answers[F[_]](csrf: Csrf)(using F: Async[F]) extends Http4sDsl[F]:
+private[console] final class Answers[F[_]](csrf: Csrf, readers: ReaderView)(using F: Async[F])
+    extends Http4sDsl[F]:
 
   given EntityEncoder[F, Html] =
     EntityEncoder.stringEncoder[F].contramap[Html](_.render)
@@ -26,7 +27,7 @@ private[console] final class Answers[F[_]](csrf: Csrf)(using F: Async[F]) extend
       // "/a/b" is two levels down: its links climb one level to reach the root
       val depth = req.pathInfo.renderString.count(_ == '/') - 1
       val root = if depth <= 0 then "./" else "../" * depth
-      View(root, caller(req), now)
+      View(root, caller(req), now, readers)
     }
 
   /**

@@ -35,12 +35,15 @@ private[console] object ConsoleRoutes:
           allCounts =>
             for
               csrf <- Csrf.random[F]
-              answers = new Answers[F](csrf)
+              answers = new Answers[F](csrf, options.readers)
               gate <- gate(options, host, answers)
               pages = new PageRoutes(db, options, queries, allCounts, answers)
               actions = new ActionRoutes(db, queries, answers)
-              guarded = Gate.guard(gate, csrf, answers)(gate.routes <+> pages.routes <+> actions.routes)
-            yield SecurityHeaders(DefaultHead.httpRoutes(slash(answers) <+> guarded))
+              // the gate outside DefaultHead, so that a HEAD, tried as a HEAD and then as a GET, asks it once
+              guarded = Gate.guard(gate, csrf, answers)(
+                DefaultHead.httpRoutes(gate.routes <+> pages.routes <+> actions.routes)
+              )
+            yield SecurityHeaders(slash(answers) <+> guarded)
         }
     }
 

@@ -1,6 +1,6 @@
 package weir.console.internal
 
-import weir.console.ConsoleAccess
+import weir.console.{ConsoleAccess, ReaderView}
 import weir.console.internal.Html.*
 
 import java.net.URLEncoder
@@ -10,10 +10,16 @@ import java.time.format.DateTimeFormatter
 
 /**
  * What a page is rendered for: `root`, the relative path from the page to the console's root (`./`,
- * `../`…), so that every link works under whatever prefix the routes are mounted at; who asks; and when.
+ * `../`…), so that every link works under whatever prefix the routes are mounted at; who asks; when; and
+ * what readers may see.
  */
-private[console] final case class View(root: String, caller: Caller, now: Instant):
+private[console] final case class View(root: String, caller: Caller, now: Instant, readers: ReaderView):
   def link(path: String): String = root + path
+
+  /** Whether the page shows payloads, headers and errors' text: to operators who act, and to readers if allowed. */
+  def details: Boolean = caller.access match
+    case _: ConsoleAccess.Act => true
+    case _ => readers == ReaderView.Full
 
   /**
    * Whether the page shows the action forms: to an operator who may act, and to a reader of a console they

@@ -88,16 +88,21 @@ private[console] final class PageRoutes[F[_]](
       }
 
     case req @ GET -> Root / "tasks" =>
-      TaskFilter.parse(req.params).filterOrElse(
-        f => options.payloadSearch || f.text.isEmpty,
-        "searching payload text is turned off for this console"
-      ).fold(
-        badRequest(req, _),
-        f =>
-          (view(req), read(queries.taskPage(f, options.pageSize, options.scanLimit))).flatMapN { (v, page) =>
-            Ok(TaskPages.list(v, f, page, options.redact, options.payloadSearch))
-          }
-      )
+      view(req).flatMap { v =>
+        TaskFilter.parse(req.params)
+          .filterOrElse(
+            f => options.payloadSearch || f.text.isEmpty,
+            "searching payload text is turned off for this console"
+          )
+          .filterOrElse(f => v.details || f.text.isEmpty, "searching payload text is not open to readers")
+          .fold(
+            badRequest(req, _),
+            f =>
+              read(queries.taskPage(f, options.pageSize, options.scanLimit)).flatMap(page =>
+                Ok(TaskPages.list(v, f, page, options.redact, options.payloadSearch))
+              )
+          )
+      }
     case req @ GET -> Root / "tasks" / idText =>
       idText match
         case TaskId(id) =>

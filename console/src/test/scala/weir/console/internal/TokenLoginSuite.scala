@@ -12,7 +12,7 @@ import org.http4s.headers.{`Retry-After`, Cookie}
 import org.http4s.implicits.*
 import weir.console.ConsoleClient.withFilter
 import org.typelevel.ci.*
-import weir.console.ConsoleOptions
+import weir.console.{ConsoleOptions, ReaderView}
 
 import scala.concurrent.duration.*
 
@@ -30,7 +30,7 @@ class TokenLoginSuite extends CatsEffectSuite:
   private def console(options: ConsoleOptions = ConsoleOptions(adminToken = Some(token))): IO[Client[IO]] =
     for
       csrf <- Csrf.random[IO]
-      answers = new Answers[IO](csrf)
+      answers = new Answers[IO](csrf, ReaderView.Full)
       sessions <- Sessions[IO](options.sessionLifetime)
       throttle <- LoginThrottle[IO]()
       login = new TokenLogin(token, options, sessions, throttle, answers)
