@@ -29,7 +29,8 @@ import scala.jdk.CollectionConverters.*
  * An operator's journeys in headless Chromium (Debian's `chromium`, driven through Debian's
  * `chromium-driver` by Selenium) against a real console server, mounted under a prefix, over a real
  * PostgreSQL: the overview and its live chart, filtering tasks, a dead task's errors, refusal without the
- * token, a retry and a pause, each checked in the page and in the database; then a real worker, which
+ * token, a retry and a pause, each checked in the page and in the database, the retry found in the audit
+ * log; then a real worker, which
  * claims nothing while the queue is paused and runs the retried task once the console resumes the queue.
  *
  * Every page runs under the console's Content-Security-Policy, which refuses inline scripts and styles:
@@ -233,6 +234,7 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
     for
       _ <- open(s, "login")
       _ <- IO.blocking {
+        s.browser.findElement(By.name("operator")).sendKeys("ada")
         s.browser.findElement(By.name("token")).sendKeys(token)
         s.browser.findElement(By.cssSelector("main form button")).click()
       }
@@ -251,6 +253,35 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
       assert(errors.last.contains("smtp.example.org refused the connection"), errors)
       assertEquals(shown, "available")
       assertEquals(state, Some("available"))
+  }
+
+  journey("the retry is in the audit log as the operator's, and on the task's page") { s =>
+    val dead = s.fixture.dead
+    for
+      _ <- open(s, "audit")
+      _ <- heading(s, "Audit")
+      row <- await(s, "the retry's entry")(d =>
+        all(
+          d,
+          "table.audit tr[data-entry]"
+        ).find(_.findElements(By.cssSelector(s"a[href='./tasks/$dead']")).size == 1)
+          .map(r =>
+            List("operator", "action", "outcome").map(c => r.findElement(By.cssSelector(s"td.$c")).getText)
+          )
+      )
+      _ <- IO.blocking {
+        s.browser.findElement(By.name("operator")).sendKeys("nobody")
+        s.browser.findElement(By.cssSelector("form.filters button")).click()
+      }
+      none <- await(s, "the empty filter")(d => all(d, "p.empty").headOption.map(_.getText))
+      _ <- open(s, s"tasks/$dead")
+      own <- await(s, "the task's own entries")(d =>
+        Option(all(d, ".task-audit td.action").map(_.getText)).filter(_.nonEmpty)
+      )
+    yield
+      assertEquals(row, List("ada", "retry", "done"))
+      assertEquals(none, "No action is recorded here.")
+      assertEquals(own, List("retry"))
   }
 
   journey("pausing a queue shows it paused, in the page and for the workers") { s =>

@@ -5,12 +5,15 @@ import cats.syntax.all.*
 import doobie.implicits.*
 import org.http4s.*
 import org.http4s.dsl.Http4sDsl
-import weir.postgres.{Cancel, Database, QueueRate, TaskAdmin, UnknownQueue}
+import weir.console.ConsoleAccess
+import weir.postgres.{Cancel, Database, Operator, QueueRate, TaskAdmin, UnknownQueue}
 
 /**
  * The operator's actions, every one a POST that only an operator who may act, with their CSRF token, gets
  * done ([[Answers.act]]): a queue's pause, resume and limits, a task's retry, cancel and discard, and the
- * same for a selection of tasks. Each goes through [[TaskAdmin]], so it means what it means in code.
+ * same for a selection of tasks. Each goes through [[TaskAdmin]], so it means what it means in code, and
+ * is recorded in the audit log as the operator's, in its own transaction. A request refused here (no right
+ * to act, a missing CSRF token, a malformed form) reaches no `TaskAdmin` call and records nothing.
  */
 private[console] final class ActionRoutes[F[_]](
     db: Database[F],
@@ -20,8 +23,9 @@ private[console] final class ActionRoutes[F[_]](
     extends Http4sDsl[F]:
   import answers.{*, given}
 
-  private val admin = TaskAdmin(db)
-  private def limits(req: Request[F], queue: String, form: UrlForm): F[Response[F]] =
+  /** The actions of `who`, recorded in the audit log as theirs. */
+  private def admin(who: ConsoleAccess.Act): TaskAdmin[F] = TaskAdmin(db, Operator(who.operator, who.session))
+  private def limits(req: Request[F], who: ConsoleAccess.Act, queue: String, form: UrlForm): F[Response[F]] =
     def field(name: String) = form.getFirst(name).map(_.trim).filter(_.nonEmpty)
     val parsed: Either[String, (Option[Int], Option[QueueRate])] =
       for
@@ -40,7 +44,7 @@ private[console] final class ActionRoutes[F[_]](
       yield (max, perSecond.map(r => QueueRate(r, burst.getOrElse(math.ceil(r).toInt.max(1)))))
     parsed.fold(
       badRequest(req, _),
-      (max, rate) => control(req, queue)(admin.limits(queue, max, rate), "limits set")
+      (max, rate) => control(req, queue)(admin(who).limits(queue, max, rate), "limits set")
     )
 
   private def control(req: Request[F], queue: String)(change: F[Unit], done: String): F[Response[F]] =
@@ -51,7 +55,11 @@ private[console] final class ActionRoutes[F[_]](
     }
 
   /** `action` on each of `ids`, in one transaction; each one's outcome, in their order. */
-  private def perform(ids: Vector[Long], action: TaskAction): F[Vector[ActionOutcome]] =
+  private def perform(
+      who: ConsoleAccess.Act,
+      ids: Vector[Long],
+      action: TaskAction
+  ): F[Vector[ActionOutcome]] =
     // retry and discard answer false for a missing task and for one they do not apply to: the row says which
     def finishedOnly(id: Long, ok: Boolean, done: String, verb: String): F[ActionOutcome] =
       if ok then F.pure(ActionOutcome.Done(done))
@@ -65,15 +73,15 @@ private[console] final class ActionRoutes[F[_]](
         }
     action match
       case TaskAction.Retry =>
-        admin.retryMany(ids).flatMap(_.zip(ids).traverse((ok, id) =>
+        admin(who).retryMany(ids).flatMap(_.zip(ids).traverse((ok, id) =>
           finishedOnly(id, ok, "put back to run", "retried")
         ))
       case TaskAction.Discard =>
-        admin.discardMany(ids).flatMap(_.zip(ids).traverse((ok, id) =>
+        admin(who).discardMany(ids).flatMap(_.zip(ids).traverse((ok, id) =>
           finishedOnly(id, ok, "discarded", "discarded")
         ))
       case TaskAction.Cancel =>
-        admin.cancelMany(ids).map(_.zip(ids).map {
+        admin(who).cancelMany(ids).map(_.zip(ids).map {
           case (Cancel.Cancelled, _) => ActionOutcome.Done("cancelled")
           case (Cancel.Requested, _) => ActionOutcome.Done("cancel requested: its worker interrupts it")
           case (Cancel.Finished(state), id) =>
@@ -81,7 +89,7 @@ private[console] final class ActionRoutes[F[_]](
           case (Cancel.NotFound, _) => ActionOutcome.NotFound
         })
 
-  private def batch(req: Request[F], form: UrlForm): F[Response[F]] =
+  private def batch(req: Request[F], who: ConsoleAccess.Act, form: UrlForm): F[Response[F]] =
     val named = form.getFirst("action").getOrElse("")
     val ids = form.get("id").toVector
     TaskAction.parse(named) match
@@ -92,7 +100,7 @@ private[console] final class ActionRoutes[F[_]](
           case Left(bad) => badRequest(req, s"malformed task id: '$bad'")
           case Right(parsed) =>
             val distinct = parsed.distinct
-            perform(distinct, action).map(_.zip(distinct).map {
+            perform(who, distinct, action).map(_.zip(distinct).map {
               case (ActionOutcome.Done(what), id) => id -> what
               case (ActionOutcome.NotFound, id) => id -> s"no task $id"
               case (ActionOutcome.Refused(why), id) => id -> why
@@ -100,17 +108,18 @@ private[console] final class ActionRoutes[F[_]](
 
   val routes: HttpRoutes[F] = HttpRoutes.of[F] {
     case req @ POST -> Root / "queues" / name / "pause" =>
-      act(req)((_, _) => control(req, name)(admin.pause(name), "paused"))
+      act(req)((_, who) => control(req, name)(admin(who).pause(name), "paused"))
     case req @ POST -> Root / "queues" / name / "resume" =>
-      act(req)((_, _) => control(req, name)(admin.resume(name), "resumed"))
-    case req @ POST -> Root / "queues" / name / "limit" => act(req)((form, _) => limits(req, name, form))
+      act(req)((_, who) => control(req, name)(admin(who).resume(name), "resumed"))
+    case req @ POST -> Root / "queues" / name / "limit" =>
+      act(req)((form, who) => limits(req, who, name, form))
 
-    case req @ POST -> Root / "tasks" / "actions" => act(req)((form, _) => batch(req, form))
+    case req @ POST -> Root / "tasks" / "actions" => act(req)((form, who) => batch(req, who, form))
     case req @ POST -> Root / "tasks" / idText / TaskAction(action) =>
-      act(req) { (_, _) =>
+      act(req) { (_, who) =>
         idText match
           case TaskId(id) =>
-            perform(Vector(id), action).map(_.head).flatMap {
+            perform(who, Vector(id), action).map(_.head).flatMap {
               case ActionOutcome.Done(what) => redirect(s"../$id?done=${Layout.encode(what)}")
               case ActionOutcome.NotFound => notFound(req, s"No task $id.")
               case ActionOutcome.Refused(why) => conflict(req, why)

@@ -41,7 +41,8 @@ private[console] object Layout:
       "tasks" -> "Tasks",
       "keys" -> "Keys",
       "workers" -> "Workers",
-      "schedules" -> "Schedules"
+      "schedules" -> "Schedules",
+      "audit" -> "Audit"
     )
 
   def page(v: View, title: String, current: String)(body: Html): Html =

@@ -9,7 +9,7 @@ import org.http4s.dsl.Http4sDsl
 import org.http4s.headers.`Content-Type`
 import weir.console.ConsoleOptions
 import weir.console.internal.ConsoleQueries.QueueCounts
-import weir.postgres.{Database, TaskAdmin}
+import weir.postgres.{AuditFilter, AuditLog, Database, TaskAdmin}
 
 import java.time.Instant
 import java.time.temporal.ChronoUnit
@@ -112,8 +112,9 @@ private[console] final class PageRoutes[F[_]](
               val around = t.key.fold(F.pure((Vector.empty, Vector.empty)))(k =>
                 read(queries.neighbours(t.queue, k, t.id, neighboursShown))
               )
-              (view(req), around).flatMapN((v, n) =>
-                Ok(TaskPages.task(v, t, n, options.redact, req.params.get("done")))
+              val audit = AuditLog(db).entries(AuditFilter(task = Some(id)), TaskPages.auditShown)
+              (view(req), around, audit).flatMapN((v, n, entries) =>
+                Ok(TaskPages.task(v, t, n, options.redact, req.params.get("done"), entries))
               )
           }
         case _ => badRequest(req, s"malformed task id: '$idText'")
@@ -126,6 +127,15 @@ private[console] final class PageRoutes[F[_]](
       (view(req), admin.workers).flatMapN((v, ws) => Ok(OtherPages.workers(v, ws)))
     case req @ GET -> Root / "schedules" =>
       (view(req), admin.schedules).flatMapN((v, ss) => Ok(OtherPages.schedules(v, ss)))
+
+    case req @ GET -> Root / "audit" =>
+      AuditPages.parse(req.params).fold(
+        badRequest(req, _),
+        f =>
+          (view(req), AuditLog(db).entries(f, options.pageSize)).flatMapN((v, entries) =>
+            Ok(AuditPages.list(v, f, entries, full = entries.size == options.pageSize))
+          )
+      )
 
     case req @ GET -> Root / "assets" / ("console.css" | "console.js") =>
       asset(req, s"/weir/console/${req.pathInfo.segments.last.decoded()}")

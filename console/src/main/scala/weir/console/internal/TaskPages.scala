@@ -5,9 +5,13 @@ import io.circe.parser.parse
 import weir.console.internal.ConsoleQueries.{Neighbour, Page, TaskDetail}
 import weir.console.internal.Html.*
 import weir.console.internal.Layout.*
+import weir.postgres.AuditEntry
 
 /** The task list with its filters and batch actions, and a task's own page. */
 private[console] object TaskPages:
+
+  /** How many of a task's audit entries its page shows, the newest. */
+  val auditShown: Int = 20
 
   /** One attempt's error as stored among a task's errors. */
   final case class Failure(attempt: Option[Long], at: Option[String], worker: Option[Long], error: String)
@@ -129,7 +133,8 @@ $search
       t: TaskDetail,
       neighbours: (Vector[Neighbour], Vector[Neighbour]),
       redact: String => String,
-      notice: Option[String]
+      notice: Option[String],
+      audit: Vector[AuditEntry]
   ): Html =
     val hs = headers(t.headers)
     val headerRows = Html.concat(hs.toVector.sortBy(_._1).map((k, value) =>
@@ -222,7 +227,8 @@ ${
               message("empty", "No attempt has finished or failed yet.")
             else html"""<ol class="errors">$attemptItems</ol>"""
           }
-$keySection"""
+$keySection
+${AuditPages.ofTask(v, t.id, audit, TaskPages.auditShown)}"""
     )
 
   private val hidden: Html = message("note", "Hidden: your access is read-only.")
