@@ -8,11 +8,24 @@ import scala.concurrent.duration.*
  * How [[WeirConsole]] serves its pages.
  *
  *   - `adminToken`: the secret an operator logs in with to act (pause, resume, limits, retry, cancel,
- *     discard); `None` serves a read-only console, which refuses every action.
+ *     discard); `None` serves a read-only console, which refuses every action. For the console's own login
+ *     only: a host app that decides access itself ([[WeirConsole.routes]] with an access function) leaves
+ *     it unset.
+ *   - `sessionLifetime`: how long a login lasts (the session cookie's `Max-Age`; the session is dropped on
+ *     the server then too). 1 minute to 30 days.
+ *   - `secureCookie`: marks the session cookie `Secure` (sent over TLS only) even when the login request
+ *     did not come over TLS, as behind a proxy that terminates TLS and is not trusted (`trustProxy`).
+ *   - `trustProxy`: the console is reached through a reverse proxy of yours, whose `X-Forwarded-For` (its
+ *     last address) and `X-Forwarded-Proto` say who the client is and whether it used TLS: the login throttle
+ *     counts that address, and `https` marks the cookie `Secure`. Leave it off when clients reach the console
+ *     directly: they could send those headers themselves.
  *   - `redact`: applied to a task's payload (its JSON text) before any page shows it, so that secrets or
  *     personal data in payloads stay in the database. Its result is shown pretty-printed when it is JSON,
  *     as it is otherwise. Searching payload text still matches the stored payload: turn it off with
  *     `payloadSearch = false` when the redacted part must not be found by guessing.
+ *   - `readers`: what an operator who may only read sees: [[ReaderView.Full]], everything (the default), or
+ *     [[ReaderView.Summary]], no payload, header or error text (counts, states and times still shown). The
+ *     token console's readers are those who have not logged in.
  *   - `pageSize`: tasks per page of the task list (1 to 1000).
  *   - `scanLimit`: how many finished tasks one page of the task list reads at most to check the filters
  *     no index answers (a key, a priority, payload text; by enqueue time, a state or a queue). A page that
@@ -35,11 +48,15 @@ import scala.concurrent.duration.*
 final case class ConsoleOptions(
     adminToken: Option[String] = None,
     redact: String => String = identity,
+    readers: ReaderView = ReaderView.Full,
     pageSize: Int = ConsoleOptions.Defaults.pageSize,
     payloadSearch: Boolean = true,
     scanLimit: Int = ConsoleOptions.Defaults.scanLimit,
     countCap: Int = ConsoleOptions.Defaults.countCap,
-    countsEvery: FiniteDuration = ConsoleOptions.Defaults.countsEvery
+    countsEvery: FiniteDuration = ConsoleOptions.Defaults.countsEvery,
+    sessionLifetime: FiniteDuration = ConsoleOptions.Defaults.sessionLifetime,
+    secureCookie: Boolean = false,
+    trustProxy: Boolean = false
 ):
 
   /** What is wrong with these options, each bad value named (a token by its length); empty when valid. */
@@ -57,6 +74,10 @@ final case class ConsoleOptions(
         countsEvery >= Duration.Zero && countsEvery <= 1.hour,
         s"countsEvery must be in 0 s..1 hour, was: $countsEvery"
       ) ++
+      Validation.check(
+        sessionLifetime >= 1.minute && sessionLifetime <= 30.days,
+        s"sessionLifetime must be in 1 minute..30 days, was: $sessionLifetime"
+      ) ++
       adminToken.toList.flatMap(t =>
         Validation.check(
           t != null && t.length >= 8,
@@ -73,6 +94,7 @@ object ConsoleOptions:
     val scanLimit: Int = 5000
     val countCap: Int = 1000
     val countsEvery: FiniteDuration = 2.seconds
+    val sessionLifetime: FiniteDuration = 8.hours
 
   /** A console that only reads. */
   val readOnly: ConsoleOptions = ConsoleOptions()

@@ -5,14 +5,19 @@ import cats.syntax.all.*
 import com.comcast.ip4s.*
 import fs2.io.net.Network
 import munit.CatsEffectSuite
+import org.http4s.{HttpRoutes, MediaType}
+import org.http4s.dsl.io.*
 import org.http4s.ember.server.EmberServerBuilder
+import org.http4s.headers.`Content-Type`
 import org.http4s.server.Router
 import org.openqa.selenium.{
   By, OutputType, StaleElementReferenceException, TakesScreenshot, WebDriver, WebElement
 }
 import org.openqa.selenium.chrome.{ChromeDriver, ChromeDriverService, ChromeOptions}
+import org.openqa.selenium.logging.LogType
 import io.circe.Json
 import weir.Pipeline
+import weir.console.internal.SecurityHeaders
 import weir.postgres.{Database, DurableWorker, TaskAdmin, WorkerConfig}
 
 import java.io.File
@@ -24,8 +29,13 @@ import scala.jdk.CollectionConverters.*
  * An operator's journeys in headless Chromium (Debian's `chromium`, driven through Debian's
  * `chromium-driver` by Selenium) against a real console server, mounted under a prefix, over a real
  * PostgreSQL: the overview and its live chart, filtering tasks, a dead task's errors, refusal without the
- * token, a retry and a pause, each checked in the page and in the database; then a real worker, which
+ * token, a retry and a pause, each checked in the page and in the database, the retry found in the audit
+ * log; then a real worker, which
  * claims nothing while the queue is paused and runs the retried task once the console resumes the queue.
+ *
+ * Every page runs under the console's Content-Security-Policy, which refuses inline scripts and styles:
+ * after each journey the browser's log must hold no report of a refusal (the first journey checks that
+ * such a report is seen, on a probe page with inline code served under the same headers).
  *
  * Without the browser or its driver the suite is skipped, unless `CI=true`: CI installs both (`.ci/run`),
  * so there a missing one is a failure. The tests run in order on one server and one browser.
@@ -79,6 +89,8 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
           "--disable-dev-shm-usage",
           "--window-size=1400,1000"
         )
+      // the browser's console log, where Chromium reports what the Content-Security-Policy refused
+      options.setCapability("goog:loggingPrefs", java.util.Map.of(LogType.BROWSER, "ALL"))
       new ChromeDriver(service, options): WebDriver
     })(d => IO.blocking(d.quit()))
 
@@ -91,13 +103,28 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
           (db, fixture) <- ConsoleDatabase.planted
           routes <- WeirConsole.routes(db, ConsoleOptions(adminToken = Some(token)))
           server <- EmberServerBuilder.default[IO].withHost(host"127.0.0.1").withPort(port"0")
-            .withHttpApp(Router("/ops/weir" -> routes).orNotFound).build
+            .withHttpApp(Router("/ops/weir" -> routes, "/csp-probe" -> SecurityHeaders(probe)).orNotFound)
+            .build
           driver <- browser(chromium, chromedriver)
         yield Some(Setup(s"http://127.0.0.1:${server.address.getPort}/ops/weir/", db, fixture, driver))
     }
   )
 
   override def munitFixtures = List(setup)
+
+  /** A page with an inline script, an inline style sheet and a style attribute: what the policy refuses. */
+  private val probe: HttpRoutes[IO] = HttpRoutes.of[IO] { case GET -> Root =>
+    Ok(
+      """<!doctype html><html><head><style>p { color: red }</style></head><body>
+<p style="color: blue">probe</p><script>document.title = "ran"</script></body></html>""",
+      `Content-Type`(MediaType.text.html)
+    )
+  }
+
+  /** What the browser logged since the last call that reports a refusal by the Content-Security-Policy. */
+  private def refusals(s: Setup): IO[List[String]] =
+    IO.blocking(s.browser.manage().logs().get(LogType.BROWSER).getAll.asScala.toList.map(_.getMessage))
+      .map(_.filter(_.contains("Content Security Policy")))
 
   private given Network[IO] = Network.forIO
 
@@ -109,7 +136,9 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
   private def journey(name: String)(body: Setup => IO[Unit])(using munit.Location): Unit =
     test(name) {
       requireTools(): Unit
-      IO(setup().getOrElse(fail("the console did not start"))).flatMap(body)
+      IO(setup().getOrElse(fail("the console did not start"))).flatMap { s =>
+        body(s) *> refusals(s).map(refused => assertEquals(refused, Nil, "refused by the CSP"))
+      }
     }
 
   /** Polls the page until `found` gives a value, for at most `patience`. */
@@ -138,6 +167,25 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
 
   private def click(s: Setup, css: String): IO[Unit] =
     await(s, css)(d => all(d, css).headOption).flatMap(e => IO.blocking(e.click()))
+
+  journey("a page with inline code under the console's headers: the browser refuses it and logs why") { s =>
+    // the log is read as it fills: each read hands over what was logged since the last one
+    def seen(so: List[String]): IO[List[String]] =
+      refusals(s).map(so ++ _).flatMap { all =>
+        val both = all.count(_.contains("inline script")) >= 1 && all.count(_.contains("inline style")) >= 2
+        if both then IO.pure(all) else IO.sleep(50.millis) *> seen(all)
+      }
+    for
+      _ <- IO.blocking(s.browser.get(s.base.replace("/ops/weir/", "/csp-probe")))
+      _ <- await(s, "the probe")(d => all(d, "p").headOption)
+      refused <- seen(Nil).timeout(patience)
+      title <- IO.blocking(s.browser.getTitle)
+    yield
+      assertNotEquals(title, "ran", "the inline script ran")
+      // the style sheet and the style attribute, and the script
+      assertEquals(refused.count(_.contains("inline style")), 2, refused)
+      assertEquals(refused.count(_.contains("inline script")), 1, refused)
+  }
 
   journey("the overview lists every queue and draws the last hour's throughput") { s =>
     for
@@ -186,6 +234,7 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
     for
       _ <- open(s, "login")
       _ <- IO.blocking {
+        s.browser.findElement(By.name("operator")).sendKeys("ada")
         s.browser.findElement(By.name("token")).sendKeys(token)
         s.browser.findElement(By.cssSelector("main form button")).click()
       }
@@ -204,6 +253,35 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
       assert(errors.last.contains("smtp.example.org refused the connection"), errors)
       assertEquals(shown, "available")
       assertEquals(state, Some("available"))
+  }
+
+  journey("the retry is in the audit log as the operator's, and on the task's page") { s =>
+    val dead = s.fixture.dead
+    for
+      _ <- open(s, "audit")
+      _ <- heading(s, "Audit")
+      row <- await(s, "the retry's entry")(d =>
+        all(
+          d,
+          "table.audit tr[data-entry]"
+        ).find(_.findElements(By.cssSelector(s"a[href='./tasks/$dead']")).size == 1)
+          .map(r =>
+            List("operator", "action", "outcome").map(c => r.findElement(By.cssSelector(s"td.$c")).getText)
+          )
+      )
+      _ <- IO.blocking {
+        s.browser.findElement(By.name("operator")).sendKeys("nobody")
+        s.browser.findElement(By.cssSelector("form.filters button")).click()
+      }
+      none <- await(s, "the empty filter")(d => all(d, "p.empty").headOption.map(_.getText))
+      _ <- open(s, s"tasks/$dead")
+      own <- await(s, "the task's own entries")(d =>
+        Option(all(d, ".task-audit td.action").map(_.getText)).filter(_.nonEmpty)
+      )
+    yield
+      assertEquals(row, List("ada", "retry", "done"))
+      assertEquals(none, "No action is recorded here.")
+      assertEquals(own, List("retry"))
   }
 
   journey("pausing a queue shows it paused, in the page and for the workers") { s =>

@@ -31,6 +31,12 @@ class ConsoleOptionsPropertySuite extends ScalaCheckSuite:
     Gen.oneOf(Gen.chooseNum(-100000L, -1L), Gen.chooseNum(3600001L, 100000000L)).map(ms =>
       Bad(_.copy(countsEvery = ms.millis), s"countsEvery must be in 0 s..1 hour, was: ${ms.millis}")
     ),
+    Gen.oneOf(Gen.chooseNum(-100000L, 59999L), Gen.chooseNum(30L * 86400000 + 1, 100L * 86400000)).map(ms =>
+      Bad(
+        _.copy(sessionLifetime = ms.millis),
+        s"sessionLifetime must be in 1 minute..30 days, was: ${ms.millis}"
+      )
+    ),
     Gen.choose(0, 7).map(n =>
       Bad(_.copy(adminToken = Some("s" * n)), s"an admin token must have at least 8 characters, was: $n")
     )

@@ -47,7 +47,8 @@ object Migrations:
       "0007-schedules",
       "0008-cancel-running",
       "0009-console-indexes",
-      "0010-migration-compatibility"
+      "0010-migration-compatibility",
+      "0011-audit"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))

@@ -28,10 +28,22 @@ import scala.concurrent.duration.*
  * and a limit on running tasks bounds claimed ones, which is what keeps it exact across processes (set a
  * small `claimBatch` on a limited queue so that one worker's buffer does not hold the whole limit).
  * Cancelling a call cancels its transaction; a change either commits whole or not at all.
+ *
+ * ==The audit log==
+ * Each action (pause, resume, the limits, retry, cancel, discard; one entry per task of a `…Many` call) is
+ * recorded in the schema's `audit` table in the action's own transaction, with [[operator]], its time, its
+ * target and its outcome ([[AuditEntry]]): an entry exists if and only if the action committed, and an action
+ * that did not apply (a retry of a completed task) is recorded as refused. A call that fails (an unknown
+ * queue, a bad argument) records nothing. `TaskAdmin(db)` records its actions as [[Operator.code]]; name
+ * whoever acts with `TaskAdmin(db, operator)` or [[as]]. Read the log with [[AuditLog]]; workers prune it
+ * after [[Retention.audit]].
  */
-final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
+final class TaskAdmin[F[_]] private (db: Database[F], val operator: Operator)(using F: Async[F]):
 
   private val sql = new AdminSql(db.schema)
+
+  /** This admin, recording its actions as `operator`'s. */
+  def as(operator: Operator): TaskAdmin[F] = new TaskAdmin(db, operator)
 
   /** Counts per queue and state, queues in name order. */
   def stats: F[Vector[QueueStats]] = sql.stats.transact(db.transactor)
@@ -78,10 +90,12 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
    * Pauses `queue`: from the next claim on, no worker claims its tasks; running tasks, and tasks already
    * claimed into a worker's buffer, go on. Idempotent. Fails with [[UnknownQueue]].
    */
-  def pause(queue: String): F[Unit] = control(queue)(sql.setPaused(queue, paused = true))
+  def pause(queue: String): F[Unit] =
+    control(queue, AuditAction.Pause, None)(sql.setPaused(queue, paused = true))
 
   /** Resumes a paused `queue`, and wakes its workers. Idempotent. Fails with [[UnknownQueue]]. */
-  def resume(queue: String): F[Unit] = control(queue)(sql.setPaused(queue, paused = false))
+  def resume(queue: String): F[Unit] =
+    control(queue, AuditAction.Resume, None)(sql.setPaused(queue, paused = false))
 
   /**
    * At most `max` tasks of `queue` running (claimed and not finished) at once across every worker, beside
@@ -91,7 +105,7 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
    */
   def limitRunning(queue: String, max: Option[Int]): F[Unit] =
     Validation.raise("TaskAdmin.limitRunning", maxErrors(max)) *>
-      control(queue)(sql.setMaxRunning(queue, max))
+      control(queue, AuditAction.Limits, Some(maxDetail(max)))(sql.setMaxRunning(queue, max))
 
   /**
    * At most `rate.perSecond` tasks of `queue` claimed per second across every worker, in bursts of at most
@@ -99,7 +113,8 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
    * each bad value of `rate` ([[QueueRate.errors]]) and with [[UnknownQueue]].
    */
   def limitRate(queue: String, rate: Option[QueueRate]): F[Unit] =
-    Validation.raise("QueueRate", rateErrors(rate)) *> control(queue)(sql.setRate(queue, rate))
+    Validation.raise("QueueRate", rateErrors(rate)) *>
+      control(queue, AuditAction.Limits, Some(rateDetail(rate)))(sql.setRate(queue, rate))
 
   /**
    * Sets both of `queue`'s limits, as [[limitRunning]] and [[limitRate]] do, in one transaction: no claim
@@ -107,17 +122,30 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
    */
   def limits(queue: String, maxRunning: Option[Int], rate: Option[QueueRate]): F[Unit] =
     Validation.raise("TaskAdmin.limits", maxErrors(maxRunning) ++ rateErrors(rate)) *>
-      control(queue)(sql.setMaxRunning(queue, maxRunning) *> sql.setRate(queue, rate))
+      control(queue, AuditAction.Limits, Some(s"${maxDetail(maxRunning)}; ${rateDetail(rate)}"))(
+        sql.setMaxRunning(queue, maxRunning) *> sql.setRate(queue, rate)
+      )
 
   private def maxErrors(max: Option[Int]): List[String] =
     max.toList.flatMap(m => Validation.check(m > 0, s"a queue's limit on running tasks must be > 0, was: $m"))
 
   private def rateErrors(rate: Option[QueueRate]): List[String] = rate.toList.flatMap(_.errors)
 
-  private def control(queue: String)(change: ConnectionIO[Int]): F[Unit] =
-    db.run(sql.known(queue).flatMap { known =>
-      if known then change *> sql.wakeQueue(queue) else FC.raiseError[Unit](new UnknownQueue(queue))
-    })
+  private def maxDetail(max: Option[Int]): String = s"max running: ${max.fold("none")(_.toString)}"
+
+  private def rateDetail(rate: Option[QueueRate]): String =
+    s"rate: ${rate.fold("none")(r => s"${r.perSecond}/s, burst ${r.burst}")}"
+
+  private def control(queue: String, action: AuditAction, detail: Option[String])(
+      change: ConnectionIO[Int]
+  ): F[Unit] =
+    Validation.raise("Operator", operator.errors) *>
+      db.run(sql.known(queue).flatMap { known =>
+        if known then
+          change *> sql.wakeQueue(queue) *>
+            sql.audit.record(operator, action, Some(queue), None, AuditOutcome.Done, detail).void
+        else FC.raiseError[Unit](new UnknownQueue(queue))
+      })
 
   /**
    * The schedules of periodic tasks ([[Scheduler]]), by name: each one's queue, timing, policy for missed
@@ -139,18 +167,29 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
    * task whose cancel is requested changes nothing but the stored reason. A worker of an earlier release
    * never hears of a request: its task runs to its end.
    */
-  def cancel(id: Long, reason: String = "requested by an operator"): F[Cancel] =
-    cancelMany(Vector(id), reason).map(_.head)
+  def cancel(id: Long, reason: String = defaultReason): F[Cancel] = cancelMany(Vector(id), reason).map(_.head)
 
   /** [[cancel]] of each of `ids`, in one transaction, in their order: each one's outcome. */
-  def cancelMany(ids: Seq[Long], reason: String = "requested by an operator"): F[Vector[Cancel]] =
+  def cancelMany(ids: Seq[Long], reason: String = defaultReason): F[Vector[Cancel]] =
     Validation.raise(
       "TaskAdmin.cancel",
       Validation.check(
         reason != null && reason.nonEmpty,
         s"a cancel's reason must not be empty, was: '$reason'"
       )
-    ) *> db.run(ids.toVector.traverse(sql.cancel(_, reason)))
+    ) *> Validation.raise("Operator", operator.errors) *>
+      db.run(ids.toVector.traverse(id =>
+        audited(id, AuditAction.Cancel)(sql.cancel(id, reason)) {
+          case (Cancel.Cancelled, _) => (AuditOutcome.Done, Some(reason))
+          case (Cancel.Requested, _) => (AuditOutcome.Requested, Some(reason))
+          case (Cancel.Finished(state), _) => (AuditOutcome.Refused, Some(s"already ${state.name}"))
+          case (Cancel.NotFound, _) => (AuditOutcome.NotFound, None)
+        }
+      ))
+
+  /** The reason of a cancel that gives none: who asked for it. */
+  private def defaultReason: String =
+    if operator == Operator.code then "requested by an operator" else s"requested by ${operator.name}"
 
   /**
    * Puts a dead or cancelled task back to run now, with a fresh set of attempts (its errors are kept).
@@ -159,13 +198,48 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
   def retry(id: Long): F[Boolean] = retryMany(Vector(id)).map(_.head)
 
   /** [[retry]] of each of `ids`, in one transaction, in their order: whether each one was put back. */
-  def retryMany(ids: Seq[Long]): F[Vector[Boolean]] = db.run(ids.toVector.traverse(sql.retry))
+  def retryMany(ids: Seq[Long]): F[Vector[Boolean]] =
+    Validation.raise("Operator", operator.errors) *>
+      db.run(ids.toVector.traverse(id =>
+        audited(id, AuditAction.Retry)(sql.retry(id))(finishedOnly("retried"))
+      ))
 
   /** Deletes a dead or cancelled task for good. False if there is none with this id. */
   def discard(id: Long): F[Boolean] = discardMany(Vector(id)).map(_.head)
 
   /** [[discard]] of each of `ids`, in one transaction: whether each one was deleted. */
-  def discardMany(ids: Seq[Long]): F[Vector[Boolean]] = db.run(ids.toVector.traverse(sql.discard))
+  def discardMany(ids: Seq[Long]): F[Vector[Boolean]] =
+    Validation.raise("Operator", operator.errors) *>
+      db.run(ids.toVector.traverse(id =>
+        audited(id, AuditAction.Discard)(sql.discard(id))(finishedOnly("discarded"))
+      ))
+
+  /** What a retry's or a discard's answer means, from the task's state before it. */
+  private def finishedOnly(verb: String)(
+      done: Boolean,
+      before: Option[String]
+  ): (AuditOutcome, Option[String]) =
+    (done, before) match
+      case (true, _) => (AuditOutcome.Done, None)
+      case (false, None) => (AuditOutcome.NotFound, None)
+      case (false, Some("dead" | "cancelled")) =>
+        (AuditOutcome.Refused, Some("its unique key is held by a task that has not finished"))
+      case (false, Some(state)) =>
+        (AuditOutcome.Refused, Some(s"the task is $state: only a dead or cancelled task can be $verb"))
+
+  /**
+   * `act` on the task `id`, recorded in the same transaction with the outcome `judge` reads from its result
+   * and the task's state before it.
+   */
+  private def audited[A](id: Long, action: AuditAction)(act: ConnectionIO[A])(
+      judge: (A, Option[String]) => (AuditOutcome, Option[String])
+  ): ConnectionIO[A] =
+    sql.task(id).flatMap { before =>
+      act.flatTap { result =>
+        val (outcome, detail) = judge(result, before.map(_._2))
+        sql.audit.record(operator, action, before.map(_._1), Some(id), outcome, detail)
+      }
+    }
 
   /**
    * Deletes finished tasks in `states` that finished more than `olderThan` ago, `batch` rows per
@@ -191,49 +265,7 @@ final class TaskAdmin[F[_]] private (db: Database[F])(using F: Async[F]):
     Validation.raise("TaskAdmin.prune", errors) *> loop(0L)
 
 object TaskAdmin:
-  def apply[F[_]: Async](db: Database[F]): TaskAdmin[F] = new TaskAdmin(db)
 
-/** One queue's tasks by state: ready to run now, scheduled later, running, and finished ones still kept. */
-final case class QueueStats(
-    queue: String,
-    available: Long,
-    scheduled: Long,
-    running: Long,
-    completed: Long,
-    dead: Long,
-    cancelled: Long
-)
-
-/**
- * A registered worker: its id (the lease owner of its tasks), its name, when it started and last
- * heartbeated, whether its session holds the worker's lock (false with notifications off, or while its
- * session reconnects), and how many tasks it has running.
- */
-final case class WorkerInfo(
-    id: Long,
-    name: String,
-    startedAt: java.time.Instant,
-    heartbeatAt: java.time.Instant,
-    sessionHeld: Boolean,
-    running: Long
-)
-
-/** What [[TaskAdmin.cancel]] did. */
-enum Cancel:
-  /** The task was waiting to run; it is now in `finished`, cancelled. */
-  case Cancelled
-
-  /** The task is running: its worker is told to interrupt it, and it ends cancelled (or completed, if first). */
-  case Requested
-
-  /** The task had already finished, as `state`; nothing changed. */
-  case Finished(state: FinishedState)
-
-  /** No task has this id. */
-  case NotFound
-
-/** The states of a finished task. */
-enum FinishedState(val name: String):
-  case Completed extends FinishedState("completed")
-  case Dead extends FinishedState("dead")
-  case Cancelled extends FinishedState("cancelled")
+  /** The admin of `db`'s schema, recording its actions as `operator`'s. */
+  def apply[F[_]: Async](db: Database[F], operator: Operator = Operator.code): TaskAdmin[F] =
+    new TaskAdmin(db, operator)

@@ -1,5 +1,6 @@
 package weir.console.internal
 
+import weir.console.{ConsoleAccess, ReaderView}
 import weir.console.internal.Html.*
 
 import java.net.URLEncoder
@@ -9,11 +10,27 @@ import java.time.format.DateTimeFormatter
 
 /**
  * What a page is rendered for: `root`, the relative path from the page to the console's root (`./`,
- * `../`…), so that every link works under whatever prefix the routes are mounted at; and the session's
- * CSRF token when the operator is logged in (`None`: forms are shown, but an action is refused).
+ * `../`…), so that every link works under whatever prefix the routes are mounted at; who asks; when; and
+ * what readers may see.
  */
-private[console] final case class View(root: String, writable: Boolean, csrf: Option[String], now: Instant):
+private[console] final case class View(root: String, caller: Caller, now: Instant, readers: ReaderView):
   def link(path: String): String = root + path
+
+  /** Whether the page shows payloads, headers and errors' text: to operators who act, and to readers if allowed. */
+  def details: Boolean = caller.access match
+    case _: ConsoleAccess.Act => true
+    case _ => readers == ReaderView.Full
+
+  /**
+   * Whether the page shows the action forms: to an operator who may act, and to a reader of a console they
+   * can log in to (an action then says to log in).
+   */
+  def writable: Boolean = caller.access match
+    case _: ConsoleAccess.Act => true
+    case _ => caller.mode == Caller.Mode.OwnLogin
+
+  /** The CSRF token the forms carry: `None` unless the operator may act. */
+  def csrf: Option[String] = caller.csrf
 
 /** The frame of every page and the small formatting helpers the pages share. */
 private[console] object Layout:
@@ -24,7 +41,8 @@ private[console] object Layout:
       "tasks" -> "Tasks",
       "keys" -> "Keys",
       "workers" -> "Workers",
-      "schedules" -> "Schedules"
+      "schedules" -> "Schedules",
+      "audit" -> "Audit"
     )
 
   def page(v: View, title: String, current: String)(body: Html): Html =
@@ -32,13 +50,16 @@ private[console] object Layout:
       val attr = if path == current then Html(" aria-current=\"page\"") else Html.empty
       html"""<a href="${v.link(path)}"$attr>$name</a>"""
     })
-    val session =
-      if !v.writable then html"""<span class="badge">read-only</span>"""
-      else if v.csrf.isDefined then
-        html"""<form method="post" action="${v.link("logout")}" class="inline">${csrfField(
-            v
-          )}<button>Log out</button></form>"""
-      else html"""<a href="${v.link("login")}">Log in</a>"""
+    val session = (v.caller.access, v.caller.mode) match
+      case (ConsoleAccess.Act(name, _), Caller.Mode.OwnLogin) =>
+        html"""<span class="operator">$name</span> <form method="post" action="${v.link(
+            "logout"
+          )}" class="inline">${csrfField(v)}<button>Log out</button></form>"""
+      case (ConsoleAccess.Act(name, _), _) => html"""<span class="operator">$name</span>"""
+      case (_, Caller.Mode.OwnLogin) => html"""<a href="${v.link("login")}">Log in</a>"""
+      case (ConsoleAccess.Read(name, _), _) if name.nonEmpty =>
+        html"""<span class="operator">$name</span> <span class="badge">read-only</span>"""
+      case _ => html"""<span class="badge">read-only</span>"""
     html"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>$title · weir console</title>

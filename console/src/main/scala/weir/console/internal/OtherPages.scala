@@ -68,8 +68,10 @@ ${if rows.size >= limit then message("note", s"The first $limit keys.") else Htm
   def login(v: View, error: Option[String]): Html =
     page(v, "Log in", "")(
       error.fold(Html.empty)(message("error", _)) ++
-        html"""<form method="post" action="${v.link("login")}"><label>Admin token
-<input name="token" type="password" autocomplete="current-password" required></label> <button>Log in</button></form>"""
+        html"""<form method="post" action="${v.link("login")}" class="login"><label>Your name
+<input name="operator" autocomplete="username" maxlength="200" placeholder="recorded with your actions"></label>
+<label>Admin token <input name="token" type="password" autocomplete="current-password" required></label>
+<button>Log in</button></form>"""
     )
 
   def problem(v: View, title: String, detail: String): Html =

@@ -76,7 +76,12 @@ private[console] object QueuePages:
     val controls = q.controls
     val (verb, label) = if controls.exists(_.paused) then ("resume", "Resume") else ("pause", "Pause")
     val forms =
-      if !v.writable then message("note", "Read-only: the console was started without an admin token.")
+      if !v.writable then
+        message(
+          "note",
+          if v.caller.mode == Caller.Mode.Host then "Read-only: your access does not let you act."
+          else "Read-only: the console was started without an admin token."
+        )
       else
         html"""<section class="controls">
 <form method="post" action="$here/$verb" class="inline">${csrfField(v)}<button>$label</button></form>

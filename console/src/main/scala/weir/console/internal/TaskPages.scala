@@ -5,9 +5,13 @@ import io.circe.parser.parse
 import weir.console.internal.ConsoleQueries.{Neighbour, Page, TaskDetail}
 import weir.console.internal.Html.*
 import weir.console.internal.Layout.*
+import weir.postgres.AuditEntry
 
 /** The task list with its filters and batch actions, and a task's own page. */
 private[console] object TaskPages:
+
+  /** How many of a task's audit entries its page shows, the newest. */
+  val auditShown: Int = 20
 
   /** One attempt's error as stored among a task's errors. */
   final case class Failure(attempt: Option[Long], at: Option[String], worker: Option[Long], error: String)
@@ -71,7 +75,8 @@ private[console] object TaskPages:
           if f.oldest then Html(" selected") else Html.empty
         }>oldest first</option>"""
     val search =
-      if payloadSearch then html"""<input name="text" placeholder="text in payload" value="${f.text}">"""
+      if payloadSearch && v.details then
+        html"""<input name="text" placeholder="text in payload" value="${f.text}">"""
       else Html.empty
     val filters = html"""<form method="get" action="${v.link("tasks")}" class="filters">
 <input name="queue" placeholder="queue" value="${f.queue}">
@@ -101,7 +106,7 @@ $search
       if rows.isEmpty then message("empty", "No task matches.")
       else
         val trs = rows.map { t =>
-          val preview = redact(t.payload)
+          val preview = if v.details then redact(t.payload) else "hidden"
           html"""<tr data-task="${t.id}"><td><input type="checkbox" name="id" value="${t.id}" aria-label="select task ${t.id}"></td>
 <td><a href="${v.link("tasks/" + t.id)}">${t.id}</a></td><td>${t.queue}</td><td>${state(t.state)}</td>
 <td class="n">${t.priority}</td><td>${t.key}</td><td class="n">${t.attempt}/${t.maxAttempts}</td>
@@ -128,7 +133,8 @@ $search
       t: TaskDetail,
       neighbours: (Vector[Neighbour], Vector[Neighbour]),
       redact: String => String,
-      notice: Option[String]
+      notice: Option[String],
+      audit: Vector[AuditEntry]
   ): Html =
     val hs = headers(t.headers)
     val headerRows = Html.concat(hs.toVector.sortBy(_._1).map((k, value) =>
@@ -140,9 +146,11 @@ $search
     val errorItems = Html.concat(errors.map { e =>
       val first = e.error.linesIterator.nextOption().getOrElse("")
       val summary = if first.length > 160 then first.take(159) + "…" else first
-      html"""<li class="error"><details><summary>attempt ${e.attempt.fold("?")(
-          _.toString
-        )} · ${e.at.getOrElse("")} · ${worker(e.worker)} · <span class="message">$summary</span></summary>
+      val attempt =
+        html"""attempt ${e.attempt.fold("?")(_.toString)} · ${e.at.getOrElse("")} · ${worker(e.worker)}"""
+      if !v.details then html"""<li class="error">$attempt · failed</li>"""
+      else
+        html"""<li class="error"><details><summary>$attempt · <span class="message">$summary</span></summary>
 <pre>${e.error}</pre></details></li>"""
     })
     // the attempt the task is in or finished with, when no error entry tells of it
@@ -205,17 +213,25 @@ ${
             worker(Some(w))
           )}</dd>
 </dl><div class="actions">$actions</div>
-<h2>Payload</h2><pre class="payload">${payload(redact, t.payload)}</pre>
-<h2>Headers</h2>$trace${
-            if hs.isEmpty then message("empty", "No headers.") else html"<table>$headerRows</table>"
+<h2>Payload</h2>${
+            if v.details then html"""<pre class="payload">${payload(redact, t.payload)}</pre>"""
+            else hidden
+          }
+<h2>Headers</h2>${
+            if !v.details then hidden
+            else if hs.isEmpty then message("empty", "No headers.")
+            else trace ++ html"<table>$headerRows</table>"
           }
 <h2>Attempts</h2>${
             if errors.isEmpty && current.isEmpty then
               message("empty", "No attempt has finished or failed yet.")
             else html"""<ol class="errors">$attemptItems</ol>"""
           }
-$keySection"""
+$keySection
+${AuditPages.ofTask(v, t.id, audit, TaskPages.auditShown)}"""
     )
+
+  private val hidden: Html = message("note", "Hidden: your access is read-only.")
 
   /** A worker by id: it may have stopped since, and left the workers' page. */
   private def worker(id: Option[Long]): Html =

@@ -16,6 +16,16 @@ private[postgres] final class AdminSql(schema: Schema):
   private val sql = new Sql(schema)
   private def const(s: String): Fragment = Fragment.const0(s)
 
+  /** The audit log's statements, which every action's transaction writes to. */
+  val audit: AuditSql = new AuditSql(schema)
+
+  /** The queue and state of the task `id`, live or finished; `None` when there is none. */
+  def task(id: Long): ConnectionIO[Option[(String, String)]] =
+    (const(s"SELECT queue, state::text FROM $tasks WHERE id = ") ++ fr0"$id" ++
+      const(s" UNION ALL SELECT queue, state::text FROM $finished WHERE id = ") ++ fr0"$id" ++
+      const(" LIMIT 1"))
+      .query[(String, String)].option
+
   def stats: ConnectionIO[Vector[QueueStats]] =
     const(s"""WITH live AS (
       SELECT queue,

@@ -7,8 +7,9 @@ import weir.postgres.Retention
 import scala.concurrent.duration.*
 
 /**
- * Deletes finished tasks past their retention, every `every`, a batch per transaction so a large prune
- * never holds many locks for long; rows another worker's pruner holds are skipped. A [[Periodic]] loop.
+ * Deletes finished tasks and audit entries past their retention, every `every`, a batch per transaction so
+ * a large prune never holds many locks for long; rows another worker's pruner holds are skipped. A
+ * [[Periodic]] loop.
  */
 private[postgres] object Pruner:
 
@@ -30,6 +31,8 @@ private[postgres] object Pruner:
       run(sql.prune(olderThan.toMillis, Array(state), batch)).flatMap(n =>
         prune(state, olderThan).whenA(n >= batch)
       )
+    def pruneAudit: F[Unit] =
+      run(sql.audit.prune(retention.audit.toMillis, batch)).flatMap(n => pruneAudit.whenA(n >= batch))
     Periodic.resource(every, faults)(
-      retention.byState.traverse_((state, olderThan) => prune(state.name, olderThan))
+      retention.byState.traverse_((state, olderThan) => prune(state.name, olderThan)) *> pruneAudit
     )
