@@ -1,8 +1,8 @@
 package weir.lab
 
+import weir.cli.CommandLine
 import scopt.OParser
-import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.positive
+import weir.cli.CommandLine.positive
 
 /**
  * The lab's top-level commands (`example`, `soak`), parsed by scopt: unknown options and bad values are
@@ -94,4 +94,4 @@ object Cli:
   /** Parses without running or printing: `Left(why)` for an unknown command or option, or a bad value. */
   def check(args: Seq[String]): Either[String, Unit] =
     if args == Seq("--help") then Right(()) // scopt prints the usage before the check for a command
-    else ExperimentIo.check(parser, args, Options())
+    else CommandLine.check(parser, args, Options())

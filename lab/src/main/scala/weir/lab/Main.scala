@@ -2,7 +2,6 @@ package weir.lab
 
 import cats.effect.{ExitCode, IO}
 import weir.runtime.WeirApp
-import weir.lab.report.ExperimentIo
 
 /**
  * `./weir <command>`: the lab's entry point. Runs on [[weir.runtime.WeirRuntime]] (timers off the compute pool), so
@@ -13,8 +12,7 @@ object Main extends WeirApp:
     args match
       case "lab" :: rest => Experiments.run(rest)
       case "compare" :: rest => Experiments.run("compare" :: rest)
-      case "durable" :: rest => DurableCli.run(rest)
-      case "console" :: rest => ConsoleCli.run(rest)
+      case ("durable" | "console") :: _ => weir.cli.Main.run(args)
       case "train" :: Nil => Train.run
       case _ => command(args)
 
@@ -35,7 +33,6 @@ object Main extends WeirApp:
     args match
       case "lab" :: rest => Experiments.check(rest)
       case "compare" :: rest => Experiments.check("compare" :: rest)
-      case "durable" :: rest => ExperimentIo.check(DurableCli.parser, rest, DurableCli.Options())
-      case "console" :: rest => ExperimentIo.check(ConsoleCli.parser, rest, ConsoleCli.Options())
+      case ("durable" | "console") :: _ => weir.cli.Main.check(args)
       case "train" :: Nil => Train.check
       case _ => Cli.check(args)

@@ -1,5 +1,6 @@
 package weir.lab.adaptive
 
+import weir.cli.CommandLine
 import cats.effect.{ExitCode, IO}
 import cats.effect.testkit.TestControl
 import cats.syntax.all.*
@@ -9,7 +10,7 @@ import scopt.{DefaultOEffectSetup, OParser}
 import weir.{AdaptiveAlgorithm, Limit}
 import weir.lab.Experiment
 import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.positive
+import weir.cli.CommandLine.positive
 
 import java.nio.file.{Files, Path, Paths}
 import scala.concurrent.duration.*
@@ -94,7 +95,7 @@ object AdaptiveLab extends Experiment:
   private val virtualSeed = java.util.Base64.getEncoder.encodeToString("1".getBytes("UTF-8"))
 
   override def check(args: List[String]): Either[String, Unit] =
-    ExperimentIo.check(parser, args, Options())
+    CommandLine.check(parser, args, Options())
 
   def run(args: List[String]): IO[ExitCode] =
     parse(args) match

@@ -1,5 +1,6 @@
 package weir.lab.blocking
 
+import weir.cli.CommandLine
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import io.circe.Json
@@ -9,8 +10,9 @@ import org.knowm.xchart.style.Styler
 import scopt.OParser
 import weir.lab.{Experiment, Tally}
 import weir.lab.report.{ElapsedChart, ExperimentIo}
-import weir.lab.report.ExperimentIo.{number, positive}
-import weir.lab.report.Table
+import weir.lab.report.ExperimentIo.number
+import weir.cli.CommandLine.positive
+import weir.cli.Table
 
 import java.nio.file.{Path, Paths}
 import scala.concurrent.duration.*
@@ -101,9 +103,9 @@ object Blocking extends Experiment:
         .text("also draw elapsed vs ideal per approach (PNG)")
     )
 
-  def run(args: List[String]): IO[ExitCode] = ExperimentIo.runWith(parser, args, Settings())(execute(_).void)
+  def run(args: List[String]): IO[ExitCode] = CommandLine.runWith(parser, args, Settings())(execute(_).void)
 
-  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+  override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   def selected(s: Settings): Vector[Approach] =
     if s.approaches.isEmpty then Approach.all else Approach.all.filter(a => s.approaches.contains(a.name))

@@ -1,5 +1,6 @@
 package weir.lab.channels
 
+import weir.cli.CommandLine
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import io.circe.Json
@@ -10,8 +11,9 @@ import org.knowm.xchart.style.markers.SeriesMarkers
 import scopt.OParser
 import weir.lab.Experiment
 import weir.lab.report.{ElapsedChart, ExperimentIo}
-import weir.lab.report.ExperimentIo.{number, positive}
-import weir.lab.report.Table
+import weir.lab.report.ExperimentIo.number
+import weir.cli.CommandLine.positive
+import weir.cli.Table
 import weir.lab.Delay
 
 import java.nio.file.{Path, Paths}
@@ -144,9 +146,9 @@ object Channels extends Experiment:
       )
     )
 
-  def run(args: List[String]): IO[ExitCode] = ExperimentIo.runWith(parser, args, Settings())(execute(_).void)
+  def run(args: List[String]): IO[ExitCode] = CommandLine.runWith(parser, args, Settings())(execute(_).void)
 
-  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+  override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   /** Runs everything, prints the tables, writes the JSON and charts asked for. */
   def execute(s: Settings): IO[(Vector[Record], Vector[ThrottledRecord])] =

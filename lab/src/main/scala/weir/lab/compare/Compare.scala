@@ -1,14 +1,15 @@
 package weir.lab
 package compare
 
+import weir.cli.CommandLine
 import cats.effect.{ExitCode, IO, Resource}
 import cats.syntax.all.*
 import scopt.OParser
 import weir.lab.compare.approaches.*
 import weir.lab.compare.report.*
 import weir.lab.compare.scenarios.*
-import weir.lab.report.{ExperimentIo, Html, LivePage}
-import weir.lab.report.ExperimentIo.positive
+import weir.lab.report.{Html, LivePage}
+import weir.cli.CommandLine.positive
 
 import java.nio.file.{Files, Path, Paths}
 import scala.collection.concurrent.TrieMap
@@ -69,10 +70,10 @@ object Compare extends Experiment:
    * is not read (its path may be relative to another directory); everything else is checked.
    */
   def parse(args: List[String], readFiles: Boolean = true): Either[String, Option[Settings]] =
-    ExperimentIo.parse(parser, args, Options()) match
-      case ExperimentIo.Parsed.Bad(error) => Left(error)
-      case ExperimentIo.Parsed.Help(_) => Right(None)
-      case ExperimentIo.Parsed.Ok(o) =>
+    CommandLine.parse(parser, args, Options()) match
+      case CommandLine.Parsed.Bad(error) => Left(error)
+      case CommandLine.Parsed.Help(_) => Right(None)
+      case CommandLine.Parsed.Ok(o) =>
         if !readFiles && o.workload.nonEmpty then Right(None) else settings(o).map(Some(_))
 
   def execute(s: Settings): IO[Vector[Measurement]] =

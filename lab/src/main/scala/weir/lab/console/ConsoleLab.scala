@@ -1,5 +1,6 @@
 package weir.lab.console
 
+import weir.cli.CommandLine
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import com.comcast.ip4s.{Host, Port}
@@ -13,7 +14,7 @@ import weir.console.{ConsoleOptions, WeirConsole}
 import weir.lab.Experiment
 import weir.lab.durable.LabDatabase
 import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.positive
+import weir.cli.CommandLine.positive
 import weir.postgres.{Database, DurableWorker, WorkerConfig}
 
 import java.net.URLEncoder
@@ -83,7 +84,7 @@ object ConsoleLab extends Experiment:
         .text("also write the results as JSON")
     )
 
-  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+  override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   /**
    * One page or action's timings, in milliseconds; a reference is shown beside the others and not held to
@@ -101,7 +102,7 @@ object ConsoleLab extends Experiment:
   final case class Results(history: Long, backlog: Int, seedSeconds: Double, timings: Vector[Timing])
 
   def run(args: List[String]): IO[ExitCode] =
-    ExperimentIo.runWithCode(parser, args, Settings()) { s =>
+    CommandLine.runWithCode(parser, args, Settings()) { s =>
       execute(s).attempt.flatMap {
         case Left(e) => IO.consoleForIO.errorln(s"weir lab console: ${e.getMessage}").as(ExitCode(1))
         case Right(_) => IO.pure(ExitCode.Success)

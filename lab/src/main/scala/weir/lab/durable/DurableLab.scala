@@ -1,11 +1,12 @@
 package weir.lab.durable
 
+import weir.cli.CommandLine
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import scopt.OParser
 import weir.lab.{Experiment, Stats}
 import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.positive
+import weir.cli.CommandLine.positive
 import weir.postgres.Database
 
 import java.nio.file.{Path, Paths}
@@ -230,7 +231,7 @@ object DurableLab extends Experiment:
         ).flatten
       )
 
-  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+  override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   /** A phase of the run (`start` and `report` included) failed: `phase` names it, the message says why. */
   final class PhaseFailed(val phase: String, cause: Throwable)
@@ -240,7 +241,7 @@ object DurableLab extends Experiment:
   def failureLine(e: Throwable): String = s"weir lab durable: ${Retrying.firstLine(e)}"
 
   def run(args: List[String]): IO[ExitCode] =
-    ExperimentIo.runWithCode(parser, args, Settings()) { s =>
+    CommandLine.runWithCode(parser, args, Settings()) { s =>
       execute(s).attempt.flatMap {
         case Left(e) => IO.consoleForIO.errorln(failureLine(e)).as(ExitCode(1))
         case Right(r) if r.failures.isEmpty => IO.pure(ExitCode.Success)

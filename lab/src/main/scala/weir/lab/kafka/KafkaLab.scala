@@ -1,5 +1,6 @@
 package weir.lab.kafka
 
+import weir.cli.CommandLine
 import cats.effect.{Deferred, ExitCode, IO, Resource}
 import cats.syntax.all.*
 import io.circe.Json
@@ -7,7 +8,8 @@ import io.circe.syntax.*
 import scopt.OParser
 import weir.lab.Experiment
 import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.{number, positive}
+import weir.lab.report.ExperimentIo.number
+import weir.cli.CommandLine.positive
 
 import java.nio.file.{Files, Path, Paths}
 import scala.concurrent.duration.*
@@ -116,7 +118,7 @@ object KafkaLab extends Experiment:
       )
     )
 
-  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+  override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   /** An approach's run on one handler: `records` processed in `seconds`. */
   final case class Throughput(handler: String, approach: Approach, records: Long, seconds: Double):
@@ -181,7 +183,7 @@ object KafkaLab extends Experiment:
   val Sleep = "sleep"
 
   def run(args: List[String]): IO[ExitCode] =
-    ExperimentIo.runWithCode(parser, args, Settings()) { s =>
+    CommandLine.runWithCode(parser, args, Settings()) { s =>
       execute(s).attempt.flatMap {
         case Left(e) => IO.consoleForIO.errorln(s"weir lab kafka: ${e.getMessage}").as(ExitCode(1))
         case Right(r) => IO.pure(if r.correct then ExitCode.Success else ExitCode(1))

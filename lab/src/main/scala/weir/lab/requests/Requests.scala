@@ -1,11 +1,11 @@
 package weir.lab.requests
 
+import weir.cli.CommandLine
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import scopt.{OEffect, OParser}
 import weir.lab.Experiment
-import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.{positive, positiveMillis}
+import weir.cli.CommandLine.{positive, positiveMillis}
 
 import java.lang.management.ManagementFactory
 import java.net.URI
@@ -145,7 +145,7 @@ object Requests extends Experiment:
     (parsed, effects.collect { case OEffect.ReportError(message) => message })
 
   override def check(args: List[String]): Either[String, Unit] =
-    ExperimentIo.check(parser, args, Settings())
+    CommandLine.check(parser, args, Settings())
 
   def run(args: List[String]): IO[ExitCode] =
     parse(args) match

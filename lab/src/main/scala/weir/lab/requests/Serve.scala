@@ -1,11 +1,11 @@
 package weir.lab.requests
 
+import weir.cli.CommandLine
 import cats.effect.{ExitCode, IO}
 import com.comcast.ip4s.Host
 import scopt.{OEffect, OParser}
 import weir.lab.Experiment
-import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.{positive, positiveMillis}
+import weir.cli.CommandLine.{positive, positiveMillis}
 
 import scala.concurrent.duration.*
 
@@ -91,7 +91,7 @@ object Serve extends Experiment:
     )
 
   override def check(args: List[String]): Either[String, Unit] =
-    ExperimentIo.check(parser, args, Options())
+    CommandLine.check(parser, args, Options())
 
   def run(args: List[String]): IO[ExitCode] =
     parse(args) match

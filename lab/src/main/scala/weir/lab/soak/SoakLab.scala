@@ -1,5 +1,6 @@
 package weir.lab.soak
 
+import weir.cli.CommandLine
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import io.circe.Json
@@ -9,7 +10,8 @@ import weir.lab.Experiment
 import weir.lab.durable.LabDatabase
 import weir.lab.kafka.LabBroker
 import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.{number, positive}
+import weir.lab.report.ExperimentIo.number
+import weir.cli.CommandLine.positive
 import weir.postgres.*
 
 import java.nio.file.{Path, Paths}
@@ -79,7 +81,7 @@ object SoakLab extends Experiment:
         .text("also write the results as JSON")
     )
 
-  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+  override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   /** What a run counted. */
   final case class Results(
@@ -103,7 +105,7 @@ object SoakLab extends Experiment:
     def growthHolds: Boolean = settings.quick || growth <= growthBound
 
   def run(args: List[String]): IO[ExitCode] =
-    ExperimentIo.runWithCode(parser, args, Settings()) { s =>
+    CommandLine.runWithCode(parser, args, Settings()) { s =>
       execute(s).attempt.flatMap {
         case Left(e) => IO.consoleForIO.errorln(s"weir lab soak: ${e.getMessage}").as(ExitCode(1))
         case Right(r) =>

@@ -1,5 +1,6 @@
 package weir.lab.trampoline
 
+import weir.cli.CommandLine
 import cats.effect.{ExitCode, IO}
 import cats.effect.unsafe.IORuntime
 import cats.syntax.all.*
@@ -11,8 +12,9 @@ import scopt.OParser
 import weir.runtime.WeirRuntime
 import weir.lab.Experiment
 import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.{number, positive}
-import weir.lab.report.Table
+import weir.lab.report.ExperimentIo.number
+import weir.cli.CommandLine.positive
+import weir.cli.Table
 
 import java.nio.file.{Path, Paths}
 import java.util.concurrent.atomic.AtomicReference
@@ -103,9 +105,9 @@ object Trampoline extends Experiment:
       )
     )
 
-  def run(args: List[String]): IO[ExitCode] = ExperimentIo.runWith(parser, args, Settings())(execute(_).void)
+  def run(args: List[String]): IO[ExitCode] = CommandLine.runWith(parser, args, Settings())(execute(_).void)
 
-  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+  override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   def execute(s: Settings): IO[(Vector[Point], Overflow)] =
     val approaches = Approach.all(s.maxDepth)

@@ -1,9 +1,9 @@
 package weir.lab.blocking
 
+import weir.cli.CommandLine
 import cats.effect.IO
 import munit.CatsEffectSuite
-import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.Parsed
+import weir.cli.CommandLine.Parsed
 
 import java.nio.file.Files
 import scala.concurrent.duration.*
@@ -39,7 +39,7 @@ class BlockingSuite extends CatsEffectSuite:
     )
   }
 
-  private def parse(args: String*) = ExperimentIo.parse(Blocking.parser, args, Blocking.Settings())
+  private def parse(args: String*) = CommandLine.parse(Blocking.parser, args, Blocking.Settings())
 
   test("options are parsed; --quick makes 30 ms tasks") {
     parse(

@@ -1,9 +1,9 @@
 package weir.lab.channels
 
+import weir.cli.CommandLine
 import cats.effect.IO
 import munit.CatsEffectSuite
-import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.Parsed
+import weir.cli.CommandLine.Parsed
 
 import java.nio.file.Files
 import scala.concurrent.duration.*
@@ -13,7 +13,7 @@ class ChannelsCliSuite extends CatsEffectSuite:
 
   override def munitIOTimeout: Duration = 60.seconds
 
-  private def parse(args: String*) = ExperimentIo.parse(Channels.parser, args, Channels.Settings())
+  private def parse(args: String*) = CommandLine.parse(Channels.parser, args, Channels.Settings())
 
   test("options are parsed") {
     parse(

@@ -1,10 +1,10 @@
 package weir.lab.durable
 
+import weir.cli.CommandLine
 import cats.effect.{ExitCode, IO, Resource}
 import io.circe.parser.parse
 import munit.CatsEffectSuite
 import weir.lab.Stats
-import weir.lab.report.ExperimentIo
 
 import java.nio.file.Files
 import scala.concurrent.duration.*
@@ -228,8 +228,8 @@ class DurableLabSuite extends CatsEffectSuite:
   }
 
   test("bad options fail naming the value") {
-    def bad(args: String*): String = ExperimentIo.parse(DurableLab.parser, args, DurableLab.Settings()) match
-      case ExperimentIo.Parsed.Bad(error) => error
+    def bad(args: String*): String = CommandLine.parse(DurableLab.parser, args, DurableLab.Settings()) match
+      case CommandLine.Parsed.Bad(error) => error
       case other => fail(s"expected a refusal of $args, got $other")
     assert(bad("--workers", "0").contains("--workers must be > 0, was: 0"))
     assert(bad("--kill-every", "nonsense").contains("was: nonsense"))

@@ -1,9 +1,8 @@
-package weir.lab
+package weir.cli
 
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import scopt.OParser
-import weir.lab.report.{ExperimentIo, Table}
 import weir.postgres.{Cancel, Database, DatabaseConfig, QueueRate, Schema, TaskAdmin}
 
 /**
@@ -95,7 +94,7 @@ object DurableCli:
     builder.arg[String]("QUEUE").action((q, o) => o.copy(queue = q)).text("the queue's name")
 
   def run(args: List[String]): IO[ExitCode] =
-    ExperimentIo.runWithCode(parser, args, Options()) { o =>
+    CommandLine.runWithCode(parser, args, Options()) { o =>
       DatabaseArgs.run(o.url, o.schema)(execute(o, _))
     }
 

@@ -1,11 +1,10 @@
-package weir.lab
+package weir.cli
 
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import com.comcast.ip4s.{Host, Port}
 import scopt.OParser
 import weir.console.{ConsoleOptions, WeirConsole}
-import weir.lab.report.ExperimentIo
 import weir.postgres.{Database, DatabaseConfig, Schema}
 
 import scala.concurrent.duration.*
@@ -64,7 +63,7 @@ object ConsoleCli:
     )
 
   def run(args: List[String]): IO[ExitCode] =
-    ExperimentIo.runWithCode(parser, args, Options()) { o =>
+    CommandLine.runWithCode(parser, args, Options()) { o =>
       DatabaseArgs.run(o.url, o.schema) { config =>
         val token = o.adminToken.orElse(sys.env.get("WEIR_CONSOLE_TOKEN").filter(_.nonEmpty))
         serve(o, config, ConsoleOptions(adminToken = token, countsEvery = o.countsEvery))

@@ -1,4 +1,4 @@
-package weir.lab
+package weir.cli
 
 import cats.effect.{ExitCode, IO}
 import scopt.{OParser, OParserBuilder}

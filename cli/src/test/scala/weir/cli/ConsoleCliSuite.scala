@@ -1,10 +1,9 @@
-package weir.lab
+package weir.cli
 
 import cats.effect.ExitCode
 import munit.CatsEffectSuite
 import scopt.OParser
-import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.Parsed
+import weir.cli.CommandLine.Parsed
 
 import scala.concurrent.duration.*
 
@@ -21,7 +20,7 @@ class ConsoleCliSuite extends CatsEffectSuite:
   }
 
   test("a bad value is refused naming it, with exit code 2") {
-    def error(args: String*) = ExperimentIo.parse(ConsoleCli.parser, args, ConsoleCli.Options()) match
+    def error(args: String*) = CommandLine.parse(ConsoleCli.parser, args, ConsoleCli.Options()) match
       case Parsed.Bad(e) => e
       case other => fail(s"not refused: $other")
     assert(error("--counts-every", "NaN").contains("--counts-every must be in 0..3600 seconds, was: NaN"))
