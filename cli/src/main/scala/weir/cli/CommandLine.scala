@@ -24,10 +24,6 @@ object CommandLine:
   def positive[N](option: String)(using N: Numeric[N]): N => Either[String, Unit] =
     n => if N.gt(n, N.zero) then Right(()) else Left(s"$option must be > 0, was: $n")
 
-  /** A scopt `validate` for a duration in milliseconds that must be > 0; the error names the option and value. */
-  def positiveMillis(option: String): Long => Either[String, Unit] =
-    ms => if ms > 0 then Right(()) else Left(s"$option must be > 0 ms, was: $ms")
-
   /** Runs scopt without side effects: errors are collected, not printed. */
   def parse[C](parser: OParser[?, C], args: Seq[String], init: C): Parsed[C] =
     val (config, effects) = OParser.runParser(parser, args, init)

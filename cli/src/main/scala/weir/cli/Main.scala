@@ -9,22 +9,16 @@ import weir.runtime.WeirApp
  */
 object Main extends WeirApp:
 
-  def run(args: List[String]): IO[ExitCode] =
-    args match
-      case "durable" :: rest => DurableCli.run(rest)
-      case "console" :: rest => ConsoleCli.run(rest)
-      case "train" :: Nil => Train.run
-      case _ =>
-        val usage = "Usage: weir durable <command> [options] | weir console [options]   (--help after either)"
-        if args.headOption.contains("--help") then IO.println(usage).as(ExitCode.Success)
-        else CommandLine.refuse(s"unknown command '${args.mkString(" ")}'", usage)
+  /** The operator's commands; the lab's registry holds them too. */
+  val operatorCommands: Vector[Command] = DurableCli.commands :+ ConsoleCli
+
+  /** What this jar runs: the operator's commands, and the training run of its ahead-of-time cache. */
+  val commands: Commands = Commands(operatorCommands :+ Train)
+
+  def run(args: List[String]): IO[ExitCode] = commands.run(args)
 
   /**
    * Parses a command line as [[run]] would, without running or printing anything: `Left(why)` for an
-   * unknown command or option or a bad value. The docs check validates every documented command with it.
+   * unknown command or option or a bad value.
    */
-  def check(args: List[String]): Either[String, Unit] =
-    args match
-      case "durable" :: rest => CommandLine.check(DurableCli.parser, rest, DurableCli.Options())
-      case "console" :: rest => CommandLine.check(ConsoleCli.parser, rest, ConsoleCli.Options())
-      case _ => Left(s"unknown command '${args.mkString(" ")}'")
+  def check(args: List[String]): Either[String, Unit] = commands.check(args)
