@@ -49,10 +49,12 @@ final case class Commands(all: Vector[Command]):
   private def groupOf(args: List[String]): (List[String], List[String]) =
     val n = (0 to args.size).filter(i =>
       all.exists(c => c.words.size > i && c.words.startsWith(args.take(i)))
-    ).max
+    ).maxOption.getOrElse(0)
     (args.take(n), args.drop(n))
 
   private def unknown(args: List[String]): String =
     val (group, rest) = groupOf(args)
-    val known = all.filter(_.words.startsWith(group)).map(_.words.drop(group.size).head).distinct
+    val known =
+      all.flatMap(c => Option.when(c.words.startsWith(group))(c.words.drop(group.size)).flatMap(_.headOption))
+        .distinct
     s"unknown command '${(group :+ rest.head).mkString(" ")}' (known after '${("weir" :: group).mkString(" ")}': ${known.mkString(", ")})"
