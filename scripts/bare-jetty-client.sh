@@ -4,7 +4,7 @@
 # callbacks (no Cats Effect, no fibers, no weir), in a fresh JVM started like the lab's, with its
 # ahead-of-time cache. Sends GET /0 .. /N-1 to a running delay server with CONCURRENCY in flight and prints
 # the makespan (first request to last answer) beside the ideal schedule's.
-#   ./weir lab serve --port 8000 --max-delay 1000 &
+#   ./weir lab serve --port 8000 --max-delay 1000ms &
 #   scripts/bare-jetty-client.sh http://127.0.0.1:8000 [N] [CONCURRENCY] [MAX_DELAY_MS] [SEED]
 #   (defaults 20000 2000 1000 0: the server's --max-delay and --seed must match)
 set -euo pipefail

@@ -7,7 +7,7 @@ import scala.concurrent.duration.*
 /**
  * Memory stays bounded however many tasks flow: millions of lazily generated tasks through a heap far too
  * small to hold them (3 M tasks as boxed Longs plus their outcomes would need several hundred MB). The
- * full check, 10 M tasks in 256 MB, is `JAVA_OPTS=-Xmx256m ./weir soak --tasks 10000000`.
+ * full check, 10 M tasks in 256 MB, is `JAVA_OPTS=-Xmx256m ./weir lab heap --tasks 10000000`.
  */
 class MemorySuite extends CatsEffectSuite:
   override def munitIOTimeout: Duration = 3.minutes

@@ -1,9 +1,12 @@
 package weir.lab
 
-import cats.effect.{IO, Ref}
+import cats.effect.{ExitCode, IO, Ref}
 import cats.syntax.all.*
 import fs2.Stream
+import scopt.OParser
 import weir.*
+import weir.cli.Command
+import weir.cli.CommandLine.positive
 import weir.otel.WeirMetrics
 
 import scala.concurrent.duration.*
@@ -11,11 +14,33 @@ import scala.util.Random
 import scala.util.chaining.*
 
 /**
- * The README's example, runnable: two producers feed a bounded buffer; handlers take 1–20 ms and every
- * 50th task fails into a dead-letter sink; the run is drained half-way through and every task is
- * accounted for.
+ * `./weir lab example`: a small pipeline with a progress bar. Two producers feed a bounded buffer; handlers
+ * take 1–20 ms and every 50th task fails into a dead-letter sink; the run is drained half-way through and
+ * every task is accounted for.
  */
-object Example:
+object Example extends Experiment with Command.Parsed[Example.Options]:
+  val label = "example"
+  val summary = "a small pipeline with a progress bar: two producers, a limit, dead letters, a drain"
+
+  final case class Options(tasks: Int = 20000, limit: Int = 64, otel: Option[Int] = None)
+  val defaults: Options = Options()
+
+  val parser: OParser[Unit, Options] =
+    val builder = OParser.builder[Options]
+    import builder.*
+    OParser.sequence(
+      programName("weir lab example"),
+      head(s"weir lab example — $summary"),
+      help("help").text("print this help"),
+      opt[Int]("tasks").valueName("N").validate(positive("--tasks")).action((n, o) => o.copy(tasks = n))
+        .text(s"number of tasks (default ${defaults.tasks})"),
+      opt[Int]("limit").valueName("N").validate(positive("--limit")).action((n, o) => o.copy(limit = n))
+        .text(s"concurrency limit (default ${defaults.limit})"),
+      OtelEndpoint.option(builder)((o, p) => o.copy(otel = Some(p)))
+    )
+
+  def execute(o: Options): IO[ExitCode] =
+    OtelEndpoint.around(o.otel)(run(o.tasks, o.limit, _)).as(ExitCode.Success)
 
   /** Runs it, reporting the run to `metrics` if given (see [[OtelEndpoint]]). */
   def run(tasks: Int, limit: Int, metrics: Option[WeirMetrics[IO]] = None): IO[Unit] =

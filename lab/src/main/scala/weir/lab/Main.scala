@@ -1,41 +1,30 @@
 package weir.lab
 
 import cats.effect.{ExitCode, IO}
+import weir.cli.{Command, Commands}
 import weir.runtime.WeirApp
-import weir.lab.report.ExperimentIo
 
 /**
  * `./weir <command>`: the lab's entry point. Runs on [[weir.runtime.WeirRuntime]] (timers off the compute pool), so
  * the many short sleeps of the compare experiment cannot wedge the pool (typelevel/cats-effect#4674).
  */
 object Main extends WeirApp:
-  def run(args: List[String]): IO[ExitCode] =
-    args match
-      case "lab" :: rest => Experiments.run(rest)
-      case "compare" :: rest => Experiments.run("compare" :: rest)
-      case "durable" :: rest => DurableCli.run(rest)
-      case "console" :: rest => ConsoleCli.run(rest)
-      case "train" :: Nil => Train.run
-      case _ => command(args)
-
-  private def command(args: List[String]): IO[ExitCode] =
-    Cli.parse(args) match
-      case None => IO.pure(ExitCode(2))
-      case Some(Cli.Command.Example(tasks, limit, otel)) =>
-        OtelEndpoint.around(otel)(Example.run(tasks, limit, _)).as(ExitCode.Success)
-      case Some(Cli.Command.Soak(tasks, limit, progress, otel)) =>
-        OtelEndpoint.around(otel)(Soak.run(tasks, limit, progress, _)).as(ExitCode.Success)
 
   /**
-   * Parses a `./weir` command line (the lab CLI's part: not `test` or `bench`, which the launcher runs) as
-   * [[run]] would, without running or printing anything: `Left(why)` for an unknown command or option or a
-   * bad value. The docs check validates every documented command with it.
+   * Every command the lab's jar runs: the experiments under `lab`, `compare` as the main demo's short form
+   * of `lab compare`, the operator's commands (which the launcher runs from their own jar) and the training
+   * run of the launcher's ahead-of-time cache.
    */
-  def check(args: List[String]): Either[String, Unit] =
-    args match
-      case "lab" :: rest => Experiments.check(rest)
-      case "compare" :: rest => Experiments.check("compare" :: rest)
-      case "durable" :: rest => ExperimentIo.check(DurableCli.parser, rest, DurableCli.Options())
-      case "console" :: rest => ExperimentIo.check(ConsoleCli.parser, rest, ConsoleCli.Options())
-      case "train" :: Nil => Train.check
-      case _ => Cli.check(args)
+  val commands: Commands = Commands(
+    Vector(Command.Alias(List("compare"), weir.lab.compare.Compare)) ++ Experiments.all ++
+      weir.cli.Main.operatorCommands :+ Train
+  )
+
+  def run(args: List[String]): IO[ExitCode] = commands.run(args)
+
+  /**
+   * Parses a `./weir` command line (not `test` or `bench`, which the launcher runs) as [[run]] would,
+   * without running or printing anything: `Left(why)` for an unknown command or option or a bad value. The
+   * docs check validates every documented command with it.
+   */
+  def check(args: List[String]): Either[String, Unit] = commands.check(args)

@@ -2,15 +2,28 @@ package weir.lab
 
 import cats.effect.{IO, Resource}
 import io.opentelemetry.exporter.prometheus.PrometheusHttpServer
+import scopt.{OParser, OParserBuilder}
 import weir.Running
 import weir.otel.WeirMetrics
 
 /**
- * `--otel PORT` of `./weir example` and `./weir soak`: the run's OpenTelemetry metrics (weir-otel4s, the
+ * `--otel PORT` of `./weir lab example` and `./weir lab heap`: the run's OpenTelemetry metrics (weir-otel4s, the
  * latency histogram included) served for Prometheus at `http://127.0.0.1:PORT/metrics` while the command
  * runs, by the OpenTelemetry Java SDK's Prometheus reader.
  */
 object OtelEndpoint:
+
+  /** The `--otel PORT` option, setting the command's own options through `set`. */
+  def option[O](builder: OParserBuilder[O])(set: (O, Int) => O): OParser[Int, O] =
+    builder.opt[Int]("otel").valueName("PORT")
+      .validate(p =>
+        if p >= 1 && p <= 65535 then builder.success
+        else builder.failure(s"--otel must be a port, 1 to 65535, was: $p")
+      )
+      .action((p, o) => set(o, p))
+      .text(
+        "serve the run's OpenTelemetry metrics for Prometheus at http://127.0.0.1:PORT/metrics (default: none)"
+      )
 
   /** Runs `body` with weir's metrics served on `port` if there is one. */
   def around[B](port: Option[Int])(body: Option[WeirMetrics[IO]] => IO[B]): IO[B] =

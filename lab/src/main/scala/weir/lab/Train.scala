@@ -2,6 +2,8 @@ package weir.lab
 
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
+import scopt.OParser
+import weir.cli.Command
 
 /**
  * `./weir train`: short runs of the lab's main paths in one JVM, for the launcher to record that JVM's
@@ -10,20 +12,33 @@ import cats.syntax.all.*
  * JVM instead of being loaded, linked and learned again, which is most of what a cold run pays before its
  * first task. What the runs print is of no interest; the command fails if one of them fails.
  */
-object Train:
+object Train extends Command.Parsed[Unit]:
+
+  val words: List[String] = List("train")
+  val summary: String = "short runs for the launcher's ahead-of-time cache of the lab's jar (JDK 25)"
+  val defaults: Unit = ()
+
+  val parser: OParser[Unit, Unit] =
+    val builder = OParser.builder[Unit]
+    import builder.*
+    OParser.sequence(
+      programName("weir train"),
+      head(s"weir train — $summary"),
+      help("help").text("print this help")
+    )
 
   /**
-   * Each experiment's command line: weir's engine on the real clock, its blocking mode, its HTTP client, and
-   * the delay server in this JVM too, since the lab's child JVMs start from the same cache.
+   * Each experiment's command line after `lab`: weir's engine on the real clock, its blocking mode, its HTTP
+   * client, and the delay server in this JVM too, since the lab's child JVMs start from the same cache.
    */
   val runs: List[List[String]] = List(
     "compare --quick --clock real --approaches weir --no-live",
     "blocking --quick --approaches io-interruptible,weir-blocking",
-    "requests --n 4000 --concurrency 1000 --max-delay 300 --approach weir --server same --no-progress"
+    "requests --tasks 4000 --limit 1000 --max-delay 300ms --approaches weir --server same --no-progress"
   ).map(_.split(' ').toList)
 
-  def run: IO[ExitCode] =
-    runs.traverse(Experiments.run).map(_.find(_ != ExitCode.Success).getOrElse(ExitCode.Success))
+  def execute(options: Unit): IO[ExitCode] =
+    runs.traverse(r => Main.run("lab" :: r)).map(_.find(_ != ExitCode.Success).getOrElse(ExitCode.Success))
 
   /** Checks the runs' command lines as the experiments' parsers would, without running them. */
-  def check: Either[String, Unit] = runs.traverse_(Experiments.check)
+  def checkRuns: Either[String, Unit] = runs.traverse_(r => Main.check("lab" :: r))

@@ -3,28 +3,34 @@ package weir.lab
 import cats.effect.ExitCode
 import munit.CatsEffectSuite
 
-/** The one registry behind `./weir lab <name>`, `./weir compare` and the help texts. */
+/** The lab's registry behind `./weir lab <name>`, `./weir compare` and the help texts. */
 class ExperimentsSuite extends CatsEffectSuite:
 
   test("compare is an experiment of the registry, beside the others, each name once") {
-    val names = Experiments.all.map(_.name)
-    assertEquals(names.take(1), Vector("compare"))
+    val labels = Experiments.all.map(_.label)
+    assertEquals(labels.take(1), Vector("compare"))
     assert(
-      Set("channels", "blocking", "trampoline", "requests", "adaptive", "durable").subsetOf(names.toSet),
-      names
+      Set("channels", "blocking", "trampoline", "requests", "adaptive", "durable", "heap", "example")
+        .subsetOf(labels.toSet),
+      labels
     )
-    assertEquals(names.distinct, names)
+    assertEquals(labels.distinct, labels)
+    assertEquals(Experiments.all.map(_.words), labels.map(l => List("lab", l)))
   }
 
-  test("the lab's usage lists every registered experiment") {
-    Experiments.all.foreach(e => assert(Experiments.usage.contains(s"${e.name} "), e.name))
+  test("the lab's registry holds every experiment, the operator's commands, compare and train") {
+    val names = Main.commands.all.map(_.name).toSet
+    assert(Experiments.all.map(_.name).toSet.subsetOf(names))
+    assert(weir.cli.Main.operatorCommands.map(_.name).toSet.subsetOf(names))
+    assert(Set("compare", "train", "durable migrate", "console").subsetOf(names), names)
+    assert(Main.commands.usage(List("lab")).linesIterator.drop(2).forall(_.trim.startsWith("lab ")))
   }
 
   test("`compare` is a shortcut of `lab compare`, for checks and for errors") {
     assertEquals(Main.check(List("compare", "--quick")), Right(()))
     assertEquals(
-      Main.check(List("compare", "--runs", "0")),
-      Experiments.check(List("compare", "--runs", "0"))
+      Main.check(List("compare", "--runs", "0")).left.map(_.stripPrefix("compare: ")),
+      Main.check(List("lab", "compare", "--runs", "0")).left.map(_.stripPrefix("lab compare: "))
     )
     assert(Main.check(List("compare", "--runs", "0")).isLeft)
     for
@@ -33,9 +39,13 @@ class ExperimentsSuite extends CatsEffectSuite:
     yield assertEquals((shortcut, full), (ExitCode(2), ExitCode(2)))
   }
 
-  test("every experiment checks its own options without running") {
-    Experiments.all.foreach { e =>
-      assertEquals(e.check(List("--help")), Right(()), e.name)
-      assert(e.check(List("--no-such-option")).isLeft, e.name)
-    }
+  test("lab alone and an unknown experiment are refused; lab --help lists the experiments") {
+    assert(Main.check(List("lab")).isLeft)
+    assert(Main.check(List("lab", "nosuch")).left.exists(_.contains("'lab nosuch'")))
+    assertEquals(Main.check(List("lab", "--help")), Right(()))
+    for
+      bare <- Main.run(List("lab"))
+      unknown <- Main.run(List("lab", "nosuch"))
+      help <- Main.run(List("lab", "--help"))
+    yield assertEquals((bare, unknown, help), (ExitCode(2), ExitCode(2), ExitCode.Success))
   }

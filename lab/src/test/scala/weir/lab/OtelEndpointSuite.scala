@@ -71,8 +71,8 @@ class OtelEndpointSuite extends CatsEffectSuite:
   }
 
   test("--otel takes a port: a bad one is refused with its value") {
-    assert(Cli.check(Seq("example", "--otel", "9464")).isRight)
-    val refused = Cli.check(Seq("soak", "--otel", "70000"))
+    assert(Main.check(List("lab", "example", "--otel", "9464")).isRight)
+    val refused = Main.check(List("lab", "heap", "--otel", "70000"))
     assert(refused.left.exists(_.contains("70000")), refused)
-    assert(Cli.check(Seq("example", "--otel", "port")).isLeft)
+    assert(Main.check(List("lab", "example", "--otel", "port")).isLeft)
   }

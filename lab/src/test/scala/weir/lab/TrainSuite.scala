@@ -6,7 +6,7 @@ import munit.FunSuite
 class TrainSuite extends FunSuite:
 
   test("every training run is a valid experiment command line, and train takes no options") {
-    assertEquals(Train.check, Right(()))
+    assertEquals(Train.checkRuns, Right(()))
     assertEquals(Main.check(List("train")), Right(()))
     assert(Main.check(List("train", "--quick")).isLeft)
     assertEquals(Train.runs.map(_.head), List("compare", "blocking", "requests"))

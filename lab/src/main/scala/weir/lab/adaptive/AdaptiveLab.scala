@@ -5,11 +5,12 @@ import cats.effect.testkit.TestControl
 import cats.syntax.all.*
 import io.circe.Json
 import io.circe.syntax.*
-import scopt.{DefaultOEffectSetup, OParser}
+import scopt.OParser
 import weir.{AdaptiveAlgorithm, Limit}
+import weir.cli.{CommandLine, Durations}
+import weir.cli.CommandLine.positive
 import weir.lab.Experiment
 import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.positive
 
 import java.nio.file.{Files, Path, Paths}
 import scala.concurrent.duration.*
@@ -22,7 +23,7 @@ import scala.concurrent.duration.*
  */
 object AdaptiveLab extends Experiment:
 
-  val name = "adaptive"
+  val label = "adaptive"
   val summary = "fixed limits vs adaptive ones against an upstream with a hidden, changing capacity"
 
   enum Clock:
@@ -94,14 +95,16 @@ object AdaptiveLab extends Experiment:
   private val virtualSeed = java.util.Base64.getEncoder.encodeToString("1".getBytes("UTF-8"))
 
   override def check(args: List[String]): Either[String, Unit] =
-    ExperimentIo.check(parser, args, Options())
+    CommandLine.check(parser, args, Options())
 
   def run(args: List[String]): IO[ExitCode] =
-    parse(args) match
-      case Left(None) => IO.pure(ExitCode.Success) // --help
-      case Left(Some(_)) => IO.pure(ExitCode(2)) // scopt printed why
-      case Right(s) =>
-        execute(s).as(ExitCode.Success) // the verdicts are printed; a FAIL is a finding, not an error
+    // the parser's own check has resolved the options: the verdicts are printed, a FAIL is a finding, not an error
+    CommandLine.runWithCode(parser, args, Options())(o =>
+      o.resolve.fold(
+        why => CommandLine.refuse(why, OParser.usage(parser)),
+        s => execute(s).as(ExitCode.Success)
+      )
+    )
 
   def execute(s: Settings): IO[Outcome] =
     for
@@ -188,18 +191,13 @@ object AdaptiveLab extends Experiment:
           )
         }
 
-  private def duration(option: String)(s: String): Either[String, FiniteDuration] =
-    scala.util.Try(Duration(s.trim)).toOption.collect { case d: FiniteDuration if d > Duration.Zero => d }
-      .toRight(s"--$option must be a positive duration like 10ms or 20s, was: $s")
-
   private val builder = OParser.builder[Options]
-  private val parser =
+  val parser: OParser[Unit, Options] =
     import builder.*
-    def dur(option: String) =
-      opt[String](option).valueName("D").validate(s => duration(option)(s).map(_ => ()))
+    def dur(option: String) = Durations.opt(builder, option).validate(Durations.positive(s"--$option"))
     OParser.sequence(
-      programName(s"weir lab $name"),
-      head(s"weir lab $name", s"— $summary"),
+      programName(s"weir lab $label"),
+      head(s"weir lab $label", s"— $summary"),
       help("help").text("print this help"),
       opt[Unit]("quick").action((_, o) => o.copy(quick = true))
         .text(
@@ -222,15 +220,15 @@ object AdaptiveLab extends Experiment:
           o.copy(changes = Some(o.changes.getOrElse(Vector.empty) :+ Upstream.parseChange(s).toOption.get))
         )
         .text("K becomes K at time T, e.g. 20s:25; repeatable (default: K/2 at 10 s, K again at 20 s)"),
-      dur("latency").action((s, o) => o.copy(latency = duration("latency")(s).toOption))
+      dur("latency").action((d, o) => o.copy(latency = Some(d)))
         .text("unloaded latency (default 10ms; 50ms with --quick)"),
       opt[String]("hard-cap").valueName("N|Fx")
         .validate(s => Upstream.HardCap.parse(s).map(_ => ()))
         .action((s, o) => o.copy(hardCap = Upstream.HardCap.parse(s).toOption.get))
         .text("refuse requests beyond N in flight, or F times the current K (default 2x)"),
-      dur("error-latency").action((s, o) => o.copy(errorLatency = duration("error-latency")(s).toOption))
+      dur("error-latency").action((d, o) => o.copy(errorLatency = Some(d)))
         .text("how long a refused request takes to fail (default: the unloaded latency)"),
-      dur("duration").action((s, o) => o.copy(duration = duration("duration")(s).toOption))
+      dur("duration").action((d, o) => o.copy(duration = Some(d)))
         .text("how long each configuration runs (default 30s; 20s with --quick)"),
       opt[Int]("fixed").valueName("N").unbounded()
         .validate(positive("--fixed"))
@@ -252,27 +250,26 @@ object AdaptiveLab extends Experiment:
         .text(
           "the gradient's latency tolerance (default 1.0: any rise of the least latency shrinks the limit)"
         ),
-      dur("every").action((s, o) => o.copy(every = duration("every")(s).toOption.get))
+      dur("every").action((d, o) => o.copy(every = d))
         .text("how often the limit and in-flight count are sampled (default 100ms)"),
-      dur("settle-target").action((s, o) => o.copy(settleTarget = duration("settle-target")(s).toOption.get))
+      dur("settle-target").action((d, o) => o.copy(settleTarget = d))
         .text("how soon after a change of K the limit must have settled (default 3s)"),
       opt[String]("json").valueName("FILE").action((f, o) => o.copy(json = Some(Paths.get(f))))
-        .text("write every result, the time series and the verdicts as JSON"),
+        .text("write every result, the time series and the verdicts as JSON (default: none)"),
       opt[String]("chart").valueName("FILE.png").action((f, o) => o.copy(chart = Some(Paths.get(f))))
-        .text("draw the adaptive limits and their in-flight counts over time, with K and the hard cap"),
+        .text(
+          "draw the adaptive limits and their in-flight counts over time, with K and the hard cap (default: none)"
+        ),
       opt[String]("html").valueName("FILE").action((f, o) => o.copy(html = Some(Paths.get(f))))
-        .text("write one self-contained HTML page: the settings, the table, the targets and the chart"),
+        .text(
+          "write one self-contained HTML page: the settings, the table, the targets and the chart (default: none)"
+        ),
       checkConfig(o => o.resolve.map(_ => ()).fold(failure, _ => success))
     )
 
-  /** The settings, `Left(None)` after `--help`, or `Left(Some(why))` (already printed) for bad options. */
+  /** The settings, or `Left(None)` after `--help`, or `Left(Some(why))` for bad options (for tests). */
   def parse(args: List[String]): Either[Option[String], Settings] =
-    val setup = new DefaultOEffectSetup:
-      override def terminate(exitState: Either[String, Unit]): Unit = () // --help: return, never exit
-    if args.contains("--help") then
-      val _ = OParser.parse(parser, args, Options(), setup)
-      Left(None)
-    else
-      OParser.parse(parser, args, Options(), setup) match
-        case Some(o) => o.resolve.left.map(Some(_))
-        case None => Left(Some("bad options"))
+    CommandLine.parse(parser, args, Options()) match
+      case CommandLine.Parsed.Ok(o) => o.resolve.left.map(Some(_))
+      case CommandLine.Parsed.Help(_) => Left(None)
+      case CommandLine.Parsed.Bad(why) => Left(Some(why))

@@ -6,7 +6,8 @@ import org.knowm.xchart.*
 import org.knowm.xchart.style.Styler
 import org.knowm.xchart.style.lines.SeriesLines
 import org.knowm.xchart.style.markers.SeriesMarkers
-import weir.lab.report.{Html, Table}
+import weir.cli.Table
+import weir.lab.report.Html
 
 import java.awt.{BasicStroke, Color}
 import java.nio.file.{Files, Path}

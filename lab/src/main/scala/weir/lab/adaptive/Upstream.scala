@@ -101,9 +101,7 @@ object Upstream:
   def parseChange(s: String): Either[String, (FiniteDuration, Int)] =
     s.split(":", 2) match
       case Array(t, k) =>
-        val time = scala.util.Try(Duration(t.trim)).toOption.collect {
-          case d: FiniteDuration if d >= Duration.Zero => d
-        }
+        val time = weir.cli.Durations.parse(t).toOption
         (time, k.trim.toIntOption.filter(_ > 0)) match
           case (Some(d), Some(n)) => Right((d, n))
           case _ => Left(s"--capacity-change must be TIME:K like 20s:25 (K > 0), was: $s")

@@ -7,10 +7,11 @@ import io.circe.syntax.*
 import org.knowm.xchart.CategoryChart
 import org.knowm.xchart.style.Styler
 import scopt.OParser
+import weir.cli.{CommandLine, Durations, Table}
+import weir.cli.CommandLine.positive
 import weir.lab.{Experiment, Tally}
 import weir.lab.report.{ElapsedChart, ExperimentIo}
-import weir.lab.report.ExperimentIo.{number, positive}
-import weir.lab.report.Table
+import weir.lab.report.ExperimentIo.number
 
 import java.nio.file.{Path, Paths}
 import scala.concurrent.duration.*
@@ -22,7 +23,7 @@ import scala.concurrent.duration.*
  * each against one task's duration, the ideal when no task waits for a thread.
  */
 object Blocking extends Experiment:
-  val name = "blocking"
+  val label = "blocking"
   val summary =
     "seed 003: blocking tasks on the global pool (with/without blocking{}), IO.blocking, virtual threads, weir"
 
@@ -70,9 +71,10 @@ object Blocking extends Experiment:
       opt[Int]("tasks").valueName("N")
         .validate(positive("--tasks"))
         .action((n, s) => s.copy(tasks = n)).text("number of tasks (default 100)"),
-      opt[Long]("block-ms").valueName("MS")
-        .validate(positive("--block-ms"))
-        .action((n, s) => s.copy(blockMs = n)).text("how long each task blocks its thread (default 3000)"),
+      Durations.opt(builder, "block-time").validate(Durations.positive("--block-time"))
+        .validate(Durations.wholeMillis("--block-time"))
+        .action((d, s) => s.copy(blockMs = d.toMillis))
+        .text(s"how long each task blocks its thread (default ${Durations.show(Settings().blockMs.millis)})"),
       opt[Double]("time-scale").valueName("X")
         .validate(x =>
           if x > 0 && x <= 10 then success else failure(s"--time-scale must be in (0, 10], was: $x")
@@ -83,11 +85,13 @@ object Blocking extends Experiment:
         .validate(ns =>
           ns.find(n => !Approach.all.exists(_.name == n)) match
             case Some(bad) =>
-              failure(s"unknown approach '$bad' (known: ${Approach.all.map(_.name).mkString(", ")})")
+              failure(
+                s"--approaches: unknown approach '$bad' (known: ${Approach.all.map(_.name).mkString(", ")})"
+              )
             case None => success
         )
         .action((ns, s) => s.copy(approaches = ns))
-        .text(s"only these (default all): ${Approach.all.map(_.name).mkString(", ")}"),
+        .text(s"only these (default: all): ${Approach.all.map(_.name).mkString(", ")}"),
       opt[Int]("warmup-runs").valueName("R")
         .validate(r => if r >= 0 then success else failure(s"--warmup-runs must be >= 0, was: $r"))
         .action((r, s) => s.copy(warmupRuns = r))
@@ -96,14 +100,14 @@ object Blocking extends Experiment:
         "quick"
       ).action((_, s) => s.copy(quick = true)).text("for CI: 30 ms tasks unless --time-scale"),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
-        .text("also write the results as JSON"),
+        .text("also write the results as JSON (default: none)"),
       opt[String]("chart").valueName("FILE.png").action((f, s) => s.copy(chart = Some(Paths.get(f))))
-        .text("also draw elapsed vs ideal per approach (PNG)")
+        .text("also draw elapsed vs ideal per approach (PNG) (default: none)")
     )
 
-  def run(args: List[String]): IO[ExitCode] = ExperimentIo.runWith(parser, args, Settings())(execute(_).void)
+  def run(args: List[String]): IO[ExitCode] = CommandLine.runWith(parser, args, Settings())(execute(_).void)
 
-  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+  override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   def selected(s: Settings): Vector[Approach] =
     if s.approaches.isEmpty then Approach.all else Approach.all.filter(a => s.approaches.contains(a.name))

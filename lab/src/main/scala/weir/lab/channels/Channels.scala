@@ -8,10 +8,11 @@ import org.knowm.xchart.{CategoryChart, XYChart, XYChartBuilder, XYSeries}
 import org.knowm.xchart.style.Styler
 import org.knowm.xchart.style.markers.SeriesMarkers
 import scopt.OParser
+import weir.cli.{CommandLine, Durations, Table}
+import weir.cli.CommandLine.positive
 import weir.lab.Experiment
 import weir.lab.report.{ElapsedChart, ExperimentIo}
-import weir.lab.report.ExperimentIo.{number, positive}
-import weir.lab.report.Table
+import weir.lab.report.ExperimentIo.number
 import weir.lab.Delay
 
 import java.nio.file.{Path, Paths}
@@ -26,7 +27,7 @@ import scala.util.Random
  * rate-limited).
  */
 object Channels extends Experiment:
-  val name = "channels"
+  val label = "channels"
   val summary =
     "seed 001: start-all + channel vs bounded parallel loops vs weir, and a throttled second stage"
 
@@ -102,12 +103,15 @@ object Channels extends Experiment:
       opt[Int]("tasks").valueName("N")
         .validate(positive("--tasks"))
         .action((n, s) => s.copy(tasks = n)).text("number of tasks (default 100)"),
-      opt[Long]("min-ms").valueName("MS")
-        .validate(n => if n >= 0 then success else failure(s"--min-ms must be >= 0, was: $n"))
-        .action((n, s) => s.copy(minMs = n)).text("shortest delay (default 10)"),
-      opt[Long]("max-ms").valueName("MS")
-        .validate(positive("--max-ms"))
-        .action((n, s) => s.copy(maxMs = n)).text("delays are uniform on [min, max) ms (default 50)"),
+      Durations.opt(builder, "min-delay").validate(Durations.wholeMillis("--min-delay"))
+        .action((d, s) => s.copy(minMs = d.toMillis))
+        .text(s"shortest delay (default ${Durations.show(Settings().minMs.millis)})"),
+      Durations.opt(builder, "max-delay").validate(Durations.positive("--max-delay"))
+        .validate(Durations.wholeMillis("--max-delay"))
+        .action((d, s) => s.copy(maxMs = d.toMillis))
+        .text(
+          s"delays are uniform on [min, max), in whole ms (default ${Durations.show(Settings().maxMs.millis)})"
+        ),
       opt[Long](
         "seed"
       ).valueName("N").action((n, s) => s.copy(seed = n)).text("seed of the delays (default 0)"),
@@ -117,16 +121,15 @@ object Channels extends Experiment:
         )
         .action((x, s) => s.copy(timeScale = Some(x)))
         .text("multiply every delay and the rate's period by X (default 1; 0.2 with --quick)"),
-      opt[Int]("rate").valueName("N")
+      opt[Int]("rate").valueName("R")
         .validate(positive("--rate"))
         .action((n, s) => s.copy(rate = n)).text("throttled variant: permits per second (default 200)"),
       opt[Int]("burst").valueName("N")
         .validate(positive("--burst"))
         .action((n, s) => s.copy(burst = n)).text("throttled variant: token bucket capacity (default 10)"),
-      opt[Long]("service-ms").valueName("MS")
-        .validate(n => if n >= 0 then success else failure(s"--service-ms must be >= 0, was: $n"))
-        .action((n, s) => s.copy(serviceMs = n)).text(
-          "throttled variant: time of each rate-limited call (default 10)"
+      Durations.opt(builder, "service-time").validate(Durations.wholeMillis("--service-time"))
+        .action((d, s) => s.copy(serviceMs = d.toMillis)).text(
+          s"throttled variant: time of each rate-limited call (default ${Durations.show(Settings().serviceMs.millis)})"
         ),
       opt[Int]("runs").valueName("N")
         .validate(positive("--runs"))
@@ -135,18 +138,21 @@ object Channels extends Experiment:
       opt[Unit]("quick").action((_, s) => s.copy(quick = true))
         .text("for CI: delays × 0.2 unless --time-scale, one timed run"),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
-        .text("also write the results as JSON"),
+        .text("also write the results as JSON (default: none)"),
       opt[String]("chart").valueName("FILE.png").action((f, s) => s.copy(chart = Some(Paths.get(f))))
-        .text("also draw elapsed vs ideal (PNG), and the throttled timeline beside it (FILE-throttled.png)"),
+        .text(
+          "also draw elapsed vs ideal (PNG), and the throttled timeline beside it (FILE-throttled.png) (default: none)"
+        ),
       checkConfig(s =>
-        if s.maxMs <= s.minMs then failure(s"--max-ms must be > --min-ms (${s.minMs}), was: ${s.maxMs}")
+        if s.maxMs <= s.minMs then
+          failure(s"--max-delay must be longer than --min-delay (${s.minMs}ms), was: ${s.maxMs}ms")
         else success
       )
     )
 
-  def run(args: List[String]): IO[ExitCode] = ExperimentIo.runWith(parser, args, Settings())(execute(_).void)
+  def run(args: List[String]): IO[ExitCode] = CommandLine.runWith(parser, args, Settings())(execute(_).void)
 
-  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+  def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   /** Runs everything, prints the tables, writes the JSON and charts asked for. */
   def execute(s: Settings): IO[(Vector[Record], Vector[ThrottledRecord])] =

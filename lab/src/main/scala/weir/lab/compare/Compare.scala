@@ -4,11 +4,12 @@ package compare
 import cats.effect.{ExitCode, IO, Resource}
 import cats.syntax.all.*
 import scopt.OParser
+import weir.cli.{CommandLine, Durations}
+import weir.cli.CommandLine.positive
 import weir.lab.compare.approaches.*
 import weir.lab.compare.report.*
 import weir.lab.compare.scenarios.*
-import weir.lab.report.{ExperimentIo, Html, LivePage}
-import weir.lab.report.ExperimentIo.positive
+import weir.lab.report.{Html, LivePage}
 
 import java.nio.file.{Files, Path, Paths}
 import scala.collection.concurrent.TrieMap
@@ -21,7 +22,7 @@ import scala.concurrent.duration.*
  */
 object Compare extends Experiment:
 
-  val name = "compare"
+  val label = "compare"
   val summary = "seed 000: every task-processing approach and weir on three load shapes, against the ideal"
 
   /**
@@ -57,22 +58,21 @@ object Compare extends Experiment:
 
   def run(args: List[String]): IO[ExitCode] =
     parse(args) match
-      case Left(error) =>
-        IO.consoleForIO.errorln(s"Error: $error\n${OParser.usage(parser)}").as(ExitCode(2))
+      case Left(error) => CommandLine.refuse(error, OParser.usage(parser))
       case Right(None) => IO.println(OParser.usage(parser)).as(ExitCode.Success)
       case Right(Some(s)) => execute(s).as(ExitCode.Success)
 
-  override def check(args: List[String]): Either[String, Unit] = parse(args, readFiles = false).map(_ => ())
+  def check(args: List[String]): Either[String, Unit] = parse(args, readFiles = false).map(_ => ())
 
   /**
    * The settings, `Right(None)` for `--help`, or `Left(why)`. With `readFiles = false` a `--workload` file
    * is not read (its path may be relative to another directory); everything else is checked.
    */
   def parse(args: List[String], readFiles: Boolean = true): Either[String, Option[Settings]] =
-    ExperimentIo.parse(parser, args, Options()) match
-      case ExperimentIo.Parsed.Bad(error) => Left(error)
-      case ExperimentIo.Parsed.Help(_) => Right(None)
-      case ExperimentIo.Parsed.Ok(o) =>
+    CommandLine.parse(parser, args, Options()) match
+      case CommandLine.Parsed.Bad(error) => Left(error)
+      case CommandLine.Parsed.Help(_) => Right(None)
+      case CommandLine.Parsed.Ok(o) =>
         if !readFiles && o.workload.nonEmpty then Right(None) else settings(o).map(Some(_))
 
   def execute(s: Settings): IO[Vector[Measurement]] =
@@ -227,7 +227,7 @@ object Compare extends Experiment:
   )
 
   private val builder = OParser.builder[Options]
-  private val parser =
+  val parser: OParser[Unit, Options] =
     import builder.*
     OParser.sequence(
       programName("weir lab compare"),
@@ -252,14 +252,16 @@ object Compare extends Experiment:
           if x > 0 && x <= 10 then success else failure(s"--time-scale must be in (0, 10], was: $x")
         )
         .action((x, o) => o.copy(timeScale = Some(x)))
-        .text("multiply every real delay by X (e.g. 0.1 for a quick look); real clock only"),
+        .text(
+          "multiply every real delay by X, e.g. 0.1 for a quick look (default 1; 0.1 with --quick); real clock only"
+        ),
       opt[Long]("seed").valueName("N").action((n, o) => o.copy(seed = n))
         .text("seed of the delays (default 0); run r of seed s always draws the same delays"),
       opt[Int]("runs").valueName("N")
         .validate(positive("--runs"))
         .action((n, o) => o.copy(runs = n))
         .text(
-          "repeat each measurement N times (delays of run r drawn from seed and r); median, min, max"
+          "repeat each measurement N times (delays of run r drawn from seed and r); median, min, max (default 1)"
         ),
       opt[Seq[String]]("scenarios").valueName("a,b").action((s, o) => o.copy(scenarios = s))
         .text("only these load shapes (default: all)"),
@@ -269,7 +271,7 @@ object Compare extends Experiment:
         o.copy(workload = Some(Paths.get(f)))
       )
         .text(
-          "load shapes from a JSON workload file instead of the write-up's three (see docs/lab/compare.md)"
+          "load shapes from a JSON workload file (default: the write-up's three; see docs/lab/compare.md)"
         ),
       opt[Unit]("quick").action((_, o) => o.copy(quick = true))
         .text(
@@ -280,12 +282,14 @@ object Compare extends Experiment:
         .action((n, o) => o.copy(producers = Some(n)))
         .text("producers of the multi-producer approaches and weir (default 2)"),
       opt[String]("json").valueName("FILE").action((f, o) => o.copy(json = Some(Paths.get(f))))
-        .text("also write one JSON record per (shape, approach, run)"),
+        .text("also write one JSON record per (shape, approach, run) (default: none)"),
       opt[String]("report").valueName("DIR").action((f, o) => o.copy(report = Some(Paths.get(f))))
-        .text("also write every chart as a PNG into DIR, and index.html: the same page as --html"),
+        .text(
+          "also write every chart as a PNG into DIR, and index.html: the same page as --html (default: none)"
+        ),
       opt[String]("html").valueName("FILE").action((f, o) => o.copy(html = Some(Paths.get(f))))
         .text(
-          s"also write one self-contained HTML page (environment, tables, charts); rewritten every ${Settings().htmlEvery.toSeconds} s while the run goes, and reloaded by a browser open on it"
+          s"also write one self-contained HTML page (environment, tables, charts); rewritten every ${Durations.show(Settings().htmlEvery)} while the run goes, and reloaded by a browser open on it (default: none)"
         ),
       opt[Unit]("no-live").action((_, o) => o.copy(live = false))
         .text("do not draw the live P/C lines"),
@@ -308,8 +312,8 @@ object Compare extends Experiment:
       all <- base
       withProducers <-
         c.producers.fold(Right(all))(p => all.traverseEither(w => Workload.validate(w.copy(producers = p))))
-      shapes <- pick(withProducers, c.scenarios, "scenario", _.name)
-      approaches <- pick(Approach.all, c.approaches, "approach", _.name)
+      shapes <- pick(withProducers, c.scenarios, "--scenarios", "scenario", _.name)
+      approaches <- pick(Approach.all, c.approaches, "--approaches", "approach", _.name)
       _ <- c.orderedWindow.fold(Right(()): Either[String, Unit]) { w =>
         val slots = shapes.map(_.slots).max
         Either.cond(w >= slots, (), s"--ordered-window must be >= the slots ($slots), was: $w")
@@ -332,13 +336,14 @@ object Compare extends Experiment:
   private def pick[A](
       all: Vector[A],
       names: Seq[String],
+      option: String,
       what: String,
       name: A => String
   ): Either[String, Vector[A]] =
     if names.isEmpty then Right(all)
     else
       names.find(n => !all.exists(a => name(a) == n)) match
-        case Some(bad) => Left(s"unknown $what '$bad' (known: ${all.map(name).mkString(", ")})")
+        case Some(bad) => Left(s"$option: unknown $what '$bad' (known: ${all.map(name).mkString(", ")})")
         case None => Right(names.toVector.distinct.map(n => all.find(a => name(a) == n).get))
 
   extension [A](xs: Vector[A])

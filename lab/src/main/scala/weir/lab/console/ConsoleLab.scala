@@ -9,29 +9,30 @@ import io.circe.Json
 import io.circe.syntax.*
 import scopt.OParser
 import weir.Pipeline
+import weir.cli.{CommandLine, Durations}
+import weir.cli.CommandLine.positive
 import weir.console.{ConsoleOptions, WeirConsole}
 import weir.lab.Experiment
 import weir.lab.durable.LabDatabase
 import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.positive
 import weir.postgres.{Database, DurableWorker, WorkerConfig}
 
 import java.net.URLEncoder
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{Path, Paths}
 import java.time.temporal.ChronoUnit
-import scala.concurrent.duration.Duration
+import scala.concurrent.duration.*
 
 /**
  * `./weir lab console`: how fast the console answers on big tables. It fills a schema with a history of
  * `--finished` tasks and a backlog of `--available` live ones ([[ConsoleSeed]]), serves the console over
  * HTTP with one worker registered, logs in, requests every page once untimed, then times every page (with
  * each filter of the task list) and every action, `--samples` times each, one request at a time: p50, p95 and the slowest, against the
- * target `--target-ms` at p95. A request answered with another status than the one expected fails the run
+ * target `--target` at p95. A request answered with another status than the one expected fails the run
  * (a fast error is no measurement).
  */
 object ConsoleLab extends Experiment:
-  val name = "console"
+  val label = "console"
   val summary = "weir console: every page and action timed on a big history and backlog (p50, p95)"
 
   final case class Settings(
@@ -63,14 +64,11 @@ object ConsoleLab extends Experiment:
         .action((n, s) => s.copy(finished = n)).text("finished tasks in the history (default 1000000)"),
       opt[Int]("available").valueName("N").validate(positive("--available"))
         .action((n, s) => s.copy(available = n)).text("live tasks in the backlog (default 100000)"),
-      opt[Int]("samples").valueName("S").validate(positive("--samples"))
+      opt[Int]("samples").valueName("N").validate(positive("--samples"))
         .action((n, s) => s.copy(samples = n)).text("timed requests per page or action (default 50)"),
-      opt[Double]("target-ms").valueName("MS")
-        .validate(t =>
-          if t > 0 && !t.isInfinite then success else failure(s"--target-ms must be > 0, was: $t")
-        )
-        .action((t, s) => s.copy(targetMillis = t)).text(
-          "the p95 each page and action should stay under (default 100)"
+      Durations.opt(builder, "target").validate(Durations.positive("--target"))
+        .action((t, s) => s.copy(targetMillis = t.toNanos / 1e6)).text(
+          s"the p95 each page and action should stay under (default ${Durations.show(Settings().targetMillis.round.millis)})"
         ),
       opt[Unit]("quick").action((_, s) => s.copy(quick = true))
         .text("a smoke run: 20000 finished, 2000 available, 5 samples"),
@@ -80,10 +78,10 @@ object ConsoleLab extends Experiment:
             "as a busy table has it between vacuums"
         ),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
-        .text("also write the results as JSON")
+        .text("also write the results as JSON (default: none)")
     )
 
-  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+  override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   /**
    * One page or action's timings, in milliseconds; a reference is shown beside the others and not held to
@@ -101,7 +99,7 @@ object ConsoleLab extends Experiment:
   final case class Results(history: Long, backlog: Int, seedSeconds: Double, timings: Vector[Timing])
 
   def run(args: List[String]): IO[ExitCode] =
-    ExperimentIo.runWithCode(parser, args, Settings()) { s =>
+    CommandLine.runWithCode(parser, args, Settings()) { s =>
       execute(s).attempt.flatMap {
         case Left(e) => IO.consoleForIO.errorln(s"weir lab console: ${e.getMessage}").as(ExitCode(1))
         case Right(_) => IO.pure(ExitCode.Success)

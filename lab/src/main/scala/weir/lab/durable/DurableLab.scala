@@ -3,9 +3,10 @@ package weir.lab.durable
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import scopt.OParser
+import weir.cli.{CommandLine, Durations}
+import weir.cli.CommandLine.positive
 import weir.lab.{Experiment, Stats}
 import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.positive
 import weir.postgres.Database
 
 import java.nio.file.{Path, Paths}
@@ -24,7 +25,7 @@ import scala.concurrent.duration.*
  * and the cause ([[DurableLab.PhaseFailed]]), exit code 1.
  */
 object DurableLab extends Experiment:
-  val name = "durable"
+  val label = "durable"
   val summary = "weir-postgres: enqueue rate, throughput (vs River), idle latency, workers SIGKILLed mid-run"
 
   /** The phases of a run, by the names `--only` takes. */
@@ -77,14 +78,7 @@ object DurableLab extends Experiment:
   private val builder = OParser.builder[Settings]
   val parser: OParser[Unit, Settings] =
     import builder.*
-    def duration(option: String)(s: String): Either[String, FiniteDuration] =
-      Either
-        .catchNonFatal(Duration(s))
-        .leftMap(_ => s"$option must be a duration such as 3s or 500ms, was: $s")
-        .flatMap {
-          case d: FiniteDuration if d > Duration.Zero => Right(d)
-          case _ => Left(s"$option must be a positive duration, was: $s")
-        }
+    def duration(option: String) = Durations.opt(builder, option).validate(Durations.positive(s"--$option"))
     OParser.sequence(
       programName("weir lab durable"),
       head("weir-postgres on a real server: enqueue, throughput, latency, and workers killed mid-run"),
@@ -107,39 +101,35 @@ object DurableLab extends Experiment:
       opt[Int]("enqueuers").valueName("E").validate(positive("--enqueuers"))
         .action((n, s) => s.copy(enqueuers = n))
         .text("the enqueue rate is measured from one enqueuer, then from E at once (default 2; 1: only one)"),
-      opt[Int]("limit").valueName("L").validate(positive("--limit")).action((n, s) => s.copy(limit = n))
+      opt[Int]("limit").valueName("N").validate(positive("--limit")).action((n, s) => s.copy(limit = n))
         .text("each worker's concurrency limit (default 64)"),
       opt[Int]("keys").valueName("K")
         .validate(k => if k >= 0 then success else failure(s"--keys must be >= 0, was: $k"))
         .action((n, s) => s.copy(keys = n)).text(
           "ordering keys over every 4th task of the kill run (default 100; 0: none)"
         ),
-      opt[String]("kill-every").valueName("D")
-        .validate(d => duration("--kill-every")(d).void)
-        .action((d, s) => s.copy(killEvery = duration("--kill-every")(d).toOption))
+      duration("kill-every")
+        .action((d, s) => s.copy(killEvery = Some(d)))
         .text(
-          "SIGKILL a random worker about every D (e.g. 3s) and start another (default: never; 2s with --quick)"
+          "SIGKILL a random worker about every DURATION (e.g. 3s) and start another (default: never; 2s with --quick)"
         ),
-      opt[String]("restart-every").valueName("D")
-        .validate(d => duration("--restart-every")(d).void)
-        .action((d, s) => s.copy(restartEvery = duration("--restart-every")(d).toOption))
+      duration("restart-every")
+        .action((d, s) => s.copy(restartEvery = Some(d)))
         .text(
-          "restart the embedded server every D (e.g. 5s) during the kill run: stopped, then started on its port and data (default: never; not with --url)"
+          "restart the embedded server every DURATION (e.g. 5s) during the kill run: stopped, then started on its port and data (default: never; not with --url)"
         ),
-      opt[String]("heartbeat").valueName("D")
-        .validate(d => duration("--heartbeat")(d).void)
-        .action((d, s) => s.copy(heartbeat = duration("--heartbeat")(d).toOption.get))
+      duration("heartbeat")
+        .action((d, s) => s.copy(heartbeat = d))
         .text("the kill run's worker heartbeat (default 1s)"),
-      opt[String]("dead-after").valueName("D")
-        .validate(d => duration("--dead-after")(d).void)
-        .action((d, s) => s.copy(deadAfter = duration("--dead-after")(d).toOption.get))
+      duration("dead-after")
+        .action((d, s) => s.copy(deadAfter = d))
         .text(
           "the kill run's deadAfter (default 10s, the library's: a killed worker is found by its ended session)"
         ),
       opt[Unit]("river").action((_, s) => s.copy(river = true))
         .text("also run River's own benchmark (../shared/peers/river/run.sh; needs Go) on the same server"),
       opt[String]("river-script").valueName("PATH").action((p, s) => s.copy(riverScript = p))
-        .text("where River's benchmark script is"),
+        .text(s"where River's benchmark script is (default ${Settings().riverScript})"),
       opt[Unit](
         "quick"
       ).action((_, s) => s.copy(quick = true)).text("under a minute: 20000 tasks, a kill every 2s"),
@@ -159,10 +149,12 @@ object DurableLab extends Experiment:
           "run only these phases: enqueue, throughput (and --river), latency, kill, history, control (default: all but history and control)"
         ),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
-        .text("also write the results as JSON"),
+        .text("also write the results as JSON (default: none)"),
       checkConfig(s =>
         if s.deadAfter <= s.heartbeat then
-          failure(s"--dead-after must be longer than --heartbeat (${s.heartbeat}), was: ${s.deadAfter}")
+          failure(
+            s"--dead-after must be longer than --heartbeat (${Durations.show(s.heartbeat)}), was: ${Durations.show(s.deadAfter)}"
+          )
         else if s.runs(Phase.History) && s.history.isEmpty then failure("--only history needs --history N")
         else if s.restartEvery.isDefined && s.url.isDefined then
           failure(
@@ -230,7 +222,7 @@ object DurableLab extends Experiment:
         ).flatten
       )
 
-  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+  override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   /** A phase of the run (`start` and `report` included) failed: `phase` names it, the message says why. */
   final class PhaseFailed(val phase: String, cause: Throwable)
@@ -240,7 +232,7 @@ object DurableLab extends Experiment:
   def failureLine(e: Throwable): String = s"weir lab durable: ${Retrying.firstLine(e)}"
 
   def run(args: List[String]): IO[ExitCode] =
-    ExperimentIo.runWithCode(parser, args, Settings()) { s =>
+    CommandLine.runWithCode(parser, args, Settings()) { s =>
       execute(s).attempt.flatMap {
         case Left(e) => IO.consoleForIO.errorln(failureLine(e)).as(ExitCode(1))
         case Right(r) if r.failures.isEmpty => IO.pure(ExitCode.Success)

@@ -2,7 +2,7 @@ package weir.lab.durable
 
 import io.circe.Json
 import io.circe.syntax.*
-import weir.lab.report.Table
+import weir.cli.Table
 import weir.lab.report.ExperimentIo
 import weir.lab.report.ExperimentIo.number
 

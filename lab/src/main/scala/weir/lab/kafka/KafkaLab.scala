@@ -5,9 +5,11 @@ import cats.syntax.all.*
 import io.circe.Json
 import io.circe.syntax.*
 import scopt.OParser
+import weir.cli.{CommandLine, Durations}
+import weir.cli.CommandLine.positive
 import weir.lab.Experiment
 import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.{number, positive}
+import weir.lab.report.ExperimentIo.number
 
 import java.nio.file.{Files, Path, Paths}
 import scala.concurrent.duration.*
@@ -15,7 +17,7 @@ import scala.concurrent.duration.*
 /**
  * `./weir lab kafka`: weir's Kafka source against the per-partition consumers, on one in-process KRaft broker
  * ([[LabBroker]]). Each approach runs alone in a consumer JVM of its own on a topic of `--partitions`
- * partitions holding `--keys` keys each, first with a no-op handler, then with a `--sleep-ms` handler, and
+ * partitions holding `--keys` keys each, first with a no-op handler, then with a `--sleep` handler, and
  * its throughput is timed from its first record's start to its last record's finish (or to `--time-box`).
  * Then the kill run ([[KillPhase]]): `--consumers` JVMs of weir's source on one group, one SIGKILLed every
  * `--kill-every` and replaced, checked for lost records, key-order violations, unexplained duplicates and
@@ -23,7 +25,7 @@ import scala.concurrent.duration.*
  * unexplained duplicate fails the run (exit code 1).
  */
 object KafkaLab extends Experiment:
-  val name = "kafka"
+  val label = "kafka"
   val summary = "weir-kafka beside a plain consumer loop and per-partition FS2 streams; SIGKILLed consumers"
 
   final case class Settings(
@@ -55,68 +57,78 @@ object KafkaLab extends Experiment:
   private val builder = OParser.builder[Settings]
   val parser: OParser[Unit, Settings] =
     import builder.*
-    def seconds(option: String): Double => Either[String, Unit] =
-      d => if d > 0 && !d.isInfinite then success else failure(s"$option must be > 0 s, was: $d")
+    def positiveDuration(option: String) =
+      Durations.opt(builder, option).validate(Durations.positive(s"--$option"))
+    val d = Settings()
     OParser.sequence(
       programName("weir lab kafka"),
       head("weir-kafka beside a plain consumer loop and per-partition FS2 streams, and SIGKILLed consumers"),
       help("help").text("print this help"),
-      opt[Int]("records").valueName("N").validate(positive("--records"))
-        .action((n, s) => s.copy(records = n)).text("records of the no-op handler's topic (default 2000000)"),
-      opt[Int]("sleep-records").valueName("N").validate(positive("--sleep-records"))
-        .action((n, s) => s.copy(sleepRecords = n)).text(
-          "records of the sleeping handler's topic (default 60000)"
+      opt[Int]("tasks").valueName("N").validate(positive("--tasks"))
+        .action((n, s) => s.copy(records = n)).text(
+          s"records of the no-op handler's topic (default ${d.records})"
         ),
-      opt[Int]("kill-records").valueName("N").validate(positive("--kill-records"))
-        .action((n, s) => s.copy(killRecords = n)).text("records of the kill run's topic (default 30000)"),
+      opt[Int]("sleep-tasks").valueName("N").validate(positive("--sleep-tasks"))
+        .action((n, s) => s.copy(sleepRecords = n)).text(
+          s"records of the sleeping handler's topic (default ${d.sleepRecords})"
+        ),
+      opt[Int]("kill-tasks").valueName("N").validate(positive("--kill-tasks"))
+        .action((n, s) => s.copy(killRecords = n)).text(
+          s"records of the kill run's topic (default ${d.killRecords})"
+        ),
       opt[Int]("partitions").valueName("P").validate(positive("--partitions"))
         .action((n, s) => s.copy(partitions = n)).text("partitions of each topic (default 4)"),
       opt[Int]("keys").valueName("K").validate(positive("--keys"))
         .action((n, s) => s.copy(keys = n)).text("keys per partition (default 100)"),
       opt[Int]("consumers").valueName("C").validate(positive("--consumers"))
         .action((n, s) => s.copy(consumers = n)).text("consumer JVMs of the kill run (default 3)"),
-      opt[Double]("kill-every").valueName("SECONDS").validate(seconds("--kill-every"))
-        .action((d, s) => s.copy(killEvery = (d * 1000).toLong.millis))
-        .text("SIGKILL one consumer of the kill run this often, and start another (default 5)"),
+      positiveDuration("kill-every")
+        .action((t, s) => s.copy(killEvery = t))
+        .text(
+          s"SIGKILL one consumer of the kill run this often, and start another (default ${Durations.show(d.killEvery)})"
+        ),
       opt[Int]("max-kills").valueName("N").validate(positive("--max-kills"))
         .action((n, s) => s.copy(maxKills = n)).text(
           "SIGKILLs of the kill run at most (default: until it ends)"
         ),
-      opt[Int]("sleep-ms").valueName("MS").validate(positive("--sleep-ms"))
-        .action((n, s) => s.copy(sleepMillis = n)).text("the sleeping handler's sleep (default 10)"),
+      positiveDuration("sleep").validate(Durations.wholeMillis("--sleep"))
+        .action((t, s) => s.copy(sleepMillis = t.toMillis.toInt))
+        .text(s"the sleeping handler's sleep (default ${Durations.show(d.sleepMillis.millis)})"),
       opt[Int]("limit").valueName("N").validate(positive("--limit"))
         .action((n, s) => s.copy(limit = n)).text(
           "weir's pipeline limit (default 500)"
         ),
       opt[Int]("max-in-flight").valueName("N").validate(positive("--max-in-flight"))
         .action((n, s) => s.copy(maxInFlight = n)).text("records weir's source holds at most (default 5000)"),
-      opt[Int]("poll-ms").valueName("MS").validate(positive("--poll-ms"))
-        .action((n, s) => s.copy(pollMillis = n)).text("every approach's poll timeout (default 10)"),
-      opt[Double]("time-box").valueName("SECONDS").validate(seconds("--time-box"))
-        .action((d, s) => s.copy(timeBox = (d * 1000).toLong.millis))
-        .text("longest an approach is timed on a topic; slower ones are timed on what they did (default 15)"),
-      opt[Double]("warmup").valueName("SECONDS")
-        .validate(d =>
-          if d >= 0 && !d.isInfinite then success else failure(s"--warmup must be >= 0 s, was: $d")
-        )
-        .action((d, s) => s.copy(warmup = (d * 1000).toLong.millis))
-        .text("an untimed pass of each approach on the topic first, in its consumer JVM (default 15)"),
+      positiveDuration("poll-timeout").validate(Durations.wholeMillis("--poll-timeout"))
+        .action((t, s) => s.copy(pollMillis = t.toMillis.toInt))
+        .text(s"every approach's poll timeout (default ${Durations.show(d.pollMillis.millis)})"),
+      positiveDuration("time-box")
+        .action((t, s) => s.copy(timeBox = t))
+        .text(
+          s"longest an approach is timed on a topic; slower ones are timed on what they did (default ${Durations.show(d.timeBox)})"
+        ),
+      Durations.opt(builder, "warmup")
+        .action((t, s) => s.copy(warmup = t))
+        .text(
+          s"an untimed pass of each approach on the topic first, in its consumer JVM; 0s: none (default ${Durations.show(d.warmup)})"
+        ),
       opt[Unit]("quick").action((_, s) => s.copy(quick = true))
         .text(
           "a smoke run: 40000, 15000 and 10000 records, a 2 s warm-up, a 5 s time box, 3 kills 4 s apart"
         ),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
-        .text("also write the results as JSON"),
+        .text("also write the results as JSON (default: none)"),
       checkConfig(s =>
         if s.keys * s.partitions > s.noopN.min(s.sleepN).min(s.killN) then
           failure(
-            s"--keys × --partitions must not exceed the records of each topic, was: ${s.keys} × ${s.partitions}"
+            s"--keys × --partitions must not exceed the records of each topic (--tasks, --sleep-tasks, --kill-tasks), was: ${s.keys} × ${s.partitions}"
           )
         else success
       )
     )
 
-  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+  override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   /** An approach's run on one handler: `records` processed in `seconds`. */
   final case class Throughput(handler: String, approach: Approach, records: Long, seconds: Double):
@@ -181,7 +193,7 @@ object KafkaLab extends Experiment:
   val Sleep = "sleep"
 
   def run(args: List[String]): IO[ExitCode] =
-    ExperimentIo.runWithCode(parser, args, Settings()) { s =>
+    CommandLine.runWithCode(parser, args, Settings()) { s =>
       execute(s).attempt.flatMap {
         case Left(e) => IO.consoleForIO.errorln(s"weir lab kafka: ${e.getMessage}").as(ExitCode(1))
         case Right(r) => IO.pure(if r.correct then ExitCode.Success else ExitCode(1))

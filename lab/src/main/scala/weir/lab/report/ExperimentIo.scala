@@ -1,72 +1,19 @@
 package weir.lab.report
 
-import cats.effect.{ExitCode, IO}
+import cats.effect.IO
 import io.circe.Json
 import io.circe.syntax.*
 import org.knowm.xchart.BitmapEncoder
 import org.knowm.xchart.internal.chartpart.Chart
-import scopt.{OEffect, OParser}
 
 import java.lang.management.ManagementFactory
 import java.nio.file.{AtomicMoveNotSupportedException, Files, Path, Paths, StandardCopyOption}
 
 /**
- * What the `./weir lab` experiments share: scopt parsing that returns the error instead of printing it
- * (so that it can be tested), the environment block of the JSON files, and writing JSON and PNG files.
+ * What the `./weir lab` experiments share: the environment block of the JSON files, and writing JSON and
+ * PNG files. Their options are parsed as every command's are ([[weir.cli.CommandLine]]).
  */
 object ExperimentIo:
-
-  /** The result of parsing an experiment's arguments. */
-  enum Parsed[+C]:
-    case Ok(config: C)
-
-    /** `--help` was asked for: print `usage` and stop. */
-    case Help(usage: String)
-
-    /** Bad arguments: `error` names the option and the value. */
-    case Bad(error: String)
-
-  /** A scopt `validate` for a number option that must be > 0; the error names the option and the value. */
-  def positive[N](option: String)(using N: Numeric[N]): N => Either[String, Unit] =
-    n => if N.gt(n, N.zero) then Right(()) else Left(s"$option must be > 0, was: $n")
-
-  /** A scopt `validate` for a duration in milliseconds that must be > 0; the error names the option and value. */
-  def positiveMillis(option: String): Long => Either[String, Unit] =
-    ms => if ms > 0 then Right(()) else Left(s"$option must be > 0 ms, was: $ms")
-
-  /** Runs scopt without side effects: errors are collected, not printed. */
-  def parse[C](parser: OParser[?, C], args: Seq[String], init: C): Parsed[C] =
-    val (config, effects) = OParser.runParser(parser, args, init)
-    val errors = effects.collect { case OEffect.ReportError(msg) => msg }
-    if errors.nonEmpty then Parsed.Bad(errors.mkString("; "))
-    else if effects.exists(_.isInstanceOf[OEffect.Terminate]) then
-      Parsed.Help(effects.collect { case OEffect.DisplayToOut(msg) => msg }.mkString("\n"))
-    else config.fold(Parsed.Bad("invalid arguments"))(Parsed.Ok(_))
-
-  /** Parses without running anything: `Left(error)` for bad arguments; `--help` is a valid command line. */
-  def check[C](parser: OParser[?, C], args: Seq[String], init: C): Either[String, Unit] =
-    parse(parser, args, init) match
-      case Parsed.Bad(error) => Left(error)
-      case Parsed.Ok(_) | Parsed.Help(_) => Right(())
-
-  /**
-   * Parses, then runs `body` with the result; `--help` prints the usage (exit 0), bad arguments print
-   * `Error: ...` and the usage on standard error (exit 2).
-   */
-  def runWith[C](parser: OParser[?, C], args: Seq[String], init: C)(body: C => IO[Unit]): IO[ExitCode] =
-    runWithCode(parser, args, init)(c => body(c).as(ExitCode.Success))
-
-  /** As [[runWith]], but the body decides the exit code (a run that found a failure, a command that failed). */
-  def runWithCode[C](
-      parser: OParser[?, C],
-      args: Seq[String],
-      init: C
-  )(body: C => IO[ExitCode]): IO[ExitCode] =
-    parse(parser, args, init) match
-      case Parsed.Ok(c) => body(c)
-      case Parsed.Help(usage) => IO.println(usage).as(ExitCode.Success)
-      case Parsed.Bad(error) =>
-        IO.consoleForIO.errorln(s"Error: $error\n${OParser.usage(parser)}").as(ExitCode(2))
 
   /** The machine and JVM the numbers come from. */
   def environment: Json =

@@ -51,9 +51,9 @@ object ChildRun:
         args = List(
           "lab",
           "requests",
-          "--approach",
+          "--approaches",
           approach.name,
-          "--url",
+          "--server-url",
           server.baseUrl,
           "--child-result",
           file.toString,

@@ -3,9 +3,9 @@ package weir.lab.requests
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import scopt.{OEffect, OParser}
+import weir.cli.{CommandLine, Durations}
+import weir.cli.CommandLine.positive
 import weir.lab.Experiment
-import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.{positive, positiveMillis}
 
 import java.lang.management.ManagementFactory
 import java.net.URI
@@ -18,7 +18,7 @@ import scala.concurrent.duration.*
  * delays and against Little's law (see docs/lab/requests.md).
  */
 object Requests extends Experiment:
-  val name = "requests"
+  val label = "requests"
   val summary = "seed 002's experiment: N HTTP requests at bounded concurrency against a delay server"
 
   final case class Settings(
@@ -44,40 +44,42 @@ object Requests extends Experiment:
     def limitFor(idealMs: Long): FiniteDuration = timeLimit.getOrElse((3 * idealMs + 30_000).millis)
 
   private val builder = OParser.builder[Settings]
-  private val parser =
+  val parser: OParser[Unit, Settings] =
     import builder.*
     OParser.sequence(
       programName("weir lab requests"),
       head("weir lab requests", "— N HTTP requests at bounded concurrency against a delay server (seed 002)"),
       help("help").text("print this help"),
-      opt[Long]("n").valueName("N")
-        .validate(positive("--n"))
+      opt[Long]("tasks").valueName("N")
+        .validate(positive("--tasks"))
         .action((n, s) => s.copy(n = n))
-        .text("number of requests (default 100000)"),
-      opt[Int]("concurrency").valueName("N")
-        .validate(positive("--concurrency"))
+        .text(s"number of requests (default ${Settings().n})"),
+      opt[Int]("limit").valueName("N")
+        .validate(positive("--limit"))
         .action((c, s) => s.copy(concurrency = c))
-        .text("requests in flight at most (default 5000)"),
-      opt[String]("url").valueName("URL")
+        .text(s"requests in flight at most (default ${Settings().concurrency})"),
+      opt[String]("server-url").valueName("URL")
         .validate(u => urlError(u).fold(success)(failure))
         .action((u, s) => s.copy(url = Some(u.stripSuffix("/"))))
         .text(
           "a running `weir lab serve` (default: start one on a free loopback port); its seed and max delay are used"
         ),
-      opt[Long]("max-delay").valueName("MS")
-        .validate(positiveMillis("--max-delay"))
-        .action((d, s) => s.copy(maxDelayMs = d))
-        .text("the embedded server's delays are uniform on [0, MS) ms (default 3000)"),
+      Durations.opt(builder, "max-delay").validate(Durations.positive("--max-delay"))
+        .validate(Durations.wholeMillis("--max-delay"))
+        .action((d, s) => s.copy(maxDelayMs = d.toMillis))
+        .text(
+          s"the embedded server's delays are uniform on [0, max), in whole ms (default ${Durations.show(Settings().maxDelayMs.millis)})"
+        ),
       opt[Long]("seed").valueName("N").action((n, s) => s.copy(seed = n))
         .text("the embedded server's seed (default 0)"),
-      opt[Seq[String]]("approach").valueName("a,b")
+      opt[Seq[String]]("approaches").valueName("a,b")
         .validate(names =>
           names.find(RequestApproach.byName(_).isEmpty) match
             case Some(bad) =>
               failure(
-                s"--approach: unknown approach '$bad' (known: ${RequestApproach.all.map(_.name).mkString(", ")})"
+                s"--approaches: unknown approach '$bad' (known: ${RequestApproach.all.map(_.name).mkString(", ")})"
               )
-            case None => if names.isEmpty then failure("--approach needs at least one name") else success
+            case None => if names.isEmpty then failure("--approaches needs at least one name") else success
         )
         .action((names, s) => s.copy(approaches = names.distinct.toVector.flatMap(RequestApproach.byName)))
         .text(
@@ -91,24 +93,25 @@ object Requests extends Experiment:
         .validate(c => ServerPlacement.parse(c).fold(failure, _ => success))
         .action((c, s) => s.copy(server = ServerPlacement.parse(c).toOption.get))
         .text("where the embedded server runs: a child JVM (default) or this JVM"),
-      opt[Int]("time-limit").valueName("SECONDS")
-        .validate(t => if t > 0 then success else failure(s"--time-limit must be > 0 s, was: $t"))
-        .action((t, s) => s.copy(timeLimit = Some(t.seconds)))
-        .text("stop an approach after this long (default: 3 × the ideal makespan + 30 s)"),
+      Durations.opt(builder, "time-limit").validate(Durations.positive("--time-limit"))
+        .action((t, s) => s.copy(timeLimit = Some(t)))
+        .text("stop an approach after this long (default: 3 × the ideal makespan + 30s)"),
       opt[Int]("up-front-heap").valueName("MIB")
         .validate(m => if m >= 16 then success else failure(s"--up-front-heap must be >= 16 MiB, was: $m"))
         .action((m, s) => s.copy(upFrontHeapMiB = m))
         .text("heap cap of the up-front approach's child JVM (default 256)"),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
-        .text("also write the results as JSON"),
-      opt[String]("chart").valueName("DIR").action((f, s) => s.copy(chart = Some(Paths.get(f))))
-        .text("also draw requests in flight and completed over time, one PNG per approach, into DIR"),
+        .text("also write the results as JSON (default: none)"),
+      opt[String]("charts").valueName("DIR").action((f, s) => s.copy(chart = Some(Paths.get(f))))
+        .text(
+          "also draw requests in flight and completed over time, one PNG per approach, into DIR (default: none)"
+        ),
       opt[String]("html").valueName("FILE").action((f, s) => s.copy(html = Some(Paths.get(f))))
         .text(
-          "also write one self-contained HTML page: the parameters, the table and every approach's chart"
+          "also write one self-contained HTML page: the parameters, the table and every approach's chart (default: none)"
         ),
-      opt[Long]("warmup").valueName("N")
-        .validate(n => if n >= 0 then success else failure(s"--warmup must be >= 0, was: $n"))
+      opt[Long]("warmup-tasks").valueName("N")
+        .validate(n => if n >= 0 then success else failure(s"--warmup-tasks must be >= 0, was: $n"))
         .action((n, s) => s.copy(warmup = n))
         .text(
           "first run each in-process approach, unmeasured, on N requests, --warmup-runs times (default 0: no warm-up)"
@@ -117,7 +120,7 @@ object Requests extends Experiment:
         .validate(positive("--warmup-runs"))
         .action((r, s) => s.copy(warmupRuns = r))
         .text(
-          "how many warm-up runs of --warmup requests (default 3: each ramp-up from idle to the limit warms the " +
+          "how many warm-up runs of --warmup-tasks requests (default 3: each ramp-up from idle to the limit warms the " +
             "code only a ramp-up runs; ADR 0016)"
         ),
       opt[Unit]("no-progress").action((_, s) => s.copy(progress = false)).text("no progress bar"),
@@ -126,7 +129,7 @@ object Requests extends Experiment:
         .text("internal: run the one approach here and write its result to FILE"),
       checkConfig(s =>
         if s.childResult.isDefined && (s.url.isEmpty || s.approaches.size != 1) then
-          failure("--child-result needs --url and exactly one --approach")
+          failure("--child-result needs --server-url and exactly one of --approaches")
         else success
       )
     )
@@ -135,23 +138,25 @@ object Requests extends Experiment:
   def urlError(u: String): Option[String] =
     scala.util.Try(new URI(u)).toOption match
       case Some(uri) if uri.getScheme == "http" && uri.getHost != null && uri.getPort > 0 => None
-      case _ => Some(s"--url must look like http://HOST:PORT, was: $u")
+      case _ => Some(s"--server-url must look like http://HOST:PORT, was: $u")
 
-  def parse(args: Seq[String]): Option[Settings] = OParser.parse(parser, args, Settings())
+  /** The settings, if `args` are valid (for tests). */
+  def parse(args: Seq[String]): Option[Settings] =
+    CommandLine.parse(parser, args, Settings()) match
+      case CommandLine.Parsed.Ok(s) => Some(s)
+      case _ => None
 
   /** The parse and its error messages, without printing them (for tests). */
   def errors(args: Seq[String]): (Option[Settings], List[String]) =
     val (parsed, effects) = OParser.runParser(parser, args, Settings())
     (parsed, effects.collect { case OEffect.ReportError(message) => message })
 
-  override def check(args: List[String]): Either[String, Unit] =
-    ExperimentIo.check(parser, args, Settings())
+  def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   def run(args: List[String]): IO[ExitCode] =
-    parse(args) match
-      case None => IO.pure(ExitCode(2))
-      case Some(s) =>
-        s.childResult.fold(run(s).as(ExitCode.Success))(file => runChild(s, file).as(ExitCode.Success))
+    CommandLine.runWithCode(parser, args, Settings()) { s =>
+      s.childResult.fold(run(s).as(ExitCode.Success))(file => runChild(s, file).as(ExitCode.Success))
+    }
 
   /**
    * The embedded server's settings: enough connections for the concurrency, and no idle or header timeout
@@ -236,14 +241,14 @@ object Requests extends Experiment:
 
   private def childArgs(s: Settings, setup: RequestRunner.Setup): List[String] =
     List(
-      "--n",
+      "--tasks",
       s.n.toString,
-      "--concurrency",
+      "--limit",
       s.concurrency.toString,
       "--client",
       s.client.label,
       "--time-limit",
-      setup.timeLimit.toSeconds.max(1).toString
+      Durations.show(setup.timeLimit.toMillis.max(1).millis)
     )
 
   /** In the child JVM: the one approach, here, its samples on standard output, its result in `file`. */

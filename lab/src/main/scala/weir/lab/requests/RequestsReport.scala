@@ -5,7 +5,8 @@ import io.circe.Json
 import io.circe.syntax.*
 import org.knowm.xchart.{BitmapEncoder, XYChart, XYChartBuilder, XYSeries}
 import org.knowm.xchart.style.markers.SeriesMarkers
-import weir.lab.report.{ExperimentIo, Html, Table}
+import weir.cli.Table
+import weir.lab.report.{ExperimentIo, Html}
 
 import java.nio.file.{Files, Path}
 

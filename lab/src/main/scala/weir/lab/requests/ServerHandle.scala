@@ -54,9 +54,11 @@ object ServerHandle:
       loop
     }
 
-  /** A timeout as `weir lab serve` takes it: whole seconds, 0 for none. */
-  private def seconds(d: Duration): String =
-    if d.isFinite then math.max(1L, d.toSeconds).toString else "0"
+  /** A timeout as `weir lab serve` takes it: a duration, 0s for none. */
+  private def timeout(d: Duration): String =
+    d match
+      case f: FiniteDuration if f > Duration.Zero => weir.cli.Durations.show(f)
+      case _ => "0s"
 
   /** A server already running at `url` (e.g. `http://127.0.0.1:8000`). */
   def at(url: String): Resource[IO, ServerHandle] =
@@ -75,15 +77,15 @@ object ServerHandle:
           "--port",
           "0",
           "--max-delay",
-          config.maxDelayMs.toString,
+          s"${config.maxDelayMs}ms",
           "--seed",
           config.seed.toString,
           "--max-connections",
           config.maxConnections.toString,
           "--idle-timeout",
-          seconds(config.idleTimeout),
+          timeout(config.idleTimeout),
           "--header-timeout",
-          seconds(config.headerTimeout)
+          timeout(config.headerTimeout)
         )
         for
           url <- Resource.eval(Deferred[IO, Either[Throwable, String]])

@@ -5,11 +5,13 @@ import cats.syntax.all.*
 import io.circe.Json
 import io.circe.syntax.*
 import scopt.OParser
+import weir.cli.{CommandLine, Durations}
+import weir.cli.CommandLine.positive
 import weir.lab.Experiment
 import weir.lab.durable.LabDatabase
 import weir.lab.kafka.LabBroker
 import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.{number, positive}
+import weir.lab.report.ExperimentIo.number
 import weir.postgres.*
 
 import java.nio.file.{Path, Paths}
@@ -18,7 +20,7 @@ import scala.concurrent.duration.*
 /**
  * `./weir lab soak`: weir inside a service that runs for a long time. A [[SoakService]] JVM runs a
  * [[DurableWorker]] on PostgreSQL (embedded, or `--url`) and a `KafkaSource` on an in-process KRaft broker
- * ([[LabBroker]]); this JVM feeds each at `--rate` tasks a second for `--minutes`, keyed over `--keys`
+ * ([[LabBroker]]); this JVM feeds each at `--rate` tasks a second for `--duration`, keyed over `--keys`
  * rotating keys, with a tenth of the tasks failing ([[SoakTask]]: retried, dead, dead-lettered) and
  * snoozes and cancels mixed in. The service collects its whole heap every `--sample-every` seconds and
  * reports what is left; the run then lets both sources finish what was fed and counts every task's end.
@@ -29,23 +31,23 @@ import scala.concurrent.duration.*
  * does a full run whose heap grew more than 8 MiB over its last half.
  */
 object SoakLab extends Experiment:
-  val name = "soak"
+  val label = "soak"
   val summary =
     "a DurableWorker and a KafkaSource fed for minutes: heap after each full GC, every task counted"
 
   final case class Settings(
-      minutes: Double = 10,
+      duration: FiniteDuration = 10.minutes,
       rate: Int = 2000,
       keys: Int = 100000,
-      sampleEvery: Double = 5,
+      sampleEvery: FiniteDuration = 5.seconds,
       heapMiB: Int = 512,
       url: Option[String] = None,
       quick: Boolean = false,
       json: Option[Path] = None
   ):
-    def feed: FiniteDuration = ((if quick then minutes.min(0.5) else minutes) * 60000).toLong.millis
+    def feed: FiniteDuration = if quick then duration.min(30.seconds) else duration
     def perSecond: Int = if quick then rate.min(500) else rate
-    def every: FiniteDuration = ((if quick then sampleEvery.min(2) else sampleEvery) * 1000).toLong.millis
+    def every: FiniteDuration = if quick then sampleEvery.min(2.seconds) else sampleEvery
 
   /** The most a full run's heap may grow over its last half, in MiB. */
   val growthBound: Double = 8
@@ -53,33 +55,36 @@ object SoakLab extends Experiment:
   private val builder = OParser.builder[Settings]
   val parser: OParser[Unit, Settings] =
     import builder.*
-    def positiveDouble(option: String): Double => Either[String, Unit] =
-      d => if d > 0 && !d.isInfinite then success else failure(s"$option must be > 0, was: $d")
+    val d = Settings()
     OParser.sequence(
       programName("weir lab soak"),
       head("a DurableWorker and a KafkaSource fed at a steady rate; the heap after each full collection"),
       help("help").text("print this help"),
-      opt[Double]("minutes").valueName("M").validate(positiveDouble("--minutes"))
-        .action((m, s) => s.copy(minutes = m)).text("how long each source is fed (default 10)"),
-      opt[Int]("rate").valueName("N").validate(positive("--rate"))
-        .action((n, s) => s.copy(rate = n)).text("tasks a second fed to each source (default 2000)"),
+      Durations.opt(builder, "duration").validate(Durations.positive("--duration"))
+        .action((t, s) => s.copy(duration = t))
+        .text(
+          s"how long each source is fed (default ${Durations.show(d.duration)}; at most 30s with --quick)"
+        ),
+      opt[Int]("rate").valueName("R").validate(positive("--rate"))
+        .action((n, s) => s.copy(rate = n)).text(s"tasks a second fed to each source (default ${d.rate})"),
       opt[Int]("keys").valueName("K").validate(positive("--keys"))
-        .action((n, s) => s.copy(keys = n)).text("distinct keys, in rotation (default 100000)"),
-      opt[Double]("sample-every").valueName("SECONDS").validate(positiveDouble("--sample-every"))
-        .action((d, s) => s.copy(sampleEvery = d)).text(
-          "a full collection and a heap sample this often (default 5)"
+        .action((n, s) => s.copy(keys = n)).text(s"distinct keys, in rotation (default ${d.keys})"),
+      Durations.opt(builder, "sample-every").validate(Durations.positive("--sample-every"))
+        .validate(Durations.wholeMillis("--sample-every"))
+        .action((t, s) => s.copy(sampleEvery = t)).text(
+          s"a full collection and a heap sample this often (default ${Durations.show(d.sampleEvery)}; at most 2s with --quick)"
         ),
       opt[Int]("heap").valueName("MIB").validate(positive("--heap"))
         .action((n, s) => s.copy(heapMiB = n)).text("the service JVM's maximum heap (default 512)"),
       opt[String]("url").valueName("URL").action((u, s) => s.copy(url = Some(u)))
-        .text("a PostgreSQL server to use (default: WEIR_DATABASE_URL, else an embedded one)"),
+        .text("a PostgreSQL server to use (default: $WEIR_DATABASE_URL, else an embedded one)"),
       opt[Unit]("quick").action((_, s) => s.copy(quick = true))
         .text("a smoke run: 30 s at 500 tasks a second per source, a sample every 2 s"),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
-        .text("also write the results as JSON")
+        .text("also write the results as JSON (default: none)")
     )
 
-  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+  override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   /** What a run counted. */
   final case class Results(
@@ -103,7 +108,7 @@ object SoakLab extends Experiment:
     def growthHolds: Boolean = settings.quick || growth <= growthBound
 
   def run(args: List[String]): IO[ExitCode] =
-    ExperimentIo.runWithCode(parser, args, Settings()) { s =>
+    CommandLine.runWithCode(parser, args, Settings()) { s =>
       execute(s).attempt.flatMap {
         case Left(e) => IO.consoleForIO.errorln(s"weir lab soak: ${e.getMessage}").as(ExitCode(1))
         case Right(r) =>

@@ -8,11 +8,12 @@ import io.circe.syntax.*
 import org.knowm.xchart.{XYChart, XYChartBuilder}
 import org.knowm.xchart.style.Styler
 import scopt.OParser
+import weir.cli.{CommandLine, Table}
+import weir.cli.CommandLine.positive
 import weir.runtime.WeirRuntime
 import weir.lab.Experiment
 import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.{number, positive}
-import weir.lab.report.Table
+import weir.lab.report.ExperimentIo.number
 
 import java.nio.file.{Path, Paths}
 import java.util.concurrent.atomic.AtomicReference
@@ -24,7 +25,7 @@ import java.util.concurrent.atomic.AtomicReference
  * `IO.cede` per step, and by `IO` that suspends only when its direct calls are deep.
  */
 object Trampoline extends Experiment:
-  val name = "trampoline"
+  val label = "trampoline"
   val summary =
     "seed 004: Ackermann by plain recursion, Future hops, IO trampolined, IO.cede, depth-counting IO"
 
@@ -93,9 +94,9 @@ object Trampoline extends Experiment:
         "quick"
       ).action((_, s) => s.copy(quick = true)).text("for CI: the first four n, one run each"),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
-        .text("also write the results as JSON"),
+        .text("also write the results as JSON (default: none)"),
       opt[String]("chart").valueName("FILE.png").action((f, s) => s.copy(chart = Some(Paths.get(f))))
-        .text("also draw time per run against steps, log-log (PNG)"),
+        .text("also draw time per run against steps, log-log (PNG) (default: none)"),
       checkConfig(s =>
         s.points.find(n => Ackermann.shape(s.m, n, MaxSteps).isEmpty) match
           case Some(n) => failure(s"--n $n: A(${s.m}, $n) takes more than $MaxSteps steps")
@@ -103,9 +104,9 @@ object Trampoline extends Experiment:
       )
     )
 
-  def run(args: List[String]): IO[ExitCode] = ExperimentIo.runWith(parser, args, Settings())(execute(_).void)
+  def run(args: List[String]): IO[ExitCode] = CommandLine.runWith(parser, args, Settings())(execute(_).void)
 
-  override def check(args: List[String]): Either[String, Unit] = ExperimentIo.check(parser, args, Settings())
+  override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
   def execute(s: Settings): IO[(Vector[Point], Overflow)] =
     val approaches = Approach.all(s.maxDepth)

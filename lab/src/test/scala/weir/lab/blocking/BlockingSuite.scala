@@ -2,8 +2,8 @@ package weir.lab.blocking
 
 import cats.effect.IO
 import munit.CatsEffectSuite
-import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.Parsed
+import weir.cli.CommandLine
+import weir.cli.CommandLine.Parsed
 
 import java.nio.file.Files
 import scala.concurrent.duration.*
@@ -39,14 +39,14 @@ class BlockingSuite extends CatsEffectSuite:
     )
   }
 
-  private def parse(args: String*) = ExperimentIo.parse(Blocking.parser, args, Blocking.Settings())
+  private def parse(args: String*) = CommandLine.parse(Blocking.parser, args, Blocking.Settings())
 
   test("options are parsed; --quick makes 30 ms tasks") {
     parse(
       "--tasks",
       "10",
-      "--block-ms",
-      "200",
+      "--block-time",
+      "200ms",
       "--time-scale",
       "0.5",
       "--approaches",
@@ -69,8 +69,10 @@ class BlockingSuite extends CatsEffectSuite:
   test("bad options are refused, naming the option and the value") {
     assertEquals(parse("--sleep", "3"), Parsed.Bad("Unknown option --sleep; Unknown argument '3'"))
     assertEquals(
-      parse("--block-ms", "3s"),
-      Parsed.Bad("Option --block-ms expects a number but was given '3s'")
+      parse("--block-time", "3000"),
+      Parsed.Bad(
+        "Option --block-time failed when given '3000'. Expected a number and a unit, such as 250ms, 5s, 2m or 1h."
+      )
     )
     assertEquals(parse("--tasks", "-1"), Parsed.Bad("--tasks must be > 0, was: -1"))
     assertEquals(parse("--time-scale", "0"), Parsed.Bad("--time-scale must be in (0, 10], was: 0.0"))
@@ -81,7 +83,7 @@ class BlockingSuite extends CatsEffectSuite:
     )
     parse("--approaches", "future-global,green-threads") match
       case Parsed.Bad(e) =>
-        assert(e.startsWith("unknown approach 'green-threads' (known: future-global, "), e)
+        assert(e.startsWith("--approaches: unknown approach 'green-threads' (known: future-global, "), e)
       case other => fail(s"accepted: $other")
   }
 

@@ -2,8 +2,8 @@ package weir.lab.channels
 
 import cats.effect.IO
 import munit.CatsEffectSuite
-import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.Parsed
+import weir.cli.CommandLine
+import weir.cli.CommandLine.Parsed
 
 import java.nio.file.Files
 import scala.concurrent.duration.*
@@ -13,7 +13,7 @@ class ChannelsCliSuite extends CatsEffectSuite:
 
   override def munitIOTimeout: Duration = 60.seconds
 
-  private def parse(args: String*) = ExperimentIo.parse(Channels.parser, args, Channels.Settings())
+  private def parse(args: String*) = CommandLine.parse(Channels.parser, args, Channels.Settings())
 
   test("options are parsed") {
     parse(
@@ -44,7 +44,20 @@ class ChannelsCliSuite extends CatsEffectSuite:
     assertEquals(parse("--tasks", "0"), Parsed.Bad("--tasks must be > 0, was: 0"))
     assertEquals(parse("--time-scale", "NaN"), Parsed.Bad("--time-scale must be in (0, 10], was: NaN"))
     assertEquals(parse("--rate", "-3"), Parsed.Bad("--rate must be > 0, was: -3"))
-    assertEquals(parse("--min-ms", "60"), Parsed.Bad("--max-ms must be > --min-ms (60), was: 50"))
+    assertEquals(
+      parse("--min-delay", "60ms"),
+      Parsed.Bad("--max-delay must be longer than --min-delay (60ms), was: 50ms")
+    )
+    assertEquals(
+      parse("--min-delay", "60"),
+      Parsed.Bad(
+        "Option --min-delay failed when given '60'. Expected a number and a unit, such as 250ms, 5s, 2m or 1h."
+      )
+    )
+    assertEquals(
+      parse("--service-time", "0.5ms"),
+      Parsed.Bad("--service-time must be a whole number of milliseconds, was: 0.5ms")
+    )
     assert(parse("--help") match { case Parsed.Help(_) => true; case _ => false })
   }
 

@@ -58,7 +58,7 @@ class CompareCliSuite extends CatsEffectSuite:
   test("bad compare options are refused with the bad value") {
     assertEquals(
       Compare.settings(Compare.Options(approaches = Seq("nope"))).left.map(_.takeWhile(_ != '(')),
-      Left("unknown approach 'nope' ")
+      Left("--approaches: unknown approach 'nope' ")
     )
     assertEquals(Compare.parse(List("--runs", "0")), Left("--runs must be > 0, was: 0"))
     assertEquals(

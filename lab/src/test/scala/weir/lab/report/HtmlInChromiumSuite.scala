@@ -81,15 +81,15 @@ class HtmlInChromiumSuite extends CatsEffectSuite:
     for
       file <- page("requests")
       settings = Requests.parse(List(
-        "--n",
+        "--tasks",
         "300",
-        "--concurrency",
+        "--limit",
         "50",
         "--max-delay",
-        "40",
+        "40ms",
         "--server",
         "same",
-        "--approach",
+        "--approaches",
         "weir",
         "--no-progress",
         "--html",

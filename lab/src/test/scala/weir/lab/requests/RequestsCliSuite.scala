@@ -20,27 +20,27 @@ class RequestsCliSuite extends FunSuite:
 
   test("options are parsed") {
     val s = Requests.parse(List(
-      "--n",
+      "--tasks",
       "2000",
-      "--concurrency",
+      "--limit",
       "300",
       "--max-delay",
-      "50",
+      "50ms",
       "--seed",
       "9",
-      "--approach",
+      "--approaches",
       "weir,recursive",
       "--client",
       "ember",
       "--server",
       "same",
       "--time-limit",
-      "20",
+      "20s",
       "--up-front-heap",
       "64",
-      "--url",
+      "--server-url",
       "http://127.0.0.1:8000/",
-      "--warmup",
+      "--warmup-tasks",
       "700",
       "--warmup-runs",
       "2",
@@ -64,25 +64,31 @@ class RequestsCliSuite extends FunSuite:
     assert(errors.exists(_.contains(expected)), s"expected '$expected' in: $errors")
 
   test("bad values are refused with the value") {
-    refused("--n", "0")("--n must be > 0, was: 0")
-    refused("--n", "-5")("--n must be > 0, was: -5")
-    refused("--concurrency", "0")("--concurrency must be > 0, was: 0")
-    refused("--max-delay", "-1")("--max-delay must be > 0 ms, was: -1")
-    refused("--warmup", "-1")("--warmup must be >= 0, was: -1")
+    refused("--tasks", "0")("--tasks must be > 0, was: 0")
+    refused("--tasks", "-5")("--tasks must be > 0, was: -5")
+    refused("--limit", "0")("--limit must be > 0, was: 0")
+    refused("--max-delay", "0s")("--max-delay must be > 0s, was: 0s")
+    refused("--max-delay", "50")("Option --max-delay failed when given '50'")
+    refused("--max-delay", "1.5ms")("--max-delay must be a whole number of milliseconds, was: 1.5ms")
+    refused("--warmup-tasks", "-1")("--warmup-tasks must be >= 0, was: -1")
     refused("--warmup-runs", "0")("--warmup-runs must be > 0, was: 0")
-    refused("--time-limit", "0")("--time-limit must be > 0 s, was: 0")
+    refused("--time-limit", "0s")("--time-limit must be > 0s, was: 0s")
+    refused("--time-limit", "20")("Option --time-limit failed when given '20'")
     refused("--up-front-heap", "8")("--up-front-heap must be >= 16 MiB, was: 8")
     refused("--client", "curl")("--client must be ember, jdk, jetty, was: curl")
     refused("--server", "remote")("--server must be child or same, was: remote")
-    refused("--approach", "weir,fast")("--approach: unknown approach 'fast'")
-    refused("--url", "localhost:8000")("--url must look like http://HOST:PORT, was: localhost:8000")
+    refused("--approaches", "weir,fast")("--approaches: unknown approach 'fast'")
     refused(
-      "--url",
+      "--server-url",
+      "localhost:8000"
+    )("--server-url must look like http://HOST:PORT, was: localhost:8000")
+    refused(
+      "--server-url",
       "https://127.0.0.1:8000"
-    )("--url must look like http://HOST:PORT, was: https://127.0.0.1:8000")
-    refused("--n", "many")("--n expects a number but was given 'many'")
+    )("--server-url must look like http://HOST:PORT, was: https://127.0.0.1:8000")
+    refused("--tasks", "many")("--tasks expects a number but was given 'many'")
     refused("--frobnicate")("Unknown option --frobnicate")
-    refused("--child-result", "x.json")("--child-result needs --url and exactly one --approach")
+    refused("--child-result", "x.json")("--child-result needs --server-url and exactly one of --approaches")
   }
 
   test("serve's bad values are refused with the value") {
@@ -91,13 +97,13 @@ class RequestsCliSuite extends FunSuite:
       assertEquals(parsed, None)
       assert(errors.exists(_.contains(expected)), s"expected '$expected' in: $errors")
     serveRefused("--port", "70000")("--port must be in [0, 65535], was: 70000")
-    serveRefused("--max-delay", "0")("--max-delay must be > 0 ms, was: 0")
+    serveRefused("--max-delay", "0s")("--max-delay must be > 0s, was: 0s")
     serveRefused("--max-connections", "0")("--max-connections must be > 0, was: 0")
-    serveRefused("--host", "not a host")("--host must be an address, was: not a host")
-    serveRefused("--idle-timeout", "-1")("--idle-timeout must be >= 0 s (0: none), was: -1")
-    serveRefused("--header-timeout", "-5")("--header-timeout must be >= 0 s (0: none), was: -5")
-    serveRefused("--idle-timeout", "soon")("--idle-timeout expects a number but was given 'soon'")
-    val timeouts = Serve.parse(List("--idle-timeout", "0", "--header-timeout", "7")).map(Serve.config)
+    serveRefused("--bind", "not a host")("--bind must be an address, was: not a host")
+    serveRefused("--idle-timeout", "-1s")("Option --idle-timeout failed when given '-1s'")
+    serveRefused("--header-timeout", "5")("Option --header-timeout failed when given '5'")
+    serveRefused("--idle-timeout", "soon")("Option --idle-timeout failed when given 'soon'")
+    val timeouts = Serve.parse(List("--idle-timeout", "0s", "--header-timeout", "7s")).map(Serve.config)
     assertEquals(timeouts.map(c => (c.idleTimeout, c.headerTimeout)), Some((Duration.Inf, 7.seconds)))
     assertEquals(
       Serve.parse(Nil).map(Serve.config).map(c => (c.idleTimeout, c.headerTimeout)),

@@ -2,6 +2,8 @@ package weir.lab.soak
 
 import munit.FunSuite
 
+import scala.concurrent.duration.*
+
 class SoakLabSuite extends FunSuite:
 
   test("of every 1000 tasks: 40 flaky, 60 doomed, 20 snoozing, 10 cancelled, 1 long, the rest succeed") {
@@ -22,10 +24,14 @@ class SoakLabSuite extends FunSuite:
   }
 
   test("a bad option is refused, naming the value") {
-    assertEquals(SoakLab.check(List("--minutes", "0")), Left("--minutes must be > 0, was: 0.0"))
+    assertEquals(SoakLab.check(List("--duration", "0s")), Left("--duration must be > 0s, was: 0s"))
+    assert(SoakLab.check(List(
+      "--duration",
+      "10"
+    )).left.exists(_.contains("Option --duration failed when given '10'")))
     assertEquals(SoakLab.check(List("--rate", "-5")), Left("--rate must be > 0, was: -5"))
     assert(SoakLab.check(List("--speed", "3")).left.exists(_.contains("--speed")))
-    assertEquals(SoakLab.check(List("--quick", "--minutes", "2", "--json", "x.json")), Right(()))
+    assertEquals(SoakLab.check(List("--quick", "--duration", "2m", "--json", "x.json")), Right(()))
   }
 
   test("the quick run feeds 30 s at most 500 tasks a second, sampling every 2 s at most") {
@@ -33,7 +39,7 @@ class SoakLabSuite extends FunSuite:
     assertEquals(quick.feed.toSeconds, 30L)
     assertEquals(quick.perSecond, 500)
     assertEquals(quick.every.toMillis, 2000L)
-    assertEquals(SoakLab.Settings(minutes = 10).feed.toSeconds, 600L)
+    assertEquals(SoakLab.Settings(duration = 10.minutes).feed.toSeconds, 600L)
   }
 
   test("the service's done line: its numbers by name") {

@@ -1,10 +1,10 @@
 package weir.lab.trampoline
 
+import weir.cli.CommandLine
 import cats.effect.IO
 import munit.CatsEffectSuite
 import weir.runtime.WeirRuntime
-import weir.lab.report.ExperimentIo
-import weir.lab.report.ExperimentIo.Parsed
+import weir.cli.CommandLine.Parsed
 
 import java.nio.file.Files
 import scala.concurrent.duration.*
@@ -69,7 +69,7 @@ class TrampolineSuite extends CatsEffectSuite:
     }
   }
 
-  private def parse(args: String*) = ExperimentIo.parse(Trampoline.parser, args, Trampoline.Settings())
+  private def parse(args: String*) = CommandLine.parse(Trampoline.parser, args, Trampoline.Settings())
 
   test("options are parsed; --quick keeps the first four n and one run") {
     parse("--m", "3", "--n", "1,2,3,4,5", "--runs", "2", "--stack-kb", "512", "--quick") match

@@ -2,7 +2,7 @@ package weir.lab.compare.report
 
 import weir.lab.Stats
 import weir.lab.compare.scenarios.Workload
-import weir.lab.report.Table
+import weir.cli.Table
 
 /**
  * `compare`'s tables, in the terminal and in the HTML page: a block per load shape, then the write-up's

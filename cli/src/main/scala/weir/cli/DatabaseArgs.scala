@@ -1,4 +1,4 @@
-package weir.lab
+package weir.cli
 
 import cats.effect.{ExitCode, IO}
 import scopt.{OParser, OParserBuilder}
@@ -20,7 +20,7 @@ object DatabaseArgs:
         .action((u, o) => url(o, u))
         .text("postgresql://user:password@host:5432/db or jdbc:postgresql://… (default: $WEIR_DATABASE_URL)"),
       opt[String]("schema").valueName("NAME")
-        .validate(s => Schema(s).errors.headOption.toLeft(()))
+        .validate(s => Schema(s).errors.headOption.map(e => s"--schema: $e").toLeft(()))
         .action((s, o) => schema(o, s))
         .text("the schema that holds weir's tables (default weir)")
     )

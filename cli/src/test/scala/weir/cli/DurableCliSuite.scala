@@ -1,4 +1,4 @@
-package weir.lab
+package weir.cli
 
 import cats.effect.{ExitCode, IO, Resource}
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres
@@ -20,11 +20,11 @@ class DurableCliSuite extends CatsEffectSuite:
   ) {
     val url = server().getJdbcUrl("postgres", "postgres")
     for
-      first <- DurableCli.run(List("migrate", "--url", url, "--schema", "cli_a"))
-      second <- DurableCli.run(List("migrate", "--url", url, "--schema", "cli_a"))
-      stats <- DurableCli.run(List("stats", "--url", url, "--schema", "cli_a"))
-      missing <- DurableCli.run(List("stats", "--url", url, "--schema", "cli_never_migrated"))
-      noSchedules <- DurableCli.run(List("schedules", "--url", url, "--schema", "cli_a"))
+      first <- Main.run(List("durable", "migrate", "--url", url, "--schema", "cli_a"))
+      second <- Main.run(List("durable", "migrate", "--url", url, "--schema", "cli_a"))
+      stats <- Main.run(List("durable", "stats", "--url", url, "--schema", "cli_a"))
+      missing <- Main.run(List("durable", "stats", "--url", url, "--schema", "cli_never_migrated"))
+      noSchedules <- Main.run(List("durable", "schedules", "--url", url, "--schema", "cli_a"))
       config = DatabaseConfig(url, schema = Schema("cli_a"))
       _ <- Database.connect[IO](config).use(db =>
         Scheduler.resource(
@@ -32,7 +32,7 @@ class DurableCliSuite extends CatsEffectSuite:
           Vector(Schedule.cron("nightly", "0 3 * * *", queue = "reports", payload = 1))
         ).use_
       )
-      schedules <- DurableCli.run(List("schedules", "--url", url, "--schema", "cli_a"))
+      schedules <- Main.run(List("durable", "schedules", "--url", url, "--schema", "cli_a"))
     yield
       assertEquals((first, second, stats), (ExitCode.Success, ExitCode.Success, ExitCode.Success))
       assertEquals((noSchedules, schedules), (ExitCode.Success, ExitCode.Success))
@@ -42,7 +42,7 @@ class DurableCliSuite extends CatsEffectSuite:
   test("pause, resume and limit change the controls every worker obeys; an unknown queue is an error") {
     val url = server().getJdbcUrl("postgres", "postgres")
     val config = DatabaseConfig(url, schema = Schema("cli_q"))
-    def cli(args: String*) = DurableCli.run(args.toList ++ List("--url", url, "--schema", "cli_q"))
+    def cli(args: String*) = Main.run("durable" :: args.toList ++ List("--url", url, "--schema", "cli_q"))
     def controls = Database.connect[IO](config).use(db => TaskAdmin(db).queues)
     for
       _ <- Database.migrate[IO](config)
@@ -70,7 +70,7 @@ class DurableCliSuite extends CatsEffectSuite:
   test("cancel cancels a waiting task; a finished or unknown one is an error that changes nothing") {
     val url = server().getJdbcUrl("postgres", "postgres")
     val config = DatabaseConfig(url, schema = Schema("cli_c"))
-    def cli(args: String*) = DurableCli.run(args.toList ++ List("--url", url, "--schema", "cli_c"))
+    def cli(args: String*) = Main.run("durable" :: args.toList ++ List("--url", url, "--schema", "cli_c"))
     for
       _ <- Database.migrate[IO](config)
       id <- Database.connect[IO](config).use(db => TaskQueue[IO, Int](db, "mail").enqueue(NewTask(1)))
@@ -86,17 +86,17 @@ class DurableCliSuite extends CatsEffectSuite:
 
   test("bad arguments are refused with exit code 2") {
     for
-      noCommand <- DurableCli.run(List("--url", "postgresql://h/db"))
-      badSchema <- DurableCli.run(List("stats", "--url", "postgresql://h/db", "--schema", "Bad;"))
-      unknown <- DurableCli.run(List("stats", "--frobnicate"))
-      zeroLimit <- DurableCli.run(List("limit", "q", "--max-running", "0", "--url", "postgresql://h/db"))
-      nanRate <- DurableCli.run(List("limit", "q", "--rate", "NaN", "--url", "postgresql://h/db"))
-      nothingToSet <- DurableCli.run(List("limit", "q", "--url", "postgresql://h/db"))
-      burstAlone <- DurableCli.run(List("limit", "q", "--burst", "3", "--url", "postgresql://h/db"))
-      noQueue <- DurableCli.run(List("pause", "--url", "postgresql://h/db"))
-      noTask <- DurableCli.run(List("cancel", "--url", "postgresql://h/db"))
-      badTask <- DurableCli.run(List("cancel", "seven", "--url", "postgresql://h/db"))
-      emptyReason <- DurableCli.run(List("cancel", "7", "--reason", "", "--url", "postgresql://h/db"))
+      noCommand <- Main.run(List("durable", "--url", "postgresql://h/db"))
+      badSchema <- Main.run(List("durable", "stats", "--url", "postgresql://h/db", "--schema", "Bad;"))
+      unknown <- Main.run(List("durable", "stats", "--frobnicate"))
+      zeroLimit <- Main.run(List("durable", "limit", "q", "--max-running", "0", "--url", "postgresql://h/db"))
+      nanRate <- Main.run(List("durable", "limit", "q", "--rate", "NaN", "--url", "postgresql://h/db"))
+      nothingToSet <- Main.run(List("durable", "limit", "q", "--url", "postgresql://h/db"))
+      burstAlone <- Main.run(List("durable", "limit", "q", "--burst", "3", "--url", "postgresql://h/db"))
+      noQueue <- Main.run(List("durable", "pause", "--url", "postgresql://h/db"))
+      noTask <- Main.run(List("durable", "cancel", "--url", "postgresql://h/db"))
+      badTask <- Main.run(List("durable", "cancel", "seven", "--url", "postgresql://h/db"))
+      emptyReason <- Main.run(List("durable", "cancel", "7", "--reason", "", "--url", "postgresql://h/db"))
     yield assertEquals(
       List(
         noCommand,

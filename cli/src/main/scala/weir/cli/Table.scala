@@ -1,4 +1,4 @@
-package weir.lab.report
+package weir.cli
 
 /** Plain-text tables for the experiments' terminal output. */
 object Table:

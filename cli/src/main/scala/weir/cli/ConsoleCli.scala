@@ -1,11 +1,10 @@
-package weir.lab
+package weir.cli
 
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import com.comcast.ip4s.{Host, Port}
 import scopt.OParser
 import weir.console.{ConsoleOptions, WeirConsole}
-import weir.lab.report.ExperimentIo
 import weir.postgres.{Database, DatabaseConfig, Schema}
 
 import scala.concurrent.duration.*
@@ -16,7 +15,11 @@ import scala.concurrent.duration.*
  * address. Read-only unless `--admin-token` (or `WEIR_CONSOLE_TOKEN`, which keeps the secret out of the
  * process list) is given.
  */
-object ConsoleCli:
+object ConsoleCli extends Command.Parsed[ConsoleCli.Options]:
+
+  val words: List[String] = List("console")
+  val summary: String = "serve the web console of a schema's durable queues until interrupted"
+  val defaults: Options = Options()
 
   final case class Options(
       url: Option[String] = None,
@@ -32,7 +35,7 @@ object ConsoleCli:
     import builder.*
     OParser.sequence(
       programName("weir console"),
-      head("weir console — a web console for weir-postgres's durable queues"),
+      head(s"weir console — $summary"),
       help("help").text("print this help"),
       DatabaseArgs.options(builder)((o, u) => o.copy(url = Some(u)), (o, s) => o.copy(schema = s)),
       opt[String]("bind").valueName("HOST")
@@ -51,24 +54,22 @@ object ConsoleCli:
         )
         .action((t, o) => o.copy(adminToken = Some(t)))
         .text("lets an operator who logs in with it act (default: $WEIR_CONSOLE_TOKEN; none: read-only)"),
-      opt[Double]("counts-every").valueName("SECONDS")
-        .validate(s =>
-          if s >= 0 && s <= 3600 then success
-          else failure(s"--counts-every must be in 0..3600 seconds, was: $s")
+      Durations.opt(builder, "counts-every")
+        .validate(d =>
+          if d <= 1.hour then success
+          else failure(s"--counts-every must be at most 1h, was: ${Durations.show(d)}")
         )
-        .action((s, o) => o.copy(countsEvery = (s * 1000).round.millis))
+        .action((d, o) => o.copy(countsEvery = d))
         .text(
           "how often the overview's counts are read again while it is viewed, one reading shared by every " +
-            "request in between (default 2; 0: every request reads them)"
+            s"request in between (default ${Durations.show(ConsoleOptions.Defaults.countsEvery)}; 0s: every request reads them)"
         )
     )
 
-  def run(args: List[String]): IO[ExitCode] =
-    ExperimentIo.runWithCode(parser, args, Options()) { o =>
-      DatabaseArgs.run(o.url, o.schema) { config =>
-        val token = o.adminToken.orElse(sys.env.get("WEIR_CONSOLE_TOKEN").filter(_.nonEmpty))
-        serve(o, config, ConsoleOptions(adminToken = token, countsEvery = o.countsEvery))
-      }
+  def execute(o: Options): IO[ExitCode] =
+    DatabaseArgs.run(o.url, o.schema) { config =>
+      val token = o.adminToken.orElse(sys.env.get("WEIR_CONSOLE_TOKEN").filter(_.nonEmpty))
+      serve(o, config, ConsoleOptions(adminToken = token, countsEvery = o.countsEvery))
     }
 
   private def serve(o: Options, config: DatabaseConfig, options: ConsoleOptions): IO[ExitCode] =
