@@ -7,7 +7,8 @@
 #   - a library resolved at another version than the weir module that brings it was built with (a user's Maven
 #     takes the nearest version in the tree, not the pinned one of weir's root POM).
 #   scripts/consumer/build.sh [REPO]    REPO defaults to target/release-repo; run after a build of the modules
-# Its local repository holds everything ~/.m2 holds (linked, not copied) except weir's own artifacts.
+# Its local repository holds everything ~/.m2 holds (linked, not copied) except weir's own artifacts
+# (scripts/release/local-repo.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -18,14 +19,9 @@ repo=$(realpath -m "${1:-target/release-repo}")
 out=scripts/consumer/target
 project=$out/project
 rm -rf "$out"
-mkdir -p "$project/src/main/scala" "$out/m2/dev"
-
-# the local repository: a link to each of ~/.m2's top-level folders, and to dev/*, except dev/weir
-shopt -s nullglob
-m2=${WEIR_CONSUMER_M2:-$HOME/.m2/repository}
-for entry in "$m2"/*; do [ "${entry##*/}" = dev ] || ln -s "$entry" "$out/m2/"; done
-for entry in "$m2"/dev/*; do [ "${entry##*/}" = weir ] || ln -s "$entry" "$out/m2/dev/"; done
-shopt -u nullglob
+mkdir -p "$project/src/main/scala"
+. scripts/release/local-repo.sh
+weir_local_repo "$out/m2"
 
 # README.md's ```scala blocks, one file each
 awk -v dir="$project/src/main/scala" '
@@ -54,6 +50,7 @@ scala=$(sed -n 's#.*<scala.version>\(.*\)</scala.version>.*#\1#p' pom.xml)
 
 mvn -B -f "$project/pom.xml" -Dmaven.repo.local="$root/$out/m2" -Dweir.release.repo="file://$repo" \
   -Dweir.version="$version" -Dscala.version="$scala" compile
+echo
 
 # every weir artifact came from REPO: the local repository records where each came from
 failed=0

@@ -3,8 +3,8 @@
 # file repository: what a release to a public repository would upload, kept on this machine.
 #   scripts/release/deploy-local.sh [DIR]    DIR defaults to target/release-repo; emptied first
 # A module is published unless its POM sets maven.deploy.skip (lab, bench): those are left out of the reactor
-# rather than built and skipped. Nothing is installed into ~/.m2, so that a later build cannot pick these jars
-# up from there by mistake (scripts/consumer/build.sh resolves them from DIR alone).
+# rather than built and skipped. Nothing of weir's is installed or cached into ~/.m2 (its local repository is
+# target/release-m2, scripts/release/local-repo.sh), so that no later build can take these jars from there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/select-jdk.sh
@@ -13,8 +13,12 @@ repo=$(realpath -m "${1:-target/release-repo}")
 unpublished=$(grep -l '<maven.deploy.skip>true</maven.deploy.skip>' -- */pom.xml | xargs -r -n1 dirname | sed 's/^/!/' | paste -sd, -)
 rm -rf "$repo"
 mkdir -p "$repo"
+. scripts/release/local-repo.sh
+weir_local_repo target/release-m2
 # -DskipTests, not -Dmaven.test.skip: the downstream modules' test classpaths still need weir-core's test-jar
 mvn -B -T 1C -Prelease deploy ${unpublished:+-pl "$unpublished"} -DskipTests -Dspotless.check.skip=true \
-  -Dmaven.install.skip=true -DaltDeploymentRepository="weir-release::file://$repo"
+  -Dmaven.repo.local="$PWD/target/release-m2" -Dmaven.install.skip=true \
+  -DaltDeploymentRepository="weir-release::file://$repo"
+echo
 echo "deployed to $repo:"
 (cd "$repo" && find . -name '*.pom' | sed 's|^\./||; s|/[^/]*$||' | sort)
