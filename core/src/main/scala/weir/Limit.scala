@@ -63,7 +63,7 @@ object Limit:
    *
    * Errors: never throws; a run that uses the limit fails to start with an [[InvalidSettings]] naming each
    * bad value when `min <= 0`, `max < min`, `initial` is outside `[min, max]`, `window <= 0`,
-   * `minSamples <= 0` or the algorithm's own settings are bad (see [[errors]]).
+   * `minSamples <= 0` or the algorithm's own settings are bad (see [[Limit#errors]]).
    */
   def adaptive(
       initial: Int = 16,

@@ -77,7 +77,7 @@ object Retry:
    * Exponential backoff: `maxAttempts` attempts in all (≥ 1), the first retry after `base` (≥ 0), each next
    * one `factor` (≥ 1, finite) times longer, never longer than `maxDelay`. Non-fatal errors are retried.
    *
-   * Errors: never throws; bad values ([[errors]]) fail the run that uses the policy with an
+   * Errors: never throws; bad values ([[Retry#errors]]) fail the run that uses the policy with an
    * [[InvalidSettings]] naming each of them.
    */
   def exponential(

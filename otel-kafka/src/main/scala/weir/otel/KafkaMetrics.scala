@@ -9,7 +9,7 @@ import weir.kafka.{KafkaSource, KafkaStats}
 import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
 
 /**
- * OpenTelemetry metrics of weir-kafka: each source's [[KafkaStats]] as counters and gauges, and the consumer
+ * OpenTelemetry metrics of weir-kafka: each source's [[weir.kafka.KafkaStats]] as counters and gauges, and the consumer
  * lag of every partition it owns ([[KafkaMetricNames]] lists them). Registered like [[WeirMetrics]], on the
  * same `Meter`; a source's pipeline is instrumented by [[WeirMetrics]] as before, and the source by
  * [[instrument]]:
@@ -23,8 +23,8 @@ import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
  *
  * ==What it costs==
  * Nothing per record and no request to the broker per collection: the collection reads the sources' own
- * counts ([[KafkaSource.stats]]); the lag is what the poller publishes from its fetches (see
- * [[KafkaStats.endOffsets]]).
+ * counts ([[weir.kafka.KafkaSource#stats]]); the lag is what the poller publishes from its fetches (see
+ * [[weir.kafka.KafkaStats#endOffsets]]).
  *
  * ==Series==
  * A group's counters sum its sources in this process, those going on and those ended (their final counts
@@ -35,7 +35,7 @@ import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
 final class KafkaMetrics[F[_]] private (sources: KafkaMetrics.Sources[F])(using F: Async[F]):
 
   /**
-   * `source`, its [[KafkaStats]] reported under `group` (its [[weir.kafka.KafkaSettings.groupId]]) while it
+   * `source`, its [[weir.kafka.KafkaStats]] reported under `group` (its [[weir.kafka.KafkaSettings.groupId]]) while it
    * lives and after: attached once acquired, and retired once released, after the source's own release, so
    * that its final counts are kept.
    *
@@ -138,7 +138,7 @@ object KafkaMetrics:
       )
     yield new KafkaMetrics(sources)
 
-  /** The cumulative counts of [[KafkaStats]], summed over sources. */
+  /** The cumulative counts of [[weir.kafka.KafkaStats]], summed over sources. */
   private final case class Counts(
       received: Long,
       undecodable: Long,

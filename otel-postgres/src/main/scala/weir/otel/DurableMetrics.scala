@@ -9,8 +9,8 @@ import weir.postgres.{DurableWorker, FinishedState, QueueDepths, WorkerStats}
 import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
 
 /**
- * OpenTelemetry metrics of weir-postgres: each durable worker's [[WorkerStats]] as counters, and, given a
- * [[QueueDepths]], every queue's depth by state as gauges ([[DurableMetricNames]] lists them). Registered
+ * OpenTelemetry metrics of weir-postgres: each durable worker's [[weir.postgres.WorkerStats]] as counters, and, given a
+ * [[weir.postgres.QueueDepths]], every queue's depth by state as gauges ([[DurableMetricNames]] lists them). Registered
  * like [[WeirMetrics]], on the same `Meter`; a worker's pipeline is instrumented by [[WeirMetrics]] as
  * before, and its worker by [[instrument]]:
  *
@@ -24,7 +24,7 @@ import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
  *
  * ==What it costs==
  * Nothing per task, and no query per collection: the counters read the workers' own counts
- * ([[DurableWorker.stats]]) and the gauges read the last shared count ([[QueueDepths.read]]), at collection.
+ * ([[weir.postgres.DurableWorker#stats]]) and the gauges read the last shared count ([[weir.postgres.QueueDepths#read]]), at collection.
  *
  * ==Series==
  * A queue's counters sum its workers in this process, those going on and those ended (their final counts
@@ -33,7 +33,7 @@ import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
 final class DurableMetrics[F[_]] private (workers: DurableMetrics.Workers[F])(using F: Async[F]):
 
   /**
-   * `worker`, its [[WorkerStats]] reported under `queue` (its [[weir.postgres.WorkerConfig.queue]]) while it
+   * `worker`, its [[weir.postgres.WorkerStats]] reported under `queue` (its [[weir.postgres.WorkerConfig.queue]]) while it
    * lives and after: attached once acquired, and retired once released, after the worker's own release, so
    * that its final counts are kept.
    *
@@ -60,7 +60,7 @@ object DurableMetrics:
 
   /**
    * Registers the durable workers' counters with `meter`, and, with `depths`, the queue depth gauges read
-   * from it (one [[QueueDepths]] per process: every collection reads its last count). Releasing it
+   * from it (one [[weir.postgres.QueueDepths]] per process: every collection reads its last count). Releasing it
    * unregisters them; `depths` is the caller's to release.
    */
   def register[F[_]](meter: Meter[F], depths: Option[QueueDepths[F]] = None)(using

@@ -15,7 +15,7 @@ import weir.{DurationHistogram, Pipeline, Running, Summary, TaskOutcome, Validat
 import scala.concurrent.duration.*
 
 /**
- * OpenTelemetry metrics for weir pipelines: counters and gauges through otel4s' [[Meter]], and the task
+ * OpenTelemetry metrics for weir pipelines: counters and gauges through otel4s' `Meter`, and the task
  * latency and queue-wait histograms through a [[LatencyProducer]] of the OpenTelemetry Java SDK.
  *
  * {{{

@@ -4,7 +4,7 @@ import org.typelevel.otel4s.Attribute
 import org.typelevel.otel4s.trace.{SpanKind, Tracer}
 
 /**
- * Spans for weir's tasks through otel4s' [[Tracer]], and the trace context carried with a task.
+ * Spans for weir's tasks through otel4s' `Tracer`, and the trace context carried with a task.
  *
  * Tracing is off until a handler is wrapped: [[traced]] runs each attempt of a task in a span of its own
  * (a consumer span, named as given, with `weir.pipeline.name`), so a failed attempt is a span with the

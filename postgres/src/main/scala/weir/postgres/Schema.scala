@@ -55,5 +55,5 @@ object Schema:
 
   private val identifier = "[a-z_][a-z0-9_]{0,62}".r
 
-  /** The schema `name`, checked where it is used ([[errors]]): a plain lower-case identifier. */
+  /** The schema `name`, checked where it is used ([[Schema#errors]]): a plain lower-case identifier. */
   def apply(name: String): Schema = new Schema(name)
