@@ -48,16 +48,8 @@ object TestBroker:
     broker.createTopic(name, partitions).as(name)
 
   private lazy val producer: KafkaProducer[String, String] =
-    val props = new Properties
-    props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap)
+    val props = broker.producerProperties
     props.put(ProducerConfig.LINGER_MS_CONFIG, "5")
-    // a test's records fail its test within seconds rather than wait out the client's two-minute defaults
-    props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000")
-    props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000")
-    props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000")
-    // the plain protocol, one request in flight per connection: records keep their order per partition
-    props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false")
-    props.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1")
     new KafkaProducer(props, new StringSerializer, new StringSerializer)
 
   /** Writes `records` (partition, key, value) in this order and waits for the broker's acknowledgement. */

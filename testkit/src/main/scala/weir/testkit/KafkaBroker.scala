@@ -59,20 +59,24 @@ final class KafkaBroker[F[_]] private (cluster: KraftCluster)(using F: Async[F])
    */
   def produce[K, V](records: Seq[ProducerRecord[K, V]], keys: Serializer[K], values: Serializer[V]): F[Unit] =
     Resource
-      .make(F.blocking {
-        val props = new Properties
-        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers)
-        // the plain protocol, one request in flight: records of a partition keep their order without the
-        // idempotent producer's id request, which this broker has been seen to leave unanswered
-        props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false")
-        props.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1")
-        // a test's records fail it within seconds rather than wait out the client's two-minute defaults
-        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000")
-        props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000")
-        props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000")
-        new KafkaProducer[K, V](props, keys, values)
-      })(p => F.blocking(p.close()))
+      .make(F.blocking(new KafkaProducer[K, V](producerProperties, keys, values)))(p => F.blocking(p.close()))
       .use(p => F.blocking(records.map(p.send).foreach(_.get())))
+
+  /**
+   * The properties of a producer for this broker, as [[produce]] uses them (a new object each call, to add
+   * to): the plain protocol with one request in flight, so that records of a partition keep their order
+   * without the idempotent producer's id request, which this broker has been seen to leave unanswered; and
+   * timeouts that fail a test's records within seconds rather than the client's two minutes.
+   */
+  def producerProperties: Properties =
+    val props = new Properties
+    props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers)
+    props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false")
+    props.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1")
+    props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000")
+    props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000")
+    props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000")
+    props
 
   /**
    * Stops the broker and starts it again, as a restart of its process would; its address stays valid.
