@@ -4,7 +4,7 @@ import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import com.comcast.ip4s.{Host, Port}
 import scopt.OParser
-import weir.console.{ConsoleOptions, WeirConsole}
+import weir.console.{ConsoleOptions, ReaderView, WeirConsole}
 import weir.postgres.{Database, DatabaseConfig, Schema}
 
 import scala.concurrent.duration.*
@@ -13,7 +13,9 @@ import scala.concurrent.duration.*
  * `./weir console`: serves the web console of a schema's durable queues until interrupted, on
  * `--bind` (default 127.0.0.1: no other host can reach it unless asked) and `--port`, and prints its
  * address. Read-only unless `--admin-token` (or `WEIR_CONSOLE_TOKEN`, which keeps the secret out of the
- * process list) is given.
+ * process list) is given; an operator's login then lasts `--session-lifetime`, its cookie `Secure` over TLS
+ * or with `--secure-cookie`, and `--trust-proxy` believes a reverse proxy's forwarded headers
+ * ([[ConsoleOptions]] says what each one guards against).
  */
 object ConsoleCli extends Command.Parsed[ConsoleCli.Options]:
 
@@ -27,7 +29,11 @@ object ConsoleCli extends Command.Parsed[ConsoleCli.Options]:
       bind: String = "127.0.0.1",
       port: Int = 8080,
       adminToken: Option[String] = None,
-      countsEvery: FiniteDuration = ConsoleOptions.Defaults.countsEvery
+      countsEvery: FiniteDuration = ConsoleOptions.Defaults.countsEvery,
+      sessionLifetime: FiniteDuration = ConsoleOptions.Defaults.sessionLifetime,
+      secureCookie: Boolean = false,
+      trustProxy: Boolean = false,
+      readers: ReaderView = ReaderView.Full
   )
 
   private val builder = OParser.builder[Options]
@@ -63,13 +69,55 @@ object ConsoleCli extends Command.Parsed[ConsoleCli.Options]:
         .text(
           "how often the overview's counts are read again while it is viewed, one reading shared by every " +
             s"request in between (default ${Durations.show(ConsoleOptions.Defaults.countsEvery)}; 0s: every request reads them)"
+        ),
+      Durations.opt(builder, "session-lifetime")
+        .validate(d =>
+          if d >= 1.minute && d <= 30.days then success
+          else failure(s"--session-lifetime must be in 1m..720h, was: ${Durations.show(d)}")
+        )
+        .action((d, o) => o.copy(sessionLifetime = d))
+        .text(
+          "how long an operator's login lasts: the session cookie's Max-Age " +
+            s"(default ${Durations.show(ConsoleOptions.Defaults.sessionLifetime)}; 1m to 720h)"
+        ),
+      opt[Unit]("secure-cookie").action((_, o) => o.copy(secureCookie = true))
+        .text(
+          "mark the session cookie Secure even when the login did not come over TLS (default: only over TLS)"
+        ),
+      opt[Unit]("trust-proxy").action((_, o) => o.copy(trustProxy = true))
+        .text(
+          "believe X-Forwarded-For and X-Forwarded-Proto: only behind a reverse proxy of yours that sets them " +
+            "(default: off)"
+        ),
+      opt[String]("readers").valueName("full|summary")
+        .validate(r =>
+          if readerViews.contains(r) then success
+          else failure(s"--readers must be full or summary, was: '$r'")
+        )
+        .action((r, o) => o.copy(readers = readerViews(r)))
+        .text(
+          "what those who have not logged in see: full, or summary (no payload, header or error text) (default full)"
         )
     )
+
+  private val readerViews: Map[String, ReaderView] =
+    Map("full" -> ReaderView.Full, "summary" -> ReaderView.Summary)
 
   def execute(o: Options): IO[ExitCode] =
     DatabaseArgs.run(o.url, o.schema) { config =>
       val token = o.adminToken.orElse(sys.env.get("WEIR_CONSOLE_TOKEN").filter(_.nonEmpty))
-      serve(o, config, ConsoleOptions(adminToken = token, countsEvery = o.countsEvery))
+      serve(
+        o,
+        config,
+        ConsoleOptions(
+          adminToken = token,
+          readers = o.readers,
+          countsEvery = o.countsEvery,
+          sessionLifetime = o.sessionLifetime,
+          secureCookie = o.secureCookie,
+          trustProxy = o.trustProxy
+        )
+      )
     }
 
   private def serve(o: Options, config: DatabaseConfig, options: ConsoleOptions): IO[ExitCode] =
