@@ -63,8 +63,8 @@ final class QueueOverview[F[_]] private (db: Database[F])(using F: Async[F]):
 
   /**
    * The tasks of `queue` (or of every queue) that completed and that died in each minute of the last
-   * hour, the current one included, oldest first; minutes without any are left out. One range of
-   * `finished_prune`.
+   * hour, the current one included, oldest first; a minute in which no task finished is left out. One range
+   * of `finished_prune`.
    */
   def throughput(queue: Option[String] = None): F[Vector[FinishedPerMinute]] =
     sql.throughput(queue).transact(db.transactor)
