@@ -9,7 +9,8 @@ import weir.postgres.*
 final class Browsing(db: Database[IO]):
   val browser: TaskBrowser[IO] = TaskBrowser(db)
   // the dead tasks of emails, the latest failures first: each page one range of an index
-  val dead: TaskQuery = TaskQuery(queue = Some("emails"), state = Some(TaskState.Dead), sort = TaskSort.Finished)
+  val dead: TaskQuery =
+    TaskQuery(queue = Some("emails"), state = Some(TaskState.Dead), sort = TaskSort.Finished)
   val firstPage: IO[TaskPage] = browser.tasks(dead, size = 20)
   // the next page starts after the last one's position (in a link: page.next.map(_.render), TaskCursor.parse)
   def nextPage(page: TaskPage): IO[Option[TaskPage]] =
