@@ -2,11 +2,10 @@ package weir.console.internal
 
 import cats.effect.kernel.Async
 import cats.syntax.all.*
-import doobie.implicits.*
 import org.http4s.*
 import org.http4s.dsl.Http4sDsl
 import weir.console.ConsoleAccess
-import weir.postgres.{Cancel, Database, Operator, QueueRate, TaskAdmin, UnknownQueue}
+import weir.postgres.{Cancel, Database, Operator, QueueRate, TaskAdmin, TaskBrowser, TaskState, UnknownQueue}
 
 /**
  * The operator's actions, every one a POST that only an operator who may act, with their CSRF token, gets
@@ -17,7 +16,7 @@ import weir.postgres.{Cancel, Database, Operator, QueueRate, TaskAdmin, UnknownQ
  */
 private[console] final class ActionRoutes[F[_]](
     db: Database[F],
-    queries: ConsoleQueries,
+    browser: TaskBrowser[F],
     answers: Answers[F]
 )(using F: Async[F])
     extends Http4sDsl[F]:
@@ -64,12 +63,12 @@ private[console] final class ActionRoutes[F[_]](
     def finishedOnly(id: Long, ok: Boolean, done: String, verb: String): F[ActionOutcome] =
       if ok then F.pure(ActionOutcome.Done(done))
       else
-        queries.task(id).transact(db.transactor).map {
+        browser.task(id).map {
           case None => ActionOutcome.NotFound
-          case Some(t) if t.state == "dead" || t.state == "cancelled" =>
+          case Some(t) if t.state == TaskState.Dead || t.state == TaskState.Cancelled =>
             ActionOutcome.Refused(s"task $id's unique key is held by a task that has not finished")
           case Some(t) =>
-            ActionOutcome.Refused(s"task $id is ${t.state}: only a dead or cancelled task can be $verb")
+            ActionOutcome.Refused(s"task $id is ${t.state.name}: only a dead or cancelled task can be $verb")
         }
     action match
       case TaskAction.Retry =>

@@ -2,13 +2,11 @@ package weir.console.internal
 
 import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
-import doobie.implicits.*
 import org.http4s.*
 import org.http4s.server.middleware.DefaultHead
 import weir.Validation
 import weir.console.{ConsoleAccess, ConsoleOptions}
-import weir.console.internal.ConsoleQueries.QueueCounts
-import weir.postgres.Database
+import weir.postgres.{Database, QueueOverview, TaskBrowser}
 
 /**
  * The console's routes: its pages ([[PageRoutes]]) and its actions ([[ActionRoutes]]), each answer with
@@ -30,15 +28,16 @@ private[console] object ConsoleRoutes:
     // nothing of `db` is read before the options are checked
     Validation.resource("ConsoleOptions", options.errors ++ hostErrors(options, host.isDefined)).flatMap {
       _ =>
-        val queries = new ConsoleQueries(db.schema)
-        Snapshot.resource(counts(db, queries, options.countCap, None), options.countsEvery).evalMap {
+        val overview = QueueOverview(db)
+        val browser = TaskBrowser(db)
+        Snapshot.resource(overview.counts(options.countCap), options.countsEvery).evalMap {
           allCounts =>
             for
               csrf <- Csrf.random[F]
               answers = new Answers[F](csrf, options.readers)
               gate <- gate(options, host, answers)
-              pages = new PageRoutes(db, options, queries, allCounts, answers)
-              actions = new ActionRoutes(db, queries, answers)
+              pages = new PageRoutes(db, options, overview, browser, allCounts, answers)
+              actions = new ActionRoutes(db, browser, answers)
               // the gate outside DefaultHead, so that a HEAD, tried as a HEAD and then as a GET, asks it once
               guarded = Gate.guard(gate, csrf, answers)(
                 DefaultHead.httpRoutes(gate.routes <+> pages.routes <+> actions.routes)
@@ -73,18 +72,6 @@ private[console] object ConsoleRoutes:
       case req if req.pathInfo.segments.isEmpty && !req.uri.path.endsWithSlash =>
         answers.redirect(req.uri.path.renderString + "/")
     }
-
-  /**
-   * The counts of every queue (or `only` that one): the live ones and the finished ones in two reads, each
-   * on a connection of its own, at once.
-   */
-  def counts[F[_]](db: Database[F], queries: ConsoleQueries, cap: Int, only: Option[String])(using
-      F: Async[F]
-  ): F[Vector[QueueCounts]] =
-    F.both(
-      queries.liveCounts(only).transact(db.transactor),
-      queries.finishedCounts(cap, only).transact(db.transactor)
-    ).map((live, finished) => QueueCounts.of(live, finished, cap))
 
   /** The version of the uPlot WebJar on the class path, from its Maven metadata. */
   lazy val uplotVersion: String =

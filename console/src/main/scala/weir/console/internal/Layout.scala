@@ -2,6 +2,7 @@ package weir.console.internal
 
 import weir.console.{ConsoleAccess, ReaderView}
 import weir.console.internal.Html.*
+import weir.postgres.CappedCount
 
 import java.net.URLEncoder
 import java.nio.charset.StandardCharsets.UTF_8
@@ -98,6 +99,9 @@ $body
     else if s < 7200 then f"${s / 60}%.0f min"
     else if s < 172800 then f"${s / 3600}%.1f h"
     else f"${s / 86400}%.1f d"
+
+  /** A count that stops at a cap: `1,000+` at the cap of 1,000. */
+  def count(c: CappedCount): String = if c.atLeast then f"${c.n}%,d+" else f"${c.n}%,d"
 
   def since(v: View, t: Instant): String = age((v.now.toEpochMilli - t.toEpochMilli) / 1000.0)
 

@@ -1,14 +1,13 @@
 package weir.console.internal
 
-import weir.console.internal.ConsoleQueries.KeyRow
 import weir.console.internal.Html.*
 import weir.console.internal.Layout.*
-import weir.postgres.{ScheduleInfo, WorkerInfo}
+import weir.postgres.{KeyBacklog, ScheduleInfo, WorkerInfo}
 
 /** The pages of keys, workers and schedules, and the login form. */
 private[console] object OtherPages:
 
-  def keys(v: View, rows: Vector[KeyRow], limit: Int, cap: Int): Html =
+  def keys(v: View, rows: Vector[KeyBacklog], limit: Int): Html =
     val body =
       if rows.isEmpty then message("empty", "No ordering key has tasks waiting.")
       else
@@ -17,10 +16,10 @@ private[console] object OtherPages:
             if k.blocked then html"""<span class="state state-dead">blocked</span>""" else html"flowing"
           html"""<tr data-key="${k.key}"><td>${k.queue}</td>
 <td><a href="${v.link("tasks" + query(Seq("queue" -> k.queue, "key" -> k.key)))}">${k.key}</a></td>
-<td class="n">${if k.backlog > cap then f"$cap%,d+" else f"${k.backlog}%,d"}</td><td><a href="${v.link(
+<td class="n">${count(k.backlog)}</td><td><a href="${v.link(
               "tasks/" + k.head
             )}">${k.head}</a> ${state(
-              k.headState
+              k.headState.name
             )}</td>
 <td class="n">${k.headAttempt}</td><td class="n">${since(v, k.headCreatedAt)}</td><td>$blocked</td></tr>"""
         }

@@ -2,14 +2,12 @@ package weir.console.internal
 
 import cats.effect.kernel.Async
 import cats.syntax.all.*
-import doobie.implicits.*
 import io.circe.Json
 import org.http4s.*
 import org.http4s.dsl.Http4sDsl
 import org.http4s.headers.`Content-Type`
 import weir.console.ConsoleOptions
-import weir.console.internal.ConsoleQueries.QueueCounts
-import weir.postgres.{AuditFilter, AuditLog, Database, TaskAdmin}
+import weir.postgres.{AuditFilter, AuditLog, Database, QueueCounts, QueueOverview, TaskAdmin, TaskBrowser}
 
 import java.time.Instant
 import java.time.temporal.ChronoUnit
@@ -22,7 +20,8 @@ import scala.concurrent.duration.*
 private[console] final class PageRoutes[F[_]](
     db: Database[F],
     options: ConsoleOptions,
-    queries: ConsoleQueries,
+    overview: QueueOverview[F],
+    browser: TaskBrowser[F],
     allCounts: Snapshot[F, Vector[QueueCounts]],
     answers: Answers[F]
 )(using F: Async[F])
@@ -33,15 +32,13 @@ private[console] final class PageRoutes[F[_]](
   private val keysShown = 200
   private val neighboursShown = 5
 
-  private def read[A](io: doobie.ConnectionIO[A]): F[A] = io.transact(db.transactor)
-
   /**
    * A queue's counts, read for this request (the page an operator acts on shows what the action changed),
    * and its controls; or `None` when no such queue is known.
    */
   private def queueView(name: String): F[Option[(QueueView, Instant)]] =
     F.both(
-      (F.realTimeInstant, ConsoleRoutes.counts(db, queries, options.countCap, Some(name))).tupled,
+      (F.realTimeInstant, overview.counts(options.countCap, Some(name))).tupled,
       admin.queues
     )
       .map { case ((at, counts), infos) => QueueView.all(counts, infos).find(_.name == name).map(_ -> at) }
@@ -56,7 +53,7 @@ private[console] final class PageRoutes[F[_]](
     )
 
   private def throughput(queue: Option[String]): F[Json] =
-    (read(queries.throughput(queue)), F.realTimeInstant).mapN { (minutes, now) =>
+    (overview.throughput(queue), F.realTimeInstant).mapN { (minutes, now) =>
       val last = now.truncatedTo(ChronoUnit.MINUTES)
       val slots = (59 to 0 by -1).map(i => last.minus(i.toLong, ChronoUnit.MINUTES))
       val byMinute = minutes.map(m => m.at -> m).toMap
@@ -98,7 +95,7 @@ private[console] final class PageRoutes[F[_]](
           .fold(
             badRequest(req, _),
             f =>
-              read(queries.taskPage(f, options.pageSize, options.scanLimit)).flatMap(page =>
+              browser.tasks(f, options.pageSize, options.scanLimit).flatMap(page =>
                 Ok(TaskPages.list(v, f, page, options.redact, options.payloadSearch))
               )
           )
@@ -106,12 +103,10 @@ private[console] final class PageRoutes[F[_]](
     case req @ GET -> Root / "tasks" / idText =>
       idText match
         case TaskId(id) =>
-          read(queries.task(id)).flatMap {
+          browser.task(id).flatMap {
             case None => notFound(req, s"No task $id.")
             case Some(t) =>
-              val around = t.key.fold(F.pure((Vector.empty, Vector.empty)))(k =>
-                read(queries.neighbours(t.queue, k, t.id, neighboursShown))
-              )
+              val around = browser.neighbours(t, neighboursShown)
               val audit = AuditLog(db).entries(AuditFilter(task = Some(id)), TaskPages.auditShown)
               (view(req), around, audit).flatMapN((v, n, entries) =>
                 Ok(TaskPages.task(v, t, n, options.redact, req.params.get("done"), entries))
@@ -120,8 +115,8 @@ private[console] final class PageRoutes[F[_]](
         case _ => badRequest(req, s"malformed task id: '$idText'")
 
     case req @ GET -> Root / "keys" =>
-      (view(req), read(queries.keys(keysShown, options.countCap))).flatMapN((v, ks) =>
-        Ok(OtherPages.keys(v, ks, keysShown, options.countCap))
+      (view(req), browser.keys(keysShown, options.countCap)).flatMapN((v, ks) =>
+        Ok(OtherPages.keys(v, ks, keysShown))
       )
     case req @ GET -> Root / "workers" =>
       (view(req), admin.workers).flatMapN((v, ws) => Ok(OtherPages.workers(v, ws)))

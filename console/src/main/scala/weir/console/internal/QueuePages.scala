@@ -2,8 +2,7 @@ package weir.console.internal
 
 import weir.console.internal.Html.*
 import weir.console.internal.Layout.*
-import weir.console.internal.ConsoleQueries.QueueCounts
-import weir.postgres.QueueInfo
+import weir.postgres.{FinishedState, QueueCounts, QueueInfo}
 
 import java.time.Instant
 
@@ -34,7 +33,7 @@ private[console] object QueuePages:
     else
       val rows = queues.map { q =>
         def n(f: QueueCounts => Long) = f"${q.counts.fold(0L)(f)}%,d"
-        def c(f: QueueCounts => ConsoleQueries.Count) = q.counts.fold("0")(f(_).render)
+        def c(s: FinishedState) = q.counts.fold("0")(qc => count(qc.finished(s)))
         val paused = if q.controls.exists(_.paused) then
           html"""<span class="state state-paused">paused</span>"""
         else html"active"
@@ -45,9 +44,11 @@ private[console] object QueuePages:
 <td class="n">${n(_.available)}</td><td class="n">${n(_.scheduled)}</td><td class="n">${n(
             _.waiting
           )}</td><td class="n">${n(_.running)}</td>
-<td class="n">${c(_.completed)}</td><td class="n">${c(_.dead)}</td><td class="n">${c(_.cancelled)}</td>
-<td class="n">${q.counts.flatMap(_.oldestSeconds).fold("–")(w =>
-            age(w + since)
+<td class="n">${c(FinishedState.Completed)}</td><td class="n">${c(FinishedState.Dead)}</td><td class="n">${c(
+            FinishedState.Cancelled
+          )}</td>
+<td class="n">${q.counts.flatMap(_.oldestAvailable).fold("–")(w =>
+            age(w.toNanos / 1e9 + since)
           )}</td><td class="paused">$paused</td><td class="n">$limit</td><td>$rate</td></tr>"""
       }
       html"""<table class="queues"><thead><tr><th>queue</th><th>available</th><th>scheduled</th><th title="behind an earlier task of their key">waiting</th><th>running</th>

@@ -2,31 +2,18 @@ package weir.console.internal
 
 import io.circe.Printer
 import io.circe.parser.parse
-import weir.console.internal.ConsoleQueries.{Neighbour, Page, TaskDetail}
 import weir.console.internal.Html.*
 import weir.console.internal.Layout.*
-import weir.postgres.AuditEntry
+import weir.console.internal.TaskFilter.params
+import weir.postgres.{
+  AuditEntry, KeyNeighbour, KeyNeighbours, TaskDetail, TaskPage, TaskQuery, TaskSort, TaskState
+}
 
 /** The task list with its filters and batch actions, and a task's own page. */
 private[console] object TaskPages:
 
   /** How many of a task's audit entries its page shows, the newest. */
   val auditShown: Int = 20
-
-  /** One attempt's error as stored among a task's errors. */
-  final case class Failure(attempt: Option[Long], at: Option[String], worker: Option[Long], error: String)
-
-  def failures(errorsJson: String): Vector[Failure] =
-    parse(errorsJson).toOption.flatMap(_.asArray).getOrElse(Vector.empty).map { e =>
-      val o = e.asObject
-      def field(name: String) = o.flatMap(_(name))
-      Failure(
-        field("attempt").flatMap(_.asNumber).flatMap(_.toLong),
-        field("at").flatMap(_.asString),
-        field("worker").flatMap(_.asNumber).flatMap(_.toLong),
-        field("error").map(j => j.asString.getOrElse(j.noSpaces)).getOrElse(e.noSpaces)
-      )
-    }
 
   /** The payload after redaction, pretty-printed when it is JSON. */
   def payload(redact: String => String, text: String): String =
@@ -39,11 +26,6 @@ private[console] object TaskPages:
   def traceId(headers: Map[String, String]): Option[String] =
     headers.get("traceparent").map(_.split('-')).collect { case Array(_, trace, _, _) => trace }
 
-  def headers(json: Option[String]): Map[String, String] =
-    json.flatMap(parse(_).toOption).flatMap(_.asObject).fold(Map.empty)(
-      _.toMap.collect { case (k, v) if v.isString => k -> v.asString.getOrElse("") }
-    )
-
   private def stateOptions(selected: Option[TaskState]): Html =
     Html.concat(("" +: TaskState.values.toVector.map(_.name)).map { s =>
       val sel = if selected.exists(_.name == s) then Html(" selected") else Html.empty
@@ -52,8 +34,8 @@ private[console] object TaskPages:
 
   def list(
       v: View,
-      f: TaskFilter,
-      result: Page,
+      f: TaskQuery,
+      result: TaskPage,
       redact: String => String,
       payloadSearch: Boolean
   ): Html =
@@ -108,7 +90,7 @@ $search
         val trs = rows.map { t =>
           val preview = if v.details then redact(t.payload) else "hidden"
           html"""<tr data-task="${t.id}"><td><input type="checkbox" name="id" value="${t.id}" aria-label="select task ${t.id}"></td>
-<td><a href="${v.link("tasks/" + t.id)}">${t.id}</a></td><td>${t.queue}</td><td>${state(t.state)}</td>
+<td><a href="${v.link("tasks/" + t.id)}">${t.id}</a></td><td>${t.queue}</td><td>${state(t.state.name)}</td>
 <td class="n">${t.priority}</td><td>${t.key}</td><td class="n">${t.attempt}/${t.maxAttempts}</td>
 <td>${time(t.createdAt)}</td><td>${time(t.finishedAt)}</td>
 <td class="payload"><code>${
@@ -131,23 +113,25 @@ $search
   def task(
       v: View,
       t: TaskDetail,
-      neighbours: (Vector[Neighbour], Vector[Neighbour]),
+      neighbours: KeyNeighbours,
       redact: String => String,
       notice: Option[String],
       audit: Vector[AuditEntry]
   ): Html =
-    val hs = headers(t.headers)
+    val hs = t.headers
     val headerRows = Html.concat(hs.toVector.sortBy(_._1).map((k, value) =>
       html"<tr><th>$k</th><td><code>$value</code></td></tr>"
     ))
     val trace =
       traceId(hs).fold(Html.empty)(id => html"""<p>Trace id: <code class="trace-id">$id</code></p>""")
-    val errors = failures(t.errors)
+    val errors = t.errors
     val errorItems = Html.concat(errors.map { e =>
       val first = e.error.linesIterator.nextOption().getOrElse("")
       val summary = if first.length > 160 then first.take(159) + "…" else first
       val attempt =
-        html"""attempt ${e.attempt.fold("?")(_.toString)} · ${e.at.getOrElse("")} · ${worker(e.worker)}"""
+        html"""attempt ${e.attempt.fold("?")(_.toString)} · ${e.at.fold("")(_.toString)} · ${worker(
+            e.worker
+          )}"""
       if !v.details then html"""<li class="error">$attempt · failed</li>"""
       else
         html"""<li class="error"><details><summary>$attempt · <span class="message">$summary</span></summary>
@@ -155,18 +139,18 @@ $search
     })
     // the attempt the task is in or finished with, when no error entry tells of it
     val current =
-      if t.state == "running" then
+      if t.state == TaskState.Running then
         Some(html"""attempt ${t.attempt} · running on ${worker(t.worker)}""")
-      else if t.state == "completed" then
+      else if t.state == TaskState.Completed then
         Some(html"""attempt ${t.attempt} · ${t.finishedAt.fold("")(_.toString)} · ${worker(
             t.worker
           )} · completed""")
       else None
     val attemptItems =
       errorItems ++ current.fold(Html.empty)(c => html"""<li class="attempt-current">$c</li>""")
-    val (before, after) = neighbours
-    def keyRow(n: Neighbour) =
-      html"""<li><a href="${v.link("tasks/" + n.id)}">${n.id}</a> ${state(n.state)} enqueued ${time(
+    val KeyNeighbours(before, after) = neighbours
+    def keyRow(n: KeyNeighbour) =
+      html"""<li><a href="${v.link("tasks/" + n.id)}">${n.id}</a> ${state(n.state.name)} enqueued ${time(
           n.createdAt
         )}</li>"""
     val keySection = t.key.fold(Html.empty)(k =>
@@ -184,14 +168,14 @@ ${
         )}</ol></section>"""
     )
     val here = v.link(s"tasks/${t.id}")
-    val live = !Set("completed", "dead", "cancelled")(t.state)
+    val finishedOnly = t.state == TaskState.Dead || t.state == TaskState.Cancelled
     val actions =
       if !v.writable then Html.empty
       else
         val buttons = Vector(
-          Option.when(live)("cancel" -> "Cancel"),
-          Option.when(t.state == "dead" || t.state == "cancelled")("retry" -> "Retry"),
-          Option.when(t.state == "dead" || t.state == "cancelled")("discard" -> "Discard")
+          Option.when(t.state.live)("cancel" -> "Cancel"),
+          Option.when(finishedOnly)("retry" -> "Retry"),
+          Option.when(finishedOnly)("discard" -> "Discard")
         ).flatten
         Html.concat(buttons.map((verb, label) =>
           html"""<form method="post" action="$here/$verb" class="inline">${csrfField(
@@ -202,7 +186,7 @@ ${
       notice.fold(Html.empty)(message("notice", _)) ++
         html"""<dl class="task">
 <dt>queue</dt><dd><a href="${v.link("queues/" + encode(t.queue))}">${t.queue}</a></dd>
-<dt>state</dt><dd>${state(t.state)}${t.cancelRequested.fold(Html.empty)(r =>
+<dt>state</dt><dd>${state(t.state.name)}${t.cancelRequested.fold(Html.empty)(r =>
             html" (cancel requested: $r)"
           )}</dd>
 <dt>priority</dt><dd>${t.priority}</dd>

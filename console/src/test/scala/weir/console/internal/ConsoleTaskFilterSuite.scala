@@ -1,6 +1,8 @@
 package weir.console.internal
 
 import munit.FunSuite
+import weir.console.internal.TaskFilter.params
+import weir.postgres.{TaskCursor, TaskQuery, TaskSort, TaskState}
 
 /** The task list's query string: parsed, refused with the bad value, and written back. */
 class ConsoleTaskFilterSuite extends FunSuite:
@@ -23,10 +25,10 @@ class ConsoleTaskFilterSuite extends FunSuite:
     assertEquals(f.state, Some(TaskState.Dead))
     assert(f.oldest)
     assertEquals(f.from.map(_.toString), Some("2026-01-31T12:00:00Z"))
-    assertEquals(f.after, Some(Cursor(Some(java.time.Instant.parse("2026-01-31T12:00:00Z")), 42L)))
+    assertEquals(f.after, Some(TaskCursor(Some(java.time.Instant.parse("2026-01-31T12:00:00Z")), 42L)))
     assertEquals(TaskFilter.parse(f.params(withCursor = true).toMap), Right(f))
     assertEquals(f.params(withCursor = false).map(_._1).contains("after"), false)
-    assertEquals(TaskFilter.parse(Map("queue" -> " ", "state" -> "")), Right(TaskFilter()))
+    assertEquals(TaskFilter.parse(Map("queue" -> " ", "state" -> "")), Right(TaskQuery()))
   }
 
   test("a malformed value is refused, naming the parameter and the value") {
@@ -37,7 +39,7 @@ class ConsoleTaskFilterSuite extends FunSuite:
     assert(TaskFilter.parse(Map("after" -> "1.2.3")).left.exists(_.contains("'1.2.3'")))
     assert(TaskFilter.parse(Map("to" -> "tomorrow")).left.exists(_.contains("to: 'tomorrow'")))
     assert(TaskFilter.parse(Map("first" -> "latest")).left.exists(_.contains("first: 'latest'")))
-    assertEquals(TaskFilter.parse(Map("first" -> "newest")), Right(TaskFilter()))
+    assertEquals(TaskFilter.parse(Map("first" -> "newest")), Right(TaskQuery()))
     // a position of one order given to the other
     assert(TaskFilter.parse(Map("after" -> "17.42")).left.exists(_.contains("after: '17.42'")))
     assert(TaskFilter.parse(Map(
@@ -57,9 +59,9 @@ class ConsoleTaskFilterSuite extends FunSuite:
 
   test("a cursor is the id, and in finish order the finish time in microseconds before it") {
     val at = java.time.Instant.parse("2026-01-31T12:00:00.123456Z")
-    val c = Cursor(Some(at), 7L)
+    val c = TaskCursor(Some(at), 7L)
     assertEquals(c.render, "1769860800123456.7")
-    assertEquals(Cursor.parse(c.render), Some(c))
-    assertEquals(Cursor(None, 7L).render, "7")
-    assertEquals(Cursor.parse("7"), Some(Cursor(None, 7L)))
+    assertEquals(TaskCursor.parse(c.render), Some(c))
+    assertEquals(TaskCursor(None, 7L).render, "7")
+    assertEquals(TaskCursor.parse("7"), Some(TaskCursor(None, 7L)))
   }

@@ -9,7 +9,7 @@ import munit.CatsEffectSuite
 import org.scalacheck.Gen
 import org.scalacheck.rng.Seed
 import weir.console.ConsoleDatabase
-import weir.postgres.Database
+import weir.postgres.{Database, TaskBrowser, TaskCursor, TaskQuery, TaskSort, TaskState}
 
 import java.time.Instant
 import scala.concurrent.duration.*
@@ -61,7 +61,7 @@ class TaskPagesPropertySuite extends CatsEffectSuite:
       })
     yield rows
 
-  private val filters: Gen[TaskFilter] =
+  private val filters: Gen[TaskQuery] =
     for
       queue <- Gen.option(Gen.oneOf("a", "b"))
       state <- Gen.option(Gen.oneOf(TaskState.values.toSeq))
@@ -75,7 +75,7 @@ class TaskPagesPropertySuite extends CatsEffectSuite:
       // a range of the sort's time: minutes before `now` (finish times lie in the last 5, enqueue times in
       // the hour before)
       val base = if sort == TaskSort.Finished then now else now.minusSeconds(3600)
-      TaskFilter(
+      TaskQuery(
         queue = queue,
         state = state,
         key = key,
@@ -112,7 +112,7 @@ class TaskPagesPropertySuite extends CatsEffectSuite:
     (Fragment.const(s"TRUNCATE $tasks, $finished").update.run *> inserts).transact(db.transactor)
 
   /** What the list must show for `f`: the matching tasks in the list's order. */
-  private def expected(rs: Vector[Row], f: TaskFilter): Vector[Long] =
+  private def expected(rs: Vector[Row], f: TaskQuery): Vector[Long] =
     val byFinish = f.sort == TaskSort.Finished
     val matching = rs.filter { r =>
       val at = if byFinish then r.finishedAt else Some(r.createdAt)
@@ -128,14 +128,13 @@ class TaskPagesPropertySuite extends CatsEffectSuite:
 
   /** Every page of `f` from the first, as the console's next links walk them. */
   private def walk(
-      q: ConsoleQueries,
-      db: Database[IO],
-      f: TaskFilter,
+      browser: TaskBrowser[IO],
+      f: TaskQuery,
       size: Int,
       scan: Int
   ): IO[Vector[Long]] =
-    def go(after: Option[Cursor], seen: Vector[Long], pages: Int): IO[Vector[Long]] =
-      q.taskPage(f.copy(after = after), size, scan).transact(db.transactor).flatMap { page =>
+    def go(after: Option[TaskCursor], seen: Vector[Long], pages: Int): IO[Vector[Long]] =
+      browser.tasks(f.copy(after = after), size, scan).flatMap { page =>
         assert(page.rows.size <= size, s"a page of ${page.rows.size} rows, size $size")
         assert(pages < 1000, s"more than 1000 pages for $f")
         page.next match
@@ -148,7 +147,7 @@ class TaskPagesPropertySuite extends CatsEffectSuite:
 
   test("walking the pages of any filter gives every matching task once, in order, and nothing else") {
     ConsoleDatabase.empty.use { db =>
-      val q = new ConsoleQueries(db.schema)
+      val browser = TaskBrowser(db)
       (1 to 40).toVector.traverse_ { i =>
         val seed = Seed(i.toLong)
         val rs = rows.pureApply(Gen.Parameters.default, seed)
@@ -157,7 +156,7 @@ class TaskPagesPropertySuite extends CatsEffectSuite:
           val f = filters.pureApply(Gen.Parameters.default, s)
           val size = Gen.choose(1, 4).pureApply(Gen.Parameters.default, s.next)
           val scan = Gen.choose(1, 8).pureApply(Gen.Parameters.default, s.next.next)
-          walk(q, db, f, size, scan).map(got =>
+          walk(browser, f, size, scan).map(got =>
             assertEquals(got, expected(rs, f), s"scenario $i.$j: $f, page size $size, scan $scan, rows $rs")
           )
         }

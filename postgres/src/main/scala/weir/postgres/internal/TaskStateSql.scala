@@ -1,0 +1,26 @@
+package weir.postgres.internal
+
+import doobie.Get
+import weir.postgres.TaskState
+
+/**
+ * How the read model's statements read a task's [[TaskState]], one way for every read: a finished task's
+ * stored state as it is, a live one's through [[live]], and the text back into a `TaskState` by its name.
+ */
+private[postgres] object TaskStateSql:
+  import TaskState.*
+
+  /**
+   * The state of the live task `t` (a row of `tasks` under that alias), as [[TaskState]] names it: an
+   * available task behind an earlier task of its key is waiting (by its `head` mark, the hint the claim
+   * reads), and one due later is scheduled.
+   */
+  val live: String =
+    s"""CASE WHEN t.state = '${Available.name}' AND t.ordering_key IS NOT NULL AND NOT t.head THEN '${Waiting.name}'
+      WHEN t.state = '${Available.name}' AND t.run_at > now() THEN '${Scheduled.name}' ELSE t.state::text END"""
+
+  /** The state of the finished task `t` (a row of `finished` under that alias): as it is stored. */
+  val finished: String = "t.state::text"
+
+  /** A state's name read back; a name outside the vocabulary fails the read, naming it. */
+  given Get[TaskState] = Get[String].temap(s => TaskState.parse(s).toRight(s"unknown task state: '$s'"))

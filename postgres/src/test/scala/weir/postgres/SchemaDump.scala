@@ -1,0 +1,127 @@
+package weir.postgres
+
+import cats.syntax.all.*
+import doobie.*
+import doobie.implicits.*
+
+/**
+ * The text of `postgres/schema.sql`: what weir's migrations leave in a schema, read back from PostgreSQL's
+ * catalogs (the embedded server ships no `pg_dump`) in a fixed order, each object as the server itself
+ * prints it: enum types, sequences, tables (columns in their order, then constraints), indexes, functions
+ * (whole, with their bodies) and triggers, each kind by name. The schema's name is written `weir`, whatever
+ * the schema read, so that one snapshot serves every run.
+ *
+ * [[kinds]] guards the dump: it names what the schema holds beyond those kinds, which the dump would leave
+ * out.
+ */
+object SchemaDump:
+
+  /** The dump of `schema`, in one read-only transaction with the catalogs' names qualified. */
+  def of(schema: Schema): ConnectionIO[String] =
+    val s = schema.name
+    for
+      _ <- sql"SET LOCAL search_path = pg_catalog".update.run
+      enums <-
+        sql"""SELECT t.typname, string_agg(quote_literal(e.enumlabel), ', ' ORDER BY e.enumsortorder)
+        FROM pg_type AS t JOIN pg_namespace AS n ON n.oid = t.typnamespace JOIN pg_enum AS e ON e.enumtypid = t.oid
+        WHERE n.nspname = $s GROUP BY t.typname ORDER BY t.typname""".query[(String, String)].to[Vector]
+      sequences <-
+        sql"""SELECT c.relname, format_type(q.seqtypid, NULL), q.seqstart, q.seqincrement, q.seqmin,
+               q.seqmax, q.seqcache, q.seqcycle,
+               (SELECT o.relname || '.' || a.attname FROM pg_depend AS d JOIN pg_class AS o ON o.oid = d.refobjid
+                  JOIN pg_attribute AS a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+                WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'a')
+        FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace JOIN pg_sequence AS q ON q.seqrelid = c.oid
+        WHERE n.nspname = $s AND c.relkind = 'S'
+          AND NOT EXISTS (SELECT 1 FROM pg_depend AS d WHERE d.objid = c.oid AND d.deptype = 'i')
+        ORDER BY c.relname""".query[(
+            String,
+            String,
+            Long,
+            Long,
+            Long,
+            Long,
+            Long,
+            Boolean,
+            Option[String]
+        )].to[Vector]
+      columns <- sql"""SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+               pg_get_expr(d.adbin, d.adrelid), a.attidentity::text
+        FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+          JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+          LEFT JOIN pg_attrdef AS d ON d.adrelid = c.oid AND d.adnum = a.attnum
+        WHERE n.nspname = $s AND c.relkind = 'r' ORDER BY c.relname, a.attnum"""
+        .query[(String, String, String, Boolean, Option[String], String)].to[Vector]
+      constraints <-
+        sql"""SELECT c.relname, k.conname, pg_get_constraintdef(k.oid)
+        FROM pg_constraint AS k JOIN pg_class AS c ON c.oid = k.conrelid JOIN pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE n.nspname = $s
+        ORDER BY c.relname, position(k.contype IN 'pufcxt'), k.conname""".query[(
+            String,
+            String,
+            String
+        )].to[Vector]
+      indexes <- sql"""SELECT pg_get_indexdef(i.indexrelid)
+        FROM pg_index AS i JOIN pg_class AS x ON x.oid = i.indexrelid JOIN pg_class AS c ON c.oid = i.indrelid
+          JOIN pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE n.nspname = $s AND NOT EXISTS (SELECT 1 FROM pg_constraint AS k WHERE k.conindid = i.indexrelid)
+        ORDER BY c.relname, x.relname""".query[String].to[Vector]
+      functions <- sql"""SELECT pg_get_functiondef(p.oid)
+        FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
+        WHERE n.nspname = $s ORDER BY p.proname, pg_get_function_identity_arguments(p.oid)""".query[
+        String
+      ].to[Vector]
+      triggers <-
+        sql"""SELECT pg_get_triggerdef(t.oid)
+        FROM pg_trigger AS t JOIN pg_class AS c ON c.oid = t.tgrelid JOIN pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE n.nspname = $s AND NOT t.tgisinternal ORDER BY c.relname, t.tgname""".query[String].to[Vector]
+    yield
+      val types = enums.map((name, labels) => s"CREATE TYPE $s.$name AS ENUM ($labels);")
+      val seqs = sequences.map { (name, tpe, start, increment, min, max, cache, cycle, owner) =>
+        s"CREATE SEQUENCE $s.$name AS $tpe START $start INCREMENT $increment MINVALUE $min MAXVALUE $max CACHE $cache" +
+          (if cycle then " CYCLE" else " NO CYCLE") + owner.fold("")(o => s" OWNED BY $s.$o") + ";"
+      }
+      val tables = columns.groupBy(_._1).toVector.sortBy(_._1).map { (table, cols) =>
+        val lines = cols.map { (_, name, tpe, notNull, default, identity) =>
+          val generated = identity match
+            case "a" => " GENERATED ALWAYS AS IDENTITY"
+            case "d" => " GENERATED BY DEFAULT AS IDENTITY"
+            case _ => ""
+          s"  $name $tpe${if notNull then " NOT NULL" else ""}${default.fold("")(d => s" DEFAULT $d")}$generated"
+        } ++ constraints.filter(_._1 == table).map((_, name, definition) => s"  CONSTRAINT $name $definition")
+        lines.mkString(s"CREATE TABLE $s.$table (\n", ",\n", "\n);")
+      }
+      val sections = Vector(
+        "Types" -> types,
+        "Sequences" -> seqs,
+        "Tables" -> tables,
+        "Indexes" -> indexes.map(_ + ";"),
+        "Functions" -> functions.map(_.stripLineEnd + ";"),
+        "Triggers" -> triggers.map(_ + ";")
+      )
+      val body = sections.map { (title, items) =>
+        if items.isEmpty then s"-- $title: none\n" else s"-- $title\n\n${items.mkString("\n\n")}\n"
+      }.mkString("\n")
+      // the schema's name, as a whole word, wherever the server printed it (qualified names, channels)
+      body.replaceAll(s"\\b${java.util.regex.Pattern.quote(s)}\\b", "weir")
+
+  /** What the schema holds that the dump leaves out, as `kind name`; empty when the dump is whole. */
+  def kinds(schema: Schema): ConnectionIO[Vector[String]] =
+    val s = schema.name
+    (
+      sql"""SELECT 'relation ' || c.relkind::text || ' ' || c.relname FROM pg_class AS c
+        JOIN pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE n.nspname = $s AND c.relkind NOT IN ('r', 'i', 'S') ORDER BY 1""".query[String].to[Vector],
+      sql"""SELECT 'type ' || t.typtype::text || ' ' || t.typname FROM pg_type AS t
+        JOIN pg_namespace AS n ON n.oid = t.typnamespace
+        WHERE n.nspname = $s AND t.typtype NOT IN ('e', 'c', 'b')
+           OR n.nspname = $s AND t.typtype = 'c'
+              AND NOT EXISTS (SELECT 1 FROM pg_class AS c WHERE c.oid = t.typrelid AND c.relkind IN ('r', 'S'))
+        ORDER BY 1""".query[String].to[Vector],
+      sql"""SELECT 'routine ' || p.prokind::text || ' ' || p.proname FROM pg_proc AS p
+        JOIN pg_namespace AS n ON n.oid = p.pronamespace
+        WHERE n.nspname = $s AND p.prokind <> 'f' ORDER BY 1""".query[String].to[Vector],
+      sql"""SELECT 'comment on ' || d.classoid::regclass::text FROM pg_description AS d
+        JOIN pg_class AS c ON c.oid = d.objoid JOIN pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE n.nspname = $s ORDER BY 1""".query[String].to[Vector]
+    ).mapN(_ ++ _ ++ _ ++ _)
