@@ -142,7 +142,7 @@ class NotifySuite extends DbSuite:
             _ <- q.enqueueIn(NewTask(4)).transact(db.transactor) *> woken(4)
             _ <- q.enqueue(NewTask(5, maxAttempts = 1)) *> woken(5)
             id <- Eventually.defined("task 5 to go dead", deadId, within = 20.seconds)
-            retried <- TaskAdmin(db).retry(id)
+            retried <- TaskAdmin(db).tasks.retry(id)
             _ <- woken(5)
           yield assert(retried)
         }

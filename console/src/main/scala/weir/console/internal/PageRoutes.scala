@@ -42,7 +42,7 @@ private[console] final class PageRoutes[F[_]](
   private def queueView(name: String): F[Option[(QueueView, Instant)]] =
     F.both(
       (F.realTimeInstant, ConsoleRoutes.counts(db, queries, options.countCap, Some(name))).tupled,
-      admin.queues
+      admin.overview.queues
     )
       .map { case ((at, counts), infos) => QueueView.all(counts, infos).find(_.name == name).map(_ -> at) }
 
@@ -51,7 +51,7 @@ private[console] final class PageRoutes[F[_]](
    * this one (a queue paused a moment ago shows paused).
    */
   private def queues: F[(Vector[QueueView], Instant)] =
-    F.both(allCounts.get, admin.queues).map((counts, infos) =>
+    F.both(allCounts.get, admin.overview.queues).map((counts, infos) =>
       (QueueView.all(counts.value, infos), counts.at)
     )
 
@@ -124,9 +124,9 @@ private[console] final class PageRoutes[F[_]](
         Ok(OtherPages.keys(v, ks, keysShown, options.countCap))
       )
     case req @ GET -> Root / "workers" =>
-      (view(req), admin.workers).flatMapN((v, ws) => Ok(OtherPages.workers(v, ws)))
+      (view(req), admin.overview.workers).flatMapN((v, ws) => Ok(OtherPages.workers(v, ws)))
     case req @ GET -> Root / "schedules" =>
-      (view(req), admin.schedules).flatMapN((v, ss) => Ok(OtherPages.schedules(v, ss)))
+      (view(req), admin.overview.schedules).flatMapN((v, ss) => Ok(OtherPages.schedules(v, ss)))
 
     case req @ GET -> Root / "audit" =>
       AuditPages.parse(req.params).fold(

@@ -92,7 +92,7 @@ private[postgres] final class AdminSql(schema: Schema):
   /**
    * Cancels the task `id` for `reason`, under its row's lock, so that no finish or claim changes it
    * meanwhile: an available one moves to `finished` as cancelled; a running one gets the request, and its
-   * worker is told (see [[weir.postgres.TaskAdmin.cancel]]); a finished one is left as it is.
+   * worker is told (see [[weir.postgres.TaskActions.cancel]]); a finished one is left as it is.
    */
   def cancel(id: Long, reason: String): ConnectionIO[Cancel] =
     (const(s"SELECT state::text FROM $tasks WHERE id = ") ++ fr0"$id" ++ const(" FOR UPDATE"))

@@ -1,0 +1,105 @@
+package weir.postgres
+
+import cats.effect.kernel.Async
+import cats.syntax.all.*
+import doobie.*
+import weir.Validation
+import weir.postgres.internal.AdminSql
+
+/**
+ * What an operator does to tasks ([[TaskAdmin.tasks]]): cancel one (a running one through its worker),
+ * retry or discard a dead or cancelled one, each of them for a selection too (the `…Many` forms), each
+ * recorded in the audit log as [[operator]]'s, one entry per task (see [[TaskAdmin]]). Every call is one
+ * short transaction, which commits whole or not at all; cancelling a call cancels its transaction. A bad
+ * argument or [[Operator]] fails the call with [[weir.InvalidSettings]], changing and recording nothing.
+ */
+final class TaskActions[F[_]] private[postgres] (db: Database[F], sql: AdminSql, val operator: Operator)(
+    using F: Async[F]
+):
+
+  /**
+   * Cancels the task `id`, for `reason` (kept among its errors, after `cancelled: `):
+   *   - a task waiting to run moves to `finished` as cancelled at once ([[Cancel.Cancelled]]);
+   *   - a running one is interrupted ([[Cancel.Requested]]): the request is stored on its row and its
+   *     worker is told at commit, by a notification (or, if it misses it, by its next heartbeat, within
+   *     half a [[WorkerConfig.heartbeat]]); the worker cancels the handler's fiber (its finalizers run) and
+   *     the task moves to `finished` as cancelled. One whose worker is gone is cancelled by the rescue,
+   *     and one that completes before its worker interrupts it stays completed;
+   *   - a finished task is left as it is ([[Cancel.Finished]] says how it finished).
+   * The task's row is locked for the call, so that no finish, claim or retry races it. Cancelling again a
+   * task whose cancel is requested changes nothing but the stored reason. A worker of an earlier release
+   * never hears of a request: its task runs to its end. Without a `reason`, the operator's name is given.
+   */
+  def cancel(id: Long, reason: String = defaultReason): F[Cancel] = cancelMany(Vector(id), reason).map(_.head)
+
+  /** [[cancel]] of each of `ids`, in one transaction, in their order: each one's outcome. */
+  def cancelMany(ids: Seq[Long], reason: String = defaultReason): F[Vector[Cancel]] =
+    Validation.raise(
+      "TaskActions.cancel",
+      Validation.check(
+        reason != null && reason.nonEmpty,
+        s"a cancel's reason must not be empty, was: '$reason'"
+      )
+    ) *> Validation.raise("Operator", operator.errors) *>
+      db.run(ids.toVector.traverse(id =>
+        audited(id, AuditAction.Cancel)(sql.cancel(id, reason)) {
+          case (Cancel.Cancelled, _) => (AuditOutcome.Done, Some(reason))
+          case (Cancel.Requested, _) => (AuditOutcome.Requested, Some(reason))
+          case (Cancel.Finished(state), _) => (AuditOutcome.Refused, Some(s"already ${state.name}"))
+          case (Cancel.NotFound, _) => (AuditOutcome.NotFound, None)
+        }
+      ))
+
+  /** The reason of a cancel that gives none: who asked for it. */
+  private def defaultReason: String =
+    if operator == Operator.code then "requested by an operator" else s"requested by ${operator.name}"
+
+  /**
+   * Puts a dead or cancelled task back to run now, with a fresh set of attempts (its errors are kept).
+   * False if no dead or cancelled task has this id, or if its unique key is held by an unfinished task.
+   */
+  def retry(id: Long): F[Boolean] = retryMany(Vector(id)).map(_.head)
+
+  /** [[retry]] of each of `ids`, in one transaction, in their order: whether each one was put back. */
+  def retryMany(ids: Seq[Long]): F[Vector[Boolean]] =
+    Validation.raise("Operator", operator.errors) *>
+      db.run(ids.toVector.traverse(id =>
+        audited(id, AuditAction.Retry)(sql.retry(id))(finishedOnly("retried"))
+      ))
+
+  /** Deletes a dead or cancelled task for good. False if there is none with this id. */
+  def discard(id: Long): F[Boolean] = discardMany(Vector(id)).map(_.head)
+
+  /** [[discard]] of each of `ids`, in one transaction, in their order: whether each one was deleted. */
+  def discardMany(ids: Seq[Long]): F[Vector[Boolean]] =
+    Validation.raise("Operator", operator.errors) *>
+      db.run(ids.toVector.traverse(id =>
+        audited(id, AuditAction.Discard)(sql.discard(id))(finishedOnly("discarded"))
+      ))
+
+  /** What a retry's or a discard's answer means, from the task's state before it. */
+  private def finishedOnly(verb: String)(
+      done: Boolean,
+      before: Option[String]
+  ): (AuditOutcome, Option[String]) =
+    (done, before) match
+      case (true, _) => (AuditOutcome.Done, None)
+      case (false, None) => (AuditOutcome.NotFound, None)
+      case (false, Some("dead" | "cancelled")) =>
+        (AuditOutcome.Refused, Some("its unique key is held by a task that has not finished"))
+      case (false, Some(state)) =>
+        (AuditOutcome.Refused, Some(s"the task is $state: only a dead or cancelled task can be $verb"))
+
+  /**
+   * `act` on the task `id`, recorded in the same transaction with the outcome `judge` reads from its result
+   * and the task's state before it.
+   */
+  private def audited[A](id: Long, action: AuditAction)(act: ConnectionIO[A])(
+      judge: (A, Option[String]) => (AuditOutcome, Option[String])
+  ): ConnectionIO[A] =
+    sql.task(id).flatMap { before =>
+      act.flatTap { result =>
+        val (outcome, detail) = judge(result, before.map(_._2))
+        sql.audit.record(operator, action, before.map(_._1), Some(id), outcome, detail)
+      }
+    }
