@@ -2,9 +2,9 @@ package weir.postgres
 
 import cats.effect.kernel.Async
 import cats.syntax.all.*
-import doobie.*
 import weir.Validation
-import weir.postgres.internal.AdminSql
+import weir.postgres.internal.ControlSql
+import weir.postgres.internal.ControlSql.Change
 
 /**
  * A schema's queue controls ([[TaskAdmin.queues]]): pause, resume, a limit on running tasks and a rate, each
@@ -30,16 +30,18 @@ import weir.postgres.internal.AdminSql
  * [[Operator]] with [[weir.InvalidSettings]] naming every bad value. A call that fails changes nothing and
  * records nothing.
  */
-final class QueueControls[F[_]] private[postgres] (db: Database[F], sql: AdminSql, val operator: Operator)(
+final class QueueControls[F[_]] private[postgres] (db: Database[F], val operator: Operator)(
     using F: Async[F]
 ):
+
+  private val sql = new ControlSql(db.schema)
 
   /**
    * Makes `queue` known without setting a control (a worker's start does the same), so that its controls
    * can be set before any task or worker exists. Idempotent; not an action, so not recorded.
    */
   def add(queue: String): F[Unit] =
-    Validation.raise("QueueControls.add", queueErrors(queue)) *> db.run(sql.addQueue(queue)).void
+    Validation.raise("QueueControls.add", queueErrors(queue)) *> db.run.single(sql.addQueue(queue)).void
 
   private def queueErrors(queue: String): List[String] =
     Validation.check(queue != null && queue.nonEmpty, s"queue name must not be empty, was: '$queue'")
@@ -49,11 +51,11 @@ final class QueueControls[F[_]] private[postgres] (db: Database[F], sql: AdminSq
    * claimed into a worker's buffer, go on. Idempotent. Fails with [[UnknownQueue]].
    */
   def pause(queue: String): F[Unit] =
-    control(queue, AuditAction.Pause, None)(sql.setPaused(queue, paused = true))
+    control(queue, Change(paused = Some(true)), AuditAction.Pause, None)
 
   /** Resumes a paused `queue`, and wakes its workers. Idempotent. Fails with [[UnknownQueue]]. */
   def resume(queue: String): F[Unit] =
-    control(queue, AuditAction.Resume, None)(sql.setPaused(queue, paused = false))
+    control(queue, Change(paused = Some(false)), AuditAction.Resume, None)
 
   /**
    * At most `max` tasks of `queue` running (claimed and not finished) at once across every worker, beside
@@ -63,7 +65,7 @@ final class QueueControls[F[_]] private[postgres] (db: Database[F], sql: AdminSq
    */
   def limitRunning(queue: String, max: Option[Int]): F[Unit] =
     Validation.raise("QueueControls.limitRunning", maxErrors(max)) *>
-      control(queue, AuditAction.Limits, Some(maxDetail(max)))(sql.setMaxRunning(queue, max))
+      control(queue, Change(maxRunning = Some(max)), AuditAction.Limits, Some(maxDetail(max)))
 
   /**
    * At most `rate.perSecond` tasks of `queue` claimed per second across every worker, in bursts of at most
@@ -72,7 +74,7 @@ final class QueueControls[F[_]] private[postgres] (db: Database[F], sql: AdminSq
    */
   def limitRate(queue: String, rate: Option[QueueRate]): F[Unit] =
     Validation.raise("QueueRate", rateErrors(rate)) *>
-      control(queue, AuditAction.Limits, Some(rateDetail(rate)))(sql.setRate(queue, rate))
+      control(queue, Change(rate = Some(rate)), AuditAction.Limits, Some(rateDetail(rate)))
 
   /**
    * Sets both of `queue`'s limits, as [[limitRunning]] and [[limitRate]] do, in one transaction: no claim
@@ -80,8 +82,11 @@ final class QueueControls[F[_]] private[postgres] (db: Database[F], sql: AdminSq
    */
   def limits(queue: String, maxRunning: Option[Int], rate: Option[QueueRate]): F[Unit] =
     Validation.raise("QueueControls.limits", maxErrors(maxRunning) ++ rateErrors(rate)) *>
-      control(queue, AuditAction.Limits, Some(s"${maxDetail(maxRunning)}; ${rateDetail(rate)}"))(
-        sql.setMaxRunning(queue, maxRunning) *> sql.setRate(queue, rate)
+      control(
+        queue,
+        Change(maxRunning = Some(maxRunning), rate = Some(rate)),
+        AuditAction.Limits,
+        Some(s"${maxDetail(maxRunning)}; ${rateDetail(rate)}")
       )
 
   private def maxErrors(max: Option[Int]): List[String] =
@@ -94,13 +99,12 @@ final class QueueControls[F[_]] private[postgres] (db: Database[F], sql: AdminSq
   private def rateDetail(rate: Option[QueueRate]): String =
     s"rate: ${rate.fold("none")(r => s"${r.perSecond}/s, burst ${r.burst}")}"
 
-  private def control(queue: String, action: AuditAction, detail: Option[String])(
-      change: ConnectionIO[Int]
-  ): F[Unit] =
+  /**
+   * `change` on `queue` with its audit entry and the wake-up of its workers, in one statement (so one round
+   * trip, committed as it ends); [[UnknownQueue]], changing and recording nothing, if it is unknown.
+   */
+  private def control(queue: String, change: Change, action: AuditAction, detail: Option[String]): F[Unit] =
     Validation.raise("Operator", operator.errors) *>
-      db.run(sql.known(queue).flatMap { known =>
-        if known then
-          change *> sql.wakeQueue(queue) *>
-            sql.audit.record(operator, action, Some(queue), None, AuditOutcome.Done, detail).void
-        else FC.raiseError[Unit](new UnknownQueue(queue))
-      })
+      db.run.single(sql.control(queue, change, action, detail, operator)).flatMap(known =>
+        F.raiseError(new UnknownQueue(queue)).unlessA(known)
+      )

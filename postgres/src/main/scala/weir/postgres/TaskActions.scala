@@ -4,7 +4,7 @@ import cats.effect.kernel.Async
 import cats.syntax.all.*
 import doobie.*
 import weir.Validation
-import weir.postgres.internal.AdminSql
+import weir.postgres.internal.ActionSql
 
 /**
  * What an operator does to tasks ([[TaskAdmin.tasks]]): cancel one (a running one through its worker),
@@ -13,9 +13,9 @@ import weir.postgres.internal.AdminSql
  * short transaction, which commits whole or not at all; cancelling a call cancels its transaction. A bad
  * argument or [[Operator]] fails the call with [[weir.InvalidSettings]], changing and recording nothing.
  */
-final class TaskActions[F[_]] private[postgres] (db: Database[F], sql: AdminSql, val operator: Operator)(
-    using F: Async[F]
-):
+final class TaskActions[F[_]] private[postgres] (db: Database[F], val operator: Operator)(using F: Async[F]):
+
+  private val sql = new ActionSql(db.schema)
 
   /**
    * Cancels the task `id`, for `reason` (kept among its errors, after `cancelled: `):
@@ -41,14 +41,7 @@ final class TaskActions[F[_]] private[postgres] (db: Database[F], sql: AdminSql,
         s"a cancel's reason must not be empty, was: '$reason'"
       )
     ) *> Validation.raise("Operator", operator.errors) *>
-      db.run(ids.toVector.traverse(id =>
-        audited(id, AuditAction.Cancel)(sql.cancel(id, reason)) {
-          case (Cancel.Cancelled, _) => (AuditOutcome.Done, Some(reason))
-          case (Cancel.Requested, _) => (AuditOutcome.Requested, Some(reason))
-          case (Cancel.Finished(state), _) => (AuditOutcome.Refused, Some(s"already ${state.name}"))
-          case (Cancel.NotFound, _) => (AuditOutcome.NotFound, None)
-        }
-      ))
+      perform(ids)(sql.cancel(_, reason, operator))
 
   /** The reason of a cancel that gives none: who asked for it. */
   private def defaultReason: String =
@@ -62,44 +55,22 @@ final class TaskActions[F[_]] private[postgres] (db: Database[F], sql: AdminSql,
 
   /** [[retry]] of each of `ids`, in one transaction, in their order: whether each one was put back. */
   def retryMany(ids: Seq[Long]): F[Vector[Boolean]] =
-    Validation.raise("Operator", operator.errors) *>
-      db.run(ids.toVector.traverse(id =>
-        audited(id, AuditAction.Retry)(sql.retry(id))(finishedOnly("retried"))
-      ))
+    Validation.raise("Operator", operator.errors) *> perform(ids)(sql.retry(_, operator))
 
   /** Deletes a dead or cancelled task for good. False if there is none with this id. */
   def discard(id: Long): F[Boolean] = discardMany(Vector(id)).map(_.head)
 
   /** [[discard]] of each of `ids`, in one transaction, in their order: whether each one was deleted. */
   def discardMany(ids: Seq[Long]): F[Vector[Boolean]] =
-    Validation.raise("Operator", operator.errors) *>
-      db.run(ids.toVector.traverse(id =>
-        audited(id, AuditAction.Discard)(sql.discard(id))(finishedOnly("discarded"))
-      ))
-
-  /** What a retry's or a discard's answer means, from the task's state before it. */
-  private def finishedOnly(verb: String)(
-      done: Boolean,
-      before: Option[String]
-  ): (AuditOutcome, Option[String]) =
-    (done, before) match
-      case (true, _) => (AuditOutcome.Done, None)
-      case (false, None) => (AuditOutcome.NotFound, None)
-      case (false, Some("dead" | "cancelled")) =>
-        (AuditOutcome.Refused, Some("its unique key is held by a task that has not finished"))
-      case (false, Some(state)) =>
-        (AuditOutcome.Refused, Some(s"the task is $state: only a dead or cancelled task can be $verb"))
+    Validation.raise("Operator", operator.errors) *> perform(ids)(sql.discard(_, operator))
 
   /**
-   * `act` on the task `id`, recorded in the same transaction with the outcome `judge` reads from its result
-   * and the task's state before it.
+   * `statement` on `ids`: one statement per run of distinct ids ([[ActionSql.distinctRuns]]), each one
+   * locking, acting and recording at once. One statement runs in autocommit, committed in the same round
+   * trip; several share one transaction.
    */
-  private def audited[A](id: Long, action: AuditAction)(act: ConnectionIO[A])(
-      judge: (A, Option[String]) => (AuditOutcome, Option[String])
-  ): ConnectionIO[A] =
-    sql.task(id).flatMap { before =>
-      act.flatTap { result =>
-        val (outcome, detail) = judge(result, before.map(_._2))
-        sql.audit.record(operator, action, before.map(_._1), Some(id), outcome, detail)
-      }
-    }
+  private def perform[A](ids: Seq[Long])(statement: Vector[Long] => ConnectionIO[Vector[A]]): F[Vector[A]] =
+    ActionSql.distinctRuns(ids.toVector) match
+      case Vector() => F.pure(Vector.empty)
+      case Vector(run) => db.run.single(statement(run))
+      case runs => db.run(runs.flatTraverse(statement))

@@ -30,10 +30,10 @@ final class TaskAdmin[F[_]] private (db: Database[F], val operator: Operator)(us
   def as(operator: Operator): TaskAdmin[F] = new TaskAdmin(db, operator)
 
   /** The queues' controls, changed as [[operator]]. */
-  val queues: QueueControls[F] = new QueueControls(db, sql, operator)
+  val queues: QueueControls[F] = new QueueControls(db, operator)
 
   /** The actions on tasks, taken as [[operator]]. */
-  val tasks: TaskActions[F] = new TaskActions(db, sql, operator)
+  val tasks: TaskActions[F] = new TaskActions(db, operator)
 
   /** What the schema holds: counts, depths, queues, workers, schedules. */
   val overview: Overview[F] = new Overview(db, sql)
