@@ -9,9 +9,14 @@ import weir.postgres.internal.ActionSql
 /**
  * What an operator does to tasks ([[TaskAdmin.tasks]]): cancel one (a running one through its worker),
  * retry or discard a dead or cancelled one, each of them for a selection too (the `…Many` forms), each
- * recorded in the audit log as [[operator]]'s, one entry per task (see [[TaskAdmin]]). Every call is one
- * short transaction, which commits whole or not at all; cancelling a call cancels its transaction. A bad
- * argument or [[Operator]] fails the call with [[weir.InvalidSettings]], changing and recording nothing.
+ * recorded in the audit log as [[operator]]'s, one entry per task (see [[TaskAdmin]]).
+ *
+ * ==Cost and atomicity==
+ * A call is one statement, however many tasks it names: it locks their rows, acts and records the entries at
+ * once, in one round trip (a call that names a task twice, one statement per run of distinct ids, in one
+ * transaction). It commits whole or not at all; cancelling a call cancels it. A bad argument or [[Operator]]
+ * fails the call with [[weir.InvalidSettings]], changing and recording nothing. Concurrent calls are allowed:
+ * each locks its tasks' rows in id order, so two calls that share tasks take turns on them.
  */
 final class TaskActions[F[_]] private[postgres] (db: Database[F], val operator: Operator)(using F: Async[F]):
 

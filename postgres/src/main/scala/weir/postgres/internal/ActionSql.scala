@@ -106,6 +106,8 @@ private[postgres] final class ActionSql(schema: Schema) extends SqlBase(schema):
   private def start(ids: Vector[Long]): Fragment =
     fr0"WITH ids AS (SELECT u.id, u.ord FROM unnest(${ids.toArray}::bigint[]) WITH ORDINALITY AS u(id, ord))"
 
+  // every table is read by `id = ANY(picked)` on its primary key, as [[Sql]] reads rows found again: an
+  // index probe per id, whatever the table's statistics say
   private val picked = "ARRAY(SELECT id FROM ids)"
 
   /** Whether the statement locked every row its snapshot saw: only then does it act and record. */
