@@ -10,7 +10,9 @@ import weir.postgres.internal.ControlSql.Change
  * A schema's queue controls ([[TaskAdmin.queues]]): pause, resume, a limit on running tasks and a rate, each
  * change recorded in the audit log as [[operator]]'s (see [[TaskAdmin]]). Every change is one statement,
  * which checks the queue, changes its row, records the entry and wakes its workers in one round trip; it
- * commits whole or not at all, and cancelling a call cancels it.
+ * commits whole or not at all. A call cancelled while its statement runs may still be done, as the server
+ * commits a statement that reached it; its entry then says so. Concurrent calls are allowed: changes of one
+ * queue take turns on its row.
  *
  * ==Where they apply==
  * A queue's controls are stored in the database and enforced by the claim statement itself, so every

@@ -14,9 +14,11 @@ import weir.postgres.internal.ActionSql
  * ==Cost and atomicity==
  * A call is one statement, however many tasks it names: it locks their rows, acts and records the entries at
  * once, in one round trip (a call that names a task twice, one statement per run of distinct ids, in one
- * transaction). It commits whole or not at all; cancelling a call cancels it. A bad argument or [[Operator]]
- * fails the call with [[weir.InvalidSettings]], changing and recording nothing. Concurrent calls are allowed:
- * each locks its tasks' rows in id order, so two calls that share tasks take turns on them.
+ * transaction). It commits whole, with its entries, or not at all. A call cancelled while its statement runs
+ * may still be done, as the server commits a statement that reached it; its entries then say so. A bad
+ * argument or [[Operator]] fails the call with [[weir.InvalidSettings]], changing and recording nothing.
+ * Concurrent calls are allowed: each locks its tasks' rows in id order, so two calls that share tasks take
+ * turns on them.
  */
 final class TaskActions[F[_]] private[postgres] (db: Database[F], val operator: Operator)(using F: Async[F]):
 
