@@ -16,7 +16,7 @@ package weir
  * a later attempt ends interrupted, with the refusal as its reason.
  *
  * weir-postgres's jobs are interruptible: an operator's cancel of a running task reaches its worker,
- * which interrupts it (see `TaskAdmin.cancel`).
+ * which interrupts it (see `TaskActions.cancel`).
  *
  * `onInterrupt` is called once per attempt and once per retry's wait, on the worker's fiber; it must not
  * block. `interrupt` may be called from any thread, at most once per registration, and may be called at

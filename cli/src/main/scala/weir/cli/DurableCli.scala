@@ -70,7 +70,7 @@ object DurableCli:
 
   private object Stats extends DurableCommand("stats", "tasks per queue and state"):
     protected def act(o: Options, config: DatabaseConfig): IO[ExitCode] =
-      admin(config)(_.stats).flatMap { stats =>
+      admin(config)(_.overview.stats).flatMap { stats =>
         val header = Vector("queue", "available", "scheduled", "running", "completed", "dead", "cancelled")
         val rows = stats.map(s =>
           Vector(s.queue) ++
@@ -86,7 +86,7 @@ object DurableCli:
         "every queue's controls (paused, limit on running tasks, rate) and running tasks"
       ):
     protected def act(o: Options, config: DatabaseConfig): IO[ExitCode] =
-      admin(config)(_.queues).flatMap { queues =>
+      admin(config)(_.overview.queues).flatMap { queues =>
         val header = Vector("queue", "paused", "max running", "rate /s", "burst", "running")
         val rows = queues.map(q =>
           Vector(
@@ -106,12 +106,12 @@ object DurableCli:
       extends DurableCommand("pause", "no worker claims the queue's tasks from now on; running ones finish"):
     override protected def own = List(queueArg)
     protected def act(o: Options, config: DatabaseConfig): IO[ExitCode] =
-      admin(config)(_.pause(o.queue)) *> IO.println(s"queue ${o.queue}: paused").as(ExitCode.Success)
+      admin(config)(_.queues.pause(o.queue)) *> IO.println(s"queue ${o.queue}: paused").as(ExitCode.Success)
 
   private object Resume extends DurableCommand("resume", "workers claim the queue's tasks again"):
     override protected def own = List(queueArg)
     protected def act(o: Options, config: DatabaseConfig): IO[ExitCode] =
-      admin(config)(_.resume(o.queue)) *> IO.println(s"queue ${o.queue}: resumed").as(ExitCode.Success)
+      admin(config)(_.queues.resume(o.queue)) *> IO.println(s"queue ${o.queue}: resumed").as(ExitCode.Success)
 
   private object Limit
       extends DurableCommand(
@@ -152,10 +152,10 @@ object DurableCli:
       val rate = o.rate.map(_.map(r => QueueRate(r, o.burst.getOrElse(math.ceil(r).toInt.max(1)))))
       admin(config) { a =>
         val change = (o.maxRunning, rate) match
-          case (Some(max), Some(r)) => a.limits(o.queue, max, r)
-          case _ => o.maxRunning.traverse_(a.limitRunning(o.queue, _)) *>
-              rate.traverse_(a.limitRate(o.queue, _))
-        change *> a.queues.map(_.find(_.name == o.queue))
+          case (Some(max), Some(r)) => a.queues.limits(o.queue, max, r)
+          case _ => o.maxRunning.traverse_(a.queues.limitRunning(o.queue, _)) *>
+              rate.traverse_(a.queues.limitRate(o.queue, _))
+        change *> a.overview.queues.map(_.find(_.name == o.queue))
       }.flatMap(info => IO.println(s"queue ${o.queue}: ${info.fold("?")(describe)}")).as(ExitCode.Success)
 
   private object Cancel
@@ -174,7 +174,7 @@ object DurableCli:
       )
 
     protected def act(o: Options, config: DatabaseConfig): IO[ExitCode] =
-      admin(config)(a => o.reason.fold(a.cancel(o.task))(a.cancel(o.task, _))).flatMap {
+      admin(config)(a => o.reason.fold(a.tasks.cancel(o.task))(a.tasks.cancel(o.task, _))).flatMap {
         case weir.postgres.Cancel.Cancelled => IO.println(s"task ${o.task}: cancelled").as(ExitCode.Success)
         case weir.postgres.Cancel.Requested =>
           IO.println(s"task ${o.task}: running; its worker is told to interrupt it").as(ExitCode.Success)
@@ -193,7 +193,7 @@ object DurableCli:
         "periodic tasks: each schedule's queue, timing, policy, last and next tick"
       ):
     protected def act(o: Options, config: DatabaseConfig): IO[ExitCode] =
-      admin(config)(_.schedules).flatMap { schedules =>
+      admin(config)(_.overview.schedules).flatMap { schedules =>
         val header = Vector("schedule", "queue", "timing", "missed", "last tick", "next tick", "ticks")
         val rows = schedules.map(s =>
           Vector(s.name, s.queue, s.timing.toString, s.missed.toString, s.lastTick.fold("-")(_.toString))

@@ -43,7 +43,7 @@ class DurableCliSuite extends CatsEffectSuite:
     val url = server().getJdbcUrl("postgres", "postgres")
     val config = DatabaseConfig(url, schema = Schema("cli_q"))
     def cli(args: String*) = Main.run("durable" :: args.toList ++ List("--url", url, "--schema", "cli_q"))
-    def controls = Database.connect[IO](config).use(db => TaskAdmin(db).queues)
+    def controls = Database.connect[IO](config).use(db => TaskAdmin(db).overview.queues)
     for
       _ <- Database.migrate[IO](config)
       _ <- Database.connect[IO](config).use(db => TaskQueue[IO, Int](db, "mail").enqueue(NewTask(1)))
@@ -78,7 +78,7 @@ class DurableCliSuite extends CatsEffectSuite:
       cancelled <- cli("cancel", id.toString, "--reason", "wrong recipient")
       again <- cli("cancel", id.toString)
       missing <- cli("cancel", "999999")
-      stats <- Database.connect[IO](config).use(db => TaskAdmin(db).stats)
+      stats <- Database.connect[IO](config).use(db => TaskAdmin(db).overview.stats)
     yield
       assertEquals((cancelled, again, missing), (ExitCode.Success, ExitCode(1), ExitCode(1)))
       assertEquals(stats.map(s => (s.queue, s.available, s.cancelled)), Vector(("mail", 0L, 1L)))

@@ -81,14 +81,14 @@ class ConsoleActionsSuite extends CatsEffectSuite:
         resumed <- act("queues/emails/resume", Nil).map(_.status)
         limited <-
           act("queues/emails/limit", Seq("max_running" -> "3", "rate" -> "2.5", "burst" -> "5")).map(_.status)
-        set <- admin.queues.map(_.find(_.name == "emails"))
+        set <- admin.overview.queues.map(_.find(_.name == "emails"))
         bad <- act("queues/emails/limit", Seq("max_running" -> "-1"))
         badBody <- bad.as[String]
         burstAlone <- act("queues/emails/limit", Seq("burst" -> "5")).map(_.status)
-        unchanged <- admin.queues.map(_.find(_.name == "emails"))
+        unchanged <- admin.overview.queues.map(_.find(_.name == "emails"))
         unknown <- act("queues/nope/pause", Nil).map(_.status)
         cleared <- act("queues/emails/limit", Seq("max_running" -> "", "rate" -> "")).map(_.status)
-        none <- admin.queues.map(_.find(_.name == "emails"))
+        none <- admin.overview.queues.map(_.find(_.name == "emails"))
       yield
         assertEquals((paused, resumed, limited), (Status.SeeOther, Status.SeeOther, Status.SeeOther))
         assertEquals(

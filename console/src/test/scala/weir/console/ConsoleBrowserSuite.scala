@@ -294,7 +294,7 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
       )
       resume <-
         await(s, "the resume button")(d => all(d, "form[action$='/resume'] button").headOption.map(_.getText))
-      paused <- TaskAdmin(s.db).queues.map(_.find(_.name == "emails").exists(_.paused))
+      paused <- TaskAdmin(s.db).overview.queues.map(_.find(_.name == "emails").exists(_.paused))
     yield
       assertEquals(badge, "paused")
       assertEquals(resume, "Resume")

@@ -72,7 +72,7 @@ object ConsoleClient:
     }
 
   def paused(db: Database[IO], queue: String): IO[Boolean] =
-    TaskAdmin(db).queues.map(_.find(_.name == queue).exists(_.paused))
+    TaskAdmin(db).overview.queues.map(_.find(_.name == queue).exists(_.paused))
 
   // lets the suites bind a response's parts with a tuple pattern in a for comprehension
   extension [A](io: IO[A])

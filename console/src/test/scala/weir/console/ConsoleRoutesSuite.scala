@@ -77,7 +77,7 @@ class ConsoleRoutesSuite extends CatsEffectSuite:
 <td class="n">0</td><td class="n">0</td>"""
       for
         (_, first) <- client.get("")
-        retried <- TaskAdmin(db).retry(f.dead)
+        retried <- TaskAdmin(db).tasks.retry(f.dead)
         (_, shared) <- client.get("fragments/queues")
         (_, own) <- client.get("queues/emails")
         out <- WeirConsole.routes(db, ConsoleOptions(countsEvery = 61.minutes)).use_.attempt

@@ -46,7 +46,7 @@ class DurableMetricsSuite extends CatsEffectSuite:
           _ <- TaskQueue[IO, Int](db, "mailer").enqueueMany((1 to 50).map(NewTask(_, maxAttempts = 1)))
           _ <- TaskQueue[IO, Int](db, "later").enqueueMany((1 to 3).map(NewTask(_, delay = 1.hour)))
           summary <- metrics.instrument(worker, "mailer").use(_.running.join)
-          expected <- TaskAdmin(db).depths(all)
+          expected <- TaskAdmin(db).overview.depths(all)
           // the counters of the ended worker, and a count taken after its end
           scraped <- prometheus.await("the run's counts and the depths after it") { e =>
             e.value("weir_durable_completed_total", queue -> "mailer").contains(45.0) &&

@@ -4,7 +4,7 @@ import cats.effect.kernel.Async
 import cats.syntax.all.*
 import doobie.implicits.*
 import weir.Validation
-import weir.postgres.internal.AuditSql
+import weir.postgres.internal.{AuditSql, Batches}
 
 import scala.concurrent.duration.*
 
@@ -38,11 +38,8 @@ final class AuditLog[F[_]] private (db: Database[F])(using F: Async[F]):
     val errors =
       Validation.check(olderThan >= Duration.Zero, s"olderThan must be >= 0, was: $olderThan") ++
         Validation.check(batch > 0, s"batch must be > 0, was: $batch")
-    def loop(total: Long): F[Long] =
-      db.run(sql.prune(olderThan.toMillis, batch)).flatMap { n =>
-        if n < batch then F.pure(total + n) else loop(total + n)
-      }
-    Validation.raise("AuditLog.prune", errors) *> loop(0L)
+    Validation.raise("AuditLog.prune", errors) *>
+      Batches.drain(db.run, batch)(sql.prune(olderThan.toMillis, batch))
 
 object AuditLog:
   def apply[F[_]: Async](db: Database[F]): AuditLog[F] = new AuditLog(db)

@@ -1,6 +1,6 @@
 package weir.postgres
 
-/** What [[TaskAdmin.cancel]] did. */
+/** What [[TaskActions.cancel]] did. */
 enum Cancel:
   /** The task was waiting to run; it is now in `finished`, cancelled. */
   case Cancelled

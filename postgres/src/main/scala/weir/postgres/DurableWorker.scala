@@ -31,7 +31,7 @@ import java.util.concurrent.atomic.AtomicBoolean
  *     because the worker stopped is retried at once (or dead, if that was its last attempt);
  *   - not started (drained, cancelled, failed fast, refused): handed back at once, its attempt not counted.
  *
- * Whatever the outcome, except a success, a task whose cancel was requested ([[TaskAdmin.cancel]]) moves to
+ * Whatever the outcome, except a success, a task whose cancel was requested ([[TaskActions.cancel]]) moves to
  * `finished` as cancelled instead; an interrupted one was interrupted for that reason.
  *
  * Release: the pipeline is drained (running tasks get [[WorkerConfig.releaseGrace]]), every result is

@@ -19,7 +19,7 @@ import scala.concurrent.duration.FiniteDuration
  * be held by this worker; a claim that another worker may have rescued (this worker having been taken for
  * dead) refuses, ends not started and is handed back, so that one claim never starts in two places.
  *
- * A job is [[weir.Interruptible]]: when an operator cancels it ([[TaskAdmin.cancel]]), its worker hears
+ * A job is [[weir.Interruptible]]: when an operator cancels it ([[TaskActions.cancel]]), its worker hears
  * of it and interrupts its handler (the handler's finalizers run), and the task ends cancelled; one told
  * before it starts refuses to start, and is cancelled as well.
  */

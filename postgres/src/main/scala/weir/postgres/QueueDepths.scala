@@ -9,7 +9,7 @@ import scala.concurrent.duration.*
 
 /**
  * A process's one count of its queues' depths: a background loop counts every queue's tasks by state
- * ([[TaskAdmin.depths]], one statement) every [[QueueDepths.Settings.every]] and keeps the latest count,
+ * ([[Overview.depths]], one statement) every [[QueueDepths.Settings.every]] and keeps the latest count,
  * which any number of readers (a metrics exporter's gauges, a health check) read for free. So a scrape, or
  * ten of them, costs the database nothing: the database sees one count per period per process.
  *
@@ -41,7 +41,7 @@ object QueueDepths:
 
   /**
    * How often to count, and which finished states to count (each costs what it keeps: see
-   * [[TaskAdmin.depths]]). Checked by [[start]].
+   * [[Overview.depths]]). Checked by [[start]].
    *
    * @param every the period between counts, > 0
    * @param finished the finished states counted beside the live ones: by default the dead and cancelled
@@ -76,7 +76,7 @@ object QueueDepths:
         Validation.check(settings.every > Duration.Zero, s"every must be > 0, was: ${settings.every}")
       )
       state <- Resource.eval(Ref.of[F, State](State(None, 0, None)))
-      round = TaskAdmin(db).depthsAt(settings.finished).flatMap(r =>
+      round = TaskAdmin(db).overview.depthsAt(settings.finished).flatMap(r =>
         state.update(_.copy(last = Some(r)))
       ).handleErrorWith(e =>
         state.update(s => s.copy(failures = s.failures + 1, lastError = Some(e)))

@@ -8,7 +8,7 @@ import weir.postgres.internal.ScheduleSql
 import java.time.Instant
 
 /**
- * A schedule as its row stands ([[TaskAdmin.schedules]]): its name, queue, timing and policy for missed
+ * A schedule as its row stands ([[Overview.schedules]]): its name, queue, timing and policy for missed
  * ticks, the last tick enqueued (`None` before the first), the next tick, and how many ticks' tasks were
  * inserted so far (ticks dropped by the policy, or whose unique key an unfinished task held, are not
  * counted). A tick's task has the unique key `schedule:<name>:<tick in epoch milliseconds>`.

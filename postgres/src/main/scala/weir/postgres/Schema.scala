@@ -28,7 +28,7 @@ final class Schema private (val name: String):
 
   /**
    * The channel that tells workers to interrupt a running task: the payload is the claim's lease token, a
-   * space, and the reason (see [[TaskAdmin.cancel]]).
+   * space, and the reason (see [[TaskActions.cancel]]).
    */
   private[postgres] def cancelChannel: String = s"$name.cancels"
 

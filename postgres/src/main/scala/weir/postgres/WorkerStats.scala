@@ -13,7 +13,7 @@ package weir.postgres
  * silent for `deadAfter` (a long pause, a starved CPU, a partition) and was taken for dead. Those tasks
  * may run twice, here and there; a non-zero `taken` says `deadAfter` is too short for this worker's pauses.
  *
- * `cancelled` counts this worker's claims whose cancel was requested ([[TaskAdmin.cancel]]) and that it
+ * `cancelled` counts this worker's claims whose cancel was requested ([[TaskActions.cancel]]) and that it
  * finished as cancelled: interrupted while they ran, or refused before they started. Its rescues of dead
  * workers' tasks count in `rescued`, whatever they became.
  *

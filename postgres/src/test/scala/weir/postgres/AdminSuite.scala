@@ -21,7 +21,7 @@ class AdminSuite extends DbSuite:
       claimed <- sql.claim("a", owner, 2, 60000).map(_.rows).transact(db.transactor)
       _ <- sql.complete(Array(claimed.head.token), keep = true, keyed = false).transact(db.transactor)
       _ <- sql.fail(Array(claimed(1).token), Array("x"), Array(-1L)).transact(db.transactor)
-      stats <- TaskAdmin(db).stats
+      stats <- TaskAdmin(db).overview.stats
     yield assertEquals(
       stats,
       Vector(QueueStats("a", 3, 1, 0, 1, 1, 0), QueueStats("b", 1, 0, 0, 0, 0, 0))
@@ -37,14 +37,14 @@ class AdminSuite extends DbSuite:
       ids <- TaskQueue[IO, Int](db, "c").enqueueMany(Vector(NewTask(1), NewTask(2))).map(_.map(_.taskId))
       owner <- sql.register("w", 1000).transact(db.transactor)
       _ <- sql.claim("c", owner, 1, 60000).map(_.rows).transact(db.transactor)
-      running <- admin.cancel(ids(0), "too slow")
-      cancelled <- admin.cancel(ids(1))
-      again <- admin.cancel(ids(1))
-      missing <- admin.cancel(-1L)
+      running <- admin.tasks.cancel(ids(0), "too slow")
+      cancelled <- admin.tasks.cancel(ids(1))
+      again <- admin.tasks.cancel(ids(1))
+      missing <- admin.tasks.cancel(-1L)
       requested <- Fragment.const(s"SELECT cancel_requested FROM ${db.schema("tasks")} WHERE id = ${ids(0)}")
         .query[Option[String]].unique.transact(db.transactor)
       done <- Rows.finished(db)
-      empty <- IO.defer(admin.cancel(ids(0), "")).attempt
+      empty <- IO.defer(admin.tasks.cancel(ids(0), "")).attempt
     yield
       assertEquals(
         (running, cancelled, again, missing),
@@ -54,7 +54,7 @@ class AdminSuite extends DbSuite:
       assertEquals(done.map(_._2), Vector("cancelled"))
       assertEquals(
         empty.left.map(_.getMessage),
-        Left("invalid TaskAdmin.cancel: a cancel's reason must not be empty, was: ''")
+        Left("invalid TaskActions.cancel: a cancel's reason must not be empty, was: ''")
       )
   }
 
@@ -70,8 +70,8 @@ class AdminSuite extends DbSuite:
       claimed <- sql.claim("r", owner, 2, 60000).map(_.rows).transact(db.transactor)
       _ <- sql.fail(claimed.map(_.token).toArray, Array("e1", "e2"), Array(0L, 0L)).transact(db.transactor)
       _ <- queue.enqueue(NewTask(3, uniqueKey = Some("u")))
-      back <- admin.retry(ids(0))
-      clash <- admin.retry(ids(1))
+      back <- admin.tasks.retry(ids(0))
+      clash <- admin.tasks.retry(ids(1))
       tasks <- Rows.tasks(db)
       done <- Rows.finished(db)
     yield
@@ -95,8 +95,8 @@ class AdminSuite extends DbSuite:
                    1, 1, '[]', now(), now() - (g || ' minutes')::interval
             FROM generate_series(1, 2500) AS g"""
         )
-        discarded <- admin.discard(1L)
-        again <- admin.discard(1L)
+        discarded <- admin.tasks.discard(1L)
+        again <- admin.tasks.discard(1L)
         // completed rows at least 100 minutes old by the time the prune runs: ids 100, 102, ..., 2500
         pruned <- admin.prune(100.minutes, Set(FinishedState.Completed), batch = 300)
         left <- Rows.count(db, "finished")
@@ -169,12 +169,12 @@ class AdminSuite extends DbSuite:
         for
           _ <- started.await
           silent <- sql.register("silent", 1000).transact(db.transactor)
-          all <- TaskAdmin(db).workers
+          all <- TaskAdmin(db).overview.workers
           _ <- gate.complete(())
         yield (live.id, silent, all)
       }
       (live, silent, all) = listed
-      after <- TaskAdmin(db).workers
+      after <- TaskAdmin(db).overview.workers
     yield
       assertEquals(
         all.map(w => (w.id, w.sessionHeld, w.running)),

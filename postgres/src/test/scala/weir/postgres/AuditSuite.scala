@@ -35,21 +35,25 @@ class AuditSuite extends DbSuite:
         owner <- sql.register("w", 1000).transact(db.transactor)
         claimed <- sql.claim("a", owner, 2, 60000).map(_.rows).transact(db.transactor)
         _ <- sql.fail(Array(claimed.head.token), Array("boom"), Array(0L)).transact(db.transactor)
-        _ <- admin.pause("a")
-        _ <- admin.resume("a")
-        _ <- admin.limits("a", Some(3), Some(QueueRate(2.5, 5)))
-        _ <- admin.limitRunning("a", None)
-        _ <- admin.limitRate("a", None)
+        _ <- admin.queues.pause("a")
+        _ <- admin.queues.resume("a")
+        _ <- admin.queues.limits("a", Some(3), Some(QueueRate(2.5, 5)))
+        _ <- admin.queues.limitRunning("a", None)
+        _ <- admin.queues.limitRate("a", None)
         controlsXmin <- Rows.query[String](s"SELECT xmin::text FROM ${db.schema("queues")} WHERE name = 'a'")
         cancels <-
-          Vector(admin.cancel(waiting, "no longer needed"), admin.cancel(running), admin.cancel(dead))
+          Vector(
+            admin.tasks.cancel(waiting, "no longer needed"),
+            admin.tasks.cancel(running),
+            admin.tasks.cancel(dead)
+          )
             .sequence
-        missing <- admin.cancel(999999L)
-        retried <- admin.retry(dead)
+        missing <- admin.tasks.cancel(999999L)
+        retried <- admin.tasks.retry(dead)
         retriedXmin <- Rows.query[String](s"SELECT xmin::text FROM ${db.schema("tasks")} WHERE id = $dead")
-        notDead <- admin.retry(other)
-        discarded <- admin.discard(waiting)
-        batch <- admin.discardMany(Vector(other, 999998L))
+        notDead <- admin.tasks.retry(other)
+        discarded <- admin.tasks.discard(waiting)
+        batch <- admin.tasks.discardMany(Vector(other, 999998L))
         entries <- log(db)
         xmins <- Rows.query[(String, String)](
           s"SELECT action, xmin::text FROM ${db.schema("audit")} WHERE action IN ('limits', 'retry') ORDER BY id"
@@ -108,13 +112,13 @@ class AuditSuite extends DbSuite:
 
   withDb("a call that fails records nothing, and changes nothing") { db =>
     for
-      _ <- TaskAdmin(db).addQueue("a")
-      unknown <- TaskAdmin(db, ada).pause("nope").attempt
-      badLimit <- TaskAdmin(db, ada).limitRunning("a", Some(0)).attempt
-      nameless <- TaskAdmin(db, Operator(" ")).pause("a").attempt
-      long <- TaskAdmin(db, Operator("x" * 201, Some("y" * 201))).retryMany(Vector(1L)).attempt
+      _ <- TaskAdmin(db).queues.add("a")
+      unknown <- TaskAdmin(db, ada).queues.pause("nope").attempt
+      badLimit <- TaskAdmin(db, ada).queues.limitRunning("a", Some(0)).attempt
+      nameless <- TaskAdmin(db, Operator(" ")).queues.pause("a").attempt
+      long <- TaskAdmin(db, Operator("x" * 201, Some("y" * 201))).tasks.retryMany(Vector(1L)).attempt
       entries <- log(db)
-      paused <- TaskAdmin(db).queues.map(_.exists(_.paused))
+      paused <- TaskAdmin(db).overview.queues.map(_.exists(_.paused))
     yield
       assert(unknown.left.exists(_.isInstanceOf[UnknownQueue]), unknown.toString)
       assert(badLimit.left.exists(_.isInstanceOf[InvalidSettings]), badLimit.toString)
@@ -137,8 +141,8 @@ class AuditSuite extends DbSuite:
     db =>
       for
         ids <- TaskQueue[IO, Int](db, "a").enqueueMany(Vector(NewTask(1), NewTask(2))).map(_.map(_.taskId))
-        _ <- TaskAdmin(db).cancel(ids(0))
-        _ <- TaskAdmin(db).as(Operator("bob")).cancel(ids(1))
+        _ <- TaskAdmin(db).tasks.cancel(ids(0))
+        _ <- TaskAdmin(db).as(Operator("bob")).tasks.cancel(ids(1))
         entries <- log(db)
         done <- Rows.finished(db)
       yield
@@ -156,11 +160,12 @@ class AuditSuite extends DbSuite:
     db =>
       val operators = Vector("ada", "bob", "cy")
       for
-        _ <- Vector("a", "b").traverse_(TaskAdmin(db).addQueue)
+        _ <- Vector("a", "b").traverse_(TaskAdmin(db).queues.add)
         ids <- TaskQueue[IO, Int](db, "a").enqueueMany((1 to 3).map(NewTask(_))).map(_.map(_.taskId))
         _ <- (0 until 30).toVector.traverse_ { i =>
           val admin = TaskAdmin(db, Operator(operators(i % 3)))
-          if i % 4 == 3 then admin.retry(ids(i % 3)).void else admin.pause(if i % 2 == 0 then "a" else "b")
+          if i % 4 == 3 then admin.tasks.retry(ids(i % 3)).void
+          else admin.queues.pause(if i % 2 == 0 then "a" else "b")
         }
         all <- Rows.query[(Long, String, Option[String], Option[Long])](
           s"SELECT id, operator, queue, task FROM ${db.schema("audit")} ORDER BY id DESC"

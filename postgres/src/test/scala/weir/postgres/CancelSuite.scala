@@ -64,7 +64,7 @@ class CancelSuite extends DbSuite:
       }.use { w =>
         for
           _ <- started.get.timeout(30.seconds)
-          answer <- TaskAdmin(db).cancel(ids(1), "runaway")
+          answer <- TaskAdmin(db).tasks.cancel(ids(1), "runaway")
           _ <- w.running.join.timeout(within)
         yield (answer, w)
       }
@@ -120,7 +120,7 @@ class CancelSuite extends DbSuite:
           .process(_ => calls.update(_ + 1) *> started.complete(()) *> IO.never[Unit])
           .withRetry(weir.Retry.exponential(Duration.Zero, maxAttempts = 5, maxDelay = Duration.Zero))
       }.use(w =>
-        started.get.timeout(30.seconds) *> TaskAdmin(db).cancel(id, "stop it") *>
+        started.get.timeout(30.seconds) *> TaskAdmin(db).tasks.cancel(id, "stop it") *>
           w.running.join.timeout(30.seconds).map(_.failures)
       )
       n <- calls.get
@@ -155,7 +155,7 @@ class CancelSuite extends DbSuite:
           _ <- first.get.timeout(30.seconds)
           claimed <- Rows.count(db, "tasks", s"id = ${ids(1)} AND state = 'running'")
           _ = assertEquals(claimed, 1L, "the second task was not claimed while the first ran")
-          answer <- TaskAdmin(db).cancel(ids(1))
+          answer <- TaskAdmin(db).tasks.cancel(ids(1))
           _ = assertEquals(answer, Cancel.Requested)
           requested <- Rows.count(db, "tasks", s"id = ${ids(1)} AND cancel_requested IS NOT NULL")
           _ = assertEquals(requested, 1L)
@@ -189,7 +189,7 @@ class CancelSuite extends DbSuite:
         owner <- run(db, sql.register("w", 1000))
         claim <- run(db, sql.claim("w", owner, 6, 60000))
         tokens = claim.rows.sortBy(_.id).map(_.token)
-        answers <- ids.traverse(admin.cancel(_, "no more"))
+        answers <- ids.traverse(admin.tasks.cancel(_, "no more"))
         failed <- run(db, sql.fail(Array(tokens(0)), Array("boom"), Array(0L)))
         released <- run(db, sql.handBack(Array(tokens(1))))
         snoozed <- run(db, sql.snooze(Array(tokens(2)), Array(1000L)))
@@ -230,9 +230,9 @@ class CancelSuite extends DbSuite:
       val admin = TaskAdmin(db)
       for
         id <- TaskQueue[IO, Int](db, "r").enqueue(NewTask(1)).map(_.taskId)
-        answer <- admin.cancel(id, "not today")
+        answer <- admin.tasks.cancel(id, "not today")
         cancelled <- Rows.finished(db)
-        retried <- admin.retry(id)
+        retried <- admin.tasks.retry(id)
         again <- Rows.count(db, "tasks", s"id = $id AND state = 'available' AND cancel_requested IS NULL")
       yield
         assertEquals(answer, Cancel.Cancelled)

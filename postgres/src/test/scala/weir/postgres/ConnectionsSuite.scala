@@ -103,7 +103,7 @@ class ConnectionsSuite extends DbSuite:
         TestWorkers.statsAfterRun(
           DurableWorker.start[IO, String, Unit](db, slow)(
             Pipeline(_).process(_ => (started.complete(()) *> IO.never[Unit]).onCancel(finalized.set(true)))
-          ).evalTap(_ => started.get.timeout(30.seconds) *> TaskAdmin(db).cancel(id, "runaway").void)
+          ).evalTap(_ => started.get.timeout(30.seconds) *> TaskAdmin(db).tasks.cancel(id, "runaway").void)
         ).timeout(10.seconds)
       )
       done <- finalized.get

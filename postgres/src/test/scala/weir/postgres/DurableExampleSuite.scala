@@ -70,7 +70,7 @@ class DurableExampleSuite extends DbSuite:
       shippedTo <- Fragment.const(
         s"SELECT email FROM $shipped ORDER BY 1"
       ).query[String].to[Vector].transact(db.transactor)
-      stats <- TaskAdmin(db).stats
+      stats <- TaskAdmin(db).overview.stats
     yield
       assert(viaSql._2)
       assertEquals(shippedTo, Vector("a@b.c", "d@e.f"))

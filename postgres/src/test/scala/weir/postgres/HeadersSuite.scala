@@ -104,13 +104,13 @@ class HeadersSuite extends DbSuite:
       // its last attempt fails: dead, then put back by hand
       _ <- run(db, sql.fail(Array(third.head.token), Array("boom"), Array(0L)))
       deadHeaders <- finishedHeaders(id)
-      back <- TaskAdmin(db).retry(id)
+      back <- TaskAdmin(db).tasks.retry(id)
       fourth <- claimOne(other)
       // handed back unstarted, then cancelled while it waits, then put back again
       _ <- run(db, sql.handBack(Array(fourth.head.token)))
-      cancelled <- TaskAdmin(db).cancel(id)
+      cancelled <- TaskAdmin(db).tasks.cancel(id)
       cancelledHeaders <- finishedHeaders(id)
-      _ <- TaskAdmin(db).retry(id)
+      _ <- TaskAdmin(db).tasks.retry(id)
       fifth <- claimOne(other)
     yield
       assertEquals(first.map(c => (c.id, read(c))), List((id, Some(headers)), (id + 1, Some(Map.empty))))

@@ -89,7 +89,7 @@ class KeyHeadsSuite extends DbSuite:
       _ <- step("after c1 was rescued dead", Vector("4", "6", "8", "9"))
       // cancel: the marked a4 is cancelled, a7 is next
       a4 <- marks(db).map(_.collectFirst { case (id, "4", _, _) => id })
-      cancelled <- admin.cancel(a4.getOrElse(fail("a4 is gone")))
+      cancelled <- admin.tasks.cancel(a4.getOrElse(fail("a4 is gone")))
       _ = assertEquals(cancelled, Cancel.Cancelled)
       _ <- step("after a4 was cancelled", Vector("6", "7", "8", "9"))
     yield ()

@@ -89,7 +89,7 @@ class KillSuite extends DbSuite:
           // killed once a quarter has run, once it has run tasks of its own (a JVM slow to start could
           // otherwise be killed before it ran any, leaving nothing to test), and while it holds claims,
           // which only a rescue can then free
-          val holding = TaskAdmin(db).workers.map(_.exists(w => w.id == victimId && w.running > 0))
+          val holding = TaskAdmin(db).overview.workers.map(_.exists(w => w.id == victimId && w.running > 0))
           val ranOnVictim = Rows.count(db, "executions", s"worker = $victimId")
           for
             _ <- Eventually.until(
@@ -186,7 +186,9 @@ class KillSuite extends DbSuite:
       victims <- children(db, queues, 8, liveness).use { (victim, ids) =>
         // killed while each of its workers holds claims (which only a rescue can then free) and has run tasks
         val holding =
-          TaskAdmin(db).workers.map(ws => ids.forall(id => ws.exists(w => w.id == id && w.running > 0)))
+          TaskAdmin(db).overview.workers.map(ws =>
+            ids.forall(id => ws.exists(w => w.id == id && w.running > 0))
+          )
         val ran = ids.traverse(id => Rows.count(db, "executions", s"worker = $id")).map(_.forall(_ > 0))
         for
           _ <- Eventually.until(

@@ -151,10 +151,10 @@ class LoggingSuite extends DbSuite:
           for
             _ <- queue.enqueueMany((1 to 50).map(NewTask(_)))
             _ <- eventually("50 tasks done")(done.get.map(_ == 50))
-            _ <- admin.pause("paused")
+            _ <- admin.queues.pause("paused")
             _ <- eventually("the pause logged")(onQueue.map(_.nonEmpty))
             _ <- queue.enqueueMany((1 to 50).map(NewTask(_)))
-            _ <- admin.resume("paused")
+            _ <- admin.queues.resume("paused")
             _ <- eventually("50 more tasks done")(done.get.map(_ == 100))
           yield ()
         } *> logs.lines.map { lines =>

@@ -7,7 +7,7 @@ import doobie.*
 import doobie.implicits.*
 import doobie.postgres.implicits.*
 import weir.Pipeline
-import weir.postgres.internal.AdminSql
+import weir.postgres.internal.ControlSql
 import weir.testkit.Eventually
 
 import scala.concurrent.duration.*
@@ -29,7 +29,10 @@ class NotifySuite extends DbSuite:
 
   /** Pauses or resumes queue `n` without waking anyone, as [[TaskAdmin]]'s pause and resume would. */
   private def setPaused(db: Database[IO], paused: Boolean): IO[Unit] =
-    new AdminSql(db.schema).setPaused("n", paused).transact(db.transactor).void
+    new ControlSql(db.schema).set(
+      "n",
+      ControlSql.Change(paused = Some(paused))
+    ).update.run.transact(db.transactor).void
 
   /**
    * A listening `worker`, in use once it has nothing left to claim for: started on queue `n` paused, so that
@@ -142,7 +145,7 @@ class NotifySuite extends DbSuite:
             _ <- q.enqueueIn(NewTask(4)).transact(db.transactor) *> woken(4)
             _ <- q.enqueue(NewTask(5, maxAttempts = 1)) *> woken(5)
             id <- Eventually.defined("task 5 to go dead", deadId, within = 20.seconds)
-            retried <- TaskAdmin(db).retry(id)
+            retried <- TaskAdmin(db).tasks.retry(id)
             _ <- woken(5)
           yield assert(retried)
         }

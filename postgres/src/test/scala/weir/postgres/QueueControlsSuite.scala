@@ -36,13 +36,13 @@ class QueueControlsSuite extends DbSuite:
     for
       _ <- TaskQueue[IO, Int](db, "p").enqueueMany((1 to 3).map(NewTask(_)))
       owner <- run(db, sql.register("w", 1000))
-      _ <- admin.pause("p")
+      _ <- admin.queues.pause("p")
       paused <- run(db, sql.claim("p", owner, 10, 60000))
       // the claim functions of the previous releases obey the pause too
       old <- Rows.count(db, "claim_with_headers('p', 1, 10, 60000)")
-      _ <- admin.resume("p")
+      _ <- admin.queues.resume("p")
       resumed <- run(db, sql.claim("p", owner, 10, 60000))
-      infos <- admin.queues
+      infos <- admin.overview.queues
     yield
       assertEquals(
         paused,
@@ -65,15 +65,15 @@ class QueueControlsSuite extends DbSuite:
         _ <- TaskQueue[IO, Int](db, "l").enqueueMany((1 to 10).map(NewTask(_)))
         a <- run(db, sql.register("a", 1000))
         b <- run(db, sql.register("b", 1000))
-        _ <- admin.limitRunning("l", Some(3))
+        _ <- admin.queues.limitRunning("l", Some(3))
         first <- run(db, sql.claim("l", a, 2, 60000))
         second <- run(db, sql.claim("l", b, 2, 60000))
         full <- run(db, sql.claim("l", a, 2, 60000))
         _ <- run(db, sql.complete(first.rows.map(_.token).toArray, keep = false, keyed = false))
         freed <- run(db, sql.claim("l", b, 5, 60000))
-        _ <- admin.limitRunning("l", Some(6))
+        _ <- admin.queues.limitRunning("l", Some(6))
         raised <- run(db, sql.claim("l", a, 5, 60000))
-        _ <- admin.limitRunning("l", None)
+        _ <- admin.queues.limitRunning("l", None)
         unlimited <- run(db, sql.claim("l", a, 5, 60000))
       yield
         assertEquals(first.rows.size, 2)
@@ -91,7 +91,7 @@ class QueueControlsSuite extends DbSuite:
     for
       _ <- TaskQueue[IO, Int](db, "r").enqueueMany((1 to 20).map(NewTask(_)))
       owner <- run(db, sql.register("w", 1000))
-      _ <- admin.limitRate("r", Some(QueueRate(perSecond = 5, burst = 3)))
+      _ <- admin.queues.limitRate("r", Some(QueueRate(perSecond = 5, burst = 3)))
       // the clock is taken out of the bucket: no claim below refills it, except where it is asked to
       _ <- setTokens(db, "r", tokens = 3, refill = false)
       burst <- run(db, sql.claim("r", owner, 10, 60000))
@@ -122,18 +122,18 @@ class QueueControlsSuite extends DbSuite:
     db =>
       val admin = TaskAdmin(db)
       for
-        unknown <- admin.pause("nowhere").attempt
-        _ <- admin.addQueue("declared")
-        declared <- admin.limitRunning("declared", Some(2)).attempt
-        zero <- admin.limitRunning("declared", Some(0)).attempt
-        negative <- admin.limitRunning("declared", Some(-3)).attempt
-        both <- admin.limits("declared", Some(4), Some(QueueRate(2.0, 2))).attempt
-        bothZero <- admin.limits("declared", Some(0), Some(QueueRate(9.0, 0))).attempt
-        bothUnknown <- admin.limits("nowhere", Some(1), None).attempt
-        nan <- admin.limitRate("declared", Some(QueueRate(Double.NaN, 1))).attempt
-        infinite <- admin.limitRate("declared", Some(QueueRate(Double.PositiveInfinity, 1))).attempt
-        noBurst <- admin.limitRate("declared", Some(QueueRate(1.0, 0))).attempt
-        infos <- admin.queues
+        unknown <- admin.queues.pause("nowhere").attempt
+        _ <- admin.queues.add("declared")
+        declared <- admin.queues.limitRunning("declared", Some(2)).attempt
+        zero <- admin.queues.limitRunning("declared", Some(0)).attempt
+        negative <- admin.queues.limitRunning("declared", Some(-3)).attempt
+        both <- admin.queues.limits("declared", Some(4), Some(QueueRate(2.0, 2))).attempt
+        bothZero <- admin.queues.limits("declared", Some(0), Some(QueueRate(9.0, 0))).attempt
+        bothUnknown <- admin.queues.limits("nowhere", Some(1), None).attempt
+        nan <- admin.queues.limitRate("declared", Some(QueueRate(Double.NaN, 1))).attempt
+        infinite <- admin.queues.limitRate("declared", Some(QueueRate(Double.PositiveInfinity, 1))).attempt
+        noBurst <- admin.queues.limitRate("declared", Some(QueueRate(1.0, 0))).attempt
+        infos <- admin.overview.queues
       yield
         unknown match
           case Left(e: UnknownQueue) => assert(e.getMessage.contains("'nowhere'"), e.getMessage)
@@ -145,7 +145,7 @@ class QueueControlsSuite extends DbSuite:
         assertEquals(
           bothZero.left.map(_.getMessage),
           Left(
-            "invalid TaskAdmin.limits: a queue's limit on running tasks must be > 0, was: 0; " +
+            "invalid QueueControls.limits: a queue's limit on running tasks must be > 0, was: 0; " +
               "a queue's rate burst must be > 0, was: 0"
           )
         )
@@ -169,7 +169,7 @@ class QueueControlsSuite extends DbSuite:
         DurableWorker.start[IO, Int, Unit](db, config)(Pipeline(_).process(_ => ran.update(_ + 1)))
       for
         _ <- queue.enqueueMany((1 to 50).map(NewTask(_)))
-        _ <- admin.pause("pw")
+        _ <- admin.queues.pause("pw")
         ran <- Ref[IO].of(0)
         done <- (worker(ran), worker(ran)).tupled.use { (a, b) =>
           // each worker's claims are held back again and again (every poll) before the queue resumes
@@ -179,7 +179,7 @@ class QueueControlsSuite extends DbSuite:
               Eventually.until("5 claims of each worker held back", heldBack, 30.seconds, 20.millis)(identity)
             claimedWhilePaused <- (a.stats, b.stats).mapN(_.claimed + _.claimed)
             ranWhilePaused <- ran.get
-            _ <- admin.resume("pw")
+            _ <- admin.queues.resume("pw")
             _ <- (a.running.join, b.running.join).parTupled
           yield (claimedWhilePaused, ranWhilePaused)
         }
@@ -223,8 +223,8 @@ class QueueControlsSuite extends DbSuite:
           }
         val runningNow = Rows.count(db, "tasks", "queue = 'g' AND state = 'running'")
         for
-          _ <- TaskAdmin(db).addQueue("g")
-          _ <- TaskAdmin(db).limitRunning("g", Some(limit))
+          _ <- TaskAdmin(db).queues.add("g")
+          _ <- TaskAdmin(db).queues.limitRunning("g", Some(limit))
           _ <- queue.enqueueMany((1 to n).map(NewTask(_)))
           ran <- Ref[IO].of(Map.empty[Int, Int])
           seen <- Ref[IO].of(0L)

@@ -26,7 +26,7 @@ class QueueDepthsSuite extends DbSuite:
       _ = assertEquals(claimed.size, 3)
       _ <- sql.complete(Array(claimed(0).token), keep = true, keyed = false).transact(db.transactor)
       _ <- sql.fail(Array(claimed(1).token), Array("x"), Array(-1L)).transact(db.transactor)
-      cancel <- TaskAdmin(db).cancel(plain(3).taskId)
+      cancel <- TaskAdmin(db).tasks.cancel(plain(3).taskId)
       _ = assertEquals(cancel, Cancel.Cancelled)
     yield plain.map(_.taskId)
 
@@ -35,9 +35,9 @@ class QueueDepthsSuite extends DbSuite:
   withDb("depths count each queue's tasks by state, and the finished states asked for only") { db =>
     for
       _ <- plant(db)
-      some <- TaskAdmin(db).depths()
-      every <- TaskAdmin(db).depths(all)
-      none <- TaskAdmin(db).depths(Set.empty)
+      some <- TaskAdmin(db).overview.depths()
+      every <- TaskAdmin(db).overview.depths(all)
+      none <- TaskAdmin(db).overview.depths(Set.empty)
     yield
       assertEquals(some.map(_.queue), Vector("a", "b"))
       val a = some(0)
@@ -72,7 +72,7 @@ class QueueDepthsSuite extends DbSuite:
       owner <- sql.register("w", 1000).transact(db.transactor)
       claimed <- sql.claim("done", owner, 1, 60000).map(_.rows).transact(db.transactor)
       _ <- sql.fail(Array(claimed(0).token), Array("x"), Array(-1L)).transact(db.transactor)
-      depths <- TaskAdmin(db).depths()
+      depths <- TaskAdmin(db).overview.depths()
     yield assertEquals(
       depths,
       Vector(QueueDepth(
@@ -97,7 +97,7 @@ class QueueDepthsSuite extends DbSuite:
       for
         first <- awaitState(depths)(_.last.isDefined)
         _ <- plant(db)
-        expected <- TaskAdmin(db).depths(all)
+        expected <- TaskAdmin(db).overview.depths(all)
         planted <- awaitState(depths)(_.last.exists(_.queues.map(_.copy(oldestAvailable = None)) ==
           expected.map(_.copy(oldestAvailable = None))))
         // the schema gone, every count fails: the last reading stays, the failures are counted

@@ -75,7 +75,7 @@ class QueueOverviewSuite extends DbSuite:
       _ <- sql.complete(Array(claimed(0).token), keep = true, keyed = false).transact(db.transactor)
       _ <- sql.fail(Array(claimed(1).token), Array("x"), Array(-1L)).transact(db.transactor)
       counts <- QueueOverview(db).counts()
-      depths <- TaskAdmin(db).depths(FinishedState.values.toSet)
+      depths <- TaskAdmin(db).overview.depths(FinishedState.values.toSet)
     yield
       val q = counts.head
       // 4 and the key's head available, 5 scheduled, the key's two others waiting, 3 running

@@ -44,7 +44,7 @@ class ScheduleKillSuite extends DbSuite:
       }
 
   private def ticks(db: Database[IO], name: String): IO[Long] =
-    TaskAdmin(db).schedules.map(_.find(_.name == name).fold(0L)(_.ticks))
+    TaskAdmin(db).overview.schedules.map(_.find(_.name == name).fold(0L)(_.ticks))
 
   private def waitFor(db: Database[IO], name: String, atLeast: Long): IO[Long] =
     Eventually.until(s"$atLeast ticks of $name", ticks(db, name), within = 60.seconds)(_ >= atLeast)

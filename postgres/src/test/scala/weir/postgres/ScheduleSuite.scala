@@ -32,7 +32,7 @@ class ScheduleSuite extends DbSuite:
       .transact(TestDatabase.admin)
 
   private def row(db: Database[IO], name: String): IO[ScheduleInfo] =
-    TaskAdmin(db).schedules.map(_.find(_.name == name).getOrElse(fail(s"no schedule '$name'")))
+    TaskAdmin(db).overview.schedules.map(_.find(_.name == name).getOrElse(fail(s"no schedule '$name'")))
 
   /** Moves a schedule's ticks into the past, as a downtime of every scheduler would leave them. */
   private def downtime(db: Database[IO], name: String, last: String, next: String): IO[Unit] =
@@ -87,14 +87,15 @@ class ScheduleSuite extends DbSuite:
       val tenHoursAgo = "date_trunc('hour', now()) - interval '10 hours'"
       for
         _ <- Scheduler.resource(db, schedules).use_
-        declared <- TaskAdmin(db).schedules
+        declared <- TaskAdmin(db).overview.schedules
         _ <- schedules.traverse_(s => downtime(db, s.name, tenHoursAgo, s"$tenHoursAgo + interval '1 hour'"))
         _ <- Scheduler.resource(db, schedules, checkEvery = 100.millis).use { _ =>
-          Eventually.until("a tick of every schedule", TaskAdmin(db).schedules)(_.forall(_.ticks > 0))
+          Eventually.until("a tick of every schedule", TaskAdmin(db).overview.schedules)(_.forall(_.ticks >
+            0))
         }
         skipped <- tasksByTick(db, "skipping")
         caught <- tasksByTick(db, "catching")
-        after <- TaskAdmin(db).schedules
+        after <- TaskAdmin(db).overview.schedules
         serverNow <- sql"SELECT now()".query[Instant].unique.transact(TestDatabase.admin)
         run <- Fragment
           .const(
@@ -225,7 +226,7 @@ class ScheduleSuite extends DbSuite:
         s"UPDATE ${db.schema("schedules")} SET last_tick = $ahead, next_tick = now() - interval '10 minutes' WHERE name = 'back'"
       )
       info <- Scheduler.resource(db, Vector(schedule), checkEvery = 100.millis).use { _ =>
-        Eventually.until("the next tick after the last", TaskAdmin(db).schedules.map(_.head))(i =>
+        Eventually.until("the next tick after the last", TaskAdmin(db).overview.schedules.map(_.head))(i =>
           i.nextTick.isAfter(i.lastTick.get)
         )
       }

@@ -43,7 +43,7 @@ private[console] final class ActionRoutes[F[_]](
       yield (max, perSecond.map(r => QueueRate(r, burst.getOrElse(math.ceil(r).toInt.max(1)))))
     parsed.fold(
       badRequest(req, _),
-      (max, rate) => control(req, queue)(admin(who).limits(queue, max, rate), "limits set")
+      (max, rate) => control(req, queue)(admin(who).queues.limits(queue, max, rate), "limits set")
     )
 
   private def control(req: Request[F], queue: String)(change: F[Unit], done: String): F[Response[F]] =
@@ -72,15 +72,15 @@ private[console] final class ActionRoutes[F[_]](
         }
     action match
       case TaskAction.Retry =>
-        admin(who).retryMany(ids).flatMap(_.zip(ids).traverse((ok, id) =>
+        admin(who).tasks.retryMany(ids).flatMap(_.zip(ids).traverse((ok, id) =>
           finishedOnly(id, ok, "put back to run", "retried")
         ))
       case TaskAction.Discard =>
-        admin(who).discardMany(ids).flatMap(_.zip(ids).traverse((ok, id) =>
+        admin(who).tasks.discardMany(ids).flatMap(_.zip(ids).traverse((ok, id) =>
           finishedOnly(id, ok, "discarded", "discarded")
         ))
       case TaskAction.Cancel =>
-        admin(who).cancelMany(ids).map(_.zip(ids).map {
+        admin(who).tasks.cancelMany(ids).map(_.zip(ids).map {
           case (Cancel.Cancelled, _) => ActionOutcome.Done("cancelled")
           case (Cancel.Requested, _) => ActionOutcome.Done("cancel requested: its worker interrupts it")
           case (Cancel.Finished(state), id) =>
@@ -107,9 +107,9 @@ private[console] final class ActionRoutes[F[_]](
 
   val routes: HttpRoutes[F] = HttpRoutes.of[F] {
     case req @ POST -> Root / "queues" / name / "pause" =>
-      act(req)((_, who) => control(req, name)(admin(who).pause(name), "paused"))
+      act(req)((_, who) => control(req, name)(admin(who).queues.pause(name), "paused"))
     case req @ POST -> Root / "queues" / name / "resume" =>
-      act(req)((_, who) => control(req, name)(admin(who).resume(name), "resumed"))
+      act(req)((_, who) => control(req, name)(admin(who).queues.resume(name), "resumed"))
     case req @ POST -> Root / "queues" / name / "limit" =>
       act(req)((form, who) => limits(req, who, name, form))
 

@@ -39,7 +39,7 @@ private[console] final class PageRoutes[F[_]](
   private def queueView(name: String): F[Option[(QueueView, Instant)]] =
     F.both(
       (F.realTimeInstant, overview.counts(options.countCap, Some(name))).tupled,
-      admin.queues
+      admin.overview.queues
     )
       .map { case ((at, counts), infos) => QueueView.all(counts, infos).find(_.name == name).map(_ -> at) }
 
@@ -48,7 +48,7 @@ private[console] final class PageRoutes[F[_]](
    * this one (a queue paused a moment ago shows paused).
    */
   private def queues: F[(Vector[QueueView], Instant)] =
-    F.both(allCounts.get, admin.queues).map((counts, infos) =>
+    F.both(allCounts.get, admin.overview.queues).map((counts, infos) =>
       (QueueView.all(counts.value, infos), counts.at)
     )
 
@@ -119,9 +119,9 @@ private[console] final class PageRoutes[F[_]](
         Ok(OtherPages.keys(v, ks, keysShown))
       )
     case req @ GET -> Root / "workers" =>
-      (view(req), admin.workers).flatMapN((v, ws) => Ok(OtherPages.workers(v, ws)))
+      (view(req), admin.overview.workers).flatMapN((v, ws) => Ok(OtherPages.workers(v, ws)))
     case req @ GET -> Root / "schedules" =>
-      (view(req), admin.schedules).flatMapN((v, ss) => Ok(OtherPages.schedules(v, ss)))
+      (view(req), admin.overview.schedules).flatMapN((v, ss) => Ok(OtherPages.schedules(v, ss)))
 
     case req @ GET -> Root / "audit" =>
       AuditPages.parse(req.params).fold(

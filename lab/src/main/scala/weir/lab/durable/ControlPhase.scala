@@ -23,7 +23,7 @@ import scala.concurrent.duration.*
  *   - Revoked claims: a worker holding 40 claims, one of them running, has its heartbeat held up (its row
  *     locked) past `deadAfter`; another worker rescues and runs them all; then the first could go on:
  *     the claims it starts after that are revoked ones started (none may be), the others it refuses.
- *   - Cancels: a worker runs handlers that never end; each in turn is cancelled ([[TaskAdmin.cancel]]), and
+ *   - Cancels: a worker runs handlers that never end; each in turn is cancelled ([[TaskActions.cancel]]), and
  *     the time from the call to the handler's finalizer is measured (one JVM, one monotonic clock).
  */
 object ControlPhase:
@@ -117,7 +117,7 @@ object ControlPhase:
     val queue = "control-pause"
     val admin = TaskAdmin(db)
     for
-      _ <- admin.addQueue(queue)
+      _ <- admin.queues.add(queue)
       _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to 200000).map(NewTask(_)))
       result <- workersOf(db, workers, config(queue, claimBatch = 20), limit = 16)(_ =>
         IO.sleep(1.milli)
@@ -136,7 +136,7 @@ object ControlPhase:
             out <- sampler.background.use { _ =>
               for
                 t0 <- IO.monotonic
-                _ <- admin.pause(queue)
+                _ <- admin.queues.pause(queue)
                 t1 <- IO.monotonic
                 _ <-
                   IO.sleep(2.seconds) // two poll intervals: a worker that missed the notification has polled
@@ -146,7 +146,7 @@ object ControlPhase:
                 after <- claimed(ws)
               yield ((seen._2 - t0.toNanos).max(0L) / 1e6, (t1 - t0).toNanos / 1e6, after - atQuiet)
             }
-            _ <- admin.resume(queue)
+            _ <- admin.queues.resume(queue)
           yield out
       }
     yield result
@@ -161,8 +161,8 @@ object ControlPhase:
       (doobie.Fragment.const(s"SELECT count(*) FROM ${db.schema("tasks")} WHERE queue = ") ++
         fr0"$queue AND state = 'running'").query[Long].unique.transact(db.transactor)
     for
-      _ <- admin.addQueue(queue)
-      _ <- admin.limitRunning(queue, Some(globalLimit))
+      _ <- admin.queues.add(queue)
+      _ <- admin.queues.limitRunning(queue, Some(globalLimit))
       _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to n).map(NewTask(_)))
       seen <- Ref[IO].of((0L, 0L))
       sampler = running.flatMap(r => seen.update((m, k) => (m.max(r), k + 1))).foreverM
@@ -181,8 +181,8 @@ object ControlPhase:
     val admin = TaskAdmin(db)
     val n = (perSecond * (window.toSeconds + 10)).toInt
     for
-      _ <- admin.addQueue(queue)
-      _ <- admin.limitRate(queue, Some(QueueRate(perSecond, burst)))
+      _ <- admin.queues.add(queue)
+      _ <- admin.queues.limitRate(queue, Some(QueueRate(perSecond, burst)))
       _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to n).map(NewTask(_)))
       rate <- workersOf(db, workers, config(queue, claimBatch = 50), limit = 16)(_ => IO.unit).use { ws =>
         for
@@ -313,7 +313,7 @@ object ControlPhase:
             for
               _ <- within(started.get, s"task $id did not start")
               t0 <- IO.monotonic
-              _ <- admin.cancel(id, "the lab's cancel")
+              _ <- admin.tasks.cancel(id, "the lab's cancel")
               t1 <- within(interrupted.get, s"task $id, cancelled, was not interrupted")
             yield (t1 - t0.toNanos) / 1e6
           } <* waitUntil(worker.stats.map(_.cancelled >= n.toLong)).timeoutTo(60.seconds, IO.unit)

@@ -147,7 +147,7 @@ object KillPhase:
                     // what the other workers see of the victim: whether its session holds its lock (then its
                     // death is seen within a heartbeat), and how many others are alive to rescue its tasks
                     IO.uncancelable(_ =>
-                      Retrying("the workers' sessions")(TaskAdmin(db).workers).flatMap { ws =>
+                      Retrying("the workers' sessions")(TaskAdmin(db).overview.workers).flatMap { ws =>
                         val held = ws.exists(w => w.id == victim.workerId && w.sessionHeld)
                         val others = ws.count(w => w.id != victim.workerId && w.sessionHeld)
                         lab.read("the clock")(clock).flatMap(at =>

@@ -50,7 +50,7 @@ object Feed:
     IO.ref(Vector.empty[(FiniteDuration, Long)]).flatMap { running =>
       val cancelDue = IO.monotonic.flatMap(now =>
         running.modify(_.partition(_._1 <= now).swap).flatMap(due =>
-          admin.cancelMany(due.map(_._2), "soak: cancelled while it runs").whenA(due.nonEmpty)
+          admin.tasks.cancelMany(due.map(_._2), "soak: cancelled while it runs").whenA(due.nonEmpty)
         )
       )
       paced(rate, duration) { (from, until) =>
@@ -69,7 +69,7 @@ object Feed:
           ids = tasks.zip(enqueued).collect { case (t, Enqueued.Inserted(id)) =>
             (SoakTask.kind(t.payload), id)
           }
-          _ <- admin.cancelMany(
+          _ <- admin.tasks.cancelMany(
             ids.collect { case (SoakTask.Kind.Cancelled, id) => id },
             "soak: cancelled before it runs"
           )

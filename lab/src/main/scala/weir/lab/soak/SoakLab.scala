@@ -162,7 +162,7 @@ object SoakLab extends Experiment:
               _ <- IO.println(s"soak: fed $enqueued durable tasks and $produced records; letting both finish")
               _ <- settle(admin, broker, topic, group)
               counts <- service.stop(2.minutes)
-              queueStats <- admin.stats.map(_.find(_.queue == queueName))
+              queueStats <- admin.overview.stats.map(_.find(_.queue == queueName))
             yield Results(
               s,
               enqueued,
@@ -181,7 +181,7 @@ object SoakLab extends Experiment:
   private def settle(admin: TaskAdmin[IO], broker: LabBroker, topic: String, group: String): IO[Unit] =
     val settled =
       for
-        stats <- admin.stats.map(_.find(_.queue == queueName))
+        stats <- admin.overview.stats.map(_.find(_.queue == queueName))
         unfinished = stats.fold(0L)(q => q.available + q.scheduled + q.running)
         ends <- broker.ends(topic, 4)
         committed <- broker.committed(group)

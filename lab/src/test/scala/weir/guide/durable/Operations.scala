@@ -11,27 +11,27 @@ final class Operations(db: Database[IO]):
   val admin: TaskAdmin[IO] = TaskAdmin(db)
 
   // per queue, the count in each state
-  val stats: IO[Vector[QueueStats]] = admin.stats
+  val stats: IO[Vector[QueueStats]] = admin.overview.stats
   // per queue, tasks available, scheduled, waiting behind their key, running, dead and cancelled, from the
   // indexes
-  val depths: IO[Vector[QueueDepth]] = admin.depths()
+  val depths: IO[Vector[QueueDepth]] = admin.overview.depths()
   // Cancelled (it was waiting), Requested (it runs: its worker interrupts it), Finished(state), NotFound
-  def cancel(id: Long, reason: String): IO[Cancel] = admin.cancel(id, reason)
+  def cancel(id: Long, reason: String): IO[Cancel] = admin.tasks.cancel(id, reason)
   // a dead or cancelled task back to run now, with fresh attempts and its errors kept; false if none, or if
   // an unfinished task holds its unique key
-  def retry(id: Long): IO[Boolean] = admin.retry(id)
+  def retry(id: Long): IO[Boolean] = admin.tasks.retry(id)
   // deletes a dead or cancelled task
-  def discard(id: Long): IO[Boolean] = admin.discard(id)
+  def discard(id: Long): IO[Boolean] = admin.tasks.discard(id)
   // retry, discard or cancel each of ids, in one transaction, in their order: each one's outcome as above
   // (what the console's batch actions use)
-  def retryMany(ids: Vector[Long]): IO[Vector[Boolean]] = admin.retryMany(ids)
-  def discardMany(ids: Vector[Long]): IO[Vector[Boolean]] = admin.discardMany(ids)
-  def cancelMany(ids: Vector[Long], reason: String): IO[Vector[Cancel]] = admin.cancelMany(ids, reason)
+  def retryMany(ids: Vector[Long]): IO[Vector[Boolean]] = admin.tasks.retryMany(ids)
+  def discardMany(ids: Vector[Long]): IO[Vector[Boolean]] = admin.tasks.discardMany(ids)
+  def cancelMany(ids: Vector[Long], reason: String): IO[Vector[Cancel]] = admin.tasks.cancelMany(ids, reason)
   // rows deleted, 1,000 per transaction
   val prune: IO[Long] = admin.prune(7.days, Set(FinishedState.Completed))
   // name, queue, timing, missed, lastTick, nextTick, ticks enqueued (see Periodic tasks)
-  val schedules: IO[Vector[ScheduleInfo]] = admin.schedules
+  val schedules: IO[Vector[ScheduleInfo]] = admin.overview.schedules
   // id, name, startedAt, heartbeatAt, running tasks, and sessionHeld: its session holds its lock now, so its
   // death is seen within a heartbeat (false: notifications off, or its session is reconnecting; then
   // deadAfter decides)
-  val workers: IO[Vector[WorkerInfo]] = admin.workers
+  val workers: IO[Vector[WorkerInfo]] = admin.overview.workers

@@ -34,7 +34,7 @@ private[postgres] final class FinishSql(schema: Schema) extends SqlBase(schema):
 
   /**
    * Finishes the failed claims `tokens`: a claim whose `delays(i)` is negative, or whose task has used its
-   * attempts, moves to `finished` as dead; one whose cancel was requested ([[weir.postgres.TaskAdmin.cancel]])
+   * attempts, moves to `finished` as dead; one whose cancel was requested ([[weir.postgres.TaskActions.cancel]])
    * moves there as cancelled; the others become available again after `delays(i)` ms. Each task's error is
    * appended to its errors with its attempt number (and a cancelled one's reason after it). The claims are
    * locked and read first, so that a cancel committed before this statement could lock a row is seen, and

@@ -27,12 +27,9 @@ private[postgres] object Pruner:
   )(
       using F: Async[F]
   ): Resource[F, Unit] =
-    def prune(state: String, olderThan: FiniteDuration): F[Unit] =
-      run(sql.prune(olderThan.toMillis, Array(state), batch)).flatMap(n =>
-        prune(state, olderThan).whenA(n >= batch)
-      )
-    def pruneAudit: F[Unit] =
-      run(sql.audit.prune(retention.audit.toMillis, batch)).flatMap(n => pruneAudit.whenA(n >= batch))
+    def prune(state: String, olderThan: FiniteDuration): F[Long] =
+      Batches.drain(run, batch)(sql.prune(olderThan.toMillis, Array(state), batch))
     Periodic.resource(every, faults)(
-      retention.byState.traverse_((state, olderThan) => prune(state.name, olderThan)) *> pruneAudit
+      retention.byState.traverse_((state, olderThan) => prune(state.name, olderThan)) *>
+        Batches.drain(run, batch)(sql.audit.prune(retention.audit.toMillis, batch)).void
     )

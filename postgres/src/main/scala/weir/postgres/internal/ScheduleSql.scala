@@ -133,7 +133,7 @@ private[postgres] object ScheduleSql:
       now: Instant
   )
 
-  /** A row as [[weir.postgres.TaskAdmin.schedules]] reads it. */
+  /** A row as [[weir.postgres.Overview.schedules]] reads it. */
   final case class Row(
       name: String,
       queue: String,

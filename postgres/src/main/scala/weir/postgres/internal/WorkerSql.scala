@@ -22,7 +22,7 @@ private[postgres] final class WorkerSql(schema: Schema) extends SqlBase(schema):
    * extends to `now + leaseMillis` the leases of the claims `tokens` that end within half a lease, and
    * returns the tokens no running task holds any more (finished, or rescued by another worker) and those
    * whose cancel was requested, with its reason (the fallback of a missed notification: see
-   * [[weir.postgres.TaskAdmin.cancel]]). One
+   * [[weir.postgres.TaskActions.cancel]]). One
    * statement, so that no transaction of the beat is ever left open on the server holding the worker's
    * row: a connection that goes silent between the statements of a transaction leaves it open until the
    * server's TCP gives up, and every later beat would wait on that row.

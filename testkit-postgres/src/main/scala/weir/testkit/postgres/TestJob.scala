@@ -86,7 +86,7 @@ object TestJob:
     def completions: F[Int] = F.delay(completed.get)
 
     /**
-     * Cancels the job as an operator's cancel (`TaskAdmin.cancel`) reaches a claimed one: an attempt an
+     * Cancels the job as an operator's cancel (`TaskActions.cancel`) reaches a claimed one: an attempt an
      * engine runs now is interrupted, a later one refuses to start. True for the first request.
      */
     def cancel(reason: String): F[Boolean] = F.delay(interruption.request(reason))
