@@ -228,10 +228,7 @@ object KafkaSource:
             run.join
         def stats: F[KafkaStats] = F.delay(counters.stats)
 
-  private def isSkip(policy: FailurePolicy[?, ?]): Boolean =
-    policy match
-      case _: FailurePolicy.Skip[?] => true
-      case _ => false
+  private def isSkip(policy: FailurePolicy[?, ?]): Boolean = policy.kind == FailurePolicy.Kind.Skip
 
   /**
    * Whether a record's outcome finishes its offset (see [[KafkaSource]]): a skipped record counts only under
