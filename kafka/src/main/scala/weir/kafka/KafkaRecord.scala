@@ -100,7 +100,7 @@ object KafkaRecord:
       )
       with Interruptible:
 
-    def refusal: Option[String] = entry.state.tryStart(entry)
+    def tryStart(): Option[String] = entry.state.tryStart(entry)
 
     def onInterrupt(interrupt: String => Unit): () => Unit =
       val unregister = entry.interruption.onInterrupt(interrupt)

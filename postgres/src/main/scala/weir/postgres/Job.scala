@@ -43,7 +43,7 @@ final class Job[+A] private[postgres] (
    * heartbeat is too late to be sure none did (see [[weir.postgres.WorkerStats.refused]]); `None` when it
    * may start.
    */
-  def refusal: Option[String] =
+  def tryStart(): Option[String] =
     interruption.requested match
       case None => claim.refusal(token)
       case Some(reason) => Some(s"cancelled: $reason")
@@ -77,7 +77,7 @@ object Job:
 
   /**
    * A job that no worker claimed, for a handler's tests (weir-testkit-postgres's `TestJob` builds them):
-   * its [[completeIn]] is `completeIn`, its [[refusal]] is `refusal` unless `interruption` was requested
+   * its [[completeIn]] is `completeIn`, its [[tryStart]] answers `refusal()` unless `interruption` was requested
    * (then, as a claimed job's, `cancelled: <reason>`), and its interruption is `interruption`. Nothing of it
    * touches a database unless `completeIn` does; no worker ever finishes it.
    */

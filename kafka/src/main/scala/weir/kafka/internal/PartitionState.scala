@@ -96,7 +96,7 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
   }
 
   /**
-   * The engine's question before each attempt ([[weir.Refusable.refusal]]): a record of a revoked partition
+   * The engine's question before each attempt ([[weir.Refusable.tryStart]]): a record of a revoked partition
    * refuses; any other is marked started and busy, so that a revoke either sees it busy (and waits for it)
    * or is seen by it (and it never starts, or never starts again). Lock-free; called by the record's worker
    * only.

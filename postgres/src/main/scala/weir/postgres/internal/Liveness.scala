@@ -4,7 +4,7 @@ import scala.concurrent.duration.FiniteDuration
 
 /**
  * What a worker knows of its own standing in the database, to decide whether one of its claims may still
- * start ([[weir.postgres.Job.refusal]]): no claim that another worker may have rescued ever starts here.
+ * start ([[weir.postgres.Job.tryStart]]): no claim that another worker may have rescued ever starts here.
  *
  * Another worker rescues this one's claims only once the database's record of this worker's heartbeat is
  * more than one `period` old (its session ended), or `deadAfter` old, or a claim's own lease has expired
