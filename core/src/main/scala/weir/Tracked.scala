@@ -140,7 +140,7 @@ object Tracked:
           case Event.Unregister(_) | Event.Finish => Told(state, Answer.Late)
       case Started(refusal) =>
         event match
-          case Event.Start => state
+          case Event.Start => refusal.fold[Step](state)(why => Told(state, Answer.Denied(why)))
           case r: Event.Register => Attempting(r, refusal)
           case Event.Refuse(why) =>
             if refusal.isDefined then Told(state, stopped(Stop.Already))
@@ -156,16 +156,16 @@ object Tracked:
         registered(state, registration, refusal, Stop.InAttempt, event)
       case Waiting(registration, refusal) =>
         registered(state, registration, refusal, Stop.BetweenAttempts, event)
-      case Idle =>
+      case Idle(refusal) =>
         event match
-          case Event.Start => started
-          case r: Event.Register => Waiting(r, None)
-          case Event.Refuse(why) => Told(
-              Stopping(why, started = true, refused = true, interrupted = false),
-              stopped(Stop.BetweenAttempts)
-            )
-          case Event.Interrupt(why) => Told(
-              Stopping(why, started = true, refused = false, interrupted = true),
+          case Event.Start => refusal.fold(started)(why => Told(state, Answer.Denied(why)))
+          case r: Event.Register => Waiting(r, refusal)
+          case Event.Refuse(why) =>
+            if refusal.isDefined then Told(state, stopped(Stop.Already))
+            else Told(Idle(Some(why)), stopped(Stop.BetweenAttempts))
+          case Event.Interrupt(why) =>
+            Told(
+              Stopping(why, started = true, refused = refusal.isDefined, interrupted = true),
               stopped(Stop.BetweenAttempts)
             )
           case Event.Done(how) => ending(how)
@@ -183,8 +183,7 @@ object Tracked:
     event match
       case Event.Unregister(r) =>
         if r ne registration then Told(state, Answer.Late)
-        else
-          refusal.fold[Step](Idle)(why => Stopping(why, started = true, refused = true, interrupted = false))
+        else refusal.fold(idle)(why => Idle(Some(why)))
       case Event.Refuse(why) =>
         if refusal.isDefined then Told(state, stopped(Stop.Already))
         else
@@ -204,7 +203,7 @@ object Tracked:
         state match
           case Waiting(_, _) => Waiting(r, refusal)
           case _ => Attempting(r, refusal)
-      case Event.Start => state
+      case Event.Start => refusal.fold[Step](state)(why => Told(state, Answer.Denied(why)))
       case Event.HandBack | Event.Finish => Told(state, Answer.Late)
 
   private def stopping(state: State.Stopping, event: Event): Step =

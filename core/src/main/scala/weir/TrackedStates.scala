@@ -15,16 +15,15 @@ object TrackedStates:
    *       │                  ▲                                           │ ▲                        │
    *       │                  └─────────────────── start ─────────────────┘ └────── unregister ──────┘
    *       │
-   *       │ refuse, interrupt (any state above) ─────────► Stopping: no start, no registration any more
+   *       │ refuse (HandedOn), interrupt (any state above) ─► Stopping: no start, no registration any more
    *       │ handBack (HandedOn, or Stopping before a start) ─► Ending(HandedBack)
-   *       │ done(outcome) (any state above) ─────────────► Ending(End.of(outcome))
-   *       └──────────────────────────────────────────────── Ending(end) ── finish ──► Ended(end)  (final)
+   *       │ done(outcome) (any state above) ────────────────► Ending(End.of(outcome))
+   *       └───────────────────────────────────────────────────  Ending(end) ── finish ──► Ended(end)  (final)
    * }}}
    *
-   * A refusal that finds the item about to register an attempt, in one, or waiting for a retry, is kept
-   * beside it (`refusal`) and lets that attempt or wait run: it applies from the next start or registration
-   * (the next unregistration moves the item to `Stopping`). An interruption reaches the registration there is
-   * and stops everything after.
+   * A refusal refuses starts only: one that finds the item started is kept beside its state (`refusal`),
+   * so that the attempt it is in or about to register runs, and so does a retry's wait, and the next
+   * start is refused. An interruption reaches the registration there is and stops everything after.
    */
   sealed trait State extends Step:
     /** Whether the item may have run here: it started, whatever came after, or its end says it ran. */
@@ -46,7 +45,7 @@ object TrackedStates:
       def mayHaveRun: Boolean = true
 
     /** Between two attempts: started, neither in an attempt nor in a registered wait. */
-    case object Idle extends State:
+    final case class Idle(refusal: Option[String]) extends State:
       def mayHaveRun: Boolean = true
 
     /** Waiting for its next attempt (a retry's backoff), under `registration`. */
@@ -54,8 +53,8 @@ object TrackedStates:
       def mayHaveRun: Boolean = true
 
     /**
-     * Told to stop, for `reason`, before its end, and not in a registration: every start and registration
-     * is refused with `reason`. `started`: whether it had started; `refused`, `interrupted`: which of the two
+     * Interrupted (or refused before it started), for `reason`, before its end, and not in a registration:
+     * every start and registration is refused with `reason`. `started`: whether it had started; `refused`, `interrupted`: which of the two
      * stops it was sent (each is answered [[Stop.Already]] the second time).
      */
     final case class Stopping(reason: String, started: Boolean, refused: Boolean, interrupted: Boolean)
@@ -71,6 +70,7 @@ object TrackedStates:
       def mayHaveRun: Boolean = end.ran
 
     private[weir] val started: State = Started(None)
+    private[weir] val idle: State = Idle(None)
     private[weir] val endingRan: State = Ending(End.Ran)
     private[weir] val endedRan: State = Ended(End.Ran)
 
