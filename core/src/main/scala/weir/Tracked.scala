@@ -224,10 +224,7 @@ object Tracked:
   private def afterEnd(state: State, how: End, event: Event): Step =
     event match
       case Event.Start | (_: Event.Register) =>
-        Told(
-          state,
-          Answer.Denied(if how == End.HandedBack then "its source took it back" else s"it has ended: $how")
-        )
+        Told(state, Answer.Denied(how.refusal))
       case Event.Refuse(_) | Event.Interrupt(_) => Told(state, stopped(Stop.TooLate))
       case _ => Told(state, Answer.Late)
 

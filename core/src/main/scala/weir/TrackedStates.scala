@@ -28,6 +28,9 @@ object TrackedStates:
   sealed trait State extends Step:
     /** Whether the item may have run here: it started, whatever came after, or its end says it ran. */
     def mayHaveRun: Boolean
+
+    /** Why a start would be refused now, if it would: a read, which changes nothing. */
+    def refusal: Option[String]
     final def next: State = this
     final def answer: Answer = Answer.Granted
 
@@ -35,6 +38,7 @@ object TrackedStates:
     /** Handed to the pipeline; not started. */
     case object HandedOn extends State:
       def mayHaveRun: Boolean = false
+      def refusal: Option[String] = None
 
     /** The engine's start was granted; its attempt is about to register, or runs (a plain task's). */
     final case class Started(refusal: Option[String]) extends State:
@@ -54,20 +58,24 @@ object TrackedStates:
 
     /**
      * Interrupted (or refused before it started), for `reason`, before its end, and not in a registration:
-     * every start and registration is refused with `reason`. `started`: whether it had started; `refused`, `interrupted`: which of the two
-     * stops it was sent (each is answered [[Stop.Already]] the second time).
+     * every start and registration is refused with `reason`. `started`: whether it had started; `refused`
+     * and `interrupted`: which of the two stops it was sent (each is answered [[Stop.Already]] the second
+     * time).
      */
     final case class Stopping(reason: String, started: Boolean, refused: Boolean, interrupted: Boolean)
         extends State:
       def mayHaveRun: Boolean = started
+      def refusal: Option[String] = Some(reason)
 
     /** Its end is known; the source is persisting it. */
     final case class Ending(end: End) extends State:
       def mayHaveRun: Boolean = end.ran
+      def refusal: Option[String] = Some(end.refusal)
 
     /** Final: its source persisted `end`. No event moves it any more. */
     final case class Ended(end: End) extends State:
       def mayHaveRun: Boolean = end.ran
+      def refusal: Option[String] = Some(end.refusal)
 
     private[weir] val started: State = Started(None)
     private[weir] val idle: State = Idle(None)
@@ -153,6 +161,9 @@ object TrackedStates:
 
     /** It never started: drained, released, failed fast, or taken back by its source. */
     case HandedBack
+
+    /** Why an item with this end refuses a start (none is asked of it but by a source's own mistake). */
+    def refusal: String = if this == HandedBack then "its source took it back" else s"it has ended: $this"
 
     /** Whether it ran: an attempt of it started. */
     def ran: Boolean = this match
