@@ -28,8 +28,10 @@ import scala.annotation.tailrec
  * compare-and-set, read again when another event came between) and never blocks; the engine's `interrupt`
  * function is called by the event that reaches it, on that caller's thread, after its transition.
  * Cancellation: nothing here is an effect; a source calls these inside `F.delay`, and an event sent is sent.
- * Memory: this object and one reference; a registration adds two small objects while it lasts, as an
- * [[Interruption]]'s does. A source may extend this class to keep its own fields on the same object.
+ * Memory: this object and one reference. A start, an attempt's end, an outcome that ran and its finish
+ * move between shared states; an attempt's registration allocates three small objects (the registration,
+ * which is also what undoes it, its state, and the event that ends it). A source may extend this class to
+ * keep its own fields on the same object.
  */
 class Tracked:
   import Tracked.*
@@ -55,12 +57,14 @@ class Tracked:
    * refused, calls it at once, here, as the contract of [[Interruptible]] asks. Returns what unregisters it.
    */
   final def onInterrupt(interrupt: String => Unit): () => Unit =
-    val registration = Event.Register(interrupt)
+    val registration = new Registration(interrupt, this)
     send(registration) match
       case Answer.Denied(reason) =>
         interrupt(reason)
         nothing
-      case _ => () => send(Event.Unregister(registration)): Unit
+      case _ => registration
+
+  private def unregister(registration: Event.Register): Unit = send(Event.Unregister(registration)): Unit
 
   /**
    * The source's "not here": the item must not start, nor start another attempt, here. An attempt running
@@ -240,3 +244,9 @@ object Tracked:
       case _ => Event.Done(how)
 
   private val nothing: () => Unit = () => ()
+
+  // a registration that is also the function that undoes it: one object per attempt or wait
+  private final class Registration(interrupt: String => Unit, tracked: Tracked)
+      extends Event.Register(interrupt),
+        (() => Unit):
+    def apply(): Unit = tracked.unregister(this)

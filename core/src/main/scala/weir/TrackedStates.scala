@@ -89,8 +89,11 @@ object TrackedStates:
     /** The engine asks to start an attempt. */
     case object Start extends Event
 
-    /** The engine registers an attempt or a retry's wait; `interrupt` stops it. Told apart by identity. */
-    final class Register(val interrupt: String => Unit) extends Event:
+    /**
+     * The engine registers an attempt or a retry's wait; `interrupt` stops it. Told apart by identity (a
+     * [[Tracked]]'s own registrations are also what unregisters them, one object for both).
+     */
+    class Register(val interrupt: String => Unit) extends Event:
       override def toString: String = "Register"
 
     /** The engine's `registration` ended without being interrupted. */
