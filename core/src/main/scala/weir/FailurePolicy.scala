@@ -6,7 +6,12 @@ package weir
  * Whatever the policy, a failure is never dropped: it shows in the task's [[TaskOutcome]], in
  * [[Summary.failures]] and in the metrics.
  */
-sealed trait FailurePolicy[F[_], -A]
+sealed trait FailurePolicy[F[_], -A]:
+  /**
+   * Which policy this is, for code whose acknowledgements depend on it (a source that acknowledges a
+   * skipped failure only under [[FailurePolicy.skip]]); a dead-letter policy's sink stays its own.
+   */
+  def kind: FailurePolicy.Kind
 
 object FailurePolicy:
 
@@ -29,7 +34,14 @@ object FailurePolicy:
    */
   def deadLetter[F[_], A](sink: (A, Throwable) => F[Unit]): FailurePolicy[F, A] = DeadLetter(sink)
 
-  private[weir] final case class FailFast[F[_]]() extends FailurePolicy[F, Any]
-  private[weir] final case class Skip[F[_]]() extends FailurePolicy[F, Any]
+  /** The three policies, by name: [[failFast]], [[skip]] and [[deadLetter]]. */
+  enum Kind:
+    case FailFast, Skip, DeadLetter
+
+  private[weir] final case class FailFast[F[_]]() extends FailurePolicy[F, Any]:
+    def kind: Kind = Kind.FailFast
+  private[weir] final case class Skip[F[_]]() extends FailurePolicy[F, Any]:
+    def kind: Kind = Kind.Skip
   private[weir] final case class DeadLetter[F[_], A](sink: (A, Throwable) => F[Unit])
-      extends FailurePolicy[F, A]
+      extends FailurePolicy[F, A]:
+    def kind: Kind = Kind.DeadLetter

@@ -11,7 +11,7 @@ package weir
  * A retry's wait (its backoff and rate-limit permit) runs against the interruption too: a task told to
  * stop while it waits for its next attempt ends interrupted then, not once the wait is over.
  *
- * Before each attempt, its retries' included, the engine asks the task's [[Refusable.refusal]]: a task
+ * Before each attempt, its retries' included, the engine asks the task's [[Refusable.tryStart]]: a task
  * that refuses before its first attempt ends not started, as any refusable task; one that refuses before
  * a later attempt ends interrupted, with the refusal as its reason.
  *

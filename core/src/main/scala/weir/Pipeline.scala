@@ -44,8 +44,12 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
   /** Sets what happens when a handler fails (default [[FailurePolicy.skip]]). */
   def withFailurePolicy(policy: FailurePolicy[F, A]): Pipeline[F, A, B] = copy(settings.copy(policy = policy))
 
-  /** The failure policy set, for a source whose commits depend on it (weir-kafka's). */
-  private[weir] def failurePolicy: FailurePolicy[F, A] = settings.policy
+  /**
+   * The failure policy set (default [[FailurePolicy.skip]]), for code that wraps a pipeline and whose
+   * acknowledgements depend on it: a source that acknowledges a skipped failure only under the skip policy
+   * reads its [[FailurePolicy.kind]].
+   */
+  def failurePolicy: FailurePolicy[F, A] = settings.policy
 
   /**
    * Retries failed attempts (default [[Retry.none]]). A waiting retry holds its slot; see [[Retry]].

@@ -47,11 +47,22 @@ trait Running[F[_], A]:
   def drain(deadline: FiniteDuration): F[Summary[A]]
 
   /**
-   * [[drain]]'s request without its wait: once it returns, the run ends drained (unless an earlier request
-   * or its own end came first), however soon its sources end after it. For a source that ends its own
-   * stream when drained, which would otherwise be a natural end. Not cancelable.
+   * [[drain]]'s request without its wait, for a source that ends its own stream when it is drained (a
+   * consumer that stops polling, a queue it closes): request the drain first, then end the stream. Once this
+   * returns, the run ends drained, with [[StopReason.Drained]], however soon its sources end after it; a run
+   * that had already ended, or whose stop was requested before (another drain, a fail-fast), keeps its own
+   * end. Without the request, a stream that ends with every task done is a natural end, and the run would
+   * end `Completed`.
+   *
+   * What blocks: nothing; the drain goes on as [[drain]] describes (nothing starts after the call, running
+   * tasks get `deadline`), and [[join]] or [[drain]] waits for its summary.
+   * Ordering: the first stop requested wins, as for [[drain]]: a later request (of a drain or anything else)
+   * changes neither the end nor the deadline.
+   * Cancellation: not cancelable; once it has begun, the request is made.
+   * Errors: a negative deadline fails at once with `IllegalArgumentException`, and nothing is requested.
+   * Concurrent callers: allowed, from any fiber.
    */
-  private[weir] def requestDrain(deadline: FiniteDuration): F[Unit]
+  def requestDrain(deadline: FiniteDuration): F[Unit]
 
   /**
    * Changes the concurrency limit. Raising it starts waiting tasks at once; lowering it never interrupts

@@ -39,7 +39,7 @@ object Source:
   def apply[F[_], A](stream: Stream[F, A]): Source[F, A] = new Source(Vector(stream))
 
   /**
-   * One producer whose tasks may refuse to start: each is asked for its [[Refusable.refusal]] just before
+   * One producer whose tasks may refuse to start: each is asked for its [[Refusable.tryStart]] just before
    * it would start, and one that refuses ends not started ([[NotStartedReason.Refused]]). Those of its
    * tasks that are also [[Interruptible]] can be interrupted while they run. A source built otherwise
    * never asks, and pays nothing for it.

@@ -23,7 +23,7 @@ class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
     val interruption = new Interruption
     val registered = new AtomicInteger
     val unregistered = new AtomicInteger
-    def refusal: Option[String] = interruption.requested
+    def tryStart(): Option[String] = interruption.requested
     def onInterrupt(interrupt: String => Unit): () => Unit =
       registered.incrementAndGet()
       val off = interruption.onInterrupt(interrupt)
@@ -209,7 +209,7 @@ class InterruptSuite extends CatsEffectSuite with ScalaCheckSuite:
     // attempt that never ran
     final class Flipping extends Interruptible:
       val asked = new AtomicInteger
-      def refusal: Option[String] = Option.when(asked.getAndIncrement() > 0)("too late")
+      def tryStart(): Option[String] = Option.when(asked.getAndIncrement() > 0)("too late")
       def onInterrupt(interrupt: String => Unit): () => Unit = () => ()
     val task = new Flipping
     Pipeline(Source.refusable(Stream.emit(task).covary[IO])).process(_ => IO.pure(1)).run.map { s =>

@@ -133,10 +133,33 @@ class PipelineSuite extends CatsEffectSuite:
       for
         e1 <- running.setLimit(0).attempt
         e2 <- running.drain(-1.second).attempt
+        e3 <- running.requestDrain(-1.second).attempt
       yield
         assertEquals(e1.left.toOption.map(_.getMessage), Some("concurrency limit must be > 0, was: 0"))
         assertEquals(e2.left.toOption.map(_.getMessage), Some("drain deadline must be >= 0, was: -1 seconds"))
+        assertEquals(e3.left.toOption.map(_.getMessage), Some("drain deadline must be >= 0, was: -1 seconds"))
     }
+  }
+
+  test("a drain request with a negative deadline requests nothing: the sources' end completes the run") {
+    cats.effect.Deferred[IO, Unit].flatMap { end =>
+      Pipeline(Stream.emit(1).covary[IO] ++ Stream.exec(end.get)).process(IO.pure).start.use { running =>
+        running.requestDrain(-1.second).attempt *> end.complete(()) *> running.join
+      }
+    }.map(s => assertEquals((s.stop, s.succeeded), (StopReason.Completed, 1L)))
+  }
+
+  test("the failure policy set is the pipeline's, by kind; skip unless set") {
+    val built = Pipeline(Stream.emit(1).covary[IO]).process(IO.pure)
+    val kinds = List(
+      built,
+      built.withFailurePolicy(FailurePolicy.failFast),
+      built.withFailurePolicy(FailurePolicy.deadLetter((_, _) => IO.unit))
+    ).map(_.failurePolicy.kind)
+    assertEquals(
+      kinds,
+      List(FailurePolicy.Kind.Skip, FailurePolicy.Kind.FailFast, FailurePolicy.Kind.DeadLetter)
+    )
   }
 
   test("unordered: a slow task does not delay the others (virtual time)") {

@@ -19,7 +19,7 @@ class RefusalSuite extends CatsEffectSuite with ScalaCheckSuite:
   /** A task that refuses while `refuse` says so, counting how often it was asked. */
   final class Job(val id: Int, val key: String, refuse: Int => Option[String]) extends Refusable:
     @volatile var asked = 0
-    def refusal: Option[String] =
+    def tryStart(): Option[String] =
       asked += 1
       refuse(id)
 

@@ -80,5 +80,5 @@ object BurstBench:
   final class Task(i: Int) extends Interruptible:
     val key: Int = i % Keys
     private val interruption = new Interruption
-    def refusal: Option[String] = interruption.requested
+    def tryStart(): Option[String] = interruption.requested
     def onInterrupt(interrupt: String => Unit): () => Unit = interruption.onInterrupt(interrupt)

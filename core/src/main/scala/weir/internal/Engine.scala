@@ -76,7 +76,7 @@ private[weir] final class Engine[F[_], A, B] private (
 
   def drain(deadline: FiniteDuration): F[Summary[A]] = requestDrain(deadline) *> result.get
 
-  private[weir] def requestDrain(deadline: FiniteDuration): F[Unit] =
+  def requestDrain(deadline: FiniteDuration): F[Unit] =
     F.raiseError(new IllegalArgumentException(s"drain deadline must be >= 0, was: $deadline"))
       .whenA(deadline < Duration.Zero) *> request(StopReason.Drained, deadline).void
 

@@ -114,7 +114,7 @@ private[weir] final class TaskPath[F[_], A, B](
 
   private def refusalOf(task: A): Option[String] =
     task match
-      case r: Refusable => r.refusal
+      case r: Refusable => r.tryStart()
       case _ => None
 
   /** In input order, the reorder window's admission; per key, a key that failed; otherwise nothing. */
@@ -197,7 +197,7 @@ private[weir] final class TaskPath[F[_], A, B](
       run: => F[B],
       worker: InterruptibleAttempt.Owner
   ): F[Either[Throwable, B]] =
-    (if n > 1 then task.refusal else None) match
+    (if n > 1 then task.tryStart() else None) match
       case Some(reason) => F.pure(Left(new TaskInterrupted(reason)))
       case None =>
         registered(task, worker, reason => F.pure(Left(new TaskInterrupted(reason))))(F.attempt(run))

@@ -16,7 +16,7 @@ class InterruptibleAttemptSuite extends FunSuite:
   final class Task extends Interruptible:
     val interruption = new Interruption
     val unregistered = new AtomicInteger
-    def refusal: Option[String] = interruption.requested
+    def tryStart(): Option[String] = interruption.requested
     def onInterrupt(interrupt: String => Unit): () => Unit =
       val off = interruption.onInterrupt(interrupt)
       () =>

@@ -68,14 +68,14 @@ object KafkaRecord:
       rawValue: Array[Byte],
       entry: Entry
   ): KafkaRecord[K, V] & Interruptible =
-    new Tracked(topic, partition, offset, timestamp, key, value, headers, rawKey, rawValue, entry)
+    new Received(topic, partition, offset, timestamp, key, value, headers, rawKey, rawValue, entry)
 
   /**
-   * The record as the engine sees it: its refusal marks it started, or refuses once its partition is
-   * revoked (see `PartitionState.tryStart`), and the end of an attempt that was not interrupted marks it
-   * idle (a revoke need not wait for it between attempts).
+   * The record as the engine sees it: its start and registrations are its entry's [[weir.Tracked]] life's
+   * (a start is refused once its partition is revoked, see `PartitionState.tryStart`), and the end of an
+   * attempt that was not interrupted wakes a revoke that waits for it.
    */
-  private final class Tracked[K, V](
+  private final class Received[K, V](
       topic: String,
       partition: Int,
       offset: Long,
@@ -100,10 +100,10 @@ object KafkaRecord:
       )
       with Interruptible:
 
-    def refusal: Option[String] = entry.state.tryStart(entry)
+    def tryStart(): Option[String] = entry.state.tryStart(entry)
 
     def onInterrupt(interrupt: String => Unit): () => Unit =
-      val unregister = entry.interruption.onInterrupt(interrupt)
+      val unregister = entry.life.onInterrupt(interrupt)
       () =>
         unregister()
         entry.state.attemptEnded(entry)

@@ -202,7 +202,7 @@ object KafkaSource:
         started._2.chunks
           .evalMap(os =>
             F.delay {
-              PartitionState.finishAll(os.toVector.map(o => o.task.entry -> counts(o, skips)))
+              PartitionState.finishAll(os.toVector.map(o => (o.task.entry, o, counts(o, skips))))
               counters.unread.addAndGet(os.size): Unit
             } *> forward.offer(Some(os))
           )
@@ -228,10 +228,7 @@ object KafkaSource:
             run.join
         def stats: F[KafkaStats] = F.delay(counters.stats)
 
-  private def isSkip(policy: FailurePolicy[?, ?]): Boolean =
-    policy match
-      case _: FailurePolicy.Skip[?] => true
-      case _ => false
+  private def isSkip(policy: FailurePolicy[?, ?]): Boolean = policy.kind == FailurePolicy.Kind.Skip
 
   /**
    * Whether a record's outcome finishes its offset (see [[KafkaSource]]): a skipped record counts only under
@@ -277,10 +274,12 @@ object KafkaSource:
           }
         )).as(None)
       }
+      // the backoff's registration is left in place when the backoff ends: the record stays in an attempt,
+      // which a revoke waits for, until its outcome (the next backoff's registration replaces it)
       val interrupted = F.async[String] { cb =>
         F.delay {
-          val unregister = entry.interruption.onInterrupt(reason => cb(Right(reason)))
-          Some(F.delay(unregister()))
+          entry.life.onInterrupt(reason => cb(Right(reason))): Unit
+          Some(F.unit)
         }
       }
       def attempt(n: Int): F[Unit] =

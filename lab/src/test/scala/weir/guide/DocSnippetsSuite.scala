@@ -8,15 +8,20 @@ import scala.jdk.CollectionConverters.*
 /**
  * The docs cannot rot: every ```scala block of the README and the user pages must appear verbatim in a
  * source file of this package (or its subpackages, or weir-kafka's `weir.kafka.guide`, whose suite runs the
- * Kafka example against its broker), which the build compiles with the strict flags. A snippet edited in the
- * docs but not here, or here but not in the docs, fails this suite.
+ * Kafka example against its broker, or weir-testkit's `weir.testkit`, whose in-memory source is the
+ * example "Writing a source" walks through), which the build compiles with the strict flags. A snippet
+ * edited in the docs but not here, or here but not in the docs, fails this suite.
  */
 class DocSnippetsSuite extends FunSuite:
 
   private val root: Path = Paths.get(sys.props.getOrElse("user.dir", ".")).resolve("..").normalize
 
   private val sources: Vector[(Path, String)] =
-    Vector("lab/src/test/scala/weir/guide", "kafka/src/test/scala/weir/kafka/guide").flatMap { dir =>
+    Vector(
+      "lab/src/test/scala/weir/guide",
+      "kafka/src/test/scala/weir/kafka/guide",
+      "testkit/src/main/scala/weir/testkit"
+    ).flatMap { dir =>
       val walk = Files.walk(root.resolve(dir))
       try walk.iterator.asScala.toVector.filter(_.toString.endsWith(".scala"))
       finally walk.close()
@@ -28,7 +33,8 @@ class DocSnippetsSuite extends FunSuite:
     "docs/guide.md" -> 15,
     "docs/durable.md" -> 12,
     "docs/console.md" -> 1,
-    "docs/kafka.md" -> 1
+    "docs/kafka.md" -> 1,
+    "docs/sources.md" -> 7
   )
 
   docs.foreach { (doc, atLeast) =>
@@ -47,9 +53,12 @@ class DocSnippetsSuite extends FunSuite:
     }
   }
 
-  test("the compiled sources include the subpackages and weir-kafka's guide") {
+  test("the compiled sources include the subpackages, weir-kafka's guide and weir-testkit") {
     val names = sources.map(_._1.getFileName.toString).toSet
-    assert(Set("QuickStart.scala", "Setup.scala", "KafkaExample.scala").subsetOf(names), names)
+    assert(
+      Set("QuickStart.scala", "Setup.scala", "KafkaExample.scala", "InMemorySource.scala").subsetOf(names),
+      names
+    )
   }
 
   test("the extractor finds fenced scala blocks and ignores other languages") {

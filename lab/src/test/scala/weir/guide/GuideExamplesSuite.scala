@@ -54,6 +54,17 @@ class GuideExamplesSuite extends CatsEffectSuite:
     }
   }
 
+  test("writing a source: acknowledged, interrupted and back, then handed back by the drain") {
+    TestControl.executeEmbed(TrackedSourceExample.run).map { (summary, acknowledged, waiting) =>
+      assertEquals((acknowledged, waiting), (Vector("pay", "refund", "audit"), Vector("ship")))
+      assertEquals(
+        (summary.succeeded, summary.failed, summary.unstarted.map(_.value)),
+        (2L, 2L, Vector("ship"))
+      )
+      assertEquals(summary.unstarted.map(_.attempt), Vector(2))
+    }
+  }
+
   test("interrupt: the stopped task ends interrupted, once, and the others run their course") {
     TestControl.executeEmbed(InterruptExample.run.flatMap(s => IO.monotonic.map(s -> _))).map { (s, now) =>
       assertEquals((s.succeeded, s.failed, s.retries), (2L, 1L, 0L))

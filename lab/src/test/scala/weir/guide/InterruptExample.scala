@@ -12,7 +12,7 @@ object InterruptExample:
   // a task someone may stop: refused if told before it starts, interrupted if told while it runs
   final class Export(val name: String) extends Interruptible:
     val stop = new Interruption
-    def refusal: Option[String] = stop.requested
+    def tryStart(): Option[String] = stop.requested
     def onInterrupt(interrupt: String => Unit): () => Unit = stop.onInterrupt(interrupt)
 
   def write(e: Export): IO[Unit] = IO.sleep(10.seconds).onCancel(IO.println(s"${e.name}: cleaned up"))

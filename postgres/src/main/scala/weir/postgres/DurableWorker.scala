@@ -157,7 +157,7 @@ object DurableWorker:
       wake <- Resource.eval(Queue.dropping[F, Unit](1))
       gate = new IdleGate[F]
       limited = new AtomicBoolean
-      liveness = new Liveness(config.heartbeat, claims)
+      liveness = new Liveness(config.heartbeat)
       // the queue gets its row of controls here, so that an operator can find it and set them
       // the registration is the worker's first beat
       sentAt <- Resource.eval(F.delay(System.nanoTime()))
@@ -197,15 +197,14 @@ object DurableWorker:
       stop <- Resource.eval(Deferred[F, Unit])
       claimFaults <- Resource.eval(log.faults("claims", "claiming", counters))
       claimer = new Claimer[F, A](xa, worker, completer, wake, gate, stop, log, claimFaults)
-      // marked before the pipeline can receive them: see Claims
-      source = claimer.stream.chunks.evalTap(jobs => F.delay(claims.handedOn(jobs.map(_.token)))).unchunks
-      started <- build(Source.refusable(source)).startWithOutcomes
+      started <- build(Source.refusable(claimer.stream)).startWithOutcomes
       (pipeline, outcomes) = started
       _ <-
-        // a chunk of outcomes at a time: one queue operation for all the outcomes the pipeline has ready
+        // a chunk of outcomes at a time: one queue operation for all the outcomes the pipeline has ready.
+        // Each claim's end is known before its finish is queued, so before it can commit (see Claims)
         Resource.make(
           F.start(outcomes.chunks.evalMap(os =>
-            F.delay(counters.refused.addAndGet(os.count(Finish.refused).toLong)) *>
+            F.delay(counters.refused.addAndGet(ended(os))) *>
               completer.submitAll(os.map(Finish.of(config, snoozed, _)))
           ).compile.drain)
         ) {
@@ -267,3 +266,12 @@ object DurableWorker:
     }
 
   private val unwritten = "the worker stopped before the result of this attempt was written"
+
+  /** Ends the claim of each outcome with it; returns how many of them the engine refused to start. */
+  private def ended[A, B](outcomes: fs2.Chunk[weir.TaskOutcome[Job[A], B]]): Long =
+    var refused = 0L
+    outcomes.foreach { o =>
+      o.task.life.done(o): Unit
+      if Finish.refused(o) then refused += 1
+    }
+    refused

@@ -1,7 +1,7 @@
 package weir.postgres
 
 import doobie.ConnectionIO
-import weir.{Interruptible, Interruption}
+import weir.{Interruptible, Interruption, TaskOutcome}
 import weir.postgres.internal.{Liveness, Sql}
 
 import java.time.Instant
@@ -34,23 +34,20 @@ final class Job[+A] private[postgres] (
     val createdAt: Instant,
     val headers: Map[String, String],
     private[postgres] val token: Long,
-    claim: Job.Claim,
-    interruption: Interruption
+    private[postgres] val life: Job.Life
 ) extends Interruptible:
 
   /**
-   * Why this claim must not start: its cancel was requested, another worker rescued it, or this worker's
-   * heartbeat is too late to be sure none did (see [[weir.postgres.WorkerStats.refused]]); `None` when it
-   * may start.
+   * The engine's question before each attempt: why this claim must not start (its cancel was requested,
+   * another worker rescued it, or this worker's heartbeat is too late to be sure none did: see
+   * [[weir.postgres.WorkerStats.refused]]), or `None`, and the claim counts as started from then on (so
+   * that it goes back counted should its result never be written). Its claim's life is a [[weir.Tracked]]
+   * item's.
    */
-  def refusal: Option[String] =
-    interruption.requested match
-      case None => claim.refusal(token)
-      case Some(reason) => Some(s"cancelled: $reason")
+  def tryStart(): Option[String] = life.tryStart()
 
   /** Registers the engine's interruption of this job's attempt: see [[weir.Interruptible]]. */
-  def onInterrupt(interrupt: String => Unit): () => Unit =
-    interruption.onInterrupt(reason => interrupt(s"cancelled: $reason"))
+  def onInterrupt(interrupt: String => Unit): () => Unit = life.onInterrupt(interrupt)
 
   /**
    * Completes this task as part of the caller's transaction: the handler's own writes and the completion
@@ -60,7 +57,7 @@ final class Job[+A] private[postgres] (
    *
    * The pipeline's later acknowledgement of the same task changes nothing.
    */
-  def completeIn: ConnectionIO[Boolean] = claim.complete(token, keyed = orderingKey.isDefined)
+  def completeIn: ConnectionIO[Boolean] = life.complete
 
   /**
    * The answer of a handler that cannot do its work yet (an upstream asks to come back later, a resource is
@@ -77,7 +74,7 @@ object Job:
 
   /**
    * A job that no worker claimed, for a handler's tests (weir-testkit-postgres's `TestJob` builds them):
-   * its [[completeIn]] is `completeIn`, its [[refusal]] is `refusal` unless `interruption` was requested
+   * its [[completeIn]] is `completeIn`, its [[tryStart]] answers `refusal()` unless `interruption` was requested
    * (then, as a claimed job's, `cancelled: <reason>`), and its interruption is `interruption`. Nothing of it
    * touches a database unless `completeIn` does; no worker ever finishes it.
    */
@@ -95,7 +92,6 @@ object Job:
       refusal: () => Option[String],
       interruption: Interruption
   ): Job[A] =
-    val claim = new Detached(completeIn, refusal)
     new Job(
       id,
       queue,
@@ -107,21 +103,34 @@ object Job:
       createdAt,
       headers,
       0L,
-      claim,
-      interruption
+      new Detached(completeIn, refusal, interruption)
     )
 
-  /** Where a job's claim is checked before it starts and completed in its handler's transaction. */
-  private[postgres] sealed trait Claim:
-    def refusal(token: Long): Option[String]
-    def complete(token: Long, keyed: Boolean): ConnectionIO[Boolean]
+  /**
+   * A job's claim as its job sees it: asked before each attempt, registered around them, completed in its
+   * handler's transaction, and ended by its outcome (a worker's claims are [[weir.Tracked]] items).
+   */
+  private[postgres] trait Life:
+    def tryStart(): Option[String]
+    def onInterrupt(interrupt: String => Unit): () => Unit
+    def complete: ConnectionIO[Boolean]
+    def done(outcome: TaskOutcome[?, ?]): Boolean
 
-  /** A worker's claims, one for all its jobs: its lease tokens in the database, its liveness in memory. */
-  private[postgres] final class Claimed(sql: Sql, keepCompleted: Boolean, liveness: Liveness) extends Claim:
-    def refusal(token: Long): Option[String] = liveness.refusal(token)
+  /** What every claim of one worker shares: its statements, and its liveness in memory. */
+  private[postgres] final class Claimed(sql: Sql, keepCompleted: Boolean, val liveness: Liveness):
     def complete(token: Long, keyed: Boolean): ConnectionIO[Boolean] =
       sql.complete(Array(token), keepCompleted, keyed).map(_ == 1)
 
-  private final class Detached(completeIn: ConnectionIO[Boolean], answer: () => Option[String]) extends Claim:
-    def refusal(token: Long): Option[String] = answer()
-    def complete(token: Long, keyed: Boolean): ConnectionIO[Boolean] = completeIn
+  private final class Detached(
+      completeIn: ConnectionIO[Boolean],
+      answer: () => Option[String],
+      stop: Interruption
+  ) extends Life:
+    def tryStart(): Option[String] =
+      stop.requested match
+        case None => answer()
+        case Some(reason) => Some(s"cancelled: $reason")
+    def onInterrupt(interrupt: String => Unit): () => Unit =
+      stop.onInterrupt(reason => interrupt(s"cancelled: $reason"))
+    def complete: ConnectionIO[Boolean] = completeIn
+    def done(outcome: TaskOutcome[?, ?]): Boolean = false

@@ -18,7 +18,7 @@ import scala.concurrent.duration.*
  *     heartbeat alone.
  *   - `heartbeat`: the period by which the worker is judged alive: it marks itself alive and extends its
  *     claims' leases twice per period, and a claim starts only while the last mark that committed is
- *     younger than three quarters of a period (see [[Job.refusal]]).
+ *     younger than three quarters of a period (see [[Job.tryStart]]).
  *   - `deadAfter`: a worker whose heartbeat is older than this is dead, and its running tasks are rescued
  *     by any other worker (the check runs every `heartbeat / 4`). A listening worker whose process died is
  *     found sooner, once its session has ended and its heartbeat is one period late; `deadAfter` is for a

@@ -1,30 +1,27 @@
 package weir.kafka.internal
 
 import org.apache.kafka.common.TopicPartition
-import weir.Interruption
+import weir.{TaskOutcome, Tracked}
 
-import java.util.concurrent.atomic.AtomicInteger
 import scala.collection.mutable
 
 /**
  * One record of a partition, from the moment the poller received it until it leaves the partition's
- * window (it is in the finished prefix, or the partition was given up). `started` and `busy` are written
- * by the record's worker fiber only, without the lock (see [[PartitionState]]); `done` and `finished`
- * under its partition's lock.
+ * window (it is in the finished prefix, or the partition was given up). Its life (started, in an attempt,
+ * between attempts, refused, interrupted, its outcome) is its [[weir.Tracked]] `life`, which the engine, the
+ * poller and the outcome reader move; `finished` (whether its outcome needs no re-run) is the window's, and
+ * is written under its partition's lock with the outcome.
  */
 private[kafka] final class Entry(val offset: Long, val state: PartitionState):
-  // passed its first refusal: it may run, and its outcome is awaited by a revoke; volatile because a
-  // revoke's wait reads it on the poller thread while the worker may still take the mark back
-  @volatile private[internal] var started = false
-  // inside an attempt of its handler, or inside its dead-letter write: a revoke waits for it
-  private[internal] var busy = false
-  private[internal] var done = false
+  val life = new Tracked
   private[internal] var finished = false
+  // interrupted in an attempt (or about to start one) by `interruptRunning`: busy until its outcome, since
+  // its handler ends only once its cancellation has run
+  private[internal] var stopping = false
   // finished by an earlier reader, as the last commit's metadata says: never handed to the pipeline
   private[kafka] var skipped = false
-  val interruption = new Interruption
 
-  override def toString: String = s"Entry(${state.partition}@$offset)"
+  override def toString: String = s"Entry(${state.partition}@$offset, ${life.state})"
 
 /**
  * The window of one assigned partition: its records in offset order, from the first that has not finished
@@ -38,40 +35,36 @@ private[kafka] final class Entry(val offset: Long, val state: PartitionState):
  * the records in flight plus those finished above a slower one; the poller bounds their sum
  * ([[Counters.held]]), whatever the number of keys or partitions.
  *
- * A record's life: received → started (its first refusal let it start) → busy while an attempt or its
- * dead-letter write runs, idle between attempts (a retry's backoff, or while its outcome is recorded) →
- * done (its outcome is known), finished or not. A revoke waits for the busy records only: a record between
- * two attempts asks its refusal again before the next one, and that refusal sees the revoke and refuses, so
- * it never runs again here.
+ * A record's life is its [[weir.Tracked]] item's: received (handed on) → started (the engine's start, or its
+ * dead-letter write, was granted) and busy until its attempt ends or its outcome is known → between attempts
+ * (a retry's backoff, or while its outcome is recorded) → its outcome, which ends it, finished or not. A
+ * revoke refuses every record of the window, each by one compare-and-set that a start racing it meets: a
+ * record that had not started never starts here, and one that had is waited for while it is busy (a record
+ * between attempts refuses its next start, so it never runs again here).
  *
- * Concurrency: workers (starts, attempt ends, once per record or attempt), the outcome reader (finishes,
- * a chunk of outcomes at a time) and the poller (receipts, revokes, waits, commits) call these methods
- * concurrently. The window (`entries`, `done`, `finished`, `skips`) is guarded by this state's lock, taken
- * by the poller and once per chunk by the reader. A worker's start and attempt end take no lock: they mark
- * the record and move the atomic `busy` count, and meet a revoke as in Dekker's algorithm: a start raises
- * `busy` and then reads `revoked`, a revoke sets `revoked` and then reads `busy` (both sequentially
- * consistent), so either the revoke sees the record busy and waits for it, or the start sees the revoke,
- * takes its marks back and refuses. The raise of `busy` comes after the record's own marks, so a revoke
- * that read `busy` sees them. A waiter (the revoke, on the poller thread) counts itself in `waiters` under
- * the lock before it reads what it waits for, and a change it waits for reads `waiters` after making the
- * change and notifies under the lock: either the waiter sees the change, or the change sees the waiter;
- * and since the waiter holds the lock from its check to its `wait`, the notification cannot fall between
- * the two. With no waiter, as outside a revoke, a start or an attempt end is one atomic add.
+ * Concurrency: workers (starts, attempt ends), the outcome reader (outcomes, a chunk at a time) and the
+ * poller (receipts, revokes, waits, commits) call these methods concurrently. The window (`entries`, each
+ * entry's `finished`, `skips`) is guarded by this state's lock, taken by the poller and once per chunk by
+ * the reader; a record's life is lock-free. A waiter (the revoke, on the poller thread) counts itself in
+ * `waiters` under the lock before it reads the lives it waits on, and a change it waits for (an attempt's
+ * end, a start refused) is made in the record's life before it reads `waiters`, and notifies under the
+ * lock: either the waiter sees the change, or the change sees the waiter; and since the waiter holds the
+ * lock from its check to its `wait`, the notification cannot fall between the two. With no waiter, as
+ * outside a revoke, an attempt's end costs one volatile read here.
  *
- * Invariant: `entries` is in increasing offset order, its head is not both done and finished, and `busy`
- * counts the busy entries (and, for a moment, a start that is taking its mark back). A state that was
- * `released` (the partition was revoked and committed, or lost) ignores every later finish: its records
- * belong to another consumer now.
+ * Invariant: `entries` is in increasing offset order, and its head is not both ended and finished. A state
+ * that was `released` (the partition was revoked and committed, or lost) ignores every later outcome: its
+ * records belong to another consumer now.
  */
 private[kafka] final class PartitionState(val partition: TopicPartition, counters: Counters):
   private val entries = mutable.ArrayDeque.empty[Entry]
   private var nextOffset = -1L
-  private val busy = new AtomicInteger
   @volatile private var waiters = 0
-  @volatile private var revoked = false
+  private var revoked = false
   private var released = false
   // offsets finished by an earlier reader, as [from, until) ranges in increasing order (see `skipping`)
   private var skips = List.empty[(Long, Long)]
+  private val refusal = s"partition $partition was revoked"
 
   /**
    * The offsets in `ranges` (`[from, until)`, increasing) were finished by an earlier reader: their records
@@ -82,6 +75,7 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
   /** A record received: appended to the window, already finished when an earlier reader finished it. */
   def receive(offset: Long): Entry = synchronized {
     val e = new Entry(offset, this)
+    if revoked then e.life.refuse(refusal): Unit
     if !released then
       while skips.nonEmpty && skips.head._2 <= offset do skips = skips.tail
       entries.append(e)
@@ -89,50 +83,35 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
       counters.held.addAndGet(1): Unit
       if skips.nonEmpty && skips.head._1 <= offset then
         e.skipped = true
-        e.done = true
-        e.finished = true
-        popFinished()
+        finishReceived(e)
     e
   }
 
   /**
-   * The engine's question before each attempt ([[weir.Refusable.refusal]]): a record of a revoked partition
-   * refuses; any other is marked started and busy, so that a revoke either sees it busy (and waits for it)
-   * or is seen by it (and it never starts, or never starts again). Lock-free; called by the record's worker
-   * only.
+   * A record the poller ends itself, never handed out: finished by an earlier reader, or undecodable (and
+   * written to the dead-letter topic, or skipped). Its life ends handed back, and it counts as finished.
    */
-  def tryStart(e: Entry): Option[String] =
-    if revoked then refused
-    else
-      val first = !e.started
-      if first then e.started = true
-      val marked = !e.busy && !e.done
-      if marked then
-        e.busy = true
-        busy.incrementAndGet(): Unit
-      // after the raise of `busy`: a revoke that set `revoked` before this read waits for `busy` to fall
-      if !revoked then None
-      else
-        if first then e.started = false
-        if marked then
-          e.busy = false
-          lowerBusy()
-        refused
-
-  private def refused: Option[String] = Some(s"partition $partition was revoked")
+  def finishReceived(e: Entry): Unit = synchronized {
+    if !released then
+      e.life.handBack(): Unit
+      e.finished = true
+      popFinished()
+  }
 
   /**
-   * An attempt of `e` ended without being interrupted: it is idle until its next attempt or its outcome.
-   * Lock-free unless a revoke waits; called by the record's worker only.
+   * The engine's question before each attempt ([[weir.Refusable.tryStart]]): the record's start, refused
+   * once its partition was revoked; granted, it is busy until its attempt ends, and a revoke waits for it.
+   * Lock-free; called by the record's worker only.
+   */
+  def tryStart(e: Entry): Option[String] = e.life.start()
+
+  /**
+   * An attempt of `e` ended without being interrupted (its registration undone): it is idle until its next
+   * attempt or its outcome, which wakes a revoke that waits. Lock-free unless a revoke waits; called by the
+   * record's worker only.
    */
   def attemptEnded(e: Entry): Unit =
-    if e.busy then
-      e.busy = false
-      lowerBusy()
-
-  // the worker's side of the handshake with a waiter (see the class comment)
-  private def lowerBusy(): Unit =
-    busy.decrementAndGet(): Unit
+    val _ = e
     if waiters > 0 then synchronized(notifyAll())
 
   /**
@@ -140,45 +119,43 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
    * partition was revoked (the next owner runs it again, and writes it if it fails there too). Called by
    * the record's worker only, as [[tryStart]], and meets a revoke the same way.
    */
-  def deadLettering(e: Entry): Boolean =
-    if revoked || e.done then false
-    else if e.busy then true
-    else
-      e.busy = true
-      busy.incrementAndGet(): Unit
-      if !revoked then true
-      else
-        e.busy = false
-        lowerBusy()
-        false
+  def deadLettering(e: Entry): Boolean = e.life.start().isEmpty
 
   /**
    * The record's outcome is known: `counts` when it ran to an end that needs no re-run (succeeded, or failed
    * and skipped or dead-lettered); otherwise it stays unfinished and holds the committable offset back until
    * the partition is given up. Moves the finished prefix on.
    */
-  def finish(e: Entry, counts: Boolean): Unit = finishEach(List(e -> counts))
+  def finish(e: Entry, outcome: TaskOutcome[?, ?], counts: Boolean): Unit =
+    finishEach(List((e, outcome, counts)))
 
   /** [[finish]] for each of `done`, every one of this partition, under one acquisition of the lock. */
-  def finishEach(done: Iterable[(Entry, Boolean)]): Unit = synchronized {
+  def finishEach(done: Iterable[(Entry, TaskOutcome[?, ?], Boolean)]): Unit = synchronized {
     if !released then
-      done.foreach { (e, counts) =>
-        if !e.done then
-          e.done = true
-          e.finished = counts
-          if e.busy then
-            e.busy = false
-            busy.decrementAndGet(): Unit
-      }
+      done.foreach((e, outcome, counts) => if e.life.done(outcome) then e.finished = counts)
       popFinished()
-      // an outcome is what `awaitOutcomes` waits for, and a fall of `busy` what `awaitIdle` waits for
+      // an outcome is what `awaitOutcomes` waits for, and the end of a busy record what `awaitIdle` waits for
       if waiters > 0 then notifyAll()
   }
 
+  /** An end an earlier reader's, or an outcome, decided: the record's life no longer moves here. */
+  private def ended(e: Entry): Boolean =
+    e.life.state match
+      case _: Tracked.State.Ending | _: Tracked.State.Ended => true
+      case _ => false
+
+  // in an attempt, about to start one, or writing its dead letter, or interrupted in one and not yet ended:
+  // what a revoke waits for
+  private def busy(e: Entry): Boolean =
+    e.life.state match
+      case _: Tracked.State.Started | _: Tracked.State.Attempting => true
+      case _: Tracked.State.Stopping => e.stopping
+      case _ => false
+
   private def popFinished(): Unit =
     var popped = 0
-    while entries.nonEmpty && entries.head.done && entries.head.finished do
-      entries.removeHead(): Unit
+    while entries.nonEmpty && entries.head.finished && ended(entries.head) do
+      entries.removeHead().life.finish(): Unit
       popped += 1
     if popped > 0 then counters.held.addAndGet(-popped): Unit
 
@@ -196,18 +173,21 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
    */
   def commitPoint(maxBytes: Int): Option[(Long, String)] = synchronized {
     committableNow.map { offset =>
-      val above = entries.iterator.filter(e => e.done && e.finished).map(_.offset)
+      val above = entries.iterator.filter(e => e.finished && ended(e)).map(_.offset)
       (offset, CommitMetadata.encode(offset, above, maxBytes))
     }
   }
 
   /** Unstarted records refuse from now on, and so do the started ones' next attempts. */
-  def revoke(): Unit = revoked = true
+  def revoke(): Unit = synchronized {
+    revoked = true
+    entries.foreach(_.life.refuse(refusal): Unit)
+  }
 
   /** Waits, until `deadlineNanos` at most, for no record to be busy; true if none is. */
   def awaitIdle(deadlineNanos: Long): Boolean = synchronized {
-    awaitWhile(deadlineNanos)(busy.get > 0)
-    busy.get == 0
+    awaitWhile(deadlineNanos)(entries.exists(busy))
+    !entries.exists(busy)
   }
 
   /** Waits, until `deadlineNanos` at most, for every started record's outcome; true if all are known. */
@@ -216,9 +196,8 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
     !pending
   }
 
-  // a started record without an outcome; a start taking its mark back lowers `busy` after the mark, and
-  // so wakes this check
-  private def pending: Boolean = entries.exists(e => e.started && !e.done)
+  // a record that may have run here, without an outcome
+  private def pending: Boolean = entries.exists(e => e.life.state.mayHaveRun && !ended(e))
 
   private def awaitWhile(deadlineNanos: Long)(cond: => Boolean): Unit =
     waiters += 1
@@ -231,12 +210,15 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
 
   /**
    * Tells every started record without an outcome to stop, for `reason`: a busy one's attempt is cancelled,
-   * an idle one's next attempt is. Returns how many were busy.
+   * an idle one's next attempt is refused, and a retry's wait ends. Returns how many were busy.
    */
   def interruptRunning(reason: String): Int = synchronized {
-    val started = entries.filter(e => e.started && !e.done)
-    started.foreach(_.interruption.request(reason): Unit)
-    started.count(_.busy)
+    entries.count { e =>
+      e.life.state.mayHaveRun && !ended(e) && e.life.interrupt(reason) == Tracked.Stop.InAttempt && {
+        e.stopping = true
+        true
+      }
+    }
   }
 
   /** The partition is given up: later calls change nothing, and its records no longer count as held. */
@@ -244,6 +226,7 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
     if !released then
       released = true
       revoked = true
+      entries.foreach(_.life.refuse(refusal): Unit)
       counters.held.addAndGet(-entries.size): Unit
       entries.clear()
       skips = Nil
@@ -261,8 +244,8 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
 private[kafka] object PartitionState:
 
   /**
-   * Finishes each of `done` (a record and whether it counts, see [[PartitionState.finish]]), whatever their
-   * partitions, taking each partition's lock once: the outcome reader's chunks.
+   * Finishes each of `done` (a record, its outcome and whether it counts, see [[PartitionState.finish]]),
+   * whatever their partitions, taking each partition's lock once: the outcome reader's chunks.
    */
-  def finishAll(done: Iterable[(Entry, Boolean)]): Unit =
+  def finishAll(done: Iterable[(Entry, TaskOutcome[?, ?], Boolean)]): Unit =
     done.groupBy(_._1.state).foreach((state, ds) => state.finishEach(ds))

@@ -146,7 +146,7 @@ private[kafka] final class Poller[K, V](
         case NonFatal(e) =>
           counters.undecodable.incrementAndGet(): Unit
           deadLetters match
-            case None => state.finish(entry, counts = true)
+            case None => state.finishReceived(entry)
             case Some(dl) =>
               // written before the record counts as finished, so that its offset is never committed unwritten;
               // a write that keeps failing stops the poller, the record unfinished, and fails the source
@@ -154,7 +154,7 @@ private[kafka] final class Poller[K, V](
                 case None =>
                   counters.deadLettered.incrementAndGet(): Unit
                   happened += Poller.Event.DeadLettered(state.partition, r.offset, e)
-                  state.finish(entry, counts = true)
+                  state.finishReceived(entry)
                 case Some(error) =>
                   failure = Some(error)
                   stopped = true

@@ -3,12 +3,22 @@ package weir.kafka.internal
 import munit.ScalaCheckSuite
 import org.apache.kafka.common.TopicPartition
 import org.scalacheck.{Gen, Prop}
+import weir.{Disposition, TaskInterrupted, TaskOutcome, Tracked}
 
 import java.util.concurrent.{CompletableFuture, CyclicBarrier, TimeUnit}
 
 class PartitionStateSuite extends ScalaCheckSuite:
 
   private val tp = new TopicPartition("t", 0)
+
+  // the outcomes a record's life ends with: it ran (succeeded, or failed), or it was interrupted
+  private val ran = TaskOutcome.Succeeded((), (), 1)
+  private val interrupted = TaskOutcome.Failed((), new TaskInterrupted("revoked"), Disposition.Interrupted, 1)
+
+  /** What the engine does at the end of an attempt that was not interrupted: its registration undone. */
+  private def attemptEnded(state: PartitionState, e: Entry): Unit =
+    e.life.onInterrupt(_ => ())()
+    state.attemptEnded(e)
 
   property("the committable offset is always the first record not finished, and only the window is held") {
     val cases =
@@ -27,7 +37,7 @@ class PartitionStateSuite extends ScalaCheckSuite:
       entries.foreach(e => assertEquals(state.tryStart(e), None))
       val finished = Array.fill(offsets.size)(false)
       finishOrder.foreach { i =>
-        state.finish(entries(i), counts(i))
+        state.finish(entries(i), ran, counts(i))
         finished(i) = counts(i)
         val firstOpen = finished.indexWhere(!_)
         val expected = if firstOpen < 0 then offsets.last + 1 else offsets(firstOpen)
@@ -50,14 +60,14 @@ class PartitionStateSuite extends ScalaCheckSuite:
     // the started record is still running: the wait ends at its deadline, not idle
     assert(!state.awaitIdle(System.nanoTime() + 1000000L))
     assertEquals(state.interruptRunning("partition revoked"), 1)
-    assertEquals(started.interruption.requested, Some("partition revoked"))
-    state.finish(started, counts = false)
+    assertEquals(started.life.state.refusal, Some("partition revoked"))
+    state.finish(started, interrupted, counts = false)
     assert(state.awaitIdle(System.nanoTime()))
     assertEquals(state.committable, Some(0L))
     state.release()
     assertEquals(counters.held.get, 0)
     // a released partition's late outcomes change nothing
-    state.finish(unstarted, counts = false)
+    state.finish(unstarted, interrupted, counts = false)
     assertEquals(counters.held.get, 0)
   }
 
@@ -67,14 +77,14 @@ class PartitionStateSuite extends ScalaCheckSuite:
     val state = new PartitionState(tp, new Counters)
     val inBackoff = state.receive(0L)
     assertEquals(state.tryStart(inBackoff), None)
-    state.attemptEnded(inBackoff) // its attempt failed: it waits for a retry
+    attemptEnded(state, inBackoff) // its attempt failed: it waits for a retry
     state.revoke()
     assert(state.awaitIdle(System.nanoTime()), "a record between attempts held the revoke")
     assertEquals(state.interruptRunning("partition revoked"), 0)
     // its outcome is still awaited until the deadline, and its retry refuses
     assert(!state.awaitOutcomes(System.nanoTime() + 1000000L))
     assert(state.tryStart(inBackoff).exists(_.contains("revoked")))
-    state.finish(inBackoff, counts = false)
+    state.finish(inBackoff, interrupted, counts = false)
     assert(state.awaitOutcomes(System.nanoTime()))
     assertEquals(state.committable, Some(0L))
   }
@@ -84,12 +94,12 @@ class PartitionStateSuite extends ScalaCheckSuite:
     val writing = state.receive(0L)
     val late = state.receive(1L)
     List(writing, late).foreach(e => assertEquals(state.tryStart(e), None))
-    List(writing, late).foreach(state.attemptEnded)
+    List(writing, late).foreach(attemptEnded(state, _))
     assert(state.deadLettering(writing))
     state.revoke()
     assert(!state.awaitIdle(System.nanoTime() + 1000000L), "the revoke did not wait for the write")
     assert(!state.deadLettering(late), "a revoked record started its dead-letter write")
-    state.finish(writing, counts = true)
+    state.finish(writing, ran, counts = true)
     assert(state.awaitIdle(System.nanoTime()))
   }
 
@@ -105,11 +115,11 @@ class PartitionStateSuite extends ScalaCheckSuite:
     assertEquals(state.commitPoint(4096), Some((3L, "w1:1,6,2,1")))
     entries.filter(e => !e.skipped && e.offset != 3L).foreach { e =>
       assertEquals(state.tryStart(e), None)
-      state.finish(e, counts = true)
+      state.finish(e, ran, counts = true)
     }
     assertEquals(state.commitPoint(4096), Some((3L, "w1:1,a")))
     assertEquals(state.commitPoint(0), Some((3L, "")))
-    state.finish(entries.head, counts = true)
+    state.finish(entries.head, ran, counts = true)
     assertEquals(state.commitPoint(4096), Some((14L, "")))
     assertEquals(counters.held.get, 0)
   }
@@ -124,7 +134,15 @@ class PartitionStateSuite extends ScalaCheckSuite:
     assert(state.awaitIdle(System.nanoTime()))
     assert(state.awaitOutcomes(System.nanoTime()))
     assertEquals(state.interruptRunning("partition revoked"), 0)
-    assertEquals(e.interruption.requested, None)
+    assertEquals(
+      e.life.state,
+      Tracked.State.Stopping(
+        s"partition $tp was revoked",
+        started = false,
+        refused = true,
+        interrupted = false
+      )
+    )
   }
 
   // a start and a revoke that race meet in at least one of them: a start that was let through is seen busy
@@ -180,7 +198,7 @@ class PartitionStateSuite extends ScalaCheckSuite:
     assertEquals(state.tryStart(e), None)
     state.revoke()
     assert(
-      wokenBy(state)(state.awaitIdle(System.nanoTime() + 60L * 1000 * 1000 * 1000))(state.attemptEnded(e))
+      wokenBy(state)(state.awaitIdle(System.nanoTime() + 60L * 1000 * 1000 * 1000))(attemptEnded(state, e))
     )
   }
 
@@ -188,10 +206,10 @@ class PartitionStateSuite extends ScalaCheckSuite:
     val state = new PartitionState(tp, new Counters)
     val es = (0L until 3L).map(state.receive)
     es.foreach(e => assertEquals(state.tryStart(e), None))
-    es.foreach(state.attemptEnded)
+    es.foreach(attemptEnded(state, _))
     state.revoke()
     assert(wokenBy(state)(state.awaitOutcomes(System.nanoTime() + 60L * 1000 * 1000 * 1000))(
-      PartitionState.finishAll(es.map(_ -> true))
+      PartitionState.finishAll(es.map(e => (e, ran, true)))
     ))
     assertEquals(state.committable, Some(3L))
   }
@@ -212,8 +230,8 @@ class PartitionStateSuite extends ScalaCheckSuite:
         entries.foreach(e => assertEquals(e.state.tryStart(e), None))
         order.map(entries).grouped(chunk).foreach(finishing)
         (states.map(_.committable), counters.held.get)
-      val oneByOne = run(_.foreach(e => e.state.finish(e, counts = e.offset % 7 != 3)))
-      val chunked = run(es => PartitionState.finishAll(es.map(e => e -> (e.offset % 7 != 3))))
+      val oneByOne = run(_.foreach(e => e.state.finish(e, ran, counts = e.offset % 7 != 3)))
+      val chunked = run(es => PartitionState.finishAll(es.map(e => (e, ran, e.offset % 7 != 3))))
       assertEquals(chunked, oneByOne)
     }
   }

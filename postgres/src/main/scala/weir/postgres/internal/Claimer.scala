@@ -153,11 +153,11 @@ private[postgres] final class Claimer[F[_], A](
       F.delay {
         limited.set(claim.control.exists(_.limited))
         if claim.control.exists(_.heldBackMillis.isDefined) then counters.heldBack.incrementAndGet(): Unit
-        val interruptions = rows.map(r => claims.add(r.token, r.orderingKey.isDefined))
+        val held = rows.map(r => claims.add(r.token, r.orderingKey.isDefined, claimed))
         counters.claimed.addAndGet(rows.size.toLong)
         val jobs = Vector.newBuilder[Job[A]]
         val undecodable = Vector.newBuilder[Finish]
-        rows.lazyZip(interruptions).foreach { (r, interruption) =>
+        rows.lazyZip(held).foreach { (r, claim) =>
           val decoded =
             for
               payload <-
@@ -178,10 +178,11 @@ private[postgres] final class Claimer[F[_], A](
                 r.createdAt,
                 headers,
                 r.token,
-                claimed,
-                interruption
+                claim
               )
             case Left(error) =>
+              // never handed to the pipeline: its end is the claimer's, and it never started
+              claim.handBack(): Unit
               undecodable += Finish.Fail(r.token, error, -1L)
         }
         (jobs.result(), undecodable.result(), rows.size)

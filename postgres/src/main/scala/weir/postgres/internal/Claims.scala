@@ -1,102 +1,99 @@
 package weir.postgres.internal
 
-import fs2.Chunk
-import weir.Interruption
+import weir.Tracked
+import weir.postgres.Job
 
 import java.util.concurrent.ConcurrentHashMap
 
 /**
- * The claims a worker holds and has not yet finished in the database, by token, each with whether its task
- * has an ordering key and whether it may have started. The claimer adds a claim before handing its task on;
- * the completer removes it once its finish has committed. The heartbeat extends the leases of exactly these
- * claims, so a task this process forgot is not kept alive by it.
+ * The claims a worker holds and has not yet finished in the database, by token, each a [[Claims.Claim]]:
+ * a [[weir.Tracked]] item, whose life core's state machine keeps. The claimer adds a claim before handing
+ * its task on; the completer forgets it once its finish has committed ([[finished]]). The heartbeat extends
+ * the leases of exactly these claims, so a task this process forgot is not kept alive by it.
  *
- * A claim whose finish has been handed to the completer is `finishing`: its row may be gone at any moment
- * for that reason. A claim whose row is gone without that is `taken`: another worker rescued it, having
- * taken this one for dead (its heartbeat fell silent for `deadAfter`), and it may already run there.
+ * A claim's events, and who sends them: its task's start and attempts (the engine, through its job); an
+ * operator's cancel ([[interrupt]]: the worker's session or heartbeat); its outcome, read from the
+ * pipeline, which ends it (`done`: the worker's reader of outcomes), or the claimer's hand-back of a claim
+ * that never reaches the pipeline (a payload that does not decode); its row found gone without an end
+ * ([[taken]]: the heartbeat); and its finish, committed ([[finished]]: the completer).
  *
- * Whether a claim may have started decides how the worker's last step hands it back: a task that never
- * started goes back uncounted, one that may have run goes back counted. A claim is marked as handed to the
- * pipeline before the pipeline can receive it, and unmarked only when the pipeline returns it as not
- * started; so an unmarked claim is one whose task never started, and any doubt (a marked task the
- * pipeline never received) falls on the counted side.
+ * A claim whose end is known is being finished: its row may be gone at any moment for that reason. A claim
+ * whose row is gone without that is taken: another worker rescued it, having taken this one for dead (its
+ * heartbeat fell silent for `deadAfter`), and it may already run there; it never starts, nor starts another
+ * attempt, here.
+ *
+ * Whether a claim may have run decides how the worker's last step hands it back: one whose task never
+ * started here (its job's start was never granted, or it ended not started) goes back uncounted; one that
+ * may have run goes back counted.
  */
 private[postgres] final class Claims:
-  import Claims.Held
+  import Claims.Claim
 
-  private val held = new ConcurrentHashMap[Long, Held]
+  private val held = new ConcurrentHashMap[Long, Claim]
 
-  /** Adds a claim; returns the switch that interrupts its task (see [[interrupt]]). */
-  def add(token: Long, keyed: Boolean): Interruption =
-    val interruption = new Interruption
-    held.put(token, Held(keyed, handedOn = false, interruption = interruption))
-    interruption
+  /** Adds a claim, whose job checks its start and completes it through `claimed`. */
+  def add(token: Long, keyed: Boolean, claimed: Job.Claimed): Claim =
+    val claim = new Claim(token, keyed, claimed)
+    held.put(token, claim)
+    claim
+
+  /** The claim `token`, if this worker holds it. */
+  def get(token: Long): Option[Claim] = Option(held.get(token))
 
   /**
    * Tells the task of the claim `token` to stop, for `reason` (its cancel was requested): interrupted if it
-   * runs, refused if it has not started. True if this worker holds the claim and it was not told before.
+   * runs, refused if it has not started. True if this worker holds the claim, without its end yet, and it
+   * was not told before.
    */
   def interrupt(token: Long, reason: String): Boolean =
-    Option(held.get(token)).exists(_.interruption.request(reason))
+    get(token).exists(_.interrupt(s"cancelled: $reason") match
+      case Tracked.Stop.Already | Tracked.Stop.TooLate => false
+      case _ => true)
 
   /**
-   * Marks a claim as finishing: its finish is with the completer. A finish that hands the claim back
-   * (`notStarted`) also marks its task as returned by the pipeline without having started.
-   */
-  def finishing(token: Long, notStarted: Boolean): Unit =
-    held.computeIfPresent(
-      token,
-      (_, h) => h.copy(finishing = true, handedOn = h.handedOn && !notStarted)
-    ): Unit
-
-  /**
-   * Marks as taken those of `tokens` whose rows the database no longer holds for this worker, unless their
-   * finish is what removed them; returns how many were newly marked. The caller reads `tokens` before
-   * asking the database and calls this after: a finish that commits in between was marked finishing before
-   * it could commit.
+   * Refuses, as taken, those of `tokens` whose rows the database no longer holds for this worker, unless
+   * their end is known (their finish may be what removed them); returns how many were newly refused. The
+   * caller reads `tokens` before asking the database and calls this after: a finish that commits in
+   * between had its end known before it could commit.
    */
   def taken(tokens: Iterable[Long]): Int =
     var n = 0
     tokens.foreach(token =>
-      held.computeIfPresent(
-        token,
-        (_, h) =>
-          if h.finishing || h.taken then h
-          else
-            n += 1
-            h.copy(taken = true)
-      ): Unit
+      get(token).foreach(_.refuse(Liveness.taken) match
+        case Tracked.Stop.Already | Tracked.Stop.TooLate => ()
+        case _ => n += 1)
     )
     n
 
-  /** Marks the claims of `tokens` as handed to the pipeline, which may start them from now on. */
-  def handedOn(tokens: Chunk[Long]): Unit =
-    tokens.foreach(token => held.computeIfPresent(token, (_, h) => h.copy(handedOn = true)): Unit)
+  /** The finish of the claim `token` has committed: it is finished and forgotten. True if it had a key. */
+  def finished(token: Long): Boolean =
+    Option(held.remove(token)).exists { claim =>
+      claim.finish(): Unit
+      claim.keyed
+    }
 
-  /** Forgets a claim; true if its task had an ordering key. */
-  def remove(token: Long): Boolean = Option(held.remove(token)).exists(_.keyed)
-
-  def isKeyed(token: Long): Boolean = Option(held.get(token)).exists(_.keyed)
-
-  /** Whether the claim `token` was found rescued by another worker (see [[taken]]). */
-  def isTaken(token: Long): Boolean = Option(held.get(token)).exists(_.taken)
+  def isKeyed(token: Long): Boolean = get(token).exists(_.keyed)
 
   def size: Int = held.size
   def tokens: Array[Long] = select(_ => true)
 
-  /** The claims whose task may have started: handed to the pipeline and not returned unstarted. */
-  def maybeStarted: Array[Long] = select(_.handedOn)
+  /** The claims whose task may have run here: its start was granted, and it did not end not started. */
+  def maybeStarted: Array[Long] = select(_.state.mayHaveRun)
 
-  private def select(p: Held => Boolean): Array[Long] =
+  private def select(p: Claim => Boolean): Array[Long] =
     val out = Array.newBuilder[Long]
-    held.forEach((token, h) => if p(h) then out.addOne(token): Unit)
+    held.forEach((token, claim) => if p(claim) then out.addOne(token): Unit)
     out.result()
 
 private[postgres] object Claims:
-  private final case class Held(
-      keyed: Boolean,
-      handedOn: Boolean,
-      interruption: Interruption,
-      finishing: Boolean = false,
-      taken: Boolean = false
-  )
+
+  /**
+   * One claim: its token, whether its task has an ordering key, and its life. Its job's start asks, in
+   * this order, whether it was cancelled or taken (its state), whether this worker's heartbeat is too late
+   * for any claim to start ([[Liveness]]), and then starts it: a start refused for lateness leaves it
+   * unstarted, to be handed back uncounted.
+   */
+  final class Claim(val token: Long, val keyed: Boolean, claimed: Job.Claimed) extends Tracked, Job.Life:
+    def tryStart(): Option[String] = state.refusal.orElse(claimed.liveness.refusal).orElse(start())
+    def complete: doobie.ConnectionIO[Boolean] = claimed.complete(token, keyed)
+    override def toString: String = s"Claim($token, $state)"

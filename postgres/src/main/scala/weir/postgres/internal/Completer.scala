@@ -20,6 +20,10 @@ import scala.concurrent.duration.*
  * A task of a queue with a limit on running tasks (`limited`, as its last claim said) that finishes frees
  * room: the batch wakes the queue's claimers, here and in other processes, which may be waiting for it.
  *
+ * A finish is submitted once its claim's end is known ([[weir.Tracked.done]], or the claimer's hand-back),
+ * so that the heartbeat never takes its row, gone because it committed, for a rescue; once it has
+ * committed, its claim is finished and forgotten ([[Claims.finished]]).
+ *
  * Release of the resource writes everything submitted before it, waiting at most `stopWithin` for an
  * unreachable database; then the writer is stopped, and once the release returns nothing more is written.
  * The claims still unwritten stay in [[Claims]], for the worker's last step to hand back.
@@ -27,14 +31,12 @@ import scala.concurrent.duration.*
 private[postgres] final class Completer[F[_]] private (
     queue: Queue[F, Option[Chunk[Finish]]],
     room: Semaphore[F],
-    claims: Claims,
     batchSize: Int
 )(using F: Async[F]):
 
   /**
-   * Queues a finish; waits while `4 × batchSize` are queued. Cancelable while it waits. A release also
-   * marks its claim as not started, so that the worker's last step hands it back uncounted should the
-   * release itself never be written.
+   * Queues a finish, whose claim's end is known; waits while `4 × batchSize` are queued. Cancelable while
+   * it waits.
    */
   def submit(finish: Finish): F[Unit] = submitAll(Chunk.singleton(finish))
 
@@ -44,12 +46,8 @@ private[postgres] final class Completer[F[_]] private (
    * cancellation stay queued.
    */
   def submitAll(finishes: Chunk[Finish]): F[Unit] =
-    F.delay(
-      finishes.foreach(f => claims.finishing(f.token, notStarted = f.isInstanceOf[Finish.HandBack]))
-    ) *> {
-      if finishes.size <= batchSize then offer(finishes)
-      else Stream.chunk(finishes).chunkLimit(batchSize).foreach(offer).compile.drain
-    }
+    if finishes.size <= batchSize then offer(finishes)
+    else Stream.chunk(finishes).chunkLimit(batchSize).foreach(offer).compile.drain
 
   // the room is taken before the slice is queued and given back when the writer takes it: queued finishes
   // never exceed the semaphore's permits
@@ -142,7 +140,7 @@ private[postgres] object Completer:
             counters.cancelled.addAndGet((cancelledFailing + cancelledUnstarted + cancelledSnoozing).toLong)
             counters.handedBack.addAndGet(handedBack.toLong)
             counters.snoozed.addAndGet(snoozed.toLong)
-            batch.foreach(f => claims.remove(f.token): Unit)
+            batch.foreach(f => claims.finished(f.token): Unit)
           } *> wake.whenA(wakeUp)
       }
 
@@ -186,4 +184,4 @@ private[postgres] object Completer:
         // room is the semaphore's), so queueing the marker never waits on a writer that cannot write
         queue.offer(None) *> F.timeoutTo(fiber.join.void, stopWithin, fiber.cancel)
       }
-    yield new Completer(queue, room, claims, batchSize)
+    yield new Completer(queue, room, batchSize)

@@ -7,7 +7,7 @@ import cats.syntax.all.*
  * Keeps a worker alive in the database: twice every `heartbeat` it writes its heartbeat (registering again if a
  * rescuer had removed it) and extends the leases of the claims it holds that end within half a lease. The
  * same statement names the claims whose rows are no longer this worker's: those another worker rescued
- * are marked taken in [[Claims]] and counted. It also names the claims whose cancel was requested, whose
+ * are refused as taken in [[Claims]] and counted. It also names the claims whose cancel was requested, whose
  * tasks are told to stop: the fallback of the cancel's notification ([[WorkerSession]]).
  * Each beat that commits is reported to [[Liveness]] with the moment it was sent; beating twice per
  * period keeps the last one young enough for the worker's claims to start (see there).
@@ -38,7 +38,7 @@ private[postgres] object Heartbeat:
       F.delay((System.nanoTime(), claims.tokens)).flatMap { (sentAt, tokens) =>
         run.single(sql.beat(owner, worker.config.name, every.toMillis, tokens, lease.toMillis))
           .flatMap(found =>
-            // the claims found gone are marked taken before the beat counts: no claim of them starts after it
+            // the claims found gone are refused as taken before the beat counts: none of them starts after it
             F.delay {
               val taken = claims.taken(found.gone)
               counters.taken.addAndGet(taken.toLong)

@@ -1,52 +1,77 @@
 package weir.postgres.internal
 
-import fs2.Chunk
 import munit.FunSuite
+import weir.{NotStartedReason, TaskOutcome, Tracked}
+import weir.postgres.{Job, Schema}
+
+import scala.concurrent.duration.*
 
 /**
  * The worker's book of claims ([[Claims]]), without a database: what the last step hands back counted
- * (`maybeStarted`), which claims a beat may mark taken, and the interruption of a claim's task.
+ * (`maybeStarted`), which claims a beat may refuse as taken, and the interruption of a claim's task.
  */
 class ClaimsSuite extends FunSuite:
 
-  test("a claim may have started once handed on, until the pipeline returns it unstarted") {
+  private val claimed = new Job.Claimed(new Sql(Schema.default), keepCompleted = false, new Liveness(1.hour))
+
+  test("a claim may have run once its start was granted, unless the pipeline returned it unstarted") {
     val claims = new Claims
-    claims.add(1, keyed = false): Unit
-    claims.add(2, keyed = true): Unit
-    claims.add(3, keyed = false): Unit
+    val Vector(first, second, third) = Vector(1L, 2L, 3L).map(t => claims.add(t, keyed = t == 2, claimed))
     assertEquals(claims.maybeStarted.toSet, Set.empty[Long])
-    claims.handedOn(Chunk(1L, 2L, 3L))
+    Vector(first, second, third).foreach(c => assertEquals(c.tryStart(), None))
     assertEquals(claims.maybeStarted.toSet, Set(1L, 2L, 3L))
-    claims.finishing(2, notStarted = true) // refused or drained: handed back uncounted
-    claims.finishing(3, notStarted = false) // ran
+    // refused or drained: handed back uncounted
+    assert(second.done(TaskOutcome.NotStarted((), NotStartedReason.Refused("cancelled: stop"))))
+    assert(third.done(TaskOutcome.Succeeded((), (), 1))) // ran
     assertEquals(claims.maybeStarted.toSet, Set(1L, 3L))
     assertEquals((claims.isKeyed(2), claims.isKeyed(1), claims.isKeyed(9)), (true, false, false))
-    assertEquals((claims.remove(2), claims.remove(1), claims.remove(1)), (true, false, false))
+    assertEquals((claims.finished(2), claims.finished(1), claims.finished(1)), (true, false, false))
     assertEquals(claims.tokens.toSet, Set(3L))
+    assertEquals(second.state, Tracked.State.Ended(Tracked.End.Refused("cancelled: stop")))
   }
 
-  test("a beat marks taken only the claims whose finish did not remove them, each once") {
+  test("a claim that never started, handed on or not, goes back uncounted") {
     val claims = new Claims
-    (1L to 4L).foreach(t => claims.add(t, keyed = false): Unit)
-    claims.finishing(2, notStarted = false) // its finish removed the row: not taken
+    val claim = claims.add(1, keyed = false, claimed)
+    assertEquals(claims.maybeStarted.toSet, Set.empty[Long])
+    assert(claim.done(TaskOutcome.NotStarted((), NotStartedReason.Drained)))
+    assertEquals(claims.maybeStarted.toSet, Set.empty[Long])
+  }
+
+  test("a beat refuses as taken only the claims whose end is not known, each once") {
+    val claims = new Claims
+    val held = (1L to 4L).map(t => claims.add(t, keyed = false, claimed))
+    assertEquals(held(1).tryStart(), None)
+    assert(held(1).done(TaskOutcome.Succeeded((), (), 1))) // its finish may have removed the row: not taken
     assertEquals(claims.taken(List(1L, 2L, 5L)), 1) // 5 is not held at all
-    assertEquals(claims.taken(List(1L, 3L)), 1) // 1 was already marked
-    assertEquals((1L to 4L).map(claims.isTaken), Vector(true, false, true, false))
+    assertEquals(claims.taken(List(1L, 3L)), 1) // 1 was already refused
+    assertEquals(held.map(_.state.refusal.contains(Liveness.taken)), Vector(true, false, true, false))
+    assertEquals(held(0).tryStart(), Some(Liveness.taken))
   }
 
   test("a claim's interruption is its task's: told once, refused before the start, heard by a registration") {
     val claims = new Claims
-    val first = claims.add(1, keyed = false)
-    claims.add(2, keyed = false): Unit
+    val first = claims.add(1, keyed = false, claimed)
+    claims.add(2, keyed = false, claimed): Unit
+    assertEquals(first.tryStart(), None)
     var heard = Vector.empty[String]
     val unregister = first.onInterrupt(reason => heard :+= reason)
     assertEquals(claims.interrupt(1, "an operator's cancel"), true)
     assertEquals(claims.interrupt(1, "again"), false)
     assertEquals(claims.interrupt(7, "not held"), false)
     unregister()
-    assertEquals(heard, Vector("an operator's cancel"))
-    assertEquals(first.requested, Some("an operator's cancel"))
-    // a claim finished and removed is no longer told anything
-    claims.remove(2): Unit
+    assertEquals(heard, Vector("cancelled: an operator's cancel"))
+    assertEquals(first.tryStart(), Some("cancelled: an operator's cancel"))
+    // a claim finished and forgotten is no longer told anything
+    claims.finished(2): Unit
     assertEquals(claims.interrupt(2, "late"), false)
+  }
+
+  test("a claim refuses to start while its worker's heartbeat is late, and stays unstarted") {
+    val late = new Job.Claimed(new Sql(Schema.default), keepCompleted = false, new Liveness(1.nano))
+    val claims = new Claims
+    val claim = claims.add(1, keyed = false, late)
+    assert(claim.tryStart().exists(_.startsWith("this worker's last heartbeat that committed is")))
+    assertEquals(claim.state, Tracked.State.HandedOn)
+    assertEquals(claims.maybeStarted.toSet, Set.empty[Long])
   }

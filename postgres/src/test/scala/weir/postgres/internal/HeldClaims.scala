@@ -2,20 +2,19 @@ package weir.postgres.internal
 
 import cats.effect.{IO, Resource}
 import cats.syntax.all.*
-import weir.Interruption
-import weir.postgres.{Database, NewTask, TaskQueue, WorkerConfig}
+import weir.postgres.{Database, Job, NewTask, TaskQueue, WorkerConfig}
 
 import java.util.concurrent.atomic.AtomicBoolean
 
 /**
  * A worker's parts without the worker, for the suites of single components (the claimer, the completer,
  * the heartbeat): `tokens` are claims of `config.queue`'s tasks by a registered worker, held in its
- * context's [[Claims]]; `interruptions` are their switches, by token.
+ * context's [[Claims]]; `claims` are those claims, by token.
  */
 final case class HeldClaims(
     worker: WorkerContext,
     tokens: Vector[Long],
-    interruptions: Map[Long, Interruption]
+    claims: Map[Long, Claims.Claim]
 )
 
 object HeldClaims:
@@ -37,7 +36,7 @@ object HeldClaims:
           sql,
           claims,
           new Counters,
-          new Liveness(config.heartbeat, claims),
+          new Liveness(config.heartbeat),
           new AtomicBoolean
         )
       }
@@ -51,5 +50,6 @@ object HeldClaims:
       _ <- Resource.eval(TaskQueue[IO, Int](db, config.queue).enqueueMany((1 to n).map(NewTask(_))))
       claim <- Resource.eval(run(worker.sql.claim(config.queue, worker.owner, n, config.lease.toMillis)))
     yield
-      val switches = claim.rows.map(r => r.token -> worker.claims.add(r.token, keyed = false)).toMap
-      HeldClaims(worker, claim.rows.map(_.token), switches)
+      val claimed = new Job.Claimed(worker.sql, config.keepCompleted, worker.liveness)
+      val held = claim.rows.map(r => r.token -> worker.claims.add(r.token, keyed = false, claimed)).toMap
+      HeldClaims(worker, claim.rows.map(_.token), held)

@@ -24,7 +24,7 @@ import java.util.concurrent.atomic.{AtomicBoolean, AtomicInteger}
  *     holds nothing), and so does every run after [[TestJob.Built.loseClaim]]. It is a `ConnectionIO`, so it
  *     runs inside whatever transaction the handler runs it in (a real one, on [[TestDatabase]], or none):
  *     it is counted when it runs, whether that transaction commits or not.
- *   - its refusal (asked by an engine before each attempt) is `None` until [[TestJob.Built.cancel]] or
+ *   - its `tryStart()` (asked by an engine before each attempt) is `None` until [[TestJob.Built.cancel]] or
  *     [[TestJob.Built.loseClaim]], then what a claimed job would answer.
  *   - [[TestJob.Built.cancel]] interrupts it as an operator's cancel interrupts a claimed job: an engine
  *     running it cancels the attempt, which ends interrupted with `cancelled: <reason>`.

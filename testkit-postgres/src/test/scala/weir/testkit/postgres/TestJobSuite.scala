@@ -35,7 +35,7 @@ class TestJobSuite extends CatsEffectSuite with ScalaCheckSuite:
         ),
         ("hello", 1L, "test", 1, 20, 0, None, Map.empty[String, String], Instant.ofEpochSecond(5))
       )
-      assertEquals(j.refusal, None)
+      assertEquals(j.tryStart(), None)
     }
   }
 
@@ -136,7 +136,7 @@ class TestJobSuite extends CatsEffectSuite with ScalaCheckSuite:
       n <- built.completions
     yield
       assertEquals((done, n), (false, 0))
-      assertEquals(built.job.refusal, Some("another worker rescued this claim (TestJob.Built.loseClaim)"))
+      assertEquals(built.job.tryStart(), Some("another worker rescued this claim (TestJob.Built.loseClaim)"))
   }
 
   test("a cancel interrupts the attempt an engine is running, which ends interrupted with the reason") {
@@ -161,7 +161,7 @@ class TestJobSuite extends CatsEffectSuite with ScalaCheckSuite:
               case e: TaskInterrupted => assertEquals(e.reason, "cancelled: the operator stopped it")
               case other => fail(s"expected TaskInterrupted, was: $other")
           case other => fail(s"expected one failure, was: $other")
-        assertEquals(built.job.refusal, Some("cancelled: the operator stopped it"))
+        assertEquals(built.job.tryStart(), Some("cancelled: the operator stopped it"))
     )
   }
 
