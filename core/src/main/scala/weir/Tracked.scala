@@ -227,8 +227,7 @@ object Tracked:
   // an item with an end: a start or registration is denied, anything else is late
   private def afterEnd(state: State, how: End, event: Event): Step =
     event match
-      case Event.Start | (_: Event.Register) =>
-        Told(state, Answer.Denied(how.refusal))
+      case Event.Start | (_: Event.Register) => Told(state, Answer.Denied(how.refusal))
       case Event.Refuse(_) | Event.Interrupt(_) => Told(state, stopped(Stop.TooLate))
       case _ => Told(state, Answer.Late)
 
@@ -236,7 +235,6 @@ object Tracked:
   private def ended(how: End): State = if how == End.Ran then State.endedRan else State.Ended(how)
 
   private def stopped(found: Stop): Answer = Answer.Stopped(found, None)
-
   private def doneEvent(how: End): Event =
     how match
       case End.Ran => Event.doneRan
