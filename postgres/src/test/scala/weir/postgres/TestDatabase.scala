@@ -12,13 +12,17 @@ import java.util.concurrent.atomic.AtomicInteger
  * `WEIR_TEST_DATABASE_URL` names (CI's run against Debian's server), or else an embedded server started once
  * per test JVM and stopped when it exits. Each test gets a schema of its own, so suites never see each
  * other's rows. (weir-testkit-postgres's `TestDatabase` depends on this module, so its suites cannot use it.)
+ *
+ * The build runs this module's suites in two JVMs at once. Each has an embedded server of its own; on an
+ * external server each works in a database of its own, so that what one JVM's tests leave on the server
+ * ([[leftovers]]: sessions, advisory locks) is never counted against the other's.
  */
 object TestDatabase:
 
   private lazy val server: PostgresServer[SyncIO] = PostgresServer.shared[SyncIO].unsafeRunSync()
 
-  /** The server's URL. */
-  lazy val url: String = server.url
+  /** The URL the suites use: the embedded server's, or on an external server this JVM's own database's. */
+  lazy val url: String = if server.embedded then server.url else OwnDatabase.on(server.url)
 
   /** Which server the suites use, for the test log. */
   def describe: String = if server.embedded then "embedded" else "external"
@@ -41,12 +45,14 @@ object TestDatabase:
     Transactor.fromDriverManager[IO]("org.postgresql.Driver", jdbc, props, None)
 
   /**
-   * What weir left on the server: advisory locks held, and connections with weir's application name other
-   * than the checking one.
+   * What weir left in this JVM's database: advisory locks held, and connections with weir's application name
+   * other than the checking one.
    */
   def leftovers: IO[(Long, Long)] =
-    sql"""SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'),
-                 (SELECT count(*) FROM pg_stat_activity WHERE application_name = 'weir' AND pid <> pg_backend_pid())"""
+    sql"""SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
+                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())),
+                 (SELECT count(*) FROM pg_stat_activity WHERE application_name = 'weir'
+                    AND datname = current_database() AND pid <> pg_backend_pid())"""
       .query[(Long, Long)]
       .unique
       .transact(admin)
