@@ -1,11 +1,14 @@
 package weir.postgres
 
 import cats.effect.{IO, Resource, SyncIO}
+import com.zaxxer.hikari.{HikariConfig, HikariDataSource}
 import doobie.*
 import doobie.implicits.*
 import weir.testkit.PostgresServer
 
+import java.util.concurrent.Executors
 import java.util.concurrent.atomic.AtomicInteger
+import scala.concurrent.ExecutionContext
 
 /**
  * The PostgreSQL server the suites run against: weir-testkit's shared server, the one
@@ -39,10 +42,27 @@ object TestDatabase:
     val c = config(freshSchema())
     Database.migrateAndConnect[IO](c)
 
-  /** A plain transactor outside weir's pools, for checks and planted rows. */
+  /**
+   * A plain transactor outside weir's pools, for checks and planted rows, on a small pool of its own (kept
+   * until the JVM exits): a test's waits probe every few tens of milliseconds, and a session opened for each
+   * probe costs the server a process and, on a server that offers TLS, both sides a handshake.
+   */
   lazy val admin: Transactor[IO] =
     val (jdbc, props) = DatabaseConfig.toJdbc(url)
-    Transactor.fromDriverManager[IO]("org.postgresql.Driver", jdbc, props, None)
+    val config = new HikariConfig()
+    config.setPoolName("weir-test-admin")
+    config.setJdbcUrl(jdbc)
+    config.setDataSourceProperties(props)
+    config.setMinimumIdle(1)
+    config.setMaximumPoolSize(8)
+    val pool = new HikariDataSource(config)
+    sys.addShutdownHook(pool.close()): Unit
+    val connecting = Executors.newCachedThreadPool { (r: Runnable) =>
+      val t = new Thread(r, "weir-test-admin-connect")
+      t.setDaemon(true)
+      t
+    }
+    Transactor.fromDataSource[IO](pool, ExecutionContext.fromExecutor(connecting))
 
   /**
    * What weir left in this JVM's database: advisory locks held, and connections with weir's application name

@@ -62,7 +62,10 @@ class HeartbeatSuite extends DbSuite:
         Rows.exec(s"""UPDATE ${db.schema("tasks")} SET state = 'available', lease_owner = NULL,
             lease_expires_at = NULL, lease_token = NULL WHERE lease_token = $rescued""") *>
           beating(db, held, log)(IO(held.worker.claims.isTaken(rescued))) *>
-          beating(db, held, log)(IO(held.worker.counters.taken.get >= 1)) *> logs.lines.map { lines =>
+          // the beat counts the claims before it logs them: wait for both
+          beating(db, held, log)(
+            (IO(held.worker.counters.taken.get >= 1), logs.lines.map(_.nonEmpty)).mapN(_ && _)
+          ) *> logs.lines.map { lines =>
             assertEquals(held.worker.counters.taken.get, 1L)
             assert(!held.worker.claims.isTaken(kept))
             assertEquals(held.worker.liveness.refusal(rescued), Some(Liveness.taken))
