@@ -25,9 +25,10 @@ class ConnectionsSuite extends DbSuite:
   private def named(name: String): String =
     TestDatabase.url + (if TestDatabase.url.contains("?") then "&" else "?") + s"ApplicationName=$name"
 
+  /** The sessions named `name` in the test JVM's database (another JVM's tests may share the server). */
   private def backends(name: String): IO[Long] =
-    sql"SELECT count(*) FROM pg_stat_activity WHERE application_name = $name".query[Long].unique
-      .transact(TestDatabase.admin)
+    sql"SELECT count(*) FROM pg_stat_activity WHERE application_name = $name AND datname = current_database()"
+      .query[Long].unique.transact(TestDatabase.admin)
 
   /** Waits until `name` has `expected` backends (pools fill in the background), failing after 20 s. */
   private def settlesAt(name: String, expected: Long): IO[Unit] =

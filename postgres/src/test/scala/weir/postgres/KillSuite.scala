@@ -7,7 +7,6 @@ import doobie.implicits.*
 import weir.testkit.Eventually
 
 import java.io.{BufferedReader, InputStreamReader}
-import java.nio.file.Paths
 import java.util.concurrent.TimeUnit
 import scala.concurrent.duration.*
 
@@ -35,20 +34,17 @@ class KillSuite extends DbSuite:
       limit: Int,
       liveness: Liveness
   ): Resource[IO, (Process, Vector[Long])] =
-    val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
-    val command = List(
-      java,
-      "--sun-misc-unsafe-memory-access=allow",
-      "-Xmx256m",
-      "-cp",
-      System.getProperty("java.class.path"),
+    val command = ChildCommand(
       "weir.postgres.KillableWorker",
-      TestDatabase.url,
-      db.schema.name,
-      queues.mkString(","),
-      limit.toString,
-      liveness.listen.toString,
-      liveness.deadAfter.toMillis.toString
+      heapMiB = 256,
+      List(
+        TestDatabase.url,
+        db.schema.name,
+        queues.mkString(","),
+        limit.toString,
+        liveness.listen.toString,
+        liveness.deadAfter.toMillis.toString
+      )
     )
     Resource
       .make(IO.blocking(new ProcessBuilder(command*).redirectErrorStream(true).start()))(p =>

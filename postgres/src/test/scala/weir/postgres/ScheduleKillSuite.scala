@@ -7,7 +7,6 @@ import doobie.implicits.*
 import weir.testkit.Eventually
 
 import java.io.{BufferedReader, InputStreamReader}
-import java.nio.file.Paths
 import scala.concurrent.duration.*
 
 /** Scheduler JVMs SIGKILLed while they tick: no tick lost, none doubled. */
@@ -17,18 +16,10 @@ class ScheduleKillSuite extends DbSuite:
 
   /** A scheduler JVM, started once it says it schedules; SIGKILLed on release if still running. */
   private def child(db: Database[IO], name: String, every: FiniteDuration): Resource[IO, Process] =
-    val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
-    val command = List(
-      java,
-      "--sun-misc-unsafe-memory-access=allow",
-      "-Xmx128m",
-      "-cp",
-      System.getProperty("java.class.path"),
+    val command = ChildCommand(
       "weir.postgres.KillableScheduler",
-      TestDatabase.url,
-      db.schema.name,
-      name,
-      every.toMillis.toString
+      heapMiB = 128,
+      List(TestDatabase.url, db.schema.name, name, every.toMillis.toString)
     )
     Resource
       .make(IO.blocking(new ProcessBuilder(command*).redirectErrorStream(true).start()))(p =>

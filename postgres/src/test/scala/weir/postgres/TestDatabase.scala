@@ -1,24 +1,31 @@
 package weir.postgres
 
 import cats.effect.{IO, Resource, SyncIO}
+import com.zaxxer.hikari.{HikariConfig, HikariDataSource}
 import doobie.*
 import doobie.implicits.*
 import weir.testkit.PostgresServer
 
+import java.util.concurrent.Executors
 import java.util.concurrent.atomic.AtomicInteger
+import scala.concurrent.ExecutionContext
 
 /**
  * The PostgreSQL server the suites run against: weir-testkit's shared server, the one
  * `WEIR_TEST_DATABASE_URL` names (CI's run against Debian's server), or else an embedded server started once
  * per test JVM and stopped when it exits. Each test gets a schema of its own, so suites never see each
  * other's rows. (weir-testkit-postgres's `TestDatabase` depends on this module, so its suites cannot use it.)
+ *
+ * The build runs this module's suites in two JVMs at once. Each has an embedded server of its own; on an
+ * external server each works in a database of its own, so that what one JVM's tests leave on the server
+ * ([[leftovers]]: sessions, advisory locks) is never counted against the other's.
  */
 object TestDatabase:
 
   private lazy val server: PostgresServer[SyncIO] = PostgresServer.shared[SyncIO].unsafeRunSync()
 
-  /** The server's URL. */
-  lazy val url: String = server.url
+  /** The URL the suites use: the embedded server's, or on an external server this JVM's own database's. */
+  lazy val url: String = if server.embedded then server.url else OwnDatabase.on(server.url)
 
   /** Which server the suites use, for the test log. */
   def describe: String = if server.embedded then "embedded" else "external"
@@ -35,18 +42,37 @@ object TestDatabase:
     val c = config(freshSchema())
     Database.migrateAndConnect[IO](c)
 
-  /** A plain transactor outside weir's pools, for checks and planted rows. */
+  /**
+   * A plain transactor outside weir's pools, for checks and planted rows, on a small pool of its own (kept
+   * until the JVM exits): a test's waits probe every few tens of milliseconds, and a session opened for each
+   * probe costs the server a process and, on a server that offers TLS, both sides a handshake.
+   */
   lazy val admin: Transactor[IO] =
     val (jdbc, props) = DatabaseConfig.toJdbc(url)
-    Transactor.fromDriverManager[IO]("org.postgresql.Driver", jdbc, props, None)
+    val config = new HikariConfig()
+    config.setPoolName("weir-test-admin")
+    config.setJdbcUrl(jdbc)
+    config.setDataSourceProperties(props)
+    config.setMinimumIdle(1)
+    config.setMaximumPoolSize(8)
+    val pool = new HikariDataSource(config)
+    sys.addShutdownHook(pool.close()): Unit
+    val connecting = Executors.newCachedThreadPool { (r: Runnable) =>
+      val t = new Thread(r, "weir-test-admin-connect")
+      t.setDaemon(true)
+      t
+    }
+    Transactor.fromDataSource[IO](pool, ExecutionContext.fromExecutor(connecting))
 
   /**
-   * What weir left on the server: advisory locks held, and connections with weir's application name other
-   * than the checking one.
+   * What weir left in this JVM's database: advisory locks held, and connections with weir's application name
+   * other than the checking one.
    */
   def leftovers: IO[(Long, Long)] =
-    sql"""SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'),
-                 (SELECT count(*) FROM pg_stat_activity WHERE application_name = 'weir' AND pid <> pg_backend_pid())"""
+    sql"""SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
+                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())),
+                 (SELECT count(*) FROM pg_stat_activity WHERE application_name = 'weir'
+                    AND datname = current_database() AND pid <> pg_backend_pid())"""
       .query[(Long, Long)]
       .unique
       .transact(admin)

@@ -10,7 +10,6 @@ import weir.testkit.RecordedLogs
 import weir.testkit.Eventually
 
 import java.nio.charset.StandardCharsets
-import java.nio.file.Paths
 import java.util.concurrent.TimeUnit
 import scala.concurrent.duration.*
 
@@ -40,17 +39,8 @@ class UpgradeSuite extends DbSuite:
 
   /** Another process: a child JVM runs this release's `Database.migrate`; returns the versions it applied. */
   private def migrateInChild(config: DatabaseConfig): IO[Vector[Int]] =
-    val java = Paths.get(System.getProperty("java.home"), "bin", "java").toString
-    val command = List(
-      java,
-      "--sun-misc-unsafe-memory-access=allow",
-      "-Xmx256m",
-      "-cp",
-      System.getProperty("java.class.path"),
-      "weir.postgres.MigrateProcess",
-      TestDatabase.url,
-      config.schema.name
-    )
+    val command =
+      ChildCommand("weir.postgres.MigrateProcess", heapMiB = 256, List(TestDatabase.url, config.schema.name))
     Resource
       .make(IO.blocking(new ProcessBuilder(command*).redirectErrorStream(true).start()))(p =>
         IO.blocking(p.destroyForcibly().waitFor()).void

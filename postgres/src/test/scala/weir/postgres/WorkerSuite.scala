@@ -277,7 +277,8 @@ class WorkerSuite extends DbSuite:
 
   withDb("a head waiting out its backoff holds only its own key; a dead head releases its key") { db =>
     val queue = TaskQueue[IO, String](db, "heads")
-    // key a: its head fails once and waits 300 ms; key b: its head fails its only attempt and goes dead
+    // key a: its head fails once and waits 1 s (long enough for c's two tasks to run one after the other on
+    // a loaded machine); key b: its head fails its only attempt and goes dead
     val tasks = Vector("a1", "a2", "b1", "b2", "c1", "c2").map(p =>
       NewTask(p, maxAttempts = if p == "b1" then 1 else 2, orderingKey = Some(p.take(1)))
     )
@@ -290,9 +291,9 @@ class WorkerSuite extends DbSuite:
         else done.update(_ :+ job.payload)
       slowRetry = config("heads").copy(backoff =
         Retry.exponential(
-          base = 300.millis,
+          base = 1.second,
           maxAttempts = Int.MaxValue,
-          maxDelay = 300.millis,
+          maxDelay = 1.second,
           jitter = Retry.Jitter.Off
         )
       )

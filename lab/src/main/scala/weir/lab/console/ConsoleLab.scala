@@ -159,6 +159,14 @@ object ConsoleLab extends Experiment:
     }
 
   private def measure(lab: LabDatabase, s: Settings, base: String, unshared: String): IO[Vector[Timing]] =
+    ConsoleProbe.login(base, token).use(probe => measure(lab, s, probe, unshared))
+
+  private def measure(
+      lab: LabDatabase,
+      s: Settings,
+      probe: ConsoleProbe,
+      unshared: String
+  ): IO[Vector[Timing]] =
     val finished = lab.schema("finished")
     val tasks = lab.schema("tasks")
     val n = s.n
@@ -166,7 +174,6 @@ object ConsoleLab extends Experiment:
     // every action sample acts on a task of its own: retried, discarded or cancelled tasks are gone
     val perAction = n + warmup
     for
-      probe <- ConsoleProbe.login(base, token)
       dead <- Fragment.const(
         s"SELECT id FROM $finished WHERE state = 'dead' ORDER BY id DESC LIMIT ${perAction * 22}"
       )
@@ -215,9 +222,8 @@ object ConsoleLab extends Experiment:
       _ <- pages.traverse_((name, path) => timed(name, action = false, 0, 1, 200)(_ => probe.get(path)))
       pageTimings <-
         pages.traverse((name, path) => timed(name, action = false, n, warmup, 200)(_ => probe.get(path)))
-      reader <- ConsoleProbe.reader(unshared)
-      reference <- timed("overview, counts read for each request", action = false, n, warmup, 200)(_ =>
-        reader.get("")
+      reference <- ConsoleProbe.reader(unshared).use(reader =>
+        timed("overview, counts read for each request", action = false, n, warmup, 200)(_ => reader.get(""))
       ).map(_.copy(reference = true))
       actions = Vector[(String, Int => IO[(Int, Double)])](
         "pause" -> (_ => probe.post("queues/webhooks/pause", Nil)),

@@ -1,6 +1,6 @@
 package weir.lab.console
 
-import cats.effect.IO
+import cats.effect.{IO, Resource}
 
 import java.net.URI
 import java.net.http.{HttpClient, HttpRequest, HttpResponse}
@@ -41,29 +41,35 @@ object ConsoleProbe:
     fields.map((k, v) => s"${URLEncoder.encode(k, UTF_8)}=${URLEncoder.encode(v, UTF_8)}").mkString("&")
 
   /** A client of the read-only console at `base` (ending in `/`), which only reads. */
-  def reader(base: String): IO[ConsoleProbe] = IO {
-    new ConsoleProbe(base, HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build(), "", "")
-  }
+  def reader(base: String): Resource[IO, ConsoleProbe] = client.map(new ConsoleProbe(base, _, "", ""))
 
   /** Logs in to the console at `base` (ending in `/`) with `token`. */
-  def login(base: String, token: String): IO[ConsoleProbe] = IO.blocking {
-    val client = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build()
-    val login = client.send(
-      HttpRequest.newBuilder(URI.create(base + "login"))
-        .header("Content-Type", "application/x-www-form-urlencoded")
-        .POST(HttpRequest.BodyPublishers.ofString(form(Seq("token" -> token))))
-        .build(),
-      HttpResponse.BodyHandlers.ofString()
-    )
-    val cookie = login.headers.firstValue("Set-Cookie").orElseThrow(() =>
-      new IllegalStateException(s"the console refused the lab's login: status ${login.statusCode}")
-    ).takeWhile(_ != ';')
-    val page = client.send(
-      HttpRequest.newBuilder(URI.create(base)).header("Cookie", cookie).GET().build(),
-      HttpResponse.BodyHandlers.ofString()
-    ).body
-    val csrf = """name="csrf" value="([^"]+)"""".r.findFirstMatchIn(page).map(_.group(1)).getOrElse(
-      throw new IllegalStateException("the console's overview holds no CSRF token after the lab's login")
-    )
-    new ConsoleProbe(base, client, cookie, csrf)
-  }
+  def login(base: String, token: String): Resource[IO, ConsoleProbe] = client.evalMap(client =>
+    IO.blocking {
+      val login = client.send(
+        HttpRequest.newBuilder(URI.create(base + "login"))
+          .header("Content-Type", "application/x-www-form-urlencoded")
+          .POST(HttpRequest.BodyPublishers.ofString(form(Seq("token" -> token))))
+          .build(),
+        HttpResponse.BodyHandlers.ofString()
+      )
+      val cookie = login.headers.firstValue("Set-Cookie").orElseThrow(() =>
+        new IllegalStateException(s"the console refused the lab's login: status ${login.statusCode}")
+      ).takeWhile(_ != ';')
+      val page = client.send(
+        HttpRequest.newBuilder(URI.create(base)).header("Cookie", cookie).GET().build(),
+        HttpResponse.BodyHandlers.ofString()
+      ).body
+      val csrf = """name="csrf" value="([^"]+)"""".r.findFirstMatchIn(page).map(_.group(1)).getOrElse(
+        throw new IllegalStateException("the console's overview holds no CSRF token after the lab's login")
+      )
+      new ConsoleProbe(base, client, cookie, csrf)
+    }
+  )
+
+  /**
+   * A client closed on release, with its connections: the console's server is released after it, and Ember's
+   * shutdown waits for the connections still open (30 s by default), which a client keeps alive when idle.
+   */
+  private def client: Resource[IO, HttpClient] =
+    Resource.fromAutoCloseable(IO(HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NEVER).build()))

@@ -166,8 +166,11 @@ class ClaimerSuite extends DbSuite:
     claimer[Int, Unit](db, base) { (jobs, f) =>
       jobs.take(1).compile.drain.start.flatMap { taking =>
         for
-          // the first claim found nothing; while the claimer waits for its poll, the session takes the turn
-          // and begins a claim, which cannot see the task enqueued next
+          // the first claim found nothing (a claimer that starts before its worker's first beat skips its
+          // claims until that beat, and idles meanwhile: so wait for the claim itself); while the claimer
+          // waits for its poll, the session takes the turn and begins a claim, which cannot see the task
+          // enqueued next
+          _ <- Eventually.until("a first claim", f.probe.claims.get, every = 5.millis)(_ >= 1)
           into <- Eventually.defined("the session's claim", IO(f.gate.sessionClaims()), every = 5.millis)
           _ <- TaskQueue[IO, Int](db, base.queue).enqueueMany(Vector(NewTask(1)))
           // the task's notification, which finds the session's claim under way: a wake-up, taken by the
