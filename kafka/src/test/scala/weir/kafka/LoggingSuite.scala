@@ -4,7 +4,7 @@ import cats.effect.IO
 import org.apache.kafka.common.serialization.StringDeserializer
 import org.typelevel.log4cats.LoggerFactory
 import weir.Pipeline
-import weir.testkit.RecordedLogs
+import weir.testing.RecordedLogs
 
 import scala.concurrent.duration.*
 

@@ -5,7 +5,7 @@ import cats.syntax.all.*
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres
 import org.typelevel.log4cats.LoggerFactory
 import weir.{Limit, Pipeline}
-import weir.testkit.RecordedLogs
+import weir.testing.RecordedLogs
 import weir.testkit.Eventually
 
 import java.nio.file.{Files, Path}

@@ -6,7 +6,7 @@ import doobie.*
 import doobie.implicits.*
 import org.typelevel.log4cats.LoggerFactory
 import weir.{Limit, Pipeline}
-import weir.testkit.RecordedLogs
+import weir.testing.RecordedLogs
 import weir.testkit.Eventually
 
 import java.nio.charset.StandardCharsets

@@ -3,7 +3,7 @@ package weir.runtime
 import cats.effect.IO
 import cats.effect.unsafe.{IORuntime, IORuntimeConfig}
 import munit.CatsEffectSuite
-import weir.testkit.RecordedLogs
+import weir.testing.RecordedLogs
 
 /** The runtime's one notice goes to the user's logger when one is given. */
 class RuntimeNoticeSuite extends CatsEffectSuite:

@@ -3,7 +3,7 @@ package weir.postgres.internal
 import cats.effect.IO
 import cats.syntax.all.*
 import weir.postgres.{DbSuite, Rows, TestWorkers}
-import weir.testkit.RecordedLogs
+import weir.testing.RecordedLogs
 import weir.testkit.Eventually
 
 import scala.concurrent.duration.*

@@ -1,4 +1,4 @@
-package weir.testkit
+package weir.testing
 
 import cats.effect.{IO, Ref}
 import org.typelevel.log4cats.{LoggerFactory, SelfAwareStructuredLogger}
