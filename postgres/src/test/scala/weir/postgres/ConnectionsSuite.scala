@@ -48,8 +48,18 @@ class ConnectionsSuite extends DbSuite:
     total.flatMap(before =>
       qs.traverse_(q => TaskQueue[IO, Int](db, q).enqueueMany((1 to n).map(NewTask(_))).void) *>
         Eventually.until(s"${qs.size * n} completions after $before", total)(_ ==
-          before + qs.size.toLong * n).void
+          before + qs.size.toLong * n).void.handleErrorWith(e =>
+          whereTasksAre(db).flatMap(where => IO.raiseError(new AssertionError(s"${e.getMessage}; $where", e)))
+        )
     )
+
+  /** Where the tasks of `db` are, by queue and state (with their owner): what a failed wait shows. */
+  private def whereTasksAre(db: Database[IO]): IO[String] =
+    Rows.query[(String, String, Option[Long], Long)](
+      s"""SELECT queue, state::text, lease_owner, count(*) FROM ${db.schema("tasks")} GROUP BY 1, 2, 3
+          UNION ALL SELECT queue, 'finished ' || state::text, NULL, count(*) FROM ${db.schema("finished")}
+          GROUP BY 1, 2 ORDER BY 1, 2"""
+    ).map(rows => "tasks (queue, state, owner, count): " + rows.mkString(", "))
 
   withDb(
     "the workers of ten queues hold poolSize + workerPoolSize + 3 connections, as one queue's do, and + 2 when none listens"
