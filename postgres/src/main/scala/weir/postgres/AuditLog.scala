@@ -2,7 +2,6 @@ package weir.postgres
 
 import cats.effect.kernel.Async
 import cats.syntax.all.*
-import doobie.implicits.*
 import weir.Validation
 import weir.postgres.internal.{AuditSql, Batches}
 
@@ -27,7 +26,7 @@ final class AuditLog[F[_]] private (db: Database[F])(using F: Async[F]):
     Validation.raise(
       "AuditLog.entries",
       Validation.check(limit > 0 && limit <= 1000, s"limit must be in 1..1000, was: $limit")
-    ) *> sql.list(filter, limit).transact(db.transactor)
+    ) *> db.run(sql.list(filter, limit))
 
   /**
    * Deletes the entries older than `olderThan`, `batch` rows per transaction (skipping rows another prune

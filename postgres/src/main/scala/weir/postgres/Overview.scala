@@ -2,18 +2,17 @@ package weir.postgres
 
 import cats.effect.kernel.Async
 import cats.syntax.all.*
-import doobie.implicits.*
 import weir.postgres.internal.AdminSql
 
 /**
  * What a schema holds, read for an operator ([[TaskAdmin.overview]]): counts per queue and state, the
  * queues' depths, their controls, the workers and the schedules. Each call is one read-only transaction,
- * on [[Database.transactor]]; none changes anything or is recorded in the audit log.
+ * weir's own (on its JDBC pool, see [[TaskBrowser]]); none changes anything or is recorded in the audit log.
  */
 final class Overview[F[_]] private[postgres] (db: Database[F], sql: AdminSql)(using F: Async[F]):
 
   /** Counts per queue and state, queues in name order. */
-  def stats: F[Vector[QueueStats]] = sql.stats.transact(db.transactor)
+  def stats: F[Vector[QueueStats]] = db.run(sql.stats)
 
   /**
    * Every queue with tasks, by name, and its tasks by state (see [[QueueDepth]]): the live ones, and those
@@ -30,18 +29,19 @@ final class Overview[F[_]] private[postgres] (db: Database[F], sql: AdminSql)(us
 
   /** [[depths]] with the database's time of the count. */
   private[postgres] def depthsAt(finished: Set[FinishedState]): F[QueueDepths.Reading] =
-    (sql.now, sql.depths(FinishedState.values.toVector.filter(finished))).mapN(QueueDepths.Reading.apply)
-      .transact(db.transactor)
+    db.run(
+      (sql.now, sql.depths(FinishedState.values.toVector.filter(finished))).mapN(QueueDepths.Reading.apply)
+    )
 
   /** Every queue the database knows with its controls ([[QueueControls]]) and running tasks, by name. */
-  def queues: F[Vector[QueueInfo]] = sql.queueInfos.transact(db.transactor)
+  def queues: F[Vector[QueueInfo]] = db.run(sql.queueInfos)
 
   /**
    * The registered workers, by id: each one's heartbeat, whether its session holds its lock now (so that
    * its death is seen within a heartbeat, see [[WorkerConfig.deadAfter]]), and how many tasks it runs. A
    * worker that stopped cleanly has no row; a dead one keeps its row until it is rescued and pruned.
    */
-  def workers: F[Vector[WorkerInfo]] = sql.workers.transact(db.transactor)
+  def workers: F[Vector[WorkerInfo]] = db.run(sql.workers)
 
   /**
    * The schedules of periodic tasks ([[Scheduler]]), by name: each one's queue, timing, policy for missed

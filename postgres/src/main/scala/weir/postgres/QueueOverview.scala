@@ -2,7 +2,6 @@ package weir.postgres
 
 import cats.effect.kernel.Async
 import cats.syntax.all.*
-import doobie.implicits.*
 import weir.Validation
 import weir.postgres.internal.OverviewSql
 
@@ -42,7 +41,7 @@ final class QueueOverview[F[_]] private (db: Database[F])(using F: Async[F]):
    */
   def counts(cap: Int = 1000, only: Option[String] = None): F[Vector[QueueCounts]] =
     Validation.raise("QueueOverview.counts", capErrors(cap)) *>
-      F.both(sql.live(only).transact(db.transactor), sql.finishedCapped(cap, only).transact(db.transactor))
+      F.both(db.run(sql.live(only)), db.run(sql.finishedCapped(cap, only)))
         .map { (live, finished) =>
           val done = finished.groupMap(_._1)(r => r._2 -> r._3).view.mapValues(_.toMap).toMap
           (live.map(_.queue) ++ done.keys).distinct.sorted.map { q =>
@@ -67,7 +66,7 @@ final class QueueOverview[F[_]] private (db: Database[F])(using F: Async[F]):
    * of `finished_prune`.
    */
   def throughput(queue: Option[String] = None): F[Vector[FinishedPerMinute]] =
-    sql.throughput(queue).transact(db.transactor)
+    db.run(sql.throughput(queue))
 
   private def capErrors(cap: Int): List[String] =
     Validation.check(cap > 0 && cap <= 1000000, s"cap must be in 1..1000000, was: $cap")

@@ -2,7 +2,6 @@ package weir.postgres
 
 import cats.effect.kernel.Async
 import cats.syntax.all.*
-import doobie.implicits.*
 import weir.postgres.internal.ScheduleSql
 
 import java.time.Instant
@@ -26,7 +25,7 @@ final case class ScheduleInfo(
 object ScheduleInfo:
 
   private[postgres] def list[F[_]: Async](db: Database[F]): F[Vector[ScheduleInfo]] =
-    new ScheduleSql(db.schema).list.transact(db.transactor).flatMap(_.traverse(row =>
+    db.run(new ScheduleSql(db.schema).list).flatMap(_.traverse(row =>
       Async[F].catchNonFatal(of(row))
     ))
 

@@ -2,15 +2,17 @@ package weir.postgres
 
 import cats.effect.kernel.Async
 import cats.syntax.all.*
-import doobie.implicits.*
+import doobie.*
 import weir.Validation
-import weir.postgres.internal.{KeysSql, TaskDetailSql, TaskListSql}
+import weir.postgres.internal.{AuditSql, KeysSql, TaskDetailSql, TaskListSql}
 
 /**
  * The tasks of a schema as an admin page reads them (the console's task list, a task's page, its keys):
  * live and finished alike, each in its [[TaskState]]. Every call is one short read-only transaction whose
  * cost is bounded by a limit or an index range, however long the history grows: the task list pages by
- * keyset, never by `OFFSET`. Acting on tasks is [[TaskAdmin]]'s; their audit log is [[AuditLog]]'s.
+ * keyset, never by `OFFSET`. Acting on tasks is [[TaskAdmin]]'s; their audit log is [[AuditLog]]'s. The
+ * transactions are weir's own (see [[Database.transactor]] for yours): each runs on a thread of weir's JDBC
+ * pool from its first statement to its commit.
  *
  * {{{
  * val browser = TaskBrowser(db)
@@ -35,6 +37,7 @@ final class TaskBrowser[F[_]] private (db: Database[F])(using F: Async[F]):
   private val list = new TaskListSql(db.schema)
   private val detail = new TaskDetailSql(db.schema)
   private val keyed = new KeysSql(db.schema)
+  private val audit = new AuditSql(db.schema)
 
   /**
    * A page of at most `size` (1 to 1000) tasks that `query` selects, in its order, strictly after
@@ -54,10 +57,28 @@ final class TaskBrowser[F[_]] private (db: Database[F])(using F: Async[F]):
       Validation.check(size > 0 && size <= 1000, s"size must be in 1..1000, was: $size") ++
         Validation.check(scan > 0 && scan <= 1000000, s"scan must be in 1..1000000, was: $scan") ++
         query.errors
-    ) *> list.page(query, size, scan).transact(db.transactor)
+    ) *> db.run(list.page(query, size, scan))
 
   /** The task `id`, live or finished, with its headers and errors; `None` when there is none. */
-  def task(id: Long): F[Option[TaskDetail]] = detail.task(id).transact(db.transactor)
+  def task(id: Long): F[Option[TaskDetail]] = db.run.single(detail.task(id))
+
+  /**
+   * The task `id` as its page shows it, in one transaction: the task ([[task]]), up to `neighbours` (1 to
+   * 1000) live tasks of its key either side of it ([[neighbours]]) and its newest `actions` (1 to 1000)
+   * entries of the audit log ([[AuditLog.entries]] for `AuditFilter(task = Some(id))`); `None` when there
+   * is no such task. Fails with [[weir.InvalidSettings]] naming every bad value.
+   */
+  def view(id: Long, neighbours: Int = 5, actions: Int = 20): F[Option[TaskView]] =
+    Validation.raise(
+      "TaskBrowser.view",
+      Validation.check(
+        neighbours > 0 && neighbours <= 1000,
+        s"neighbours must be in 1..1000, was: $neighbours"
+      ) ++
+        Validation.check(actions > 0 && actions <= 1000, s"actions must be in 1..1000, was: $actions")
+    ) *> db.run(detail.task(id).flatMap(_.traverse(t =>
+      (around(t, neighbours), audit.list(AuditFilter(task = Some(id)), actions)).mapN(TaskView(t, _, _))
+    )))
 
   /**
    * The live tasks of `task`'s ordering key in its queue around it: up to `n` (1 to 1000) that run before
@@ -69,9 +90,10 @@ final class TaskBrowser[F[_]] private (db: Database[F])(using F: Async[F]):
       "TaskBrowser.neighbours",
       Validation.check(n > 0 && n <= 1000, s"n must be in 1..1000, was: $n")
     ) *>
-      task.key.fold(F.pure(KeyNeighbours.none))(k =>
-        detail.neighbours(task.queue, k, task.id, n).transact(db.transactor)
-      )
+      task.key.fold(F.pure(KeyNeighbours.none))(_ => db.run(around(task, n)))
+
+  private def around(task: TaskDetail, n: Int): ConnectionIO[KeyNeighbours] =
+    task.key.fold(FC.pure(KeyNeighbours.none))(k => detail.neighbours(task.queue, k, task.id, n))
 
   /**
    * The ordering keys with live tasks, at most `limit` (1 to 1000): each one's backlog, counted up to `cap`
@@ -84,7 +106,7 @@ final class TaskBrowser[F[_]] private (db: Database[F])(using F: Async[F]):
       "TaskBrowser.keys",
       Validation.check(limit > 0 && limit <= 1000, s"limit must be in 1..1000, was: $limit") ++
         Validation.check(cap > 0 && cap <= 1000000, s"cap must be in 1..1000000, was: $cap")
-    ) *> keyed.keys(limit, cap).transact(db.transactor)
+    ) *> db.run(keyed.keys(limit, cap))
 
 object TaskBrowser:
   def apply[F[_]: Async](db: Database[F]): TaskBrowser[F] = new TaskBrowser(db)

@@ -239,6 +239,41 @@ class TaskBrowserSuite extends DbSuite:
       )
   }
 
+  withDb("a task's view is the task, its key's neighbours and its newest actions, read at once") { db =>
+    val browser = TaskBrowser(db)
+    val ada = Operator("ada", Some("s-1"))
+    for
+      p <- plant(db)
+      middle <- browser.task(p.keyed(1)).map(_.get)
+      around <- browser.neighbours(middle)
+      before <- browser.view(p.keyed(1))
+      _ <- TaskAdmin(db, ada).tasks.cancel(p.keyed(2), "not needed")
+      again <- TaskAdmin(db, ada).tasks.cancel(p.keyed(2), "still not needed")
+      after <- browser.view(p.keyed(2), neighbours = 1, actions = 1)
+      plain <- browser.view(p.available)
+      missing <- browser.view(Long.MaxValue)
+      bad <- browser.view(p.available, neighbours = 0, actions = 1001).attempt
+    yield
+      assertEquals(before, Some(TaskView(middle, around, Vector.empty)))
+      val cancelled = after.get
+      assertEquals(cancelled.task.state, TaskState.Cancelled)
+      assertEquals(cancelled.neighbours.before.map(_.id), Vector(p.keyed(1)))
+      assertEquals(again, Cancel.Finished(FinishedState.Cancelled))
+      // the newest entry only: the second cancel, refused
+      assertEquals(
+        cancelled.actions.map(e => (e.action, e.task, e.operator, e.outcome)),
+        Vector((AuditAction.Cancel, Some(p.keyed(2)), ada, AuditOutcome.Refused))
+      )
+      assertEquals(plain.map(_.neighbours), Some(KeyNeighbours.none))
+      assertEquals(missing, None)
+      assertEquals(
+        bad.left.map(_.getMessage),
+        Left(
+          "invalid TaskBrowser.view: neighbours must be in 1..1000, was: 0; actions must be in 1..1000, was: 1001"
+        )
+      )
+  }
+
   withDb("a neighbours' count out of range fails naming it") { db =>
     val t = TaskDetail(
       1,

@@ -7,7 +7,7 @@ import org.http4s.*
 import org.http4s.dsl.Http4sDsl
 import org.http4s.headers.`Content-Type`
 import weir.console.ConsoleOptions
-import weir.postgres.{AuditFilter, AuditLog, Database, QueueCounts, QueueOverview, TaskAdmin, TaskBrowser}
+import weir.postgres.{AuditLog, Database, QueueCounts, QueueOverview, TaskAdmin, TaskBrowser}
 
 import java.time.Instant
 import java.time.temporal.ChronoUnit
@@ -103,13 +103,11 @@ private[console] final class PageRoutes[F[_]](
     case req @ GET -> Root / "tasks" / idText =>
       idText match
         case TaskId(id) =>
-          browser.task(id).flatMap {
+          browser.view(id, neighboursShown, TaskPages.auditShown).flatMap {
             case None => notFound(req, s"No task $id.")
             case Some(t) =>
-              val around = browser.neighbours(t, neighboursShown)
-              val audit = AuditLog(db).entries(AuditFilter(task = Some(id)), TaskPages.auditShown)
-              (view(req), around, audit).flatMapN((v, n, entries) =>
-                Ok(TaskPages.task(v, t, n, options.redact, req.params.get("done"), entries))
+              view(req).flatMap(v =>
+                Ok(TaskPages.task(v, t.task, t.neighbours, options.redact, req.params.get("done"), t.actions))
               )
           }
         case _ => badRequest(req, s"malformed task id: '$idText'")

@@ -15,9 +15,9 @@ final class Browsing(db: Database[IO]):
   // the next page starts after the last one's position (in a link: page.next.map(_.render), TaskCursor.parse)
   def nextPage(page: TaskPage): IO[Option[TaskPage]] =
     page.next.traverse(position => browser.tasks(dead.copy(after = Some(position)), size = 20))
-  // one task, live or finished, with its headers and each attempt's error, and its key's tasks around it
-  def task(id: Long): IO[Option[(TaskDetail, KeyNeighbours)]] =
-    browser.task(id).flatMap(_.traverse(t => browser.neighbours(t, n = 5).map(t -> _)))
+  // one task, live or finished, with its headers and each attempt's error, its key's tasks around it and
+  // the newest entries of the audit log that name it: one transaction
+  def task(id: Long): IO[Option[TaskView]] = browser.view(id, neighbours = 5, actions = 20)
   // keys with tasks waiting, blocked ones first, their backlogs counted up to 1,000
   val keys: IO[Vector[KeyBacklog]] = browser.keys(limit = 200, cap = 1000)
   // every queue's tasks by state, finished ones counted up to 1,000; completed and dead per minute
