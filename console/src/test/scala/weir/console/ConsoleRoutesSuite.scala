@@ -82,7 +82,7 @@ class ConsoleRoutesSuite extends CatsEffectSuite:
         (_, own) <- client.get("queues/emails")
         out <- WeirConsole.routes(db, ConsoleOptions(countsEvery = 61.minutes)).use_.attempt
       yield
-        assert(retried)
+        assertEquals(retried, weir.postgres.Retry.Retried)
         assert(first.contains(before), first)
         assert(first.contains("""<p class="counted">Counted at <time datetime="""), first)
         assert(shared.contains(before), shared)

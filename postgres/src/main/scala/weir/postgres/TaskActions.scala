@@ -55,20 +55,24 @@ final class TaskActions[F[_]] private[postgres] (db: Database[F], val operator: 
     if operator == Operator.code then "requested by an operator" else s"requested by ${operator.name}"
 
   /**
-   * Puts a dead or cancelled task back to run now, with a fresh set of attempts (its errors are kept).
-   * False if no dead or cancelled task has this id, or if its unique key is held by an unfinished task.
+   * Puts a dead or cancelled task back to run now, with a fresh set of attempts (its errors are kept):
+   * [[Retry.Retried]]. A task in another state is left as it is ([[Retry.Refused]] says which), as is one
+   * whose unique key an unfinished task of its queue holds ([[Retry.KeyHeld]]).
    */
-  def retry(id: Long): F[Boolean] = retryMany(Vector(id)).map(_.head)
+  def retry(id: Long): F[Retry] = retryMany(Vector(id)).map(_.head)
 
-  /** [[retry]] of each of `ids`, in one transaction, in their order: whether each one was put back. */
-  def retryMany(ids: Seq[Long]): F[Vector[Boolean]] =
+  /** [[retry]] of each of `ids`, in one transaction, in their order: what each one did. */
+  def retryMany(ids: Seq[Long]): F[Vector[Retry]] =
     Validation.raise("Operator", operator.errors) *> perform(ids)(sql.retry(_, operator))
 
-  /** Deletes a dead or cancelled task for good. False if there is none with this id. */
-  def discard(id: Long): F[Boolean] = discardMany(Vector(id)).map(_.head)
+  /**
+   * Deletes a dead or cancelled task for good: [[Discard.Discarded]]. A task in another state is left as it
+   * is ([[Discard.Refused]] says which).
+   */
+  def discard(id: Long): F[Discard] = discardMany(Vector(id)).map(_.head)
 
-  /** [[discard]] of each of `ids`, in one transaction, in their order: whether each one was deleted. */
-  def discardMany(ids: Seq[Long]): F[Vector[Boolean]] =
+  /** [[discard]] of each of `ids`, in one transaction, in their order: what each one did. */
+  def discardMany(ids: Seq[Long]): F[Vector[Discard]] =
     Validation.raise("Operator", operator.errors) *> perform(ids)(sql.discard(_, operator))
 
   /**

@@ -75,7 +75,7 @@ class AdminSuite extends DbSuite:
       tasks <- Rows.tasks(db)
       done <- Rows.finished(db)
     yield
-      assertEquals((back, clash), (true, false))
+      assertEquals((back, clash), (Retry.Retried, Retry.KeyHeld))
       val retried = tasks.find(_._1 == ids(0)).getOrElse(fail("the retried task is not back"))
       assertEquals((retried._2, retried._3), ("available", 0))
       assert(retried._5.contains("e1"), "the retried task lost its errors")
@@ -103,7 +103,7 @@ class AdminSuite extends DbSuite:
         oldCompleted <-
           Rows.count(db, "finished", "state = 'completed' AND finished_at < now() - interval '100 minutes'")
       yield
-        assertEquals((discarded, again), (true, false))
+        assertEquals((discarded, again), (Discard.Discarded, Discard.NotFound))
         assertEquals(pruned, 1201L)
         assertEquals(oldCompleted, 0L)
         assertEquals(left, 2500L - 1 - 1201)

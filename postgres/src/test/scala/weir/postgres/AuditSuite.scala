@@ -69,7 +69,13 @@ class AuditSuite extends DbSuite:
         )
         assertEquals(
           (missing, retried, notDead, discarded, batch),
-          (weir.postgres.Cancel.NotFound, true, false, true, Vector(false, false))
+          (
+            weir.postgres.Cancel.NotFound,
+            weir.postgres.Retry.Retried,
+            weir.postgres.Retry.Refused(TaskState.Available),
+            weir.postgres.Discard.Discarded,
+            Vector(weir.postgres.Discard.Refused(TaskState.Available), weir.postgres.Discard.NotFound)
+          )
         )
         val a = Some("a")
         assertEquals(

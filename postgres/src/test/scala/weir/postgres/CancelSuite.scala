@@ -238,7 +238,7 @@ class CancelSuite extends DbSuite:
         assertEquals(answer, Cancel.Cancelled)
         assertEquals(cancelled.map(_._2), Vector("cancelled"))
         assert(cancelled.head._4.contains("cancelled: not today"), cancelled)
-        assertEquals((retried, again), (true, 1L))
+        assertEquals((retried, again), (Retry.Retried, 1L))
   }
 
   test("a cancel's notification names the claim's token, then the reason") {

@@ -118,7 +118,7 @@ class HeadersSuite extends DbSuite:
       assertEquals(rescued, (1, 0, 0))
       assertEquals(third.map(c => (c.id, c.attempt, read(c))), List((id, 3, Some(headers))))
       assertEquals(deadHeaders, Right(headers))
-      assert(back)
+      assertEquals(back, Retry.Retried)
       assertEquals(fourth.map(c => (c.id, c.attempt, read(c))), List((id, 1, Some(headers))))
       assertEquals((cancelled, cancelledHeaders), (Cancel.Cancelled, Right(headers)))
       assertEquals(fifth.map(c => (c.id, c.attempt, read(c))), List((id, 1, Some(headers))))

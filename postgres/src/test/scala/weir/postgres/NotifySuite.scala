@@ -147,7 +147,7 @@ class NotifySuite extends DbSuite:
             id <- Eventually.defined("task 5 to go dead", deadId, within = 20.seconds)
             retried <- TaskAdmin(db).tasks.retry(id)
             _ <- woken(5)
-          yield assert(retried)
+          yield assertEquals(retried, Retry.Retried)
         }
       yield ()
   }

@@ -109,11 +109,10 @@ class TaskActionsPropertySuite extends DbSuite:
         case Act.Retry => admin.retry(id).map(_.toString)
         case Act.Discard => admin.discard(id).map(_.toString)
       def outcomeOf(answer: String): Set[String] = answer match
-        case "Cancelled" | "true" => Set("done")
+        case "Cancelled" | "Retried" | "Discarded" => Set("done")
         case "Requested" => Set("requested")
         case "NotFound" => Set("not-found")
-        case "false" => Set("refused", "not-found")
-        case _ => Set("refused") // Finished(state)
+        case _ => Set("refused") // Finished(state), Refused(state), KeyHeld
       for
         owner <- new Sql(db.schema).register("prop", 600000).transact(db.transactor)
         _ <- drawn.zipWithIndex.traverse_ { (sc, n) =>

@@ -5,7 +5,9 @@ import cats.syntax.all.*
 import org.http4s.*
 import org.http4s.dsl.Http4sDsl
 import weir.console.ConsoleAccess
-import weir.postgres.{Cancel, Database, Operator, QueueRate, TaskAdmin, TaskBrowser, TaskState, UnknownQueue}
+import weir.postgres.{
+  Cancel, Database, Discard, Operator, QueueRate, Retry, TaskAdmin, TaskState, UnknownQueue
+}
 
 /**
  * The operator's actions, every one a POST that only an operator who may act, with their CSRF token, gets
@@ -16,7 +18,6 @@ import weir.postgres.{Cancel, Database, Operator, QueueRate, TaskAdmin, TaskBrow
  */
 private[console] final class ActionRoutes[F[_]](
     db: Database[F],
-    browser: TaskBrowser[F],
     answers: Answers[F]
 )(using F: Async[F])
     extends Http4sDsl[F]:
@@ -59,26 +60,23 @@ private[console] final class ActionRoutes[F[_]](
       ids: Vector[Long],
       action: TaskAction
   ): F[Vector[ActionOutcome]] =
-    // retry and discard answer false for a missing task and for one they do not apply to: the row says which
-    def finishedOnly(id: Long, ok: Boolean, done: String, verb: String): F[ActionOutcome] =
-      if ok then F.pure(ActionOutcome.Done(done))
-      else
-        browser.task(id).map {
-          case None => ActionOutcome.NotFound
-          case Some(t) if t.state == TaskState.Dead || t.state == TaskState.Cancelled =>
-            ActionOutcome.Refused(s"task $id's unique key is held by a task that has not finished")
-          case Some(t) =>
-            ActionOutcome.Refused(s"task $id is ${t.state.name}: only a dead or cancelled task can be $verb")
-        }
+    def finishedOnly(id: Long, state: TaskState, verb: String): ActionOutcome =
+      ActionOutcome.Refused(s"task $id is ${state.name}: only a dead or cancelled task can be $verb")
     action match
       case TaskAction.Retry =>
-        admin(who).tasks.retryMany(ids).flatMap(_.zip(ids).traverse((ok, id) =>
-          finishedOnly(id, ok, "put back to run", "retried")
-        ))
+        admin(who).tasks.retryMany(ids).map(_.zip(ids).map {
+          case (Retry.Retried, _) => ActionOutcome.Done("put back to run")
+          case (Retry.Refused(state), id) => finishedOnly(id, state, "retried")
+          case (Retry.KeyHeld, id) =>
+            ActionOutcome.Refused(s"task $id's unique key is held by a task that has not finished")
+          case (Retry.NotFound, _) => ActionOutcome.NotFound
+        })
       case TaskAction.Discard =>
-        admin(who).tasks.discardMany(ids).flatMap(_.zip(ids).traverse((ok, id) =>
-          finishedOnly(id, ok, "discarded", "discarded")
-        ))
+        admin(who).tasks.discardMany(ids).map(_.zip(ids).map {
+          case (Discard.Discarded, _) => ActionOutcome.Done("discarded")
+          case (Discard.Refused(state), id) => finishedOnly(id, state, "discarded")
+          case (Discard.NotFound, _) => ActionOutcome.NotFound
+        })
       case TaskAction.Cancel =>
         admin(who).tasks.cancelMany(ids).map(_.zip(ids).map {
           case (Cancel.Cancelled, _) => ActionOutcome.Done("cancelled")

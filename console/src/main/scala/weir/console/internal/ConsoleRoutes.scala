@@ -37,7 +37,7 @@ private[console] object ConsoleRoutes:
               answers = new Answers[F](csrf, options.readers)
               gate <- gate(options, host, answers)
               pages = new PageRoutes(db, options, overview, browser, allCounts, answers)
-              actions = new ActionRoutes(db, browser, answers)
+              actions = new ActionRoutes(db, answers)
               // the gate outside DefaultHead, so that a HEAD, tried as a HEAD and then as a GET, asks it once
               guarded = Gate.guard(gate, csrf, answers)(
                 DefaultHead.httpRoutes(gate.routes <+> pages.routes <+> actions.routes)

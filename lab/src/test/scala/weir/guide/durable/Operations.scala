@@ -17,15 +17,15 @@ final class Operations(db: Database[IO]):
   val depths: IO[Vector[QueueDepth]] = admin.overview.depths()
   // Cancelled (it was waiting), Requested (it runs: its worker interrupts it), Finished(state), NotFound
   def cancel(id: Long, reason: String): IO[Cancel] = admin.tasks.cancel(id, reason)
-  // a dead or cancelled task back to run now, with fresh attempts and its errors kept; false if none, or if
-  // an unfinished task holds its unique key
-  def retry(id: Long): IO[Boolean] = admin.tasks.retry(id)
-  // deletes a dead or cancelled task
-  def discard(id: Long): IO[Boolean] = admin.tasks.discard(id)
+  // a dead or cancelled task back to run now, with fresh attempts and its errors kept: Retried, Refused(state)
+  // (another state), KeyHeld (an unfinished task holds its unique key), NotFound
+  def retry(id: Long): IO[Retry] = admin.tasks.retry(id)
+  // deletes a dead or cancelled task: Discarded, Refused(state), NotFound
+  def discard(id: Long): IO[Discard] = admin.tasks.discard(id)
   // retry, discard or cancel each of ids, in one transaction, in their order: each one's outcome as above
   // (what the console's batch actions use)
-  def retryMany(ids: Vector[Long]): IO[Vector[Boolean]] = admin.tasks.retryMany(ids)
-  def discardMany(ids: Vector[Long]): IO[Vector[Boolean]] = admin.tasks.discardMany(ids)
+  def retryMany(ids: Vector[Long]): IO[Vector[Retry]] = admin.tasks.retryMany(ids)
+  def discardMany(ids: Vector[Long]): IO[Vector[Discard]] = admin.tasks.discardMany(ids)
   def cancelMany(ids: Vector[Long], reason: String): IO[Vector[Cancel]] = admin.tasks.cancelMany(ids, reason)
   // rows deleted, 1,000 per transaction
   val prune: IO[Long] = admin.prune(7.days, Set(FinishedState.Completed))

@@ -4,7 +4,7 @@ import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import doobie.postgres.implicits.*
-import weir.postgres.{AuditAction, Cancel, FinishedState, Operator, Schema}
+import weir.postgres.{AuditAction, Cancel, Discard, FinishedState, Operator, Retry, Schema, TaskState}
 
 /**
  * The statements of [[weir.postgres.TaskActions]], for one schema: each action on a run of distinct task
@@ -49,7 +49,7 @@ private[postgres] final class ActionSql(schema: Schema) extends SqlBase(schema):
       WHERE t.id = ANY(ARRAY(SELECT id FROM locked WHERE state = 'running')) AND $won
       RETURNING t.lease_token)
     , outcome AS (
-      SELECT ids.ord, ids.id, coalesce(l.queue, d.queue) AS queue, d.state AS finished,
+      SELECT ids.ord, ids.id, coalesce(l.queue, d.queue) AS queue, d.state AS state,
              CASE WHEN l.state = 'available' THEN 'done' WHEN l.state IS NOT NULL THEN 'requested'
                   WHEN d.state IS NOT NULL THEN 'refused' ELSE 'not-found' END AS outcome,
              CASE WHEN l.state IS NOT NULL THEN """) ++ fr0"$reason::text" ++ const(s"""
@@ -72,9 +72,9 @@ private[postgres] final class ActionSql(schema: Schema) extends SqlBase(schema):
    * Puts each of `ids` (distinct) that is dead or cancelled back to run now, with fresh attempts and its
    * errors kept, under the lock of its finished row, unless an unfinished task of its queue holds its
    * unique key (an earlier one of `ids` included: they go in in their order); wakes the queues of those put
-   * back. Whether each one was.
+   * back. What each one did.
    */
-  def retry(ids: Vector[Long], by: Operator): ConnectionIO[Vector[Boolean]] =
+  def retry(ids: Vector[Long], by: Operator): ConnectionIO[Vector[Retry]] =
     val statement = start(ids) ++ locking(finished, "x.*") ++ live ++ const(s"""
     , acted AS (
       INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key, errors, created_at, headers)
@@ -90,17 +90,28 @@ private[postgres] final class ActionSql(schema: Schema) extends SqlBase(schema):
           s"SELECT count(pg_notify('${schema.channel}', q.queue)) FROM (SELECT DISTINCT queue FROM acted) AS q"
         )
       )
-    untilWon(statement)(done)
+    untilWon(statement) {
+      case Row("done", _, _) => Some(Retry.Retried)
+      case Row("not-found", _, _) => Some(Retry.NotFound)
+      case Row("refused", Some(state), _) =>
+        TaskState.parse(state).map(s => if retriable(s) then Retry.KeyHeld else Retry.Refused(s))
+      case _ => None
+    }
 
-  /** Deletes each of `ids` (distinct) that is dead or cancelled, under its row's lock. Whether each one was. */
-  def discard(ids: Vector[Long], by: Operator): ConnectionIO[Vector[Boolean]] =
+  /** Deletes each of `ids` (distinct) that is dead or cancelled, under its row's lock. What each one did. */
+  def discard(ids: Vector[Long], by: Operator): ConnectionIO[Vector[Discard]] =
     val statement = start(ids) ++ locking(finished, "x.id, x.queue, x.state") ++ live ++ const(s"""
     , acted AS (
       DELETE FROM $finished AS f
       WHERE f.id = ANY(ARRAY(SELECT id FROM locked WHERE state IN ('dead', 'cancelled'))) AND $won
       RETURNING f.id)""") ++
       finishedOnly("discarded") ++ recorded(AuditAction.Discard, by)(const("SELECT 0"))
-    untilWon(statement)(done)
+    untilWon(statement) {
+      case Row("done", _, _) => Some(Discard.Discarded)
+      case Row("not-found", _, _) => Some(Discard.NotFound)
+      case Row("refused", Some(state), _) => TaskState.parse(state).map(Discard.Refused(_))
+      case _ => None
+    }
 
   /** The ids, numbered in their order. */
   private def start(ids: Vector[Long]): Fragment =
@@ -124,17 +135,23 @@ private[postgres] final class ActionSql(schema: Schema) extends SqlBase(schema):
       SELECT count(*) AS n FROM $table AS x
       WHERE x.id = ANY($picked) AND NOT EXISTS (SELECT 1 FROM locked WHERE locked.id = x.id))""")
 
-  /** The live tasks with the ids, which a retry or a discard does not change: their state, for the answer. */
-  private val live: Fragment = const(s"""
-    , live AS (SELECT t.id, t.queue, t.state::text AS state FROM $tasks AS t WHERE t.id = ANY($picked))""")
+  /**
+   * The live tasks with the ids, which a retry or a discard does not change: their state as [[TaskState]]
+   * names it, for the answer.
+   */
+  private val live: Fragment = const(
+    s"""
+    , live AS (SELECT t.id, t.queue, ${TaskStateSql.live} AS state FROM $tasks AS t WHERE t.id = ANY($picked))"""
+  )
 
   /**
    * The outcome of a retry or a discard, which only a dead or cancelled task (`locked`) can take, of each
-   * id: done if `acted` returned it; refused, saying why; not-found if no table has it.
+   * id: done if `acted` returned it; refused, with the task's state and why; not-found if no table has it.
    */
   private def finishedOnly(verb: String): Fragment = const(s"""
     , outcome AS (
-      SELECT ids.ord, ids.id, coalesce(g.queue, l.queue) AS queue, NULL::text AS finished,
+      SELECT ids.ord, ids.id, coalesce(g.queue, l.queue) AS queue,
+             CASE WHEN a.id IS NULL THEN coalesce(g.state::text, l.state) END AS state,
              CASE WHEN a.id IS NOT NULL THEN 'done' WHEN g.id IS NULL AND l.id IS NULL THEN 'not-found'
                   ELSE 'refused' END AS outcome,
              CASE WHEN a.id IS NOT NULL OR (g.id IS NULL AND l.id IS NULL) THEN NULL
@@ -156,7 +173,7 @@ private[postgres] final class ActionSql(schema: Schema) extends SqlBase(schema):
       SELECT """) ++ fr0"${by.name}, ${by.session}" ++
       const(s""", '${action.name}', queue, id, outcome, detail
       FROM outcome WHERE $won ORDER BY ord)
-    SELECT o.outcome, o.finished, lost.n FROM outcome AS o CROSS JOIN lost CROSS JOIN (""") ++ told ++
+    SELECT o.outcome, o.state, lost.n FROM outcome AS o CROSS JOIN lost CROSS JOIN (""") ++ told ++
       const(") AS told ORDER BY o.ord")
 
   /** Runs `statement` until it locks every row it saw; each row's answer, or an error if one makes no sense. */
@@ -175,14 +192,14 @@ private[postgres] final class ActionSql(schema: Schema) extends SqlBase(schema):
 
 object ActionSql:
 
-  /** A row of an action's statement: an id's outcome (an audit outcome's name), its finished state, `lost`. */
-  final case class Row(outcome: String, finished: Option[String], lost: Long)
+  /**
+   * A row of an action's statement: an id's outcome (an audit outcome's name); for a refusal, the task's
+   * state (a cancel's: its finished state); `lost`.
+   */
+  final case class Row(outcome: String, state: Option[String], lost: Long)
 
-  /** A retry's or a discard's answer: whether it was done. */
-  private def done(row: Row): Option[Boolean] = row.outcome match
-    case "done" => Some(true)
-    case "refused" | "not-found" => Some(false)
-    case _ => None
+  /** The states a retry applies to: a task in one of them that is refused has its unique key held. */
+  private def retriable(state: TaskState): Boolean = state == TaskState.Dead || state == TaskState.Cancelled
 
   /**
    * `ids` cut, in their order, into runs without a repeated id, each as long as it can be: a statement does

@@ -105,7 +105,7 @@ class ActionSqlSuite extends DbSuite, ScalaCheckSuite:
         recorded <- AuditLog(db).entries().map(_.reverse.map(e => (e.operator.name, e.outcome, e.detail)))
         tasks <- Rows.tasks(db)
       yield
-        assertEquals(answers, Vector(false, false))
+        assertEquals(answers, Vector(Retry.Refused(TaskState.Available), Retry.Refused(TaskState.Available)))
         val refused = (
           "second",
           AuditOutcome.Refused,
