@@ -1,8 +1,11 @@
 package weir
 
-import cats.effect.kernel.{Deferred, Poll, Ref, Temporal}
+import cats.effect.kernel.{Poll, Ref, Temporal}
 import cats.effect.syntax.all.*
 import cats.syntax.all.*
+
+import weir.internal.{BucketState, RateInterval}
+import weir.internal.BucketState.{Queued, Signal, State, Waiter}
 
 import java.math.BigInteger
 import scala.collection.immutable.Queue as ScalaQueue
@@ -101,9 +104,9 @@ object RateLimiter:
       // permitsPerSecond = unscaled × 10^-scale, so one permit takes 1e9 × 10^scale / unscaled nanoseconds
       val (nanos, permits) =
         if decimal.scale >= 0 then
-          (NanosPerSecond.multiply(BigInteger.TEN.pow(decimal.scale)), decimal.unscaledValue)
-        else (NanosPerSecond, decimal.unscaledValue.multiply(BigInteger.TEN.pow(-decimal.scale)))
-      make(Interval(nanos, permits), burst)
+          (RateInterval.NanosPerSecond.multiply(BigInteger.TEN.pow(decimal.scale)), decimal.unscaledValue)
+        else (RateInterval.NanosPerSecond, decimal.unscaledValue.multiply(BigInteger.TEN.pow(-decimal.scale)))
+      make(RateInterval(nanos, permits), burst)
     }
 
   /**
@@ -119,81 +122,22 @@ object RateLimiter:
         Validation.check(per > Duration.Zero, s"rate period must be > 0, was: $per") ++
         burstErrors(burst)
     ).flatMap(_ =>
-      make(Interval(BigInteger.valueOf(per.toNanos), BigInteger.valueOf(permits)), burst)
+      make(RateInterval(BigInteger.valueOf(per.toNanos), BigInteger.valueOf(permits)), burst)
     )
 
   private def burstErrors(burst: Int): List[String] =
     Validation.check(burst >= 1, s"burst must be >= 1, was: $burst")
 
-  private def make[F[_]](interval: Interval, burst: Int)(using F: Temporal[F]): F[RateLimiter[F]] =
+  private def make[F[_]](interval: RateInterval, burst: Int)(using F: Temporal[F]): F[RateLimiter[F]] =
     F.monotonic.flatMap { now =>
       F.ref(State[F](now.toNanos, 0L, ScalaQueue.empty)).map(new TokenBucket(burst, interval, _))
     }
 
-  private val NanosPerSecond = BigInteger.valueOf(1000000000L)
-
-  /** The largest count or duration (in ns) the arithmetic produces; far beyond any real run. */
-  private val Cap = Long.MaxValue / 4
-
-  /**
-   * The time one permit takes, as the exact fraction `nanos / permits` nanoseconds (in lowest terms),
-   * so that refills computed from it never drift. Long arithmetic when the products fit (any rate with
-   * a short decimal form), BigInteger otherwise.
-   */
-  private[weir] final class Interval(n: BigInteger, p: BigInteger):
-    private val gcd = n.gcd(p)
-    val nanos: BigInteger = n.divide(gcd)
-    val permits: BigInteger = p.divide(gcd)
-    private val nanosL = if nanos.bitLength < 63 then nanos.longValue else -1L
-    private val permitsL = if permits.bitLength < 63 then permits.longValue else -1L
-
-    def permitsPerSecond: Double =
-      new java.math.BigDecimal(permits.multiply(NanosPerSecond))
-        .divide(new java.math.BigDecimal(nanos), java.math.MathContext.DECIMAL64)
-        .doubleValue
-
-    /** ⌊elapsed × permits / nanos⌋: whole permits earned in `elapsed` ≥ 0 ns (at most [[Cap]]). */
-    def earned(elapsed: Long): Long =
-      if nanosL > 0 && permitsL > 0 && Math.multiplyHigh(elapsed, permitsL) == 0 && elapsed * permitsL >= 0
-      then
-        math.min(elapsed * permitsL / nanosL, Cap)
-      else clamp(BigInteger.valueOf(elapsed).multiply(permits).divide(nanos))
-
-    /** ⌈k × nanos / permits⌉: nanoseconds needed to earn `k` > 0 permits (at most [[Cap]]). */
-    def needed(k: Long): Long =
-      if nanosL > 0 && permitsL > 0 && Math.multiplyHigh(k, nanosL) == 0 && k * nanosL >= 0 then
-        val product = k * nanosL
-        math.min(product / permitsL + (if product % permitsL == 0 then 0L else 1L), Cap)
-      else
-        val qr = BigInteger.valueOf(k).multiply(nanos).divideAndRemainder(permits)
-        clamp(if qr(1).signum == 0 then qr(0) else qr(0).add(BigInteger.ONE))
-
-    private def clamp(b: BigInteger): Long = if b.bitLength < 63 then math.min(b.longValue, Cap) else Cap
-
-  /** What a waiter's gate tells it: its permits were granted, or it is now the head and must keep time. */
-  private enum Signal:
-    case Granted, Arm
-
-  private final class Waiter[F[_]](val n: Int, val gate: Deferred[F, Signal])
-
-  private enum Queued:
-    case Granted, Head, Behind
-
-  /*
-   * Invariants:
-   *   - the bucket holds `burst + earned(t - anchor) - taken` permits at time t ≥ anchor (whole ones;
-   *     `taken` counts permits granted since `anchor`), capped at `burst` while nobody waits — the cap is
-   *     applied lazily by `settle`, which moves `anchor` to a time at which the bucket is full;
-   *   - a waiter is queued only while the permits in the bucket do not cover the head's request;
-   *   - the head of `waiters` keeps time for the queue: it has been sent `Signal.Arm` (or is the caller
-   *     that just queued into an empty queue) and is the only fiber that sleeps;
-   *   - nobody sleeps when `waiters` is empty.
-   */
-  private final case class State[F[_]](anchor: Long, taken: Long, waiters: ScalaQueue[Waiter[F]])
-
-  private final class TokenBucket[F[_]](val burst: Int, interval: Interval, state: Ref[F, State[F]])(using
+  private final class TokenBucket[F[_]](val burst: Int, interval: RateInterval, state: Ref[F, State[F]])(using
       F: Temporal[F]
   ) extends RateLimiter[F]:
+    private val rules = new BucketState[F](burst, interval)
+    import rules.{enqueue, level, release, take}
 
     def permitsPerSecond: Double = interval.permitsPerSecond
 
@@ -270,54 +214,3 @@ object RateLimiter:
         else if s.waiters.exists(_ eq w) then (s.copy(waiters = s.waiters.filterNot(_ eq w)), F.unit)
         else (s.copy(taken = s.taken - w.n), F.unit) // granted, then cancelled: the permits go back
       }.flatten
-
-    // ---- pure transitions (run inside `modify`; they build effects but run none) ----
-
-    /** Whole permits in the bucket at `t` ≥ anchor, before the cap. */
-    private def level(s: State[F], t: Long): Long = burst - s.taken + interval.earned(t - s.anchor)
-
-    /** Applies the cap: with nobody waiting and the bucket full at `t`, restart the count from `t`. */
-    private def settle(s: State[F], t: Long): State[F] =
-      if s.waiters.isEmpty && level(s, t) >= burst then s.copy(anchor = t, taken = 0L) else s
-
-    private def take(s: State[F], now: Long, n: Int): (State[F], Boolean) =
-      val t = math.max(now, s.anchor)
-      val settled = settle(s, t)
-      if settled.waiters.isEmpty && level(settled, t) >= n then
-        (settled.copy(taken = settled.taken + n), true)
-      else (settled, false)
-
-    private def enqueue(s: State[F], now: Long, w: Waiter[F]): (State[F], Queued) =
-      take(s, now, w.n) match
-        case (s1, true) => (s1, Queued.Granted)
-        case (s1, false) =>
-          (
-            s1.copy(waiters = s1.waiters.enqueue(w)),
-            if s1.waiters.isEmpty then Queued.Head else Queued.Behind
-          )
-
-    /**
-     * Run by the head `w`: grants, in order, every waiter covered at `now`. Returns the wake-ups to run
-     * and how long `w` must sleep (0 when `w` was granted).
-     */
-    private def release(s: State[F], now: Long, w: Waiter[F]): (State[F], (F[Unit], Long)) =
-      val t = math.max(now, s.anchor)
-      var left = level(s, t)
-      var queue = s.waiters
-      var taken = s.taken
-      var wakes = F.unit
-      var granted = false
-      while queue.nonEmpty && queue.head.n <= left do
-        val (h, rest) = queue.dequeue
-        left -= h.n
-        taken += h.n
-        queue = rest
-        if h eq w then granted = true else wakes = wakes *> h.gate.complete(Signal.Granted).void
-      val s1 = s.copy(taken = taken, waiters = queue)
-      if granted then
-        // hand the timer to the new head, if any (it is not covered, or it would have been granted)
-        (settle(s1, t), (wakes *> queue.headOption.fold(F.unit)(_.gate.complete(Signal.Arm).void), 0L))
-      else
-        // `w` is still the head (only the head runs this) and not covered: sleep until it is
-        val due = interval.needed(taken + w.n - burst)
-        (s1, (wakes, math.max(1L, due - (t - s.anchor))))

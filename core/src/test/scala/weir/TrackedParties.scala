@@ -60,25 +60,27 @@ final class TrackedParties(attempts: List[Boolean], controls: List[TrackedPartie
       case Phase.Register(n) =>
         val attempt = new InterruptibleAttempt(() => ())
         val refused = attempt.start(task)
-        sent("engine", "register", Option(refused), before)
-        if refused == null then phase = Phase.Run(n, attempt) else end(interrupted(refused, n))
+        sent("engine", "register", refused, before)
+        refused match
+          case None => phase = Phase.Run(n, attempt)
+          case Some(why) => end(interrupted(why, n))
       case Phase.Run(n, attempt) =>
         val first = attempt.ended()
         sent("engine", "attempt ended", first, before)
-        if !first then end(interrupted(attempt.cancelled(), n))
+        if !first then end(interrupted(attempt.cancelled().getOrElse(""), n))
         else if attempts(n - 1) then end(TaskOutcome.Succeeded((), (), n))
         else if n < attempts.size then phase = Phase.RegisterWait(n)
         else end(TaskOutcome.Failed((), new RuntimeException("failed"), Disposition.Skipped, n))
       case Phase.RegisterWait(n) =>
         val wait = new InterruptibleAttempt(() => ())
         val refused = wait.start(task)
-        sent("engine", "register wait", Option(refused), before)
+        sent("engine", "register wait", refused, before)
         // a wait refused at once is skipped: the next attempt's start is refused then
-        phase = if refused == null then Phase.EndWait(n, wait) else Phase.AskStart(n + 1)
+        phase = if refused.isEmpty then Phase.EndWait(n, wait) else Phase.AskStart(n + 1)
       case Phase.EndWait(n, wait) =>
         val first = wait.ended()
         sent("engine", "wait ended", first, before)
-        if first then phase = Phase.AskStart(n + 1) else end(interrupted(wait.cancelled(), n))
+        if first then phase = Phase.AskStart(n + 1) else end(interrupted(wait.cancelled().getOrElse(""), n))
       case Phase.Over => ()
 
   // ---- the source -----------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ private[weir] final class FiberGroup[F[_]] private ()(using F: Async[F]):
         else
           F.start(F.guaranteeCase(fa)(outcome => F.delay(members.remove(member)) *> finalizer(outcome)))
             .flatMap { fiber =>
-              member.fiber = fiber
+              member.fiber = Some(fiber)
               started(fiber)
               if closed then fiber.cancel.as(true) else F.pure(true)
             }
@@ -76,7 +76,7 @@ private[weir] final class FiberGroup[F[_]] private ()(using F: Async[F]):
     F.uncancelable { _ =>
       F.defer {
         closed = true
-        val fibers = members.toArray(Array.empty[Member[F]]).toList.flatMap(m => Option(m.fiber))
+        val fibers = members.toArray(Array.empty[Member[F]]).toList.flatMap(_.fiber)
         if fibers.isEmpty then F.unit else fibers.parTraverse_(_.cancel)
       }
     }
@@ -86,7 +86,7 @@ private[weir] final class FiberGroup[F[_]] private ()(using F: Async[F]):
 
 private[weir] object FiberGroup:
   private final class Member[F[_]]:
-    @volatile var fiber: Fiber[F, Throwable, ?] | Null = null
+    @volatile var fiber: Option[Fiber[F, Throwable, ?]] = None
 
   /** An open group, to be closed by its owner. A plain call, for building a run's parts in one effect. */
   def unsafe[F[_]: Async]: FiberGroup[F] = new FiberGroup[F]

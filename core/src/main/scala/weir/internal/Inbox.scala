@@ -25,7 +25,7 @@ import scala.annotation.tailrec
 private[weir] final class Inbox[F[_], O] private (capacity: Int)(using F: Async[F]):
   import Inbox.*
 
-  private val state = new AtomicReference[State[O]](State(Nil, 0, null, Nil, closed = false))
+  private val state = new AtomicReference[State[O]](State(Nil, 0, None, Nil, closed = false))
 
   /**
    * Writes `o` if there is room, waking the reader if it waits; true when written, or dropped because the
@@ -36,8 +36,8 @@ private[weir] final class Inbox[F[_], O] private (capacity: Int)(using F: Async[
     val s = state.get
     if s.closed then true
     else if s.size >= capacity then false
-    else if state.compareAndSet(s, State(o :: s.items, s.size + 1, null, s.writers, closed = false)) then
-      if s.reader != null then s.reader(Woken)
+    else if state.compareAndSet(s, State(o :: s.items, s.size + 1, None, s.writers, closed = false)) then
+      s.reader.foreach(_(Woken))
       true
     else trySend(o)
 
@@ -67,7 +67,7 @@ private[weir] final class Inbox[F[_], O] private (capacity: Int)(using F: Async[
     F.defer {
       val s = state.get
       if s.size > 0 then
-        if state.compareAndSet(s, State(Nil, 0, null, Nil, s.closed)) then
+        if state.compareAndSet(s, State(Nil, 0, None, Nil, s.closed)) then
           s.writers.foreach(_(Woken))
           F.pure(Some(Chunk.from(s.items.reverse)))
         else take
@@ -84,21 +84,21 @@ private[weir] final class Inbox[F[_], O] private (capacity: Int)(using F: Async[
   @tailrec private def waitForItem(wake: Wake): Boolean =
     val s = state.get
     if s.closed || s.size > 0 then false
-    else if state.compareAndSet(s, s.copy(reader = wake)) then true
+    else if state.compareAndSet(s, s.copy(reader = Some(wake))) then true
     else waitForItem(wake)
 
   @tailrec private def forgetReader(wake: Wake): Unit =
     val s = state.get
-    if (s.reader eq wake) && !state.compareAndSet(s, s.copy(reader = null)) then forgetReader(wake)
+    if s.reader.exists(_ eq wake) && !state.compareAndSet(s, s.copy(reader = None)) then forgetReader(wake)
 
   /** The items, in chunks of what waited; ends once the inbox is closed and emptied. One reader only. */
   def stream: Stream[F, O] = Stream.unfoldChunkEval(())(_ => take.map(_.map(_ -> ())))
 
   /** No more writes: the reader gets what is left, then the end; waiting writers are woken (and dropped). */
   val close: F[Unit] =
-    F.delay(state.getAndUpdate(s => s.copy(reader = null, writers = Nil, closed = true))).flatMap { s =>
+    F.delay(state.getAndUpdate(s => s.copy(reader = None, writers = Nil, closed = true))).flatMap { s =>
       F.delay {
-        if s.reader != null then s.reader(Woken)
+        s.reader.foreach(_(Woken))
         s.writers.foreach(_(Woken))
       }
     }
@@ -114,14 +114,14 @@ private[weir] object Inbox:
   private val Woken: Either[Throwable, Unit] = Right(())
 
   /*
-   * `items` newest first; `reader` the reader's wake-up while it waits for an item (null otherwise);
+   * `items` newest first; `reader` the reader's wake-up while it waits for an item;
    * `writers` the wake-ups of writers waiting for room. Invariant: a reader waits only while `size` is 0 and
    * the inbox is open; a writer only while `size` is `capacity` and the inbox is open.
    */
   private final case class State[O](
       items: List[O],
       size: Int,
-      reader: Wake | Null,
+      reader: Option[Wake],
       writers: List[Wake],
       closed: Boolean
   )

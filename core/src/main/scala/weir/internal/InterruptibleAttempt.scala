@@ -1,6 +1,7 @@
 package weir.internal
 
-import weir.Interruptible
+import cats.effect.kernel.Async
+import weir.{Interruptible, TaskInterrupted}
 
 import java.util.concurrent.atomic.AtomicInteger
 
@@ -32,11 +33,11 @@ private[weir] final class InterruptibleAttempt(interruptWorker: () => Unit)
 
   /**
    * Registers with `task` and starts the attempt; the reason, if the task was told to stop before (the
-   * attempt must not run), else null. Called by the worker's fiber, once.
+   * attempt must not run). Called by the worker's fiber, once.
    */
-  def start(task: Interruptible): String | Null =
+  def start(task: Interruptible): Option[String] =
     unregister = task.onInterrupt(this)
-    if compareAndSet(Registering, Running) then null else why
+    if compareAndSet(Registering, Running) then None else Some(why)
 
   /** The task's interruption: cancels the worker's fiber if the attempt runs and has not ended. */
   def apply(reason: String): Unit =
@@ -55,15 +56,15 @@ private[weir] final class InterruptibleAttempt(interruptWorker: () => Unit)
 
   /**
    * The worker's fiber was cancelled during this attempt: the interruption's reason if the interruption did
-   * it; null if something else did (the run stopping), and the registration is then undone. Called by the
+   * it; none if something else did (the run stopping), and the registration is then undone. Called by the
    * worker's finalizer.
    */
-  def cancelled(): String | Null =
+  def cancelled(): Option[String] =
     if compareAndSet(Running, Ended) then
       unregister()
-      null
-    else if get == Interrupted then why
-    else null
+      None
+    else if get == Interrupted then Some(why)
+    else None
 
 private[weir] object InterruptibleAttempt:
   private val Registering = 0
@@ -79,3 +80,39 @@ private[weir] object InterruptibleAttempt:
 
     /** Has this worker's fiber cancelled, for an interruption ([[WorkerPool.interrupt]]); any thread. */
     def interrupt: () => Unit
+
+  /**
+   * Attempt `n` of `task`, `run`, against the task's interruption: `run` runs on the worker's own fiber,
+   * and an interruption cancels that fiber, whose finalizer records the task interrupted once `run`'s
+   * finalizers have run ([[Worker]]). A retry (`n` > 1) first asks the task's refusal, and one that refuses
+   * fails with [[weir.TaskInterrupted]] without running; so does an attempt whose task was told to stop
+   * before it registered. The first attempt's refusal was asked just before its start
+   * ([[TaskPath.ready]], [[TaskPath.enter]]), and asking again here would fail, uncounted as a refusal, an
+   * attempt that never ran.
+   */
+  def attempt[F[_], B](task: Interruptible, n: Int, worker: Owner)(run: => F[B])(using
+      F: Async[F]
+  ): F[Either[Throwable, B]] =
+    (if n > 1 then task.tryStart() else None) match
+      case Some(reason) => F.pure(Left(new TaskInterrupted(reason)))
+      case None =>
+        registered(task, worker, reason => F.pure(Left(new TaskInterrupted(reason))))(F.attempt(run))
+
+  /**
+   * `run` (an attempt, or a retry's wait) registered with `task`'s interruption on `worker`'s fiber, to be
+   * run inside the worker's `poll`: an interruption cancels that fiber, and a task told to stop before the
+   * registration gets `refused(reason)` without running `run`. The registration and the worker's note of it
+   * are one plain step, so a cancellation finds either neither or both.
+   */
+  def registered[F[_], X](task: Interruptible, worker: Owner, refused: String => F[X])(run: => F[X])(using
+      F: Async[F]
+  ): F[X] =
+    F.defer {
+      val registration = new InterruptibleAttempt(worker.interrupt)
+      registration.start(task) match
+        case Some(reason) => refused(reason)
+        case None =>
+          worker.attempting(registration)
+          // interrupted before its end: the worker's cancellation is under way, and it lands here, in `poll`
+          F.flatMap(run)(x => if registration.ended() then F.pure(x) else F.never)
+    }

@@ -99,59 +99,38 @@ private[weir] object LatencyRecorder:
     /** Adds the values recorded so far to `into`, keeping them. */
     def copyInto(into: LogHistogram): Unit
 
-  /** A histogram of one thread's own: a single writer, no synchronisation. */
+  /**
+   * A histogram of one thread's own: a single writer, no synchronisation. An empty histogram holds no
+   * counts ([[LogHistogram]] allocates a group on its first value): a drain swaps in a new one only when
+   * the slot holds values.
+   */
   private final class OwnSlot extends Slot:
-    private var histogram: LogHistogram | Null = null
+    private var histogram = new LogHistogram
 
-    def record(nanos: Long): Unit =
-      var h = histogram
-      if h == null then
-        h = new LogHistogram
-        histogram = h
-      h.nn.record(nanos)
+    def record(nanos: Long): Unit = histogram.record(nanos)
 
-    def holdsValues: Boolean = histogram != null
+    def holdsValues: Boolean = histogram.count > 0
 
     def drain(to: List[LogHistogram]): List[LogHistogram] =
       val h = histogram
-      if h == null then to
+      if h.count == 0 then to
       else
-        histogram = null
+        histogram = new LogHistogram
         h :: to
 
-    def copyInto(into: LogHistogram): Unit =
-      val h = histogram
-      if h != null then into.add(h)
+    def copyInto(into: LogHistogram): Unit = into.add(histogram)
 
   /**
    * The histogram the threads beyond the first [[OwnHistograms]] share: every access holds this slot's
    * lock, so concurrent writers and the summary's drain see one histogram at a time.
    */
   private final class SharedSlot extends Slot:
-    private var shared: LogHistogram | Null = null
+    private val own = new OwnSlot
 
-    def record(nanos: Long): Unit = synchronized {
-      var h = shared
-      if h == null then
-        h = new LogHistogram
-        shared = h
-      h.nn.record(nanos)
-    }
-
-    def holdsValues: Boolean = synchronized(shared != null)
-
-    def drain(to: List[LogHistogram]): List[LogHistogram] = synchronized {
-      val h = shared
-      if h == null then to
-      else
-        shared = null
-        h :: to
-    }
-
-    def copyInto(into: LogHistogram): Unit = synchronized {
-      val h = shared
-      if h != null then into.add(h)
-    }
+    def record(nanos: Long): Unit = synchronized(own.record(nanos))
+    def holdsValues: Boolean = synchronized(own.holdsValues)
+    def drain(to: List[LogHistogram]): List[LogHistogram] = synchronized(own.drain(to))
+    def copyInto(into: LogHistogram): Unit = synchronized(own.copyInto(into))
 
   /**
    * Threads that get a histogram of their own: enough for the compute threads of any runtime this machine

@@ -13,7 +13,7 @@ import fs2.{Chunk, Pull, Stream}
 private[weir] final class Producer[F[_], A](
     ledger: Ledger[A],
     buffer: TaskBuffer[F, A],
-    pool: WorkerPool[F],
+    pool: WorkerPool[F, ?],
     sourceErrors: Ref[F, List[Throwable]]
 )(using F: Async[F], P: Parallel[F]):
 

@@ -174,7 +174,7 @@ private[weir] final class TaskPath[F[_], A, B](
   def attempt(task: A, n: Int, worker: InterruptibleAttempt.Owner): F[Either[Throwable, B]] =
     if refusable then
       task match
-        case t: Interruptible => interruptible(t, n, timed(task), worker)
+        case t: Interruptible => InterruptibleAttempt.attempt(t, n, worker)(timed(task))
         case _ => F.attempt(timed(task))
     else F.attempt(timed(task))
 
@@ -184,31 +184,12 @@ private[weir] final class TaskPath[F[_], A, B](
       case Some(limit) => F.timeoutTo(handle(task), limit, F.raiseError(new TaskTimedOut(limit)))
 
   /**
-   * `run` against the task's interruption ([[InterruptibleAttempt]]): `run` runs on the worker's own fiber,
-   * and an interruption cancels that fiber, whose finalizer records the task interrupted once `run`'s
-   * finalizers have run ([[Worker]]). A retry (`n` > 1) first asks the task's refusal, and one that refuses
-   * fails with [[TaskInterrupted]] without running; so does an attempt whose task was told to stop before it
-   * registered. The first attempt's refusal was asked just before its start ([[ready]], [[enter]]), and
-   * asking again here would fail, uncounted as a refusal, an attempt that never ran.
-   */
-  private def interruptible(
-      task: Interruptible,
-      n: Int,
-      run: => F[B],
-      worker: InterruptibleAttempt.Owner
-  ): F[Either[Throwable, B]] =
-    (if n > 1 then task.tryStart() else None) match
-      case Some(reason) => F.pure(Left(new TaskInterrupted(reason)))
-      case None =>
-        registered(task, worker, reason => F.pure(Left(new TaskInterrupted(reason))))(F.attempt(run))
-
-  /**
    * After attempt `n` of `task` failed with `error`: the wait before attempt `n + 1` (its backoff, then a
    * rate-limit permit; counted retried once it is over), or `None` when the task has failed. Counts a
    * timeout. A plain call, to be made in a continuation that runs what it returns; the wait is cancelable
    * (through `poll`), and a cancellation there is the worker's to record, the task having started. An
    * [[weir.Interruptible]] task of a refusable source waits against its interruption, as its attempts run
-   * ([[registered]]).
+   * ([[InterruptibleAttempt.registered]]).
    */
   def retry(
       poll: Poll[F],
@@ -227,31 +208,11 @@ private[weir] final class TaskPath[F[_], A, B](
         val waited =
           if refusable then
             task match
-              case t: Interruptible => poll(registered(t, worker, _ => F.unit)(wait))
+              case t: Interruptible => poll(InterruptibleAttempt.registered(t, worker, _ => F.unit)(wait))
               case _ => poll(wait)
           else poll(wait)
         Some(waited *> F.delay(ledger.retried()))
       else None
-
-  /**
-   * `run` (an attempt, or a retry's wait) registered with `task`'s interruption on `worker`'s fiber
-   * ([[InterruptibleAttempt]]), to be run inside the worker's `poll`: an interruption cancels that fiber, and
-   * a task told to stop before the registration gets `refused(reason)` without running `run`. The
-   * registration and the worker's note of it are one plain step, so a cancellation finds either neither or
-   * both.
-   */
-  private def registered[X](task: Interruptible, worker: InterruptibleAttempt.Owner, refused: String => F[X])(
-      run: => F[X]
-  ): F[X] =
-    F.defer {
-      val registration = new InterruptibleAttempt(worker.interrupt)
-      val reason = registration.start(task)
-      if reason != null then refused(reason)
-      else
-        worker.attempting(registration)
-        // interrupted before its end: the worker's cancellation is under way, and it lands here, in `poll`
-        F.flatMap(run)(x => if registration.ended() then F.pure(x) else F.never)
-    }
 
   /** A retry's permit (the first attempt's was granted by [[permit]]). */
   private val retryPermit: F[Unit] = settings.rateLimit.fold(F.unit)(waitedFor)

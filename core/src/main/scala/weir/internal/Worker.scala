@@ -44,8 +44,8 @@ import scala.concurrent.duration.*
  */
 private[weir] final class Worker[F[_], A, B](
     path: TaskPath[F, A, B],
-    pool: WorkerPool[F],
-    slot: WorkerPool.Slot[F],
+    pool: WorkerPool[F, Entry[A]],
+    slot: WorkerPool.Slot[F, Entry[A]],
     poll: Poll[F]
 )(using
     F: Async[F]
@@ -191,8 +191,8 @@ private[weir] final class Worker[F[_], A, B](
   /** The worker's life: from the task its slot says to go on after (see the class comment), or from a take. */
   def life: F[Boolean] =
     val first = slot.resumeAfter() match
-      case null => loop
-      case entry => after(entry.asInstanceOf[Entry[A]])
+      case None => loop
+      case Some(entry) => after(entry)
     first.onCancel(F.defer(cancelled))
 
   /**
@@ -207,11 +207,11 @@ private[weir] final class Worker[F[_], A, B](
       current = null
       val attempt = interruptible
       interruptible = null
-      val reason = if attempt eq null then null else attempt.cancelled()
+      val reason = if attempt eq null then None else attempt.cancelled()
       F.monotonic.flatMap { at =>
         val latency = (at.toNanos - t0).nanos
         reason match
-          case null => record.interrupted(entry, latency, tries)
-          case why => record.failed(entry, new TaskInterrupted(why), latency, tries) *>
-              F.delay(slot.interrupted = entry)
+          case None => record.interrupted(entry, latency, tries)
+          case Some(why) => record.failed(entry, new TaskInterrupted(why), latency, tries) *>
+              F.delay(slot.interrupted = Some(entry))
       }

@@ -23,15 +23,18 @@ import scala.annotation.tailrec
  * stop is requested, and from then on its last worker's exit is reported to the run (`onExit`, the event
  * [[RunEnd.Event.WorkersLeft]]); the run has it [[kill]] its workers when a stop's deadline passes.
  */
-private[weir] final class WorkerPool[F[_]] private (
+private[weir] final class WorkerPool[F[_], R] private (
     state: AtomicReference[WorkerPool.State],
     onExit: F[Unit],
     workers: FiberGroup[F],
-    body: (WorkerPool[F], Slot[F]) => F[Boolean] // runs one worker; true when it retired through tryRetire
+    body: (
+        WorkerPool[F, R],
+        Slot[F, R]
+    ) => F[Boolean] // runs one worker; true when it retired through tryRetire
 )(using F: Async[F]):
 
   // the workers whose fibers are to be cancelled for an interruption, written from any thread
-  private val interruptions = Inbox.unsafe[F, Slot[F]](Int.MaxValue)
+  private val interruptions = Inbox.unsafe[F, Slot[F, R]](Int.MaxValue)
 
   def limit: F[Int] = F.delay(state.get.limit)
   def live: F[Int] = F.delay(state.get.live)
@@ -52,7 +55,7 @@ private[weir] final class WorkerPool[F[_]] private (
     modify { s =>
       val n = if s.open then math.max(0, math.min(demand.toLong, s.limit.toLong - s.live).toInt) else 0
       (s.copy(live = s.live + n), n)
-    }.flatMap(n => spawn(null).replicateA_(n))
+    }.flatMap(n => spawn(None).replicateA_(n))
 
   /**
    * Sets the limit; returns the change in allowed workers beyond those alive (positive: room for new
@@ -124,7 +127,7 @@ private[weir] final class WorkerPool[F[_]] private (
    * Has the fiber of the worker in `slot` cancelled, for an interruption of the task it runs
    * ([[InterruptibleAttempt]]). A plain call, from any thread; the cancellation is made by [[interrupter]].
    */
-  def interrupt(slot: Slot[F]): Unit = interruptions.trySend(slot): Unit
+  def interrupt(slot: Slot[F, R]): Unit = interruptions.trySend(slot): Unit
 
   /**
    * Cancels the workers [[interrupt]] names, each in a fiber of `workers` of its own (a cancellation waits
@@ -137,10 +140,11 @@ private[weir] final class WorkerPool[F[_]] private (
     ).compile.drain
 
   // published by the fiber that started it, which may run after the worker's first attempt
-  private def fiberOf(slot: Slot[F]): F[Fiber[F, Throwable, ?]] =
+  private def fiberOf(slot: Slot[F, R]): F[Fiber[F, Throwable, ?]] =
     F.defer {
-      val f = slot.fiber
-      if f != null then F.pure(f) else F.cede *> fiberOf(slot)
+      slot.fiber match
+        case Some(f) => F.pure(f)
+        case None => F.cede *> fiberOf(slot)
     }
 
   /*
@@ -149,14 +153,14 @@ private[weir] final class WorkerPool[F[_]] private (
    * A worker cancelled for an interruption hands its place, uncounted, to a new one that goes on after its
    * task (the slot's `interrupted`, set by the worker's finalizer).
    */
-  private def spawn(resumeAfter: AnyRef | Null): F[Unit] =
+  private def spawn(resumeAfter: Option[R]): F[Unit] =
     F.defer {
-      val slot = new Slot[F](resumeAfter)
-      workers.startThen(F.unit.flatMap(_ => body(this, slot)), f => slot.fiber = f) {
+      val slot = new Slot[F, R](resumeAfter)
+      workers.startThen(F.unit.flatMap(_ => body(this, slot)), f => slot.fiber = Some(f)) {
         case FiberOutcome.Succeeded(retired) => retired.flatMap(r => leave.unlessA(r))
         // decided when it runs: a finalizer for the cancelled case may be built before the fiber even starts
         case FiberOutcome.Canceled() =>
-          F.defer(if slot.interrupted != null then spawn(slot.interrupted) else leave)
+          F.defer(if slot.interrupted.isDefined then spawn(slot.interrupted) else leave)
         case _ => leave
       }.flatMap(started => leave.unlessA(started))
     }
@@ -170,29 +174,30 @@ private[weir] object WorkerPool:
   final case class State(limit: Int, live: Int, open: Boolean, draining: Boolean, killed: Boolean = false)
 
   /**
-   * One worker's place: its fiber, once started, and the task it goes on from. `resumeAfter` is the task a
-   * worker cancelled for an interruption was running, for the worker that takes its place (null for a new
+   * One worker's place: its fiber, once started, and the task it goes on from. `resume` is the task a
+   * worker cancelled for an interruption was running, for the worker that takes its place (none for a new
    * worker); `interrupted` is set by a worker's finalizer when it was cancelled so, to the task it ran.
+   * A slot is made for each worker started, never for a task: its options cost nothing per task.
    */
-  final class Slot[F[_]](private var resume: AnyRef | Null):
-    @volatile var fiber: Fiber[F, Throwable, ?] | Null = null
-    @volatile var interrupted: AnyRef | Null = null
+  final class Slot[F[_], R](private var resume: Option[R]):
+    @volatile var fiber: Option[Fiber[F, Throwable, ?]] = None
+    @volatile var interrupted: Option[R] = None
 
     /** The task to go on after, once: read by the slot's worker as it starts, then forgotten. */
-    def resumeAfter(): AnyRef | Null =
+    def resumeAfter(): Option[R] =
       val r = resume
-      resume = null
+      resume = None
       r
 
   /**
    * A pool whose workers run `body`; `onExit` runs when the pool, armed by [[WorkerPool.finishing]], has no
    * worker left, or is killed. A plain call, for building a run's parts in one effect (the [[Engine]]).
    */
-  def unsafe[F[_]](
+  def unsafe[F[_], R](
       initialLimit: Int,
       workers: FiberGroup[F],
       onExit: F[Unit]
-  )(body: (WorkerPool[F], Slot[F]) => F[Boolean])(using F: Async[F]): WorkerPool[F] =
+  )(body: (WorkerPool[F, R], Slot[F, R]) => F[Boolean])(using F: Async[F]): WorkerPool[F, R] =
     new WorkerPool(
       new AtomicReference(State(initialLimit, 0, open = true, draining = false)),
       onExit,

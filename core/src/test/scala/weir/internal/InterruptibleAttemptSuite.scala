@@ -30,39 +30,39 @@ class InterruptibleAttemptSuite extends FunSuite:
   test("an interruption while the attempt runs has the worker cancelled, once, and wins over a later end") {
     val task = new Task
     val (a, cancels) = attempt()
-    assertEquals(a.start(task), null)
+    assertEquals(a.start(task), None)
     assert(task.interruption.request("stop"))
     assertEquals(cancels.get, 1)
     assert(!a.ended(), "the end came after the interruption: the worker must wait for its cancellation")
-    assertEquals(a.cancelled(), "stop")
+    assertEquals(a.cancelled(), Some("stop"))
     assertEquals(task.unregistered.get, 0) // an interrupted attempt has nothing to unregister
   }
 
   test("an end before the interruption unregisters, and a later interruption cancels nothing") {
     val task = new Task
     val (a, cancels) = attempt()
-    assertEquals(a.start(task), null)
+    assertEquals(a.start(task), None)
     assert(a.ended())
     assertEquals(task.unregistered.get, 1)
     assert(task.interruption.request("too late"))
     assertEquals(cancels.get, 0)
-    assertEquals(a.cancelled(), null) // a cancellation now would be the run's, not the task's
+    assertEquals(a.cancelled(), None) // a cancellation now would be the run's, not the task's
   }
 
   test("a task told to stop before the attempt refuses it at the registration, without a cancellation") {
     val task = new Task
     assert(task.interruption.request("before"))
     val (a, cancels) = attempt()
-    assertEquals(a.start(task), "before")
+    assertEquals(a.start(task), Some("before"))
     assertEquals(cancels.get, 0)
-    assertEquals(a.cancelled(), null)
+    assertEquals(a.cancelled(), None)
   }
 
   test("a worker cancelled by the run during the attempt undoes the registration, and is not interrupted") {
     val task = new Task
     val (a, cancels) = attempt()
-    assertEquals(a.start(task), null)
-    assertEquals(a.cancelled(), null)
+    assertEquals(a.start(task), None)
+    assertEquals(a.cancelled(), None)
     assertEquals(task.unregistered.get, 1)
     assert(task.interruption.request("after the run's cancellation"))
     assertEquals(cancels.get, 0)
@@ -73,7 +73,7 @@ class InterruptibleAttemptSuite extends FunSuite:
     (1 to 2000).foreach { round =>
       val task = new Task
       val (a, cancels) = attempt()
-      assertEquals(a.start(task), null)
+      assertEquals(a.start(task), None)
       val interrupter = new Thread(() =>
         barrier.await()
         task.interruption.request(s"round $round"): Unit
@@ -84,6 +84,6 @@ class InterruptibleAttemptSuite extends FunSuite:
       interrupter.join()
       assertEquals(cancels.get, if endedFirst then 0 else 1, s"round $round")
       assertEquals(task.unregistered.get, if endedFirst then 1 else 0, s"round $round")
-      assertEquals(a.cancelled(), if endedFirst then null else s"round $round", s"round $round")
+      assertEquals(a.cancelled(), if endedFirst then None else Some(s"round $round"), s"round $round")
     }
   }
