@@ -199,7 +199,7 @@ object DurableWorker:
       // the consumer may wait on a full completer that cannot write (the database refusing or gone): it is
       // given one grace, then stopped; the claims whose outcomes it had not queued stay held, as having maybe
       // run, for the worker's last step
-      _ <- OutcomeReader.resource(worker, completer, snoozed, log)(
+      _ <- OutcomeReader.resource(worker, completer, snoozed)(
         outcomes,
         finish = stop.complete(()) *> pipeline.drain(config.releaseGrace).void
       )

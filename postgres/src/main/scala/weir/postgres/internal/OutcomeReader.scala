@@ -33,17 +33,15 @@ private[postgres] object OutcomeReader:
   def resource[F[_], A, B](
       worker: WorkerContext,
       completer: Completer[F],
-      snoozed: B => Option[Handled.Snoozed],
-      log: WorkerLog[F]
+      snoozed: B => Option[Handled.Snoozed]
   )(outcomes: Stream[F, TaskOutcome[Job[A], B]], finish: F[Unit])(using F: Async[F]): Resource[F, Unit] =
     val service = settings(worker.config)
     val read = outcomes.chunks.evalMap(os =>
       F.delay(worker.counters.refused.addAndGet(ended(os))) *>
         completer.submitAll(os.map(Finish.of(worker.config, snoozed, _)))
     ).compile.drain
-    Resource.eval(log.faults(service.name, "reading outcomes", worker.counters)).flatMap(faults =>
-      Service.finishing(service, faults, finish)(read.as(Service.Next.Done))
-    )
+    // nothing of a round fails but a defect: then the stream is read again, after a poll interval
+    Service.finishing(service, Service.Faults.ignored[F], finish)(read.as(Service.Next.Done))
 
   /** Ends the claim of each outcome with it; returns how many of them the engine refused to start. */
   private def ended[A, B](outcomes: Chunk[TaskOutcome[Job[A], B]]): Long =
