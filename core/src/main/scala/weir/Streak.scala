@@ -14,7 +14,7 @@ import scala.concurrent.duration.FiniteDuration
  *
  * It is how weir's sources log what they ride out once per streak, not once per error (weir-postgres and
  * weir-kafka give it their loggers); it knows no logger itself, so that the core depends on Cats Effect
- * and FS2 alone.
+ * and FS2 alone. It is the usual [[Service.Faults]] of a [[Service]].
  *
  * ==Concurrent callers==
  * Allowed: of failures and successes that race, exactly one failure begins a streak and exactly one
@@ -25,7 +25,8 @@ final class Streak[F[_]] private (
     state: Ref[F, Option[Streak.Failing]],
     began: Throwable => F[Unit],
     ended: Streak.Ended => F[Unit]
-)(using F: Temporal[F]):
+)(using F: Temporal[F])
+    extends Service.Faults[F]:
 
   // invariant: Some(failing) from the failure that began a streak to the success that ends it, None
   // otherwise; `failing.errors` counts the streak's failures, the first included

@@ -1,26 +1,18 @@
 package weir.kafka
 
-import cats.effect.kernel.{Async, Deferred, Resource}
-import cats.effect.std.{Queue, Supervisor}
+import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
-import fs2.{Chunk, Stream}
-import org.apache.kafka.clients.consumer.{ConsumerConfig, CooperativeStickyAssignor, KafkaConsumer}
-import org.apache.kafka.clients.producer.{KafkaProducer, ProducerConfig}
-import org.apache.kafka.common.KafkaException
-import org.apache.kafka.common.serialization.{ByteArrayDeserializer, ByteArraySerializer, Deserializer}
+import fs2.Stream
+import org.apache.kafka.clients.producer.KafkaProducer
+import org.apache.kafka.common.serialization.{ByteArraySerializer, Deserializer}
 import org.typelevel.log4cats.LoggerFactory
 import org.typelevel.log4cats.noop.NoOpFactory
-import weir.{
-  Disposition, FailurePolicy, Interruptible, Pipeline, Retry, Running, Source, Summary, TaskOutcome,
-  Validation
+import weir.{FailurePolicy, Pipeline, Running, Source, Summary, TaskOutcome, Validation}
+import weir.kafka.internal.{
+  ClientProperties, Counters, DeadLetterPolicy, DeadLetters, OutcomeReader, PollLoop, SourceLog
 }
-import weir.kafka.internal.{Counters, DeadLetters, PartitionState, Poller, SourceLog}
 
-import java.util.Properties
-import java.util.concurrent.{Executors, ThreadFactory, ThreadLocalRandom}
-import scala.concurrent.ExecutionContext
 import scala.concurrent.duration.FiniteDuration
-import scala.jdk.CollectionConverters.*
 
 /**
  * A consumer of Kafka topics feeding an ordinary weir [[Pipeline]]: every control of the engine (limit,
@@ -121,9 +113,8 @@ object KafkaSource:
   )(using logs: LoggerFactory[F] = NoOpFactory[F]): Resource[F, KafkaSource[F, K, V, B]] =
     for
       _ <- Validation.resource("KafkaSettings", settings.errors)
-      ec <- pollerThread[F](settings.groupId)
       // released after the poller: the consumer's thread is done with them
-      _ <- deserializers(settings, keys, values)
+      _ <- ClientProperties.deserializers(settings, keys, values)
       counters = new Counters
       log <- Resource.eval(SourceLog(logs, settings.groupId, settings.deadLetterTopic, counters))
       // released after the poller: the last summary counts the dead letters of the release too
@@ -131,7 +122,7 @@ object KafkaSource:
       deadLetters <- settings.deadLetterTopic.traverse(topic =>
         Resource
           .make(F.blocking(new KafkaProducer(
-            producerProperties(settings),
+            ClientProperties.producerProperties(settings),
             new ByteArraySerializer,
             new ByteArraySerializer
           )))(p =>
@@ -139,47 +130,9 @@ object KafkaSource:
           )
           .map(new DeadLetters(_, topic))
       )
-      poller <- Resource.make(F.evalOn(
-        F.delay {
-          val consumer = new KafkaConsumer(
-            consumerProperties(settings),
-            new ByteArrayDeserializer,
-            new ByteArrayDeserializer
-          )
-          val p = new Poller(consumer, settings, keys, values, deadLetters, counters)
-          // the resource's release runs only once this returns: a refused subscription closes the consumer here
-          try p.subscribe()
-          catch
-            case e: Throwable =>
-              consumer.close()
-              throw e
-          p
-        },
-        ec
-      ))(p =>
-        // the revoke of the release is logged too
-        F.guarantee(F.evalOn(F.delay(p.close()), ec), F.evalOn(F.delay(p.events()), ec).flatMap(log.events))
-      )
-      queue <- Resource.eval(Queue.unbounded[F, Option[Chunk[KafkaRecord[K, V] & Interruptible]]])
-      failure <- Resource.eval(Deferred[F, Throwable])
-      // the first failure ends the records: the poller goes on polling, every partition paused, so that the
-      // consumer stays in its group while the records received run to their outcomes
-      fail = (e: Throwable) =>
-        failure.complete(e).flatMap(first =>
-          (log.deadLetterFailed(e) *> F.delay(poller.stop()) *> queue.offer(None)).whenA(first)
-        )
-      // the queue holds at most maxInFlight records plus one poll's: past that the poller pauses
-      loop = F.evalOn(F.delay((poller.round(), poller.events())), ec)
-        .flatMap((rs, happened) =>
-          log.events(happened) *> (if rs.isEmpty then F.unit else queue.offer(Some(Chunk.from(rs))))
-        )
-        .flatMap(_ => F.delay(poller.failed).flatMap(_.traverse_(fail)))
-        .foreverM[Unit]
-      _ <- F.background(loop.handleErrorWith(e => failure.complete(e) *> queue.offer(None)))
-      records = Stream.fromQueueNoneTerminatedChunk(queue) ++
-        Stream.eval(failure.tryGet).flatMap(_.fold(Stream.empty)(Stream.raiseError[F]))
-      pipeline = build(Source.refusable(records))
-      // what the source commits depends on the policy the pipeline was built with (see `finish`)
+      poller <- PollLoop.resource(settings, keys, values, deadLetters, counters, log)
+      pipeline = build(Source.refusable(poller.records))
+      // what the source commits depends on the policy the pipeline was built with (see `OutcomeReader`)
       built = pipeline.failurePolicy
       _ <- Validation.resource(
         "KafkaSource",
@@ -188,186 +141,26 @@ object KafkaSource:
           s"with a deadLetterTopic the topic is the failure policy: leave the pipeline's at skip, was: $built"
         )
       )
-      policy =
-        deadLetters.fold(built)(dl => deadLetterPolicy(dl, settings.deadLetterRetry, counters, log, fail))
-      skips = deadLetters.isEmpty && isSkip(built)
-      // released after the pipeline, whose release ends its outcome stream: the reader sees every outcome
+      policy = deadLetters.fold(built)(dl =>
+        DeadLetterPolicy[F, K, V](dl, settings.deadLetterRetry, counters, log, poller.fail)
+      )
+      // released after the pipeline, whose release ends its outcome stream: the reader reads every outcome
       // the pipeline hands out, those of its release included
-      readers <- Supervisor[F](await = true)
+      reader <- OutcomeReader.resource[F, K, V, B](counters, skips = deadLetters.isEmpty && isSkip(built))
       started <- pipeline.withOrder(order.taskOrder).withFailurePolicy(policy).startWithOutcomes
-      forward <- Resource.eval(Queue.unbounded[F, Option[Chunk[TaskOutcome[KafkaRecord[K, V], B]]]])
-      // a record's offset is committable once its outcome is known, not once the user read it: this reader
-      // keeps the pipeline's outcome stream empty, and the unread outcomes count against maxInFlight instead
-      _ <- Resource.eval(readers.supervise(F.guarantee(
-        started._2.chunks
-          .evalMap(os =>
-            F.delay {
-              PartitionState.finishAll(os.toVector.map(o => (o.task.entry, o, counts(o, skips))))
-              counters.unread.addAndGet(os.size): Unit
-            } *> forward.offer(Some(os))
-          )
-          .compile
-          .drain,
-        forward.offer(None)
-      )))
+      _ <- Resource.eval(reader.read(started._2))
     yield
       val run = started._1
       new KafkaSource[F, K, V, B]:
         def running: Running[F, KafkaRecord[K, V]] = run
-        def outcomes: Stream[F, TaskOutcome[KafkaRecord[K, V], B]] =
-          Stream.fromQueueNoneTerminatedChunk(forward).chunks
-            .evalTap(os => F.delay(counters.unread.addAndGet(-os.size)))
-            .unchunks
+        def outcomes: Stream[F, TaskOutcome[KafkaRecord[K, V], B]] = reader.outcomes
         def drain(deadline: FiniteDuration): F[Summary[KafkaRecord[K, V]]] =
           // the source's stream ends here rather than at the drain's deadline: a record the poller hands
           // out after the end is never received, so it stays unfinished and is read again later. The drain
           // is requested first: the stream's end alone, with every record done, would end the run as
           // completed before a request made after it. Only the wait is cancelable: a drain cut between its
           // request and the stream's end would wait for its deadline
-          F.uncancelable(_ => run.requestDrain(deadline) *> F.delay(poller.stop()) *> queue.offer(None)) *>
-            run.join
+          F.uncancelable(_ => run.requestDrain(deadline) *> poller.stop) *> run.join
         def stats: F[KafkaStats] = F.delay(counters.stats)
 
   private def isSkip(policy: FailurePolicy[?, ?]): Boolean = policy.kind == FailurePolicy.Kind.Skip
-
-  /**
-   * Whether a record's outcome finishes its offset (see [[KafkaSource]]): a skipped record counts only under
-   * the skip policy (`skips`); under fail-fast, a record that fails while the run stops is recorded skipped,
-   * and must run again.
-   */
-  private def counts[K, V, B](outcome: TaskOutcome[KafkaRecord[K, V], B], skips: Boolean): Boolean =
-    outcome match
-      case TaskOutcome.Succeeded(_, _, _) => true
-      case TaskOutcome.Failed(_, _, Disposition.DeadLettered, _) => true
-      case TaskOutcome.Failed(_, _, Disposition.Skipped, _) => skips
-      case TaskOutcome.Failed(_, _, _, _) => false
-      case TaskOutcome.NotStarted(_, _) => false
-
-  /**
-   * Writes a record that failed for good to the dead-letter topic, retried as `retry` says. A retry's
-   * backoff ends early when the record's partition is revoked (the record stays unfinished, and its next
-   * owner runs it); a write that spends its attempts fails the source (`fail`) and the record, unfinished.
-   */
-  private def deadLetterPolicy[F[_], K, V](
-      dl: DeadLetters,
-      retry: Retry,
-      counters: Counters,
-      log: SourceLog[F],
-      fail: Throwable => F[Unit]
-  )(using F: Async[F]): FailurePolicy[F, KafkaRecord[K, V]] =
-    FailurePolicy.deadLetter[F, KafkaRecord[K, V]] { (r, error) =>
-      val entry = r.entry
-      // `send` blocks while it waits for the topic's metadata or for room in the producer's buffer
-      val send = F.async[Unit] { cb =>
-        F.blocking(dl.send(
-          r.topic,
-          r.partition,
-          r.offset,
-          r.rawKey,
-          r.rawValue,
-          r.headers,
-          DeadLetters.Process,
-          error,
-          {
-            case None => cb(Right(()))
-            case Some(e) => cb(Left(e))
-          }
-        )).as(None)
-      }
-      // the backoff's registration is left in place when the backoff ends: the record stays in an attempt,
-      // which a revoke waits for, until its outcome (the next backoff's registration replaces it)
-      val interrupted = F.async[String] { cb =>
-        F.delay {
-          entry.life.onInterrupt(reason => cb(Right(reason))): Unit
-          Some(F.unit)
-        }
-      }
-      def attempt(n: Int): F[Unit] =
-        send.handleErrorWith { cause =>
-          if n < retry.maxAttempts && retry.retryable(cause) then
-            F.delay(retry.backoff(n, ThreadLocalRandom.current()))
-              .flatMap(d => F.race(F.sleep(d), interrupted))
-              .flatMap {
-                case Left(_) => attempt(n + 1)
-                case Right(reason) =>
-                  F.raiseError(new KafkaException(
-                    s"dead-letter write to '${dl.topic}' stopped: $reason",
-                    cause
-                  ))
-              }
-          else
-            val e = dl.failure(r.topic, r.partition, r.offset, n, cause)
-            F.delay(counters.deadLetterFailures.incrementAndGet()) *> fail(e) *> F.raiseError(e)
-        }
-      F.delay(entry.state.deadLettering(entry)).flatMap { writable =>
-        if !writable then
-          F.raiseError(new KafkaException(
-            s"partition ${r.topicPartition} was revoked: not written to '${dl.topic}', its next owner runs it"
-          ))
-        else
-          attempt(1) *> F.delay(counters.deadLettered.incrementAndGet()) *>
-            log.deadLettered(r.topicPartition, r.offset, "failed", error)
-      }
-    }
-
-  /** The one thread that owns the consumer (a `KafkaConsumer` is not thread-safe). */
-  private def pollerThread[F[_]](group: String)(using F: Async[F]): Resource[F, ExecutionContext] =
-    val factory: ThreadFactory = r =>
-      val t = new Thread(r, s"weir-kafka-poller-$group")
-      t.setDaemon(true)
-      t
-    Resource
-      .make(F.delay(Executors.newSingleThreadExecutor(factory)))(e => F.delay(e.shutdown()))
-      .map(ExecutionContext.fromExecutorService)
-
-  /**
-   * Configures the user's deserializers and closes them on release, as kafka-clients does with the ones it
-   * builds itself (`Deserializers`): each is handed the consumer's properties and whether it decodes keys.
-   * The same instance given for keys and values is closed once.
-   */
-  private def deserializers[F[_], K, V](s: KafkaSettings, keys: Deserializer[K], values: Deserializer[V])(
-      using F: Async[F]
-  ): Resource[F, Unit] =
-    val properties: java.util.Map[String, AnyRef] =
-      consumerProperties(s).asScala.map((k, v) => k.toString -> v).asJava
-    def configure(d: Deserializer[?], isKey: Boolean): F[Unit] =
-      val role = if isKey then "key" else "value"
-      F.blocking(d.configure(properties, isKey)).whenA(s.configureDeserializers).adaptError(e =>
-        new KafkaException(
-          s"the $role deserializer (${d.getClass.getName}) refused the consumer's properties: ${e.getMessage}",
-          e
-        )
-      )
-    def owned(d: Deserializer[?], isKey: Boolean): Resource[F, Unit] =
-      Resource.make(configure(d, isKey).onError(_ => F.blocking(d.close()).attempt.void))(_ =>
-        F.blocking(d.close())
-      )
-    owned(keys, isKey = true) *>
-      (if (values: AnyRef) eq keys then Resource.eval(configure(values, isKey = false))
-       else owned(values, isKey = false))
-
-  private def consumerProperties(s: KafkaSettings): Properties =
-    val p = new Properties
-    // cooperative-sticky unless the user chose otherwise (or the consumer protocol, which takes no assignor)
-    if !s.properties.contains(ConsumerConfig.GROUP_PROTOCOL_CONFIG) then
-      p.setProperty(
-        ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
-        classOf[CooperativeStickyAssignor].getName
-      ): Unit
-    p.setProperty(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"): Unit
-    p.setProperty(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, math.min(500, s.maxInFlight).toString): Unit
-    s.properties.foreach((k, v) => p.setProperty(k, v): Unit)
-    p.setProperty(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, s.bootstrapServers): Unit
-    p.setProperty(ConsumerConfig.GROUP_ID_CONFIG, s.groupId): Unit
-    p.setProperty(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false"): Unit
-    p
-
-  /** The user's properties a producer knows (security, client id, ...), all acks, the same servers. */
-  private def producerProperties(s: KafkaSettings): Properties =
-    val p = new Properties
-    val known = ProducerConfig.configNames()
-    s.properties.foreach((k, v) => if known.contains(k) then p.setProperty(k, v): Unit)
-    if !s.properties.contains(ProducerConfig.ACKS_CONFIG) then
-      p.setProperty(ProducerConfig.ACKS_CONFIG, "all"): Unit
-    p.setProperty(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, s.bootstrapServers): Unit
-    p

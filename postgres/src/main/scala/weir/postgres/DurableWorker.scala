@@ -3,7 +3,6 @@ package weir.postgres
 import cats.effect.kernel.{Async, Deferred, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
-import doobie.FC
 import org.typelevel.log4cats.LoggerFactory
 import org.typelevel.log4cats.noop.NoOpFactory
 import weir.{Pipeline, Running, Source, Validation}
@@ -155,7 +154,7 @@ object DurableWorker:
       counters = new Counters
       claims = new Claims
       wake <- Resource.eval(Queue.dropping[F, Unit](1))
-      gate = new IdleGate[F]
+      gate <- Resource.eval(IdleGate[F])
       limited = new AtomicBoolean
       liveness = new Liveness(config.heartbeat)
       // the queue gets its row of controls here, so that an operator can find it and set them
@@ -165,7 +164,7 @@ object DurableWorker:
         xa(sql.register(config.name, config.heartbeat.toMillis) <* sql.addQueue(config.queue))
           .flatTap(_ => F.delay(liveness.confirmed(sentAt)))
       )(owner =>
-        handBack(xa, sql, config.queue, owner, claims, counters).handleErrorWith(e =>
+        LastStep.handBack(xa, sql, config.queue, owner, claims, counters).handleErrorWith(e =>
           F.delay(counters.error(e))
         )
       )
@@ -190,88 +189,23 @@ object DurableWorker:
       _ <- Rescuer.resource(maintenance, worker, log)
       _ <- HeadRepair.resource(maintenance, worker, log)
       _ <- config.retention.fold(Resource.unit[F])(r =>
-        Resource.eval(log.faults("prune", "the prune", counters)).flatMap(faults =>
-          Pruner.resource(maintenance, new AdminSql(db.schema), r, Pruner.every, faults)
-        )
+        Pruner.resource(maintenance, new AdminSql(db.schema), r, log, counters)
       )
       stop <- Resource.eval(Deferred[F, Unit])
       claimFaults <- Resource.eval(log.faults("claims", "claiming", counters))
       claimer = new Claimer[F, A](xa, worker, completer, wake, gate, stop, log, claimFaults)
       started <- build(Source.refusable(claimer.stream)).startWithOutcomes
       (pipeline, outcomes) = started
-      _ <-
-        // a chunk of outcomes at a time: one queue operation for all the outcomes the pipeline has ready.
-        // Each claim's end is known before its finish is queued, so before it can commit (see Claims)
-        Resource.make(
-          F.start(outcomes.chunks.evalMap(os =>
-            F.delay(counters.refused.addAndGet(ended(os))) *>
-              completer.submitAll(os.map(Finish.of(config, snoozed, _)))
-          ).compile.drain)
-        ) {
-          // the consumer may wait on a full completer that cannot write (the database refusing or gone): it is
-          // given one grace, then stopped; the claims whose outcomes it had not queued stay held, as having
-          // maybe run, for the worker's last step
-          consumer =>
-            stop.complete(()) *> pipeline.drain(config.releaseGrace) *>
-              F.timeoutTo(consumer.join.void, config.releaseGrace, consumer.cancel)
-        }
+      // the consumer may wait on a full completer that cannot write (the database refusing or gone): it is
+      // given one grace, then stopped; the claims whose outcomes it had not queued stay held, as having maybe
+      // run, for the worker's last step
+      _ <- OutcomeReader.resource(worker, completer, snoozed)(
+        outcomes,
+        finish = stop.complete(()) *> pipeline.drain(config.releaseGrace).void
+      )
     yield new DurableWorker[F, A]:
       val id: Long = owner
       val running: Running[F, Job[A]] = pipeline
       def drain(deadline: scala.concurrent.duration.FiniteDuration): F[weir.Summary[Job[A]]] =
         stop.complete(()) *> pipeline.drain(deadline)
       def stats: F[WorkerStats] = F.delay(counters.stats)
-
-  /**
-   * A worker's last step: hands back every claim it still holds and removes its row. It runs after the
-   * completer has stopped, so no finish of this process is pending any more and none can commit after it
-   * (a finish whose commit was already under way has locked its rows, and every statement here is guarded
-   * by the claim's token or state): nothing written here overtakes a finish of the same claim.
-   *
-   * What is still held either never started or ran without its result being written (the database was
-   * unreachable for the whole shutdown grace). A task that may have started goes back counted, as a
-   * failed attempt, so that a task that always outlasts its results cannot run forever; then every other
-   * claim of this worker, none of which started, goes back uncounted. If this fails too, the claims keep
-   * their lease and are rescued, counted, once the worker's heartbeat is older than `deadAfter`.
-   */
-  private def handBack[F[_]](
-      run: Run[F],
-      sql: Sql,
-      queue: String,
-      owner: Long,
-      claims: Claims,
-      counters: Counters
-  )(using
-      F: Async[F]
-  ): F[Unit] =
-    F.delay(claims.maybeStarted).flatMap { ran =>
-      val failRan =
-        if ran.isEmpty then FC.pure((0, 0, 0))
-        else sql.fail(ran, Array.fill(ran.length)(unwritten), Array.fill(ran.length)(0L))
-      run(for
-        failed <- failRan
-        handedBack <- sql.handBackAll(queue, owner)
-        _ <- sql.deregister(owner)
-        // what goes back is claimable at once: other workers need not wait for their poll
-        _ <- if failed._1 + handedBack._1 > 0 then sql.wakeQueue(queue) else FC.unit
-      yield (failed, handedBack))
-        .flatMap { case ((retried, dead, cancelledFailing), (handedBack, cancelledUnstarted)) =>
-          F.delay {
-            counters.retried.addAndGet(retried.toLong)
-            counters.dead.addAndGet(dead.toLong)
-            counters.cancelled.addAndGet((cancelledFailing + cancelledUnstarted).toLong)
-            counters.handedBack.addAndGet(handedBack.toLong)
-          }.void
-        }
-    }
-
-  private val unwritten = "the worker stopped before the result of this attempt was written"
-
-  /** Ends the claim of each outcome with it; returns how many of them the engine refused to start. */
-  private def ended[A, B](outcomes: fs2.Chunk[weir.TaskOutcome[Job[A], B]]): Long =
-    var refused = 0L
-    outcomes.foreach { o =>
-      o.task.life.done(o): Unit
-      if Finish.refused(o) then refused += 1
-    }
-    refused

@@ -6,7 +6,7 @@ import doobie.implicits.*
 import org.typelevel.log4cats.LoggerFactory
 import org.typelevel.log4cats.noop.NoOpFactory
 import weir.{Streak, Validation}
-import weir.postgres.internal.{Errors, ScheduleSql, ScheduleTicker}
+import weir.postgres.internal.{Errors, Faults, ScheduleSql, ScheduleTicker}
 
 import scala.concurrent.duration.*
 
@@ -90,7 +90,15 @@ object Scheduler:
       ))
       Resource.eval(declare) *> Resource.eval(streak(all.map(_.name))).flatMap(streak =>
         ScheduleTicker
-          .resource(db.run, sql, all.map(_.name), checkEvery, db.readTimeout, counters, streak)
+          .resource(
+            db.run,
+            sql,
+            all.map(_.name),
+            checkEvery,
+            db.readTimeout,
+            counters,
+            new Faults(counters.error, streak)
+          )
           .as(new Scheduler[F]:
             def stats: F[Stats] =
               F.delay(Stats(counters.ticks.get, counters.errors.get, counters.lastError.get)))

@@ -123,10 +123,10 @@ class AdminSuite extends DbSuite:
                    1, 1, '[]', now(), now() - (g || ' minutes')::interval
             FROM generate_series(1, 3000) AS g"""
         )
-        faults <- new WorkerLog[IO](org.typelevel.log4cats.noop.NoOpFactory[IO], "p", 0L)
-          .faults("prune", "the prune", new Counters)
+        log = new WorkerLog[IO](org.typelevel.log4cats.noop.NoOpFactory[IO], "p", 0L)
+        every = weir.Service.Settings.periodic("prune", 100.millis)
         _ <- Pruner
-          .resource(db.run, new AdminSql(db.schema), retention, 100.millis, faults)
+          .resource(db.run, new AdminSql(db.schema), retention, log, new Counters, every)
           .use(_ =>
             Eventually.until(
               "at most 503 finished tasks",

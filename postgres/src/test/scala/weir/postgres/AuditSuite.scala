@@ -219,10 +219,10 @@ class AuditSuite extends DbSuite:
         )
         pruned <- AuditLog(db).prune(1000.5.minutes, batch = 300)
         afterCall <- Rows.count(db, "audit")
-        faults <- new WorkerLog[IO](org.typelevel.log4cats.noop.NoOpFactory[IO], "p", 0L)
-          .faults("prune", "the prune", new Counters)
+        log = new WorkerLog[IO](org.typelevel.log4cats.noop.NoOpFactory[IO], "p", 0L)
+        every = weir.Service.Settings.periodic("prune", 100.millis)
         _ <- Pruner
-          .resource(db.run, new AdminSql(db.schema), retention, 100.millis, faults)
+          .resource(db.run, new AdminSql(db.schema), retention, log, new Counters, every)
           .use(_ => (IO.sleep(100.millis) *> Rows.count(db, "audit")).iterateUntil(_ <= 60L))
         kept <- Rows.count(db, "audit", "at > now() - interval '61 minutes'")
         left <- Rows.count(db, "audit")

@@ -5,7 +5,7 @@ import cats.syntax.all.*
 import doobie.Fragment
 import doobie.implicits.*
 import weir.{Disposition, Limit, Pipeline, TaskInterrupted}
-import weir.postgres.internal.{Sql, WorkerSession}
+import weir.postgres.internal.{CancelListener, Sql}
 import weir.testkit.Eventually
 
 import scala.concurrent.duration.*
@@ -242,7 +242,7 @@ class CancelSuite extends DbSuite:
   }
 
   test("a cancel's notification names the claim's token, then the reason") {
-    assertEquals(WorkerSession.cancel("42 too slow, sorry"), Some(42L -> "too slow, sorry"))
-    assertEquals(WorkerSession.cancel("42"), Some(42L -> ""))
-    assertEquals(WorkerSession.cancel("x y"), None)
+    assertEquals(CancelListener.cancel("42 too slow, sorry"), Some(42L -> "too slow, sorry"))
+    assertEquals(CancelListener.cancel("42"), Some(42L -> ""))
+    assertEquals(CancelListener.cancel("x y"), None)
   }

@@ -1,11 +1,7 @@
 package weir.kafka.internal
 
 import org.apache.kafka.clients.consumer.{
-  CloseOptions,
-  ConsumerRebalanceListener,
-  ConsumerRecord,
-  KafkaConsumer,
-  OffsetAndMetadata
+  CloseOptions, ConsumerRebalanceListener, ConsumerRecord, KafkaConsumer
 }
 import org.apache.kafka.common.{KafkaException, TopicPartition}
 import org.apache.kafka.common.serialization.Deserializer
@@ -21,7 +17,7 @@ import scala.util.control.NonFatal
 /**
  * The consumer's owner. A `KafkaConsumer` is not thread-safe, so every method here runs on the source's one
  * poller thread, and so do the rebalance callbacks, which the consumer calls from inside `poll`: `owned`
- * and `lastCommitted` are confined to that thread. What other threads touch is the partitions' states
+ * and `offsets` are confined to that thread. What other threads touch is the partitions' states
  * (see [[PartitionState]]) and the counters.
  *
  * A revoke runs inside `poll` and blocks this thread while the revoked partitions' running records finish
@@ -34,16 +30,15 @@ private[kafka] final class Poller[K, V](
     settings: KafkaSettings,
     keys: Deserializer[K],
     values: Deserializer[V],
-    deadLetters: Option[DeadLetters],
+    writesDeadLetters: Boolean,
     counters: Counters
 ) extends ConsumerRebalanceListener:
 
   private val owned = mutable.HashMap.empty[TopicPartition, PartitionState]
-  private val lastCommitted = mutable.HashMap.empty[TopicPartition, (Long, String)]
+  private val offsets = new Offsets(consumer, settings, counters)
   private val pollTimeout = JDuration.ofNanos(settings.pollTimeout.toNanos)
   private val commitEveryNanos = settings.commitEvery.toNanos
   private val graceNanos = settings.revokeGrace.toNanos
-  private val endOffsetsTimeout = JDuration.ofNanos(math.min(commitEveryNanos, 1000000000L))
   private var nextCommit = System.nanoTime() + commitEveryNanos
   private var closing = false
 
@@ -51,8 +46,9 @@ private[kafka] final class Poller[K, V](
   // partition stays paused, while the consumer stays in its group and goes on committing
   @volatile private var stopped = false
 
-  // the first failure of a dead-letter write on this thread (see `writeDeadLetter`)
-  @volatile private var failure: Option[Throwable] = None
+  // the records of the last poll not yet received: those after an undecodable record that the source writes
+  // to the dead-letter topic before it asks for the next round (see `round`)
+  private var pending: Iterator[(PartitionState, ConsumerRecord[Array[Byte], Array[Byte]])] = Iterator.empty
 
   // what happened on this thread since the last `events()`, for the source to log off it: at most a few per
   // round (a rebalance's callbacks, a commit, the undecodable records of one poll)
@@ -68,16 +64,50 @@ private[kafka] final class Poller[K, V](
 
   def stop(): Unit = stopped = true
 
-  /** Why the poller stopped handing out records on its own, if it did: the source is to fail with it. */
-  def failed: Option[Throwable] = failure
-
   /**
    * One round: pauses every partition while the source holds `maxInFlight` records, its unread outcomes
    * included (or is stopped), and resumes them otherwise, polls (which runs the rebalance callbacks),
    * decodes what came, and commits the finished prefixes when they are due. Returns the records to hand to
-   * the pipeline, in offset order per partition: those decoded before a failure ([[failed]]), if one came.
+   * the pipeline, in offset order per partition. With a dead-letter topic, the round ends at the first
+   * record that does not decode, which it returns for the source to write ([[deadLettered]] once it is
+   * written); the next round goes on with the rest of the poll before it polls again.
    */
-  def round(): Vector[KafkaRecord[K, V] & Interruptible] =
+  def round(): Poller.Round[K, V] =
+    if !pending.hasNext then poll()
+    val out = Vector.newBuilder[KafkaRecord[K, V] & Interruptible]
+    var undecodable = Option.empty[Poller.Undecodable]
+    while undecodable.isEmpty && !stopped && pending.hasNext do
+      val (state, r) = pending.next()
+      val entry = state.receive(r.offset)
+      if entry.skipped then counters.skipped.incrementAndGet(): Unit
+      else
+        try
+          val k = keys.deserialize(r.topic, r.headers, r.key)
+          val v = values.deserialize(r.topic, r.headers, r.value)
+          counters.received.incrementAndGet(): Unit
+          out +=
+            KafkaRecord(r.topic, r.partition, r.offset, r.timestamp, k, v, r.headers, r.key, r.value, entry)
+        catch
+          case NonFatal(e) =>
+            counters.undecodable.incrementAndGet(): Unit
+            // written before the record counts as finished, so that its offset is never committed unwritten;
+            // a write that keeps failing fails the source, the record unfinished
+            if writesDeadLetters then
+              val from = DeadLetters.From(r.topic, r.partition, r.offset, r.key, r.value, r.headers)
+              undecodable = Some(Poller.Undecodable(state, entry, from, e))
+            else state.finishReceived(entry)
+    if undecodable.isEmpty then
+      pending = Iterator.empty
+      afterPoll()
+    Poller.Round(out.result(), undecodable)
+
+  /** An undecodable record of [[round]] is written to the dead-letter topic: it counts as finished. */
+  def deadLettered(u: Poller.Undecodable): Unit =
+    counters.deadLettered.incrementAndGet(): Unit
+    happened += Poller.Event.DeadLettered(u.state.partition, u.from.offset, u.error)
+    u.state.finishReceived(u.entry)
+
+  private def poll(): Unit =
     if stopped || counters.held.get + counters.unread.get >= settings.maxInFlight then
       val assigned = consumer.assignment()
       if !assigned.isEmpty then consumer.pause(assigned)
@@ -87,132 +117,23 @@ private[kafka] final class Poller[K, V](
       if !toResume.isEmpty then consumer.resume(toResume)
       counters.paused.set(false)
     val polled = consumer.poll(pollTimeout)
-    val out = Vector.newBuilder[KafkaRecord[K, V] & Interruptible]
     // records of a partition assigned inside this poll may come before the next round pauses it
-    if !stopped then
-      polled.partitions.forEach { tp =>
-        owned.get(tp).foreach(state =>
-          polled.records(tp).forEach(r => if !stopped then receive(state, r).foreach(out += _))
+    pending =
+      if stopped then Iterator.empty
+      else
+        polled.partitions.asScala.iterator.flatMap(tp =>
+          owned.get(tp).iterator.flatMap(state => polled.records(tp).asScala.iterator.map(state -> _))
         )
-      }
+
+  /** The end of a poll's round: the end offsets, and the commit when it is due. */
+  private def afterPoll(): Unit =
     val paused = consumer.paused()
-    publishEndOffsets(paused)
+    offsets.publishEndOffsets(owned.keySet, paused)
     if System.nanoTime() - nextCommit >= 0 then
       commit(owned.values)
       counters.commitRounds.incrementAndGet(): Unit
-      refreshEndOffsets(paused)
+      offsets.refreshEndOffsets(owned.keySet, paused)
       nextCommit = System.nanoTime() + commitEveryNanos
-    out.result()
-
-  /**
-   * The end offsets of the owned partitions that are fetched, from what the last fetch said (the consumer's
-   * position plus its lag to the high watermark, both local): nothing is asked of the broker.
-   */
-  private def publishEndOffsets(paused: java.util.Set[TopicPartition]): Unit =
-    owned.keysIterator.foreach { tp =>
-      if !paused.contains(tp) then
-        val lag = consumer.currentLag(tp)
-        if lag.isPresent then
-          try counters.endOffsets.put(tp, consumer.position(tp, JDuration.ZERO) + lag.getAsLong): Unit
-          catch case _: KafkaException => ()
-    }
-
-  /**
-   * A paused partition is not fetched, so its end offset would stay what the last fetch saw while records
-   * keep coming: once per commit round, the broker is asked for the paused ones' (one request, on this
-   * thread, for at most a second; one that fails leaves the last known).
-   */
-  private def refreshEndOffsets(paused: java.util.Set[TopicPartition]): Unit =
-    val stale = owned.keysIterator.filter(paused.contains).toVector
-    if stale.nonEmpty then
-      try
-        consumer.endOffsets(stale.asJava, endOffsetsTimeout).forEach { (tp, end) =>
-          if end != null && owned.contains(tp) then counters.endOffsets.put(tp, end.longValue): Unit
-        }
-      catch case _: KafkaException => ()
-
-  private def receive(state: PartitionState, r: ConsumerRecord[Array[Byte], Array[Byte]]) =
-    val entry = state.receive(r.offset)
-    if entry.skipped then
-      counters.skipped.incrementAndGet(): Unit
-      None
-    else
-      try
-        val k = keys.deserialize(r.topic, r.headers, r.key)
-        val v = values.deserialize(r.topic, r.headers, r.value)
-        counters.received.incrementAndGet(): Unit
-        Some(KafkaRecord(r.topic, r.partition, r.offset, r.timestamp, k, v, r.headers, r.key, r.value, entry))
-      catch
-        case NonFatal(e) =>
-          counters.undecodable.incrementAndGet(): Unit
-          deadLetters match
-            case None => state.finishReceived(entry)
-            case Some(dl) =>
-              // written before the record counts as finished, so that its offset is never committed unwritten;
-              // a write that keeps failing stops the poller, the record unfinished, and fails the source
-              writeDeadLetter(dl, r, e) match
-                case None =>
-                  counters.deadLettered.incrementAndGet(): Unit
-                  happened += Poller.Event.DeadLettered(state.partition, r.offset, e)
-                  state.finishReceived(entry)
-                case Some(error) =>
-                  failure = Some(error)
-                  stopped = true
-          None
-
-  /**
-   * Writes an undecodable record, retried as [[KafkaSettings.deadLetterRetry]] says, on this thread; the
-   * error that is to fail the source once the attempts are spent.
-   */
-  private def writeDeadLetter(
-      dl: DeadLetters,
-      r: ConsumerRecord[Array[Byte], Array[Byte]],
-      e: Throwable
-  ): Option[Throwable] =
-    val retry = settings.deadLetterRetry
-    @annotation.tailrec
-    def attempt(n: Int): Option[Throwable] =
-      val failed =
-        try
-          dl.send(r.topic, r.partition, r.offset, r.key, r.value, r.headers, DeadLetters.Decode, e, _ => ())
-            .get(): Unit
-          None
-        catch
-          case ee: java.util.concurrent.ExecutionException => Some(Option(ee.getCause).getOrElse(ee))
-          case NonFatal(other) => Some(other)
-      failed match
-        case None => None
-        case Some(cause) =>
-          if n < retry.maxAttempts && retry.retryable(cause) then
-            Thread.sleep(retry.backoff(n, java.util.concurrent.ThreadLocalRandom.current()).toMillis)
-            attempt(n + 1)
-          else
-            counters.deadLetterFailures.incrementAndGet(): Unit
-            Some(dl.failure(r.topic, r.partition, r.offset, n, cause))
-    attempt(1)
-
-  /** Commits the finished prefix of each of `states`, and the finished records above it, if they changed. */
-  private def commit(states: Iterable[PartitionState]): Unit =
-    val due = states.flatMap { s =>
-      s.commitPoint(settings.commitMetadataBytes)
-        .filter(point => !lastCommitted.get(s.partition).contains(point))
-        .map(s.partition -> _)
-    }.toMap
-    if due.nonEmpty then
-      try
-        consumer.commitSync(due.map((tp, point) => tp -> new OffsetAndMetadata(point._1, point._2)).asJava)
-        due.foreach { (tp, point) =>
-          lastCommitted(tp) = point
-          counters.committed.put(tp, point._1)
-        }
-        counters.commits.incrementAndGet(): Unit
-        happened += Poller.Event.Committed
-      catch
-        // the group moved on (a rebalance, a fenced member) or the broker is away: the next commit retries,
-        // and a partition lost meanwhile is re-read by its next owner from its last commit
-        case e: KafkaException =>
-          counters.commitFailures.incrementAndGet(): Unit
-          happened += Poller.Event.CommitFailed(e)
 
   /**
    * New partitions: each gets its state, which skips the records its last commit's metadata names as
@@ -276,12 +197,13 @@ private[kafka] final class Poller[K, V](
     giveUp(states)
     if states.nonEmpty then happened += Poller.Event.Lost(states.map(_.partition), interrupted)
 
+  private def commit(states: Iterable[PartitionState]): Unit = offsets.commit(states).foreach(happened += _)
+
   private def giveUp(states: Vector[PartitionState]): Unit =
     states.foreach { s =>
       s.release()
       owned.remove(s.partition): Unit
-      lastCommitted.remove(s.partition): Unit
-      counters.endOffsets.remove(s.partition): Unit
+      offsets.forget(s.partition)
     }
 
   /** The last commit, then leaves the group (whose revoke commits nothing new) and closes the consumer. */
@@ -291,6 +213,15 @@ private[kafka] final class Poller[K, V](
     finally consumer.close(CloseOptions.timeout(JDuration.ofNanos(math.max(graceNanos, 1000000000L))))
 
 private[kafka] object Poller:
+
+  /** What a round received: the records to hand out, and the undecodable record that ended it, if one did. */
+  final case class Round[K, V](
+      records: Vector[KafkaRecord[K, V] & Interruptible],
+      undecodable: Option[Undecodable]
+  )
+
+  /** A record no deserializer accepted, to be written to the dead-letter topic before it counts as finished. */
+  final case class Undecodable(state: PartitionState, entry: Entry, from: DeadLetters.From, error: Throwable)
 
   /** What the poller did that the source logs: never one per record, but for dead letters (at DEBUG). */
   enum Event:

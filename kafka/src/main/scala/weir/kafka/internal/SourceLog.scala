@@ -4,7 +4,7 @@ import cats.effect.kernel.{Async, Ref, Resource}
 import cats.syntax.all.*
 import org.apache.kafka.common.TopicPartition
 import org.typelevel.log4cats.{LoggerFactory, SelfAwareStructuredLogger}
-import weir.Streak
+import weir.{Service, Streak}
 
 import scala.concurrent.duration.*
 
@@ -57,7 +57,7 @@ private[kafka] final class SourceLog[F[_]] private (
 
   /**
    * Every `every`, and once more on release, how many records were written to the dead-letter topic since
-   * the last summary (WARN), if any were.
+   * the last summary (WARN), if any were: a periodic [[weir.Service]] (`summaries`).
    */
   def summaries(every: FiniteDuration): Resource[F, Unit] =
     def since(last: Ref[F, Long]): F[Unit] =
@@ -70,7 +70,10 @@ private[kafka] final class SourceLog[F[_]] private (
     if deadLetterTopic.isEmpty then Resource.unit[F]
     else
       Resource.make(Ref.of[F, Long](0L))(since).flatMap(last =>
-        F.background((F.sleep(every) *> since(last)).foreverM[Unit]).void
+        Service.periodic(
+          Service.Settings.periodic("summaries", every),
+          Service.Faults.ignored[F]
+        )(since(last))
       )
 
 private[kafka] object SourceLog:

@@ -103,24 +103,22 @@ private[postgres] final class Claimer[F[_], A](
       val woken = F.timeoutTo(F.race(wake.take.as(true), session.get), wait, F.pure(Left(false)))
       // a claimer cancelled while it waits (its stream torn down) takes the turn back, so that the session
       // does not claim rows no one would take
-      F.delay(gate.waiting(session)) *>
-        F.onCancel(F.race(stop.get, woken), F.delay(gate.claimerResumes()).void).flatMap {
-          case Right(Right(rows)) => F.delay(gate.claimerHasRows()).as(Some(rows))
+      gate.waiting(session) *>
+        F.onCancel(F.race(stop.get, woken), gate.resume.void).flatMap {
+          case Right(Right(rows)) => gate.hasRows.as(Some(rows))
           case ended =>
             val tookWake = ended match
               case Right(Left(true)) => true
               case _ => false
-            F.delay(gate.claimerResumes()).flatMap(resumed =>
-              if resumed then F.pure(None)
-              else
+            gate.resume.flatMap {
+              case None => F.pure(None)
+              case Some(rows) =>
                 // the session's claim is under way and its rows are this period's. A wake-up taken meanwhile
                 // may announce tasks that claim did not see (a notification the session received after
                 // beginning it, a finish of this process): it is offered again, so that the next idle
                 // period claims at once instead of waiting for the poll
-                session.get.flatTap(_ =>
-                  F.delay(gate.claimerHasRows()) *> wake.tryOffer(()).void.whenA(tookWake)
-                ).map(Some(_))
-            )
+                rows.get.flatTap(_ => gate.hasRows *> wake.tryOffer(()).void.whenA(tookWake)).map(Some(_))
+            }
         }
     }
 

@@ -1,10 +1,12 @@
 package weir.postgres.internal
 
-import cats.effect.kernel.{Async, Resource}
+import cats.effect.kernel.{Async, Ref, Resource}
 import cats.effect.std.{Queue, Semaphore}
 import cats.syntax.all.*
 import doobie.*
 import fs2.{Chunk, Stream}
+import weir.Service
+import weir.postgres.WorkerConfig
 
 import scala.concurrent.duration.*
 
@@ -24,9 +26,10 @@ import scala.concurrent.duration.*
  * so that the heartbeat never takes its row, gone because it committed, for a rescue; once it has
  * committed, its claim is finished and forgotten ([[Claims.finished]]).
  *
- * Release of the resource writes everything submitted before it, waiting at most `stopWithin` for an
- * unreachable database; then the writer is stopped, and once the release returns nothing more is written.
- * The claims still unwritten stay in [[Claims]], for the worker's last step to hand back.
+ * The writer is a [[weir.Service]] (`results`): each round writes one batch. Release of the resource writes
+ * everything submitted before it, waiting at most `releaseGrace` for an unreachable database; then the
+ * writer is cancelled, and once the release returns nothing more is written. The claims still unwritten
+ * stay in [[Claims]], for the worker's last step to hand back.
  */
 private[postgres] final class Completer[F[_]] private (
     queue: Queue[F, Option[Chunk[Finish]]],
@@ -57,9 +60,66 @@ private[postgres] final class Completer[F[_]] private (
 private[postgres] object Completer:
 
   /**
+   * A batch after the other, at once; a batch that fails is written again after 50 ms, doubling to 5 s
+   * while it fails; a release waits at most `releaseGrace` for what was submitted before it.
+   */
+  def settings(config: WorkerConfig): Service.Settings =
+    Service.Settings(
+      name = "results",
+      every = Duration.Zero,
+      backoff = Service.Backoff(50.millis, 5.seconds),
+      finishWithin = config.releaseGrace
+    )
+
+  /**
+   * What the writer took from the queue and has not written yet (`slices`, each at most a batch, in
+   * submission order), and whether the stop marker came after them. Read and written by the writer's
+   * round only.
+   */
+  private final case class Pending(slices: List[Chunk[Finish]], stop: Boolean)
+
+  /**
+   * One round of the writer: the next batch of at most `batchSize` of what it holds, taking from the queue
+   * first when it holds nothing. A batch whose write fails stays pending, so the service's next round (after
+   * its backoff) writes it again: a result is never dropped while the worker runs.
+   */
+  private def writeNext[F[_]](
+      queue: Queue[F, Option[Chunk[Finish]]],
+      room: Semaphore[F],
+      pending: Ref[F, Pending],
+      batchSize: Int,
+      write: Chunk[Finish] => F[Unit]
+  )(using F: Async[F]): F[Service.Next] =
+    // what one take gets: everything queued, up to the stop marker. Only the wait for the first is
+    // cancelable: what is taken is pending before a cancellation can land
+    val take: F[Pending] = F.uncancelable(poll =>
+      poll(queue.take).flatMap {
+        case None => F.pure(Pending(Nil, stop = true))
+        case Some(first) =>
+          queue.tryTakeN(None).flatMap { more =>
+            val (items, rest) = more.span(_.isDefined)
+            val slices = first :: items.flatten
+            room.releaseN(slices.foldLeft(0L)(_ + _.size)).as(Pending(slices, stop = rest.nonEmpty))
+          }
+      }.flatTap(pending.set)
+    )
+    pending.get.flatMap(held => if held.slices.isEmpty && !held.stop then take else F.pure(held)).flatMap {
+      case Pending(Nil, _) => F.pure(Service.Next.Done)
+      case Pending(first :: more, stop) =>
+        var size = first.size
+        val (fits, later) = more.span { c =>
+          size += c.size
+          size <= batchSize
+        }
+        write(Chunk.concat(first :: fits)) *> pending.set(Pending(later, stop)).as(
+          if later.isEmpty && stop then Service.Next.Done else Service.Next.After(Duration.Zero)
+        )
+    }
+
+  /**
    * The worker's completer: batches of at most its `ackBatch`, written on `run`; `wake` wakes its own
-   * claimer when a batch made tasks claimable; release waits at most its `releaseGrace`. A streak of
-   * failed writes is logged through `log` once when it begins and once when a batch commits again.
+   * claimer when a batch made tasks claimable; as its [[settings]] say otherwise. A streak of failed writes
+   * is logged through `log` once when it begins and once when a batch commits again.
    */
   def resource[F[_]](run: Run[F], worker: WorkerContext, wake: F[Unit], log: WorkerLog[F])(using
       F: Async[F]
@@ -68,7 +128,7 @@ private[postgres] object Completer:
     val queueName = worker.config.queue
     val keepCompleted = worker.config.keepCompleted
     val batchSize = worker.config.ackBatch
-    val stopWithin = worker.config.releaseGrace
+    val service = settings(worker.config)
 
     def write(batch: Chunk[Finish]): F[Unit] =
       // one pass over the batch: the statements' arrays, and whether any claim (or any completion) is keyed
@@ -144,44 +204,14 @@ private[postgres] object Completer:
           } *> wake.whenA(wakeUp)
       }
 
-    def writeUntilCommitted(faults: Faults[F])(batch: Chunk[Finish], wait: FiniteDuration): F[Unit] =
-      write(batch).redeemWith(
-        e =>
-          faults.failed(e) *> F.sleep(wait) *> writeUntilCommitted(faults)(batch, (wait * 2).min(5.seconds)),
-        _ => faults.succeeded
-      )
-
-    /** Writes `slices` (each at most a batch) in batches of at most `batchSize`, in order. */
-    def writeAll(faults: Faults[F])(slices: List[Chunk[Finish]]): F[Unit] =
-      slices match
-        case Nil => F.unit
-        case first :: more =>
-          var size = first.size
-          val (fits, later) = more.span { c =>
-            size += c.size
-            size <= batchSize
-          }
-          writeUntilCommitted(faults)(Chunk.concat(first :: fits), 50.millis) *> writeAll(faults)(later)
-
-    def loop(queue: Queue[F, Option[Chunk[Finish]]], room: Semaphore[F], faults: Faults[F]): F[Unit] =
-      queue.take.flatMap {
-        case None => F.unit
-        case Some(first) =>
-          queue.tryTakeN(None).flatMap { more =>
-            val (items, rest) = more.span(_.isDefined)
-            val slices = first :: items.flatten
-            room.releaseN(slices.foldLeft(0L)(_ + _.size)) *> writeAll(faults)(slices) *>
-              (if rest.isEmpty then loop(queue, room, faults) else F.unit)
-          }
-      }
-
     for
       queue <- Resource.eval(Queue.unbounded[F, Option[Chunk[Finish]]])
       room <- Resource.eval(Semaphore[F](batchSize * 4L))
-      faults <- Resource.eval(log.faults("results", "writing results", counters))
-      _ <- Resource.make(F.start(loop(queue, room, faults))) { fiber =>
-        // the stop marker queues behind every finish submitted before release; the queue is unbounded (its
-        // room is the semaphore's), so queueing the marker never waits on a writer that cannot write
-        queue.offer(None) *> F.timeoutTo(fiber.join.void, stopWithin, fiber.cancel)
-      }
+      pending <- Resource.eval(F.ref(Pending(Nil, stop = false)))
+      faults <- Resource.eval(log.faults(service.name, "writing results", counters))
+      // the stop marker queues behind every finish submitted before release; the queue is unbounded (its room
+      // is the semaphore's), so queueing the marker never waits on a writer that cannot write
+      _ <- Service.finishing(service, faults, queue.offer(None))(
+        writeNext(queue, room, pending, batchSize, write)
+      )
     yield new Completer(queue, room, batchSize)

@@ -2,6 +2,8 @@ package weir.postgres.internal
 
 import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
+import weir.Service
+import weir.postgres.WorkerConfig
 
 /**
  * Keeps a worker alive in the database: twice every `heartbeat` it writes its heartbeat (registering again if a
@@ -12,9 +14,13 @@ import cats.syntax.all.*
  * Each beat that commits is reported to [[Liveness]] with the moment it was sent; beating twice per
  * period keeps the last one young enough for the worker's claims to start (see there).
  * Runs on the worker's maintenance pool, so a pool busy with claims and handlers never delays it; a
- * [[Periodic]] loop.
+ * periodic [[weir.Service]].
  */
 private[postgres] object Heartbeat:
+
+  /** A beat twice per `heartbeat` of `config`, the first one after half a period (the registration beat). */
+  def settings(config: WorkerConfig): Service.Settings =
+    Service.Settings.periodic("heartbeat", config.heartbeat / 2)
 
   /**
    * The heartbeat of `worker`, every half of its `heartbeat`, extending leases to its `lease`; logs through
@@ -26,8 +32,9 @@ private[postgres] object Heartbeat:
   ): Resource[F, Unit] =
     import worker.{claims, counters, liveness, owner, sql}
     val every = worker.config.heartbeat
+    val service = settings(worker.config)
     val lease = worker.config.lease
-    val logger = log.logger("heartbeat")
+    val logger = log.logger(service.name)
     def takenForDead(n: Int): F[Unit] =
       logger.warn(log.context)(
         s"${log.prefix}: taken for dead: another worker rescued $n of its running claims, this worker having " +
@@ -48,6 +55,7 @@ private[postgres] object Heartbeat:
             }.flatMap(taken => takenForDead(taken).whenA(taken > 0))
           )
       }
-    Resource.eval(log.faults("heartbeat", "the heartbeat", counters)).flatMap(faults =>
-      Periodic.resource(every / 2, faults)(beat)
-    )
+    Resource.eval(log.faults(service.name, "the heartbeat", counters)).flatMap(Service.periodic(
+      service,
+      _
+    )(beat))

@@ -2,34 +2,40 @@ package weir.postgres.internal
 
 import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
+import weir.Service
 import weir.postgres.Retention
 
 import scala.concurrent.duration.*
 
 /**
- * Deletes finished tasks and audit entries past their retention, every `every`, a batch per transaction so
- * a large prune never holds many locks for long; rows another worker's pruner holds are skipped. A
- * [[Periodic]] loop.
+ * Deletes finished tasks and audit entries past their retention, every minute, a batch per transaction so
+ * that a large prune never holds many locks for long ([[Batches]], which `TaskAdmin.prune` runs too); rows
+ * another worker's pruner holds are skipped. A periodic [[weir.Service]].
  */
 private[postgres] object Pruner:
 
   val batch: Int = 1000
 
-  /** How often a worker prunes. */
-  val every: FiniteDuration = 1.minute
+  /** A prune every minute. */
+  val settings: Service.Settings = Service.Settings.periodic("prune", 1.minute)
 
+  /**
+   * The pruner of a worker with `retention`, its errors counted in `counters` and logged through `log`;
+   * every minute unless `settings` say otherwise.
+   */
   def resource[F[_]](
       run: Run[F],
       sql: AdminSql,
       retention: Retention,
-      every: FiniteDuration,
-      faults: Faults[F]
-  )(
-      using F: Async[F]
-  ): Resource[F, Unit] =
+      log: WorkerLog[F],
+      counters: Counters,
+      settings: Service.Settings = Pruner.settings
+  )(using F: Async[F]): Resource[F, Unit] =
     def prune(state: String, olderThan: FiniteDuration): F[Long] =
       Batches.drain(run, batch)(sql.prune(olderThan.toMillis, Array(state), batch))
-    Periodic.resource(every, faults)(
-      retention.byState.traverse_((state, olderThan) => prune(state.name, olderThan)) *>
-        Batches.drain(run, batch)(sql.audit.prune(retention.audit.toMillis, batch)).void
+    Resource.eval(log.faults(settings.name, "the prune", counters)).flatMap(faults =>
+      Service.periodic(settings, faults)(
+        retention.byState.traverse_((state, olderThan) => prune(state.name, olderThan)) *>
+          Batches.drain(run, batch)(sql.audit.prune(retention.audit.toMillis, batch)).void
+      )
     )

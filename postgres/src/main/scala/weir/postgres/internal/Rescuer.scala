@@ -2,12 +2,15 @@ package weir.postgres.internal
 
 import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
+import weir.Service
+import weir.postgres.WorkerConfig
 
 /**
  * Frees the tasks of dead workers: every quarter of a heartbeat, running tasks whose owner is gone (its session ended
  * and its heartbeat is late, or it has not heartbeaten within `deadAfter`: see [[Sql.rescue]]) or whose
  * own lease expired go back to available at once, or to dead if they have used their attempts, or to
- * cancelled if their cancel was requested, with the reason in their errors; a [[Periodic]] loop. Every worker runs one: there is no leader to lose, the
+ * cancelled if their cancel was requested, with the reason in their errors; a periodic [[weir.Service]].
+ * Every worker runs one: there is no leader to lose, the
  * statement skips rows another rescuer holds, and the guarded finishes make a late result of a rescued
  * claim change nothing. Worker rows silent for twenty times `deadAfter` are removed.
  */
@@ -15,6 +18,10 @@ private[postgres] object Rescuer:
 
   /** Rows per rescue statement; a full one is followed at once by another. */
   val batch: Int = 1000
+
+  /** A rescue every quarter of `config`'s `heartbeat`. */
+  def settings(config: WorkerConfig): Service.Settings =
+    Service.Settings.periodic("rescue", config.heartbeat / 4)
 
   /**
    * The rescuer of `worker`, every quarter of its `heartbeat`, with its `deadAfter`; logs through `log` its
@@ -25,7 +32,8 @@ private[postgres] object Rescuer:
   ): Resource[F, Unit] =
     import worker.{counters, sql}
     val deadAfter = worker.config.deadAfter
-    val logger = log.logger("rescue")
+    val service = settings(worker.config)
+    val logger = log.logger(service.name)
     // (available again, dead, cancelled), summed over the round's statements
     def rescueAll(sum: (Int, Int, Int)): F[(Int, Int, Int)] =
       run(sql.rescue(deadAfter.toMillis, batch)).flatMap { (rescued, dead, cancelled) =>
@@ -39,8 +47,8 @@ private[postgres] object Rescuer:
         s"${log.prefix}: rescued ${rescued + dead + cancelled} task(s) of dead workers or expired leases " +
           s"($rescued available again, $dead dead, $cancelled cancelled)"
       ).whenA(rescued + dead + cancelled > 0)
-    Resource.eval(log.faults("rescue", "the rescue", counters)).flatMap(faults =>
-      Periodic.resource(worker.config.heartbeat / 4, faults)(
+    Resource.eval(log.faults(service.name, "the rescue", counters)).flatMap(faults =>
+      Service.periodic(service, faults)(
         rescueAll((0, 0, 0)).flatMap(told.tupled) *> run(sql.forgetWorkers(deadAfter.toMillis * 20)).void
       )
     )

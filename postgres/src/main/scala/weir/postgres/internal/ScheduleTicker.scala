@@ -3,7 +3,7 @@ package weir.postgres.internal
 import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
 import doobie.*
-import weir.Streak
+import weir.Service
 import weir.postgres.Schedule
 
 import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
@@ -15,7 +15,8 @@ import scala.concurrent.duration.*
  * tick, at most `checkEvery`. Every scheduler runs one and there is no leader: rows another scheduler is
  * ticking are skipped, and once its transaction commits the row is no longer due; if that scheduler dies
  * first, its transaction rolls back and the row is due again at the next look of any scheduler. Errors
- * are counted and the next round tries again; `streak` hears of each one, and of every round without one.
+ * are told to `faults` (counted, and logged once per streak) and the next round tries again; a round
+ * without one ends the streak. A [[weir.Service]] named `scheduler`.
  */
 private[postgres] object ScheduleTicker:
 
@@ -34,7 +35,7 @@ private[postgres] object ScheduleTicker:
       checkEvery: FiniteDuration,
       idleTimeout: FiniteDuration,
       counters: Counters,
-      streak: Streak[F]
+      faults: Service.Faults[F]
   )(using F: Async[F]): Resource[F, Unit] =
     val idleMillis = idleTimeout.toMillis.max(1L)
 
@@ -56,26 +57,30 @@ private[postgres] object ScheduleTicker:
           case Some(Right(inserted)) =>
             F.delay(counters.ticks.addAndGet(inserted.toLong)) *> tickAll(left, clean)
           case Some(Left((name, e))) =>
-            F.delay(counters.error(e)) *> streak.failed(e) *>
-              tickAll(left.filterNot(_ == name), clean = false)
+            faults.failed(e) *> tickAll(left.filterNot(_ == name), clean = false)
         }
 
     val all = names.toArray
     val round: F[FiniteDuration] =
       tickAll(all, clean = true).flatMap(clean =>
-        run(sql.untilNext(all)).map(_.fold(checkEvery)(ms => ms.millis)) <* streak.succeeded.whenA(clean)
+        run(sql.untilNext(all)).map(_.fold(checkEvery)(ms => ms.millis)) <* faults.succeeded.whenA(clean)
       )
-    F.background(loop(round, checkEvery, counters, streak)).void
+    rounds(round, checkEvery, faults)
+
+  /** A round at once, then after the wait it returns, kept within 1 ms and `checkEvery`. */
+  def settings(checkEvery: FiniteDuration): Service.Settings =
+    Service.Settings("scheduler", every = checkEvery, backoff = Service.Backoff.constant(checkEvery))
 
   /**
-   * Runs `round` at once, then again after the wait it returns, kept within 1 ms and `checkEvery`; after a
-   * failed round (counted, and told to `streak`), after `checkEvery`.
+   * Runs `round` as its [[settings]] say; after a failed round (told to `faults`), after `checkEvery`.
+   * A round that succeeds is not told to `faults`: it tells its own success, once no row of it failed.
    */
-  def loop[F[_]](round: F[FiniteDuration], checkEvery: FiniteDuration, counters: Counters, streak: Streak[F])(
-      using F: Async[F]
-  ): F[Unit] =
-    round
-      .map(_.max(1.millisecond).min(checkEvery))
-      .handleErrorWith(e => F.delay(counters.error(e)) *> streak.failed(e).as(checkEvery))
-      .flatMap(F.sleep)
-      .foreverM[Unit]
+  def rounds[F[_]](round: F[FiniteDuration], checkEvery: FiniteDuration, faults: Service.Faults[F])(using
+      F: Async[F]
+  ): Resource[F, Unit] =
+    val failures = new Service.Faults[F]:
+      def failed(error: Throwable): F[Unit] = faults.failed(error)
+      def succeeded: F[Unit] = F.unit
+    Service.run(settings(checkEvery), failures)(
+      round.map(wait => Service.Next.After(wait.max(1.millisecond).min(checkEvery)))
+    )

@@ -3,7 +3,7 @@ package weir.postgres.internal
 import cats.effect.kernel.Async
 import cats.syntax.all.*
 import org.typelevel.log4cats.{LoggerFactory, SelfAwareStructuredLogger}
-import weir.Streak
+import weir.{Service, Streak}
 
 /**
  * Where a worker's parts log, through the user's `LoggerFactory`: one logger per part, named
@@ -30,6 +30,10 @@ private[postgres] final class WorkerLog[F[_]](factory: LoggerFactory[F], queue: 
    * it ends (INFO, with its count and length).
    */
   def faults(part: String, what: String, counters: Counters): F[Faults[F]] =
+    faults(part, what, counters.error)
+
+  /** [[faults]] counted by `count` rather than in the worker's stats. */
+  def faults(part: String, what: String, count: Throwable => Unit): F[Faults[F]] =
     val log = logger(part)
     Streak[F](
       began = e =>
@@ -40,7 +44,7 @@ private[postgres] final class WorkerLog[F[_]](factory: LoggerFactory[F], queue: 
         log.info(context)(
           s"$prefix: $what succeeded again after ${end.errors} database error(s) over ${end.lasted.toMillis} ms"
         )
-    ).map(new Faults(counters, _))
+    ).map(new Faults(count, _))
 
 private[postgres] object WorkerLog:
 
@@ -48,14 +52,16 @@ private[postgres] object WorkerLog:
   val root: String = "weir.postgres.worker"
 
 /**
- * The database errors one part of a worker rides out: each counted in [[weir.postgres.WorkerStats]]
- * (`databaseErrors`, `lastError`), and logged once per streak (see [[WorkerLog.faults]]). A part reports
- * every round that succeeded too, which ends its streak, if one is under way.
+ * The database errors one part of weir-postgres rides out: each counted by `count` (in a worker's
+ * [[weir.postgres.WorkerStats]], `databaseErrors` and `lastError`; in a scheduler's stats), and logged once
+ * per streak (see [[WorkerLog.faults]]). A part reports every round that succeeded too, which ends its
+ * streak, if one is under way. The faults of a part that is a [[weir.Service]].
  */
-private[postgres] final class Faults[F[_]](counters: Counters, streak: Streak[F])(using F: Async[F]):
+private[postgres] final class Faults[F[_]](count: Throwable => Unit, streak: Streak[F])(using F: Async[F])
+    extends Service.Faults[F]:
 
   /** Counts `e`, and logs it if it begins a streak. */
-  def failed(e: Throwable): F[Unit] = F.delay(counters.error(e)) *> streak.failed(e)
+  def failed(e: Throwable): F[Unit] = F.delay(count(e)) *> streak.failed(e)
 
   /** Ends the streak under way, logging its count, if one is. */
   def succeeded: F[Unit] = streak.succeeded

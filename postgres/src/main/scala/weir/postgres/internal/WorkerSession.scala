@@ -3,11 +3,11 @@ package weir.postgres.internal
 import cats.effect.kernel.{Async, Deferred, Ref, Resource}
 import cats.effect.std.Queue
 import cats.syntax.all.*
-import doobie.implicits.*
 import org.postgresql.PGConnection
+import weir.Service
 import weir.postgres.Schema
 
-import java.sql.{Connection, SQLException}
+import java.sql.Connection
 import java.util.concurrent.{Executors, ThreadFactory}
 import scala.concurrent.ExecutionContext
 import scala.concurrent.duration.*
@@ -15,15 +15,19 @@ import scala.concurrent.duration.*
 /**
  * The session of every worker of one [[weir.postgres.Database]] (a [[WorkerSession.Hub]]): one connection
  * held for a long time (outside any pool, or one of the user's), on a thread of its own, whatever the
- * number of workers and queues, that does two things for each worker that has joined it.
+ * number of workers and queues, that serves each worker that has joined it through three parts, each
+ * doing one thing on that connection:
  *
- * It listens: a notification naming a worker's queue wakes that worker's claimer, or, when the claimer is
- * idle, is answered at once with a claim on this connection whose rows go to the claimer (see
- * [[IdleGate]]), since this thread and its server process are the two that are awake; and one on the
- * cancel channel naming a claim of a worker interrupts its task ([[Claims.interrupt]]). And it holds each
- * worker's session lock (see [[Sql.holdSession]]), which the server frees when the process dies, so that
- * other workers rescue its tasks within a heartbeat instead of after `deadAfter`; a worker that leaves
- * has its lock released. Its connection's sockets come from [[ImmediatePeekSocketFactory]] (when weir
+ *   - [[Notifier]]: a notification naming a worker's queue wakes that worker's claimer, or, when the
+ *     claimer is idle, is answered at once with a claim on this connection whose rows go to the claimer
+ *     (see [[IdleGate]]), since this thread and its server process are the two that are awake;
+ *   - [[CancelListener]]: a notification on the cancel channel naming a claim of a worker interrupts its
+ *     task ([[Claims.interrupt]]);
+ *   - [[SessionLocks]]: each worker's session lock (see [[Sql.holdSession]]), which the server frees when
+ *     the process dies, so that other workers rescue its tasks within a heartbeat instead of after
+ *     `deadAfter`; a worker that leaves has its lock released.
+ *
+ * The session itself is a [[weir.Service]] (`session`) whose round is one connection. Its connection's sockets come from [[ImmediatePeekSocketFactory]] (when weir
  * opens it), so that pgjdbc hands a notification on without first waiting a millisecond for another.
  *
  * The connection is checked with a query every `checkEvery`, so one that died without a word (a restarted
@@ -94,70 +98,74 @@ private[postgres] object WorkerSession:
         )
       Resource.make(change(_.updated(owner, member)) *> member.wake.tryOffer(()).void)(_ => change(_ - owner))
 
-  /** The hub: its session runs on a fiber of the resource, on a thread of its own. */
+  /**
+   * The session's service: a round is one session, on one connection, that ends only when the connection
+   * fails; the next opens a new one after 100 ms, doubling to 5 s while they fail.
+   */
+  val settings: Service.Settings =
+    Service.Settings("session", every = Duration.Zero, backoff = Service.Backoff(100.millis, 5.seconds))
+
+  /** The hub: its session is a [[weir.Service]] of the resource, run on a thread of its own. */
   def hub[F[_]](
       open: Resource[F, Connection],
       schema: Schema,
       checkEvery: FiniteDuration
   )(using F: Async[F]): Resource[F, Hub[F]] =
     val sql = new Sql(schema)
-    val channel = schema.channel
-    val cancelChannel = schema.cancelChannel
     for
       state <- Resource.eval(F.ref(State[F](Map.empty, Vector.empty, up = true)))
-      faults = new EveryMember(state)
-      pool <- Resource.make(F.delay(Executors.newSingleThreadExecutor(thread(channel))))(pool =>
+      pool <- Resource.make(F.delay(Executors.newSingleThreadExecutor(thread(schema.channel))))(pool =>
         F.delay(pool.shutdown())
       )
-      session = new Session(open, state, sql, channel, cancelChannel, checkEvery, faults)
-      _ <- F.background(F.evalOn(session.run, ExecutionContext.fromExecutor(pool)))
+      session = new Session(open, state, sql, schema, checkEvery)
+      // released after the service: the joins and leaves still waiting are let go once no session runs
+      _ <- Resource.onFinalize(session.down)
+      _ <- Service.run(settings, new EveryMember(state))(
+        F.evalOn(session.round, ExecutionContext.fromExecutor(pool)).as(Service.Next.Again)
+      )
     yield new Hub(state)
 
   /** The session's failures and successes, told to every member's own faults. */
-  private final class EveryMember[F[_]](state: Ref[F, State[F]])(using F: Async[F]):
+  private final class EveryMember[F[_]](state: Ref[F, State[F]])(using F: Async[F]) extends Service.Faults[F]:
     def failed(e: Throwable): F[Unit] =
       state.get.flatMap(_.members.values.toVector.traverse_(_.faults.failed(e)))
     def succeeded: F[Unit] = state.get.flatMap(_.members.values.toVector.traverse_(_.faults.succeeded))
 
-  /** The session's loop, run on its own thread: every call below blocks that thread, and nothing else. */
+  /**
+   * One session, run on its own thread: every call below blocks that thread, and nothing else. It drives
+   * the session's three parts on its connection: [[Notifier]] (a queue's notification), [[CancelListener]]
+   * (a cancel's) and [[SessionLocks]].
+   */
   private final class Session[F[_]](
       open: Resource[F, Connection],
       state: Ref[F, State[F]],
       sql: Sql,
-      channel: String,
-      cancelChannel: String,
-      checkEvery: FiniteDuration,
-      faults: EveryMember[F]
+      schema: Schema,
+      checkEvery: FiniteDuration
   )(using F: Async[F]):
 
+    private val channel = schema.channel
+    private val cancelChannel = schema.cancelChannel
     private val slices = (checkEvery / waitSlice).toLong.max(1L).min(Int.MaxValue.toLong).toInt
+    private val faults = new EveryMember(state)
 
-    /** Sessions one after the other, until cancelled; the joins waiting when it ends are let go. */
-    def run: F[Unit] = F.onCancel(session(100.millis), down)
-
-    private def session(wait: FiniteDuration): F[Unit] =
-      open.use(serve).handleErrorWith { e =>
-        faults.failed(e) *> down *> pokeAll *> F.sleep(wait) *> state.update(_.copy(up = true)) *>
-          session((wait * 2).min(5.seconds))
-      }
+    /**
+     * A session on a new connection, until its connection fails: then no session is up (the joins and
+     * leaves waiting are let go) and every member is woken, since its notifications may be lost.
+     */
+    def round: F[Nothing] =
+      state.update(_.copy(up = true)) *> open.use(serve).onError(_ => down *> pokeAll)
 
     // no session acts on the joins and leaves waiting: they are let go (see State)
-    private def down: F[Unit] =
+    def down: F[Unit] =
       state.modify(s => (s.copy(waiting = Vector.empty, up = false), s.waiting)).flatMap(_.traverse_(
         _.complete(())
       ))
 
-    private def pokeAll: F[Unit] = state.get.flatMap(_.members.values.toVector.traverse_(poke))
+    private def pokeAll: F[Unit] = state.get.flatMap(_.members.values.toVector.traverse_(Notifier.poke))
 
-    private def poke(m: Member[F]): F[Unit] = m.wake.tryOffer(()).void
-
-    // what this connection holds: `locked`, the members whose lock it took; `tried`, those it could not
-    // take, tried again at the next check (after ending the earlier session that holds it)
-    private final case class Held(locked: Set[Long], tried: Set[Long])
-
-    private def serve(connection: Connection): F[Unit] =
+    private def serve(connection: Connection): F[Nothing] =
       val pg = connection.unwrap(classOf[PGConnection])
-      val here = Run.inPlace[F](connection)
       def execute(statement: String): F[Int] = F.delay {
         val st = connection.createStatement()
         try
@@ -165,40 +173,13 @@ private[postgres] object WorkerSession:
           st.getUpdateCount
         finally st.close()
       }
-      // takes the locks of members not yet tried on this connection (at a check, of every member without
-      // its lock) and lets go those of members that left; then lets the joins and leaves waiting go on. A
-      // check runs a query even when there is nothing else to do, to prove the connection alive
-      def reconcile(held: Held, check: Boolean): F[Held] =
-        state.modify(s => (s.copy(waiting = Vector.empty), s)).flatMap { s =>
-          val owners = s.members.keySet
-          val toTake = owners.filter(o => !held.locked(o) && (check || !held.tried(o))).toVector.sorted
-          val toRelease = (held.locked -- owners).toVector.sorted
-          val taking = toTake.foldLeftM(Held(held.locked -- toRelease, held.tried.intersect(owners))) {
-            (h, owner) =>
-              execute(sql.holdSession(owner)).flatMap { taken =>
-                if taken == 1 then F.pure(Held(h.locked + owner, h.tried - owner))
-                else execute(sql.endEarlierSessions(owner)).as(Held(h.locked, h.tried + owner))
-              }
-          }
-          F.guarantee(
-            toRelease.traverse_(owner => execute(sql.releaseSession(owner))) *> taking.flatTap(_ =>
-              execute("SELECT 1").void.whenA(check && toTake.isEmpty && toRelease.isEmpty)
-            ),
-            s.waiting.traverse_(_.complete(()))
-          )
-        }
-      // the claimer waits for the rows of every claim begun here: none if it failed. A claim refused because
-      // another worker's claim took the same key at once is no fault of the connection: the claimer is woken
-      // to claim again, as after its own
-      def claimHere(m: Member[F], into: Deferred[F, Sql.Claim]): F[Unit] =
-        m.worker.claim.transact(here).attempt.flatMap {
-          case Right(claim) => into.complete(claim).void
-          case Left(e: SQLException) if e.getSQLState == Claimer.uniqueViolation =>
-            into.complete(Sql.Claim.empty) *> poke(m)
-          case Left(e) => into.complete(Sql.Claim.empty) *> F.raiseError(e)
-        }
-      def wakeUp(m: Member[F]): F[Unit] =
-        F.uncancelable(_ => F.delay(m.gate.sessionClaims()).flatMap(_.fold(poke(m))(claimHere(m, _))))
+      val locks = new SessionLocks[F](sql, execute)
+      val notifier = new Notifier[F](Run.inPlace[F](connection))
+      // the locks follow the members; then the joins and leaves waiting go on
+      def reconcile(held: SessionLocks.Held, check: Boolean): F[SessionLocks.Held] =
+        state.modify(s => (s.copy(waiting = Vector.empty), s)).flatMap(s =>
+          F.guarantee(locks.reconcile(held, s.members.keySet, check), s.waiting.traverse_(_.complete(())))
+        )
       // a cancel interrupts its task right here, on this thread: the interruption only completes a callback
       def slice: F[Unit] =
         state.get.flatMap { s =>
@@ -206,15 +187,16 @@ private[postgres] object WorkerSession:
             val woken = Vector.newBuilder[Member[F]]
             Option(pg.getNotifications(waitSlice.toMillis.toInt)).foreach(_.foreach { n =>
               if n.getName == cancelChannel then
-                WorkerSession.cancel(n.getParameter).foreach((token, reason) =>
-                  s.members.valuesIterator.exists(_.worker.claims.interrupt(token, reason)): Unit
-                )
+                CancelListener.cancelled(
+                  n.getParameter,
+                  s.members.valuesIterator.map(_.worker).toVector
+                ): Unit
               else woken ++= s.members.valuesIterator.filter(_.worker.config.queue == n.getParameter)
             })
             woken.result().distinctBy(_.worker.owner)
-          }.flatMap(_.traverse_(wakeUp))
+          }.flatMap(_.traverse_(notifier.notified))
         }
-      def rounds(held: Held): F[Unit] = (1 to slices).toVector.foldLeftM(held)((h, _) =>
+      def rounds(held: SessionLocks.Held): F[Nothing] = (1 to slices).toVector.foldLeftM(held)((h, _) =>
         slice *> reconcile(h, check = false)
       )
         .flatMap(reconcile(_, check = true)).flatMap(rounds)
@@ -222,13 +204,7 @@ private[postgres] object WorkerSession:
       // borrowed connection goes back), and like the rest of the workers' bookkeeping its writes (the locks'
       // records) need not wait for the WAL
       execute(s"SET synchronous_commit = off; LISTEN \"$channel\"; LISTEN \"$cancelChannel\"") *> pokeAll *>
-        reconcile(Held(Set.empty, Set.empty), check = true).flatTap(_ => faults.succeeded).flatMap(rounds)
-
-  /** A cancel's payload: the claim's lease token, a space, the reason (see [[Sql]]'s cancel). */
-  def cancel(payload: String): Option[(Long, String)] =
-    val space = payload.indexOf(' ')
-    val token = if space < 0 then payload else payload.substring(0, space)
-    token.toLongOption.map(_ -> (if space < 0 then "" else payload.substring(space + 1)))
+        reconcile(SessionLocks.none, check = true).flatTap(_ => faults.succeeded).flatMap(rounds)
 
   private def thread(channel: String): ThreadFactory = runnable =>
     val t = new Thread(runnable, s"weir-session-$channel")

@@ -55,7 +55,7 @@ class ClaimerSuite extends DbSuite:
           for
             wake <- Queue.dropping[IO, Unit](1)
             stop <- Deferred[IO, Unit]
-            gate = new IdleGate[IO]
+            gate <- IdleGate[IO]
             faults <- HeldClaims.silent(worker).faults("claims", "claiming", worker.counters)
             c = new Claimer[IO, A](
               probe,
@@ -171,7 +171,7 @@ class ClaimerSuite extends DbSuite:
           // waits for its poll, the session takes the turn and begins a claim, which cannot see the task
           // enqueued next
           _ <- Eventually.until("a first claim", f.probe.claims.get, every = 5.millis)(_ >= 1)
-          into <- Eventually.defined("the session's claim", IO(f.gate.sessionClaims()), every = 5.millis)
+          into <- Eventually.defined("the session's claim", f.gate.sessionClaims, every = 5.millis)
           _ <- TaskQueue[IO, Int](db, base.queue).enqueueMany(Vector(NewTask(1)))
           // the task's notification, which finds the session's claim under way: a wake-up, taken by the
           // claimer before the session's rows are there

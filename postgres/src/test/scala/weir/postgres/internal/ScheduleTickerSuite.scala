@@ -28,9 +28,10 @@ class ScheduleTickerSuite extends CatsEffectSuite:
             case Right(ms) => IO.pure(ms.millis)
             case Left(error) => IO.raiseError(new RuntimeException(error))
           }
-        fiber <- ScheduleTicker.loop(round, checkEvery = 1.second, counters, streak).start
-        _ <- (IO.sleep(1.millis) *> times.get).iterateUntil(_.size >= answers.size)
-        _ <- fiber.cancel
+        faults = new Faults[IO](counters.error, streak)
+        _ <- ScheduleTicker.rounds(round, checkEvery = 1.second, faults).surround(
+          (IO.sleep(1.millis) *> times.get).iterateUntil(_.size >= answers.size)
+        )
         seen <- times.get
         streakTold <- told.get
       yield (seen.take(answers.size), counters.errors.get, streakTold)
