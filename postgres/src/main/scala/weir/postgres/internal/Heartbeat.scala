@@ -45,14 +45,17 @@ private[postgres] object Heartbeat:
       F.delay((System.nanoTime(), claims.tokens)).flatMap { (sentAt, tokens) =>
         run.single(sql.beat(owner, worker.config.name, every.toMillis, tokens, lease.toMillis))
           .flatMap(found =>
-            // the claims found gone are refused as taken before the beat counts: none of them starts after it
-            F.delay {
-              val taken = claims.taken(found.gone)
-              counters.taken.addAndGet(taken.toLong)
-              found.cancels.foreach((token, reason) => claims.interrupt(token, reason): Unit)
-              liveness.confirmed(sentAt)
-              taken
-            }.flatMap(taken => takenForDead(taken).whenA(taken > 0))
+            // the claims found gone are refused as taken before the beat counts: none of them starts after it.
+            // Counted and logged as one step: a heartbeat stopped in between would count what it never told
+            F.uncancelable(_ =>
+              F.delay {
+                val taken = claims.taken(found.gone)
+                counters.taken.addAndGet(taken.toLong)
+                found.cancels.foreach((token, reason) => claims.interrupt(token, reason): Unit)
+                liveness.confirmed(sentAt)
+                taken
+              }.flatMap(taken => takenForDead(taken).whenA(taken > 0))
+            )
           )
       }
     Resource.eval(log.faults(service.name, "the heartbeat", counters)).flatMap(Service.periodic(

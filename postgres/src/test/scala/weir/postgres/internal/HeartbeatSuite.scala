@@ -1,10 +1,12 @@
 package weir.postgres.internal
 
+import cats.~>
 import cats.effect.IO
 import cats.syntax.all.*
 import weir.postgres.{DbSuite, Rows, TestWorkers}
 import weir.testing.RecordedLogs
 import weir.testkit.Eventually
+import org.typelevel.log4cats.{LoggerFactory, SelfAwareStructuredLogger}
 
 import scala.concurrent.duration.*
 
@@ -57,13 +59,21 @@ class HeartbeatSuite extends DbSuite:
     db =>
       (HeldClaims.of(db, 2, config), cats.effect.Resource.eval(RecordedLogs())).tupled.use { (held, logs) =>
         val Vector(rescued, kept) = held.tokens
-        val log = Some(new WorkerLog[IO](logs, config.queue, held.worker.owner))
+        // every line takes 300 ms to write, many beats long: a heartbeat stopped as soon as the count is seen
+        // is stopped while its line is being written
+        val slow = new LoggerFactory[IO]:
+          private val late = new (IO ~> IO):
+            def apply[X](fa: IO[X]): IO[X] = IO.sleep(300.millis) *> fa
+          def getLoggerFromName(name: String): SelfAwareStructuredLogger[IO] =
+            logs.getLoggerFromName(name).mapK(late)
+          def fromName(name: String): IO[SelfAwareStructuredLogger[IO]] = IO.pure(getLoggerFromName(name))
+        val log = Some(new WorkerLog[IO](slow, config.queue, held.worker.owner))
         // what a rescue does to the row: available again, the lease gone
         Rows.exec(s"""UPDATE ${db.schema("tasks")} SET state = 'available', lease_owner = NULL,
             lease_expires_at = NULL, lease_token = NULL WHERE lease_token = $rescued""") *>
-          // the beat logs after it refused the claim: the wait is for its line, which a heartbeat stopped
-          // between the two would never write
-          beating(db, held, log)(logs.lines.map(_.nonEmpty)) *>
+          // the wait is for the count, and the heartbeat is stopped as soon as it is seen, its line still being
+          // written: the beat counts and logs in one step, so the line is there however the heartbeat stops
+          beating(db, held, log)(IO(held.worker.counters.taken.get >= 1)) *>
           // and later beats count it no more
           beating(db, held, log)(IO(held.worker.counters.taken.get >= 1)) *> logs.lines.map { lines =>
             assertEquals(held.worker.counters.taken.get, 1L)
