@@ -102,24 +102,27 @@ private[postgres] final class Claimer[F[_], A](
       // Left(true): a wake-up was taken; Left(false): the wait ran out
       val woken = F.timeoutTo(F.race(wake.take.as(true), session.get), wait, F.pure(Left(false)))
       // a claimer cancelled while it waits (its stream torn down) takes the turn back, so that the session
-      // does not claim rows no one would take
-      gate.waiting(session) *>
-        F.onCancel(F.race(stop.get, woken), gate.resume.void).flatMap {
-          case Right(Right(rows)) => gate.hasRows.as(Some(rows))
-          case ended =>
-            val tookWake = ended match
-              case Right(Left(true)) => true
-              case _ => false
-            gate.resume.flatMap {
-              case None => F.pure(None)
-              case Some(rows) =>
-                // the session's claim is under way and its rows are this period's. A wake-up taken meanwhile
-                // may announce tasks that claim did not see (a notification the session received after
-                // beginning it, a finish of this process): it is offered again, so that the next idle
-                // period claims at once instead of waiting for the poll
-                rows.get.flatTap(_ => gate.hasRows *> wake.tryOffer(()).void.whenA(tookWake)).map(Some(_))
-            }
-        }
+      // does not claim rows no one would take. Masked but for the wait itself: a cancellation between taking
+      // the turn and waiting would leave the turn with the session
+      F.uncancelable(poll =>
+        gate.waiting(session) *>
+          F.onCancel(poll(F.race(stop.get, woken)), gate.resume.void).flatMap {
+            case Right(Right(rows)) => gate.hasRows.as(Some(rows))
+            case ended =>
+              val tookWake = ended match
+                case Right(Left(true)) => true
+                case _ => false
+              gate.resume.flatMap {
+                case None => F.pure(None)
+                case Some(rows) =>
+                  // the session's claim is under way and its rows are this period's. A wake-up taken meanwhile
+                  // may announce tasks that claim did not see (a notification the session received after
+                  // beginning it, a finish of this process): it is offered again, so that the next idle
+                  // period claims at once instead of waiting for the poll
+                  rows.get.flatTap(_ => gate.hasRows *> wake.tryOffer(()).void.whenA(tookWake)).map(Some(_))
+              }
+          }
+      )
     }
 
   /** One claim, accepted. */
