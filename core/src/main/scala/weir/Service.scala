@@ -171,7 +171,13 @@ object Service:
       val body = pause(settings.firstAfter) *> loop(0L)
       Resource.make(F.start(body))(fiber =>
         if settings.finishWithin == Duration.Zero then fiber.cancel
-        else finish *> F.timeoutTo(fiber.join.void, settings.finishWithin, fiber.cancel)
+        // the fiber is cancelled however the finish ends (a `finish` that fails included): nothing outlives
+        // the release; cancelling a fiber that already ended does nothing
+        else
+          F.guarantee(
+            finish *> F.timeoutTo(fiber.join.void, settings.finishWithin, fiber.cancel),
+            fiber.cancel
+          )
       ).void
     }
 

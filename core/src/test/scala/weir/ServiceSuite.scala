@@ -170,6 +170,25 @@ class ServiceSuite extends CatsEffectSuite:
     )
   }
 
+  test("a finishing service whose finish fails is cancelled all the same, and the release fails with it") {
+    val program =
+      for
+        s <- seen
+        round = IO.never[Service.Next].onCancel(s.note("cancelled"))
+        settings = failing.copy(finishWithin = 750.millis)
+        released <- Service.finishing(
+          settings,
+          Service.Faults.ignored[IO],
+          s.note("asked") *> IO.raiseError(new IllegalStateException("no finish"))
+        )(round).surround(IO.sleep(1.second)).attempt
+        lines <- s.lines.get
+      yield (released.left.map(_.getMessage), lines)
+    TestControl.executeEmbed(program).map((released, lines) =>
+      assertEquals(released, Left("no finish"))
+      assertEquals(lines, Vector("1000 asked", "1000 cancelled"))
+    )
+  }
+
   test("bad settings fail the start with every bad value named, before any round runs") {
     val bad = Service.Settings(
       name = " ",
