@@ -13,6 +13,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 . scripts/select-jdk.sh
+. scripts/lib/pom.sh
 
 repo=$(realpath -m "${1:-target/release-repo}")
 [ -d "$repo/dev/weir" ] || { echo "consumer: no weir artifacts in $repo: run scripts/release/deploy-local.sh first" >&2; exit 1; }
@@ -64,7 +65,7 @@ done
 module_of() { # artifactId -> the folder of the module that builds it
   local pom
   for pom in */pom.xml; do
-    if [ "$(sed -n '/<\/parent>/,$p' "$pom" | grep -m1 -o '<artifactId>[^<]*' | cut -d'>' -f2)" = "$1" ]; then
+    if [ "$(pom_artifact_id "$pom")" = "$1" ]; then
       dirname "$pom"; return
     fi
   done

@@ -11,11 +11,12 @@
 #   scripts/notice/check.sh --expected   print the library lines NOTICE should hold, sorted
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. scripts/lib/pom.sh
 
 notice=NOTICE
 version=$(sed -n '/<artifactId>weir-parent<\/artifactId>/,/<\/version>/s#.*<version>\(.*\)</version>.*#\1#p' pom.xml)
 modules=$(sed -n 's#.*<module>\(.*\)</module>.*#\1#p' pom.xml)
-artifact_of() { sed -n '/<\/parent>/,$p' "$1/pom.xml" | grep -m1 -o '<artifactId>[^<]*' | cut -d'>' -f2; }
+artifact_of() { pom_artifact_id "$1/pom.xml"; }
 published() { ! grep -q '<maven.deploy.skip>true</maven.deploy.skip>' "$1/pom.xml"; }
 list_of() {
   local list=$1/target/generated-sources/license/THIRD-PARTY.txt
