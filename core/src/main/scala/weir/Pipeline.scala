@@ -3,7 +3,7 @@ package weir
 import cats.effect.kernel.{Async, Resource}
 import fs2.{Pipe, Stream}
 
-import weir.internal.{AdaptiveController, Engine, Inbox, Reorder, Settings}
+import weir.internal.{AdaptiveController, Engine, Outcomes, Settings}
 
 import scala.concurrent.duration.*
 
@@ -126,17 +126,12 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
    */
   def startWithOutcomes: Resource[F, (Running[F, A], Stream[F, TaskOutcome[A, B]])] =
     for
-      channel <-
-        Resource.eval(F.delay(Inbox.unsafe[F, (Long, TaskOutcome[A, B])](Defaults.outcomeBuffer)))
+      channel <- Resource.eval(F.delay(Outcomes.unsafe[F, A, B](settings.order, Defaults.outcomeBuffer)))
       running <- engine(Some(channel))
       // released before the run stops: a stopping run then emits into a closed channel instead of waiting
       _ <- Resource.onFinalize(channel.close)
       _ <- F.background(F.flatMap(running.join)(_ => channel.close))
-    yield
-      val outcomes = settings.order match
-        case TaskOrder.InputOrder(_) => channel.stream.through(Reorder[F, TaskOutcome[A, B]])
-        case TaskOrder.Unordered | TaskOrder.ByKey(_) => channel.stream.map(_._2)
-      (running, outcomes)
+    yield (running, channel.stream)
 
   /**
    * Starts the pipeline and hands back a [[Running]] handle: drain it, change its limit, watch its
@@ -157,7 +152,7 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
    * The engine, with an adaptive limit's controller around it when the limit is adaptive; the settings are
    * checked first, once per run.
    */
-  private def engine(emit: Option[Engine.Emit[F, A, B]]): Resource[F, Running[F, A]] =
+  private def engine(emit: Option[Outcomes[F, A, B]]): Resource[F, Running[F, A]] =
     Validation.resource("Pipeline", settings.errors).flatMap(_ =>
       AdaptiveController.around(settings)(Engine.start(_, emit))
     )

@@ -34,7 +34,7 @@ import scala.concurrent.duration.*
  */
 private[weir] final class Engine[F[_], A, B] private (
     settings: Settings[F, A, B],
-    emit: Option[Engine.Emit[F, A, B]],
+    emit: Option[Outcomes[F, A, B]],
     startedAt: FiniteDuration
 )(using F: Async[F])
     extends Running[F, A]:
@@ -177,9 +177,6 @@ private[weir] final class Engine[F[_], A, B] private (
 
 private[weir] object Engine:
 
-  /** Where outcomes go, with their input position (`Long.MaxValue` when the task never got one). */
-  type Emit[F[_], A, B] = Inbox[F, (Long, TaskOutcome[A, B])]
-
   /**
    * Starts a run; releasing it stops the run (see [[Pipeline.start]]) and leaks no fiber.
    *
@@ -187,7 +184,7 @@ private[weir] object Engine:
    * so the JVM runs them at its slowest tier for a long time, and every step of a composed resource is
    * more of that code.
    */
-  def start[F[_], A, B](settings: Settings[F, A, B], emit: Option[Emit[F, A, B]])(using
+  def start[F[_], A, B](settings: Settings[F, A, B], emit: Option[Outcomes[F, A, B]])(using
       F: Async[F]
   ): Resource[F, Running[F, A]] =
     Resource.make(

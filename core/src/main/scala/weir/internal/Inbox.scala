@@ -4,16 +4,20 @@ import cats.effect.kernel.Async
 import cats.syntax.all.*
 import fs2.{Chunk, Stream}
 
-import java.util.concurrent.atomic.AtomicReference
-import scala.annotation.tailrec
+import java.util.concurrent.locks.ReentrantLock
+import scala.reflect.ClassTag
 
 /**
  * Many writers, one reader, at most `capacity` items waiting, and a plain step for the common write: a
- * writer that finds room adds its item with one compare-and-set, and wakes the reader only when it waits.
- * The reader takes everything waiting at once, as one chunk. It carries the outcome stream
- * ([[weir.Pipeline.startWithOutcomes]]), where fs2's `Channel.bounded` would make each outcome an effect of
- * several steps, and the interruptions of running tasks to the worker pool ([[WorkerPool.interrupt]]),
- * written from whatever thread interrupts.
+ * writer that finds room adds its item to an array under a lock held for a few field writes (a `ReentrantLock`, which allocates nothing when it is free), and wakes the
+ * reader only when it waits. The reader takes everything waiting at once, as one chunk: the array itself,
+ * which the writers leave for a fresh one. It carries the outcome stream ([[Outcomes]]), where fs2's
+ * `Channel.bounded` would make each outcome an effect of several steps, and the interruptions of running
+ * tasks to the worker pool ([[WorkerPool.interrupt]]), written from whatever thread interrupts.
+ *
+ * A lock rather than a compare-and-set of an immutable state: a write then allocates nothing but, now and
+ * then, a larger array (a state and a list cell per write otherwise, and a reversed list per read), and
+ * nothing that could block or call out runs under it — wake-ups are called after it is released.
  *
  * A write that finds no room waits ([[send]]) until the reader has taken what waited. Closing wakes everyone:
  * the reader reads what is left, then the stream ends; a write after the close is dropped (the run is
@@ -25,21 +29,39 @@ import scala.annotation.tailrec
 private[weir] final class Inbox[F[_], O] private (capacity: Int)(using F: Async[F]):
   import Inbox.*
 
-  private val state = new AtomicReference[State[O]](State(Nil, 0, None, Nil, closed = false))
+  // guarded by `lock`; invariant: a reader waits only while `size` is 0 and the inbox is open, a writer only
+  // while `size` is `capacity` and the inbox is open
+  private val lock = new ReentrantLock
+  private var items =
+    new Array[AnyRef](math.min(capacity, FirstArray)) // the first `size` are waiting, oldest first
+  private var size = 0
+  private var reader: Option[Wake] = None
+  private var writers: List[Wake] = Nil
+  private var closed = false
 
   /**
    * Writes `o` if there is room, waking the reader if it waits; true when written, or dropped because the
    * inbox is closed; false, and nothing changed, when it is full. A plain call, to be made inside an
    * effect.
    */
-  @tailrec def trySend(o: O): Boolean =
-    val s = state.get
-    if s.closed then true
-    else if s.size >= capacity then false
-    else if state.compareAndSet(s, State(o :: s.items, s.size + 1, None, s.writers, closed = false)) then
-      s.reader.foreach(_(Woken))
-      true
-    else trySend(o)
+  def trySend(o: O): Boolean =
+    var woken: Option[Wake] = None
+    var answer = true
+    lock.lock()
+    try
+      if closed then ()
+      else if size >= capacity then answer = false
+      else
+        if size == items.length then items = java.util.Arrays.copyOf(items, grown(size))
+        items(size) = o.asInstanceOf[AnyRef]
+        size += 1
+        woken = reader
+        reader = None
+    finally lock.unlock()
+    woken.foreach(_(Woken))
+    answer
+
+  private def grown(length: Int): Int = math.min(capacity.toLong, length.toLong * 2).toInt
 
   /** Writes `o`, waiting while the inbox is full (see [[trySend]]). */
   def send(o: O): F[Unit] = F.defer(if trySend(o) then F.unit else roomFor(o))
@@ -50,29 +72,43 @@ private[weir] final class Inbox[F[_], O] private (capacity: Int)(using F: Async[
     } *> send(o)
 
   /** Registers a writer's wake-up while the inbox is full and open; false when it is not (any more). */
-  @tailrec private def waitForRoom(wake: Wake): Boolean =
-    val s = state.get
-    if s.closed || s.size < capacity then false
-    else if state.compareAndSet(s, s.copy(writers = wake :: s.writers)) then true
-    else waitForRoom(wake)
+  private def waitForRoom(wake: Wake): Boolean =
+    locked {
+      if closed || size < capacity then false
+      else
+        writers = wake :: writers
+        true
+    }
 
-  @tailrec private def forgetWriter(wake: Wake): Unit =
-    val s = state.get
-    if s.writers.exists(_ eq wake) &&
-      !state.compareAndSet(s, s.copy(writers = s.writers.filterNot(_ eq wake)))
-    then forgetWriter(wake)
+  private def forgetWriter(wake: Wake): Unit = locked { writers = writers.filterNot(_ eq wake) }
+
+  // for the rare paths (waits, the reader's take, close): a closure per call is fine there
+  private def locked[X](body: => X): X =
+    lock.lock()
+    try body
+    finally lock.unlock()
 
   /** Everything waiting, in the order written, and the writers woken; `None` once closed and emptied. */
   private val take: F[Option[Chunk[O]]] =
     F.defer {
-      val s = state.get
-      if s.size > 0 then
-        if state.compareAndSet(s, State(Nil, 0, None, Nil, s.closed)) then
-          s.writers.foreach(_(Woken))
-          F.pure(Some(Chunk.from(s.items.reverse)))
-        else take
-      else if s.closed then F.pure(None)
-      else awaitItem *> take
+      locked {
+        if size > 0 then
+          val chunk =
+            Chunk.array(items.asInstanceOf[Array[O]], 0, size)(using ClassTag.Any.asInstanceOf[ClassTag[O]])
+          // the next array as large as this read's: a reader that keeps up reads few items at a time
+          items = new Array[AnyRef](math.max(size, math.min(capacity, FirstArray)))
+          size = 0
+          val woken = writers
+          writers = Nil
+          Taken.Items(chunk, woken)
+        else if closed then Taken.Ended
+        else Taken.Empty
+      } match
+        case Taken.Items(chunk, woken) =>
+          woken.foreach(_(Woken))
+          F.pure(Some(chunk))
+        case Taken.Ended => F.pure(None)
+        case Taken.Empty => awaitItem *> take
     }
 
   private val awaitItem: F[Unit] =
@@ -81,26 +117,32 @@ private[weir] final class Inbox[F[_], O] private (capacity: Int)(using F: Async[
     }
 
   /** Registers the reader's wake-up while nothing waits and the inbox is open; false otherwise. */
-  @tailrec private def waitForItem(wake: Wake): Boolean =
-    val s = state.get
-    if s.closed || s.size > 0 then false
-    else if state.compareAndSet(s, s.copy(reader = Some(wake))) then true
-    else waitForItem(wake)
+  private def waitForItem(wake: Wake): Boolean =
+    locked {
+      if closed || size > 0 then false
+      else
+        reader = Some(wake)
+        true
+    }
 
-  @tailrec private def forgetReader(wake: Wake): Unit =
-    val s = state.get
-    if s.reader.exists(_ eq wake) && !state.compareAndSet(s, s.copy(reader = None)) then forgetReader(wake)
+  private def forgetReader(wake: Wake): Unit =
+    locked(if reader.exists(_ eq wake) then reader = None)
 
   /** The items, in chunks of what waited; ends once the inbox is closed and emptied. One reader only. */
   def stream: Stream[F, O] = Stream.unfoldChunkEval(())(_ => take.map(_.map(_ -> ())))
 
   /** No more writes: the reader gets what is left, then the end; waiting writers are woken (and dropped). */
   val close: F[Unit] =
-    F.delay(state.getAndUpdate(s => s.copy(reader = None, writers = Nil, closed = true))).flatMap { s =>
-      F.delay {
-        s.reader.foreach(_(Woken))
-        s.writers.foreach(_(Woken))
+    F.delay {
+      val (r, ws) = locked {
+        val waiting = (reader, writers)
+        reader = None
+        writers = Nil
+        closed = true
+        waiting
       }
+      r.foreach(_(Woken))
+      ws.foreach(_(Woken))
     }
 
 private[weir] object Inbox:
@@ -113,15 +155,11 @@ private[weir] object Inbox:
   private type Wake = Either[Throwable, Unit] => Unit
   private val Woken: Either[Throwable, Unit] = Right(())
 
-  /*
-   * `items` newest first; `reader` the reader's wake-up while it waits for an item;
-   * `writers` the wake-ups of writers waiting for room. Invariant: a reader waits only while `size` is 0 and
-   * the inbox is open; a writer only while `size` is `capacity` and the inbox is open.
-   */
-  private final case class State[O](
-      items: List[O],
-      size: Int,
-      reader: Option[Wake],
-      writers: List[Wake],
-      closed: Boolean
-  )
+  /** What the reader found: the items waiting (and the writers to wake), the end, or nothing yet. */
+  private enum Taken[+O]:
+    case Items(chunk: Chunk[O], woken: List[Wake])
+    case Ended
+    case Empty
+
+  /** The first array's length, and the least any later one has (at most the capacity). */
+  private val FirstArray = 16

@@ -1,7 +1,6 @@
 package weir.internal
 
-import cats.effect.kernel.Async
-import weir.{Interruptible, TaskInterrupted}
+import weir.Interruptible
 
 import java.util.concurrent.atomic.AtomicInteger
 
@@ -23,7 +22,8 @@ import java.util.concurrent.atomic.AtomicInteger
  * The task calls this object (it is the `interrupt` function registered) at most once, from any thread.
  */
 private[weir] final class InterruptibleAttempt(interruptWorker: () => Unit)
-    extends AtomicInteger(InterruptibleAttempt.Registering),
+    extends AtomicInteger(InterruptibleAttempt.Phase.Registering),
+      InterruptibleAttempt.Registration,
       (String => Unit):
   import InterruptibleAttempt.*
 
@@ -37,19 +37,20 @@ private[weir] final class InterruptibleAttempt(interruptWorker: () => Unit)
    */
   def start(task: Interruptible): Option[String] =
     unregister = task.onInterrupt(this)
-    if compareAndSet(Registering, Running) then None else Some(why)
+    if compareAndSet(Phase.Registering, Phase.Running) then None else Some(why)
 
   /** The task's interruption: cancels the worker's fiber if the attempt runs and has not ended. */
   def apply(reason: String): Unit =
     why = reason
-    if !compareAndSet(Registering, Refused) && compareAndSet(Running, Interrupted) then interruptWorker()
+    if !compareAndSet(Phase.Registering, Phase.Refused) && compareAndSet(Phase.Running, Phase.Interrupted)
+    then interruptWorker()
 
   /**
    * The handler ended: true if that came first (the registration is undone); false if the interruption did
    * (the worker's cancellation is under way, and the worker must wait for it). Called by the worker's fiber.
    */
   def ended(): Boolean =
-    if compareAndSet(Running, Ended) then
+    if compareAndSet(Phase.Running, Phase.Ended) then
       unregister()
       true
     else false
@@ -60,20 +61,22 @@ private[weir] final class InterruptibleAttempt(interruptWorker: () => Unit)
    * worker's finalizer.
    */
   def cancelled(): Option[String] =
-    if compareAndSet(Running, Ended) then
+    if compareAndSet(Phase.Running, Phase.Ended) then
       unregister()
       None
-    else if get == Interrupted then Some(why)
+    else if get == Phase.Interrupted then Some(why)
     else None
 
 private[weir] object InterruptibleAttempt:
-  private val Registering = 0
-  private val Running = 1
-  private val Ended = 2
-  private val Interrupted = 3
-  private val Refused = 4
+  // the phases of its state, an int so that the state is the attempt itself (one allocation per attempt)
+  private[InterruptibleAttempt] object Phase:
+    val Registering = 0
+    val Running = 1
+    val Ended = 2
+    val Interrupted = 3
+    val Refused = 4
 
-  /** The worker an attempt runs on, as the attempt's path sees it ([[TaskPath.attempt]]). */
+  /** The worker an attempt runs on, as the attempt's path sees it ([[TaskPath.register]]). */
   trait Owner:
     /** The interruptible attempt now running on this worker's fiber. */
     def attempting(attempt: InterruptibleAttempt): Unit
@@ -82,37 +85,40 @@ private[weir] object InterruptibleAttempt:
     def interrupt: () => Unit
 
   /**
-   * Attempt `n` of `task`, `run`, against the task's interruption: `run` runs on the worker's own fiber,
-   * and an interruption cancels that fiber, whose finalizer records the task interrupted once `run`'s
-   * finalizers have run ([[Worker]]). A retry (`n` > 1) first asks the task's refusal, and one that refuses
-   * fails with [[weir.TaskInterrupted]] without running; so does an attempt whose task was told to stop
-   * before it registered. The first attempt's refusal was asked just before its start
-   * ([[TaskPath.ready]], [[TaskPath.enter]]), and asking again here would fail, uncounted as a refusal, an
-   * attempt that never ran.
+   * What registering an attempt, or a retry's wait, with its task's interruption gave: [[Unregistered]] (the
+   * task cannot be interrupted), the [[InterruptibleAttempt]] now registered (noted on its worker), or
+   * [[Refused]] (the task was told to stop before: what was to be registered must not run). No allocation but
+   * the attempt's own, and the refusal's.
    */
-  def attempt[F[_], B](task: Interruptible, n: Int, worker: Owner)(run: => F[B])(using
-      F: Async[F]
-  ): F[Either[Throwable, B]] =
-    (if n > 1 then task.tryStart() else None) match
-      case Some(reason) => F.pure(Left(new TaskInterrupted(reason)))
-      case None =>
-        registered(task, worker, reason => F.pure(Left(new TaskInterrupted(reason))))(F.attempt(run))
+  sealed trait Registration
+
+  /** Nothing registered: the task is not an [[Interruptible]] of a refusable source. */
+  case object Unregistered extends Registration
+
+  /** The task was told to stop, for `reason`, before the registration: the attempt must not run. */
+  final case class Refused(reason: String) extends Registration
 
   /**
-   * `run` (an attempt, or a retry's wait) registered with `task`'s interruption on `worker`'s fiber, to be
-   * run inside the worker's `poll`: an interruption cancels that fiber, and a task told to stop before the
-   * registration gets `refused(reason)` without running `run`. The registration and the worker's note of it
-   * are one plain step, so a cancellation finds either neither or both.
+   * Registers attempt `n` of `task`, or the wait before it, with the task's interruption on `worker`'s fiber,
+   * as one plain step, to be made in the worker's continuation right before it runs the attempt inside its
+   * `poll`: an interruption then cancels that fiber, whose finalizer records the task interrupted once the
+   * attempt's finalizers have run ([[Worker]]). The registration and the worker's note of it are one plain
+   * step, so a cancellation finds either neither or both. Once what was registered has ended, the worker asks
+   * [[InterruptibleAttempt.ended]]: false means the interruption came first, and its cancellation lands while
+   * the worker waits for it, so that it can only ever land on the attempt it was meant for.
+   *
+   * `asked`: whether to ask the task's refusal first. A retry (`n` > 1) asks, and one that refuses fails with
+   * [[weir.TaskInterrupted]] without running; the first attempt's refusal was asked just before its start
+   * ([[TaskPath.ready]], [[TaskPath.enter]]), and asking again would fail, uncounted as a refusal, an attempt
+   * that never ran; a retry's wait does not ask (its attempt will).
    */
-  def registered[F[_], X](task: Interruptible, worker: Owner, refused: String => F[X])(run: => F[X])(using
-      F: Async[F]
-  ): F[X] =
-    F.defer {
-      val registration = new InterruptibleAttempt(worker.interrupt)
-      registration.start(task) match
-        case Some(reason) => refused(reason)
-        case None =>
-          worker.attempting(registration)
-          // interrupted before its end: the worker's cancellation is under way, and it lands here, in `poll`
-          F.flatMap(run)(x => if registration.ended() then F.pure(x) else F.never)
-    }
+  def register(task: Interruptible, worker: Owner, asked: Boolean): Registration =
+    (if asked then task.tryStart() else None) match
+      case Some(reason) => Refused(reason)
+      case None =>
+        val registration = new InterruptibleAttempt(worker.interrupt)
+        registration.start(task) match
+          case Some(reason) => Refused(reason)
+          case None =>
+            worker.attempting(registration)
+            registration

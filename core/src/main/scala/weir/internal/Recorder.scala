@@ -17,7 +17,7 @@ import scala.concurrent.duration.*
  */
 private[weir] final class Recorder[F[_], A, B](
     policy: FailurePolicy[F, A],
-    emit: Option[Engine.Emit[F, A, B]],
+    emit: Option[Outcomes[F, A, B]],
     ledger: Ledger[A],
     window: Option[OrderWindow[F]],
     stopRequest: Deferred[F, RunEnd.Request],
@@ -39,10 +39,10 @@ private[weir] final class Recorder[F[_], A, B](
       case None => woken
       case Some(out) =>
         // written as a plain step when the channel has room: an effect only when it is full
-        val outcome = (entry.seq, TaskOutcome.Succeeded(entry.task, value, attempts))
-        if out.trySend(outcome) then woken
+        val outcome = TaskOutcome.Succeeded(entry.task, value, attempts)
+        if out.trySend(entry.seq, outcome) then woken
         else
-          val published = out.send(outcome)
+          val published = out.send(entry.seq, outcome)
           Some(woken.fold(published)(_ *> published))
 
   def failed(entry: Entry[A], error: Throwable, latency: FiniteDuration, attempts: Int): F[Unit] =
@@ -90,7 +90,7 @@ private[weir] final class Recorder[F[_], A, B](
    */
   def publish(position: Long, outcome: => TaskOutcome[A, B]): F[Unit] =
     emit match
-      case Some(out) => out.send((position, outcome))
+      case Some(out) => out.send(position, outcome)
       case None => F.unit
 
   private def finished(entry: Entry[A]): F[Unit] =

@@ -29,7 +29,7 @@ import scala.util.control.NonFatal
  * |---|---|---|
  * | admit | [[ready]]: the window admits the position (no window: always) | [[enter]]: wait for the window; a failed key is recorded |
  * | permit | [[ready]]: no rate limiter | [[enter]]: the limiter's permit, or a stop |
- * | attempt | one try: [[attempt]] (the handler, under the timeout if any, against an interruption) | [[retry]]: a backoff and a permit |
+ * | attempt | [[register]] with the task's interruption; one try: [[attempt]] (the handler, under the timeout if any) | [[retry]]: a backoff and a permit |
  * | record | [[Recorder.succeeded]]: ledger and window | what it returns; the failure policy ([[Recorder.failed]]) |
  * | the key's chain | [[handOn]]: the next task parked behind the key | [[handOnLater]]: wakes a waiting producer |
  *
@@ -168,15 +168,20 @@ private[weir] final class TaskPath[F[_], A, B](
   // ---- attempt --------------------------------------------------------------------------------
 
   /**
-   * Attempt `n` of `task`, on the fiber of `worker`, and how it ended: the handler, under the task timeout if
-   * there is one, and, for an [[weir.Interruptible]] task of a refusable source, against its interruption.
+   * Registers attempt `n` of `task` with its interruption, for an [[weir.Interruptible]] task of a refusable
+   * source ([[InterruptibleAttempt.register]], which asks a retry's refusal first); otherwise
+   * [[InterruptibleAttempt.Unregistered]]. A plain call, made in the worker's continuation right before it
+   * runs [[attempt]] inside its `poll`, so that an interruption cancels the attempt's own fiber.
    */
-  def attempt(task: A, n: Int, worker: InterruptibleAttempt.Owner): F[Either[Throwable, B]] =
+  def register(task: A, n: Int, worker: InterruptibleAttempt.Owner): InterruptibleAttempt.Registration =
     if refusable then
       task match
-        case t: Interruptible => InterruptibleAttempt.attempt(t, n, worker)(timed(task))
-        case _ => F.attempt(timed(task))
-    else F.attempt(timed(task))
+        case t: Interruptible => InterruptibleAttempt.register(t, worker, asked = n > 1)
+        case _ => InterruptibleAttempt.Unregistered
+    else InterruptibleAttempt.Unregistered
+
+  /** One try of `task`, and how it ended: the handler, under the task timeout if there is one. */
+  def attempt(task: A): F[Either[Throwable, B]] = F.attempt(timed(task))
 
   private def timed(task: A): F[B] =
     timeout match
@@ -189,7 +194,7 @@ private[weir] final class TaskPath[F[_], A, B](
    * timeout. A plain call, to be made in a continuation that runs what it returns; the wait is cancelable
    * (through `poll`), and a cancellation there is the worker's to record, the task having started. An
    * [[weir.Interruptible]] task of a refusable source waits against its interruption, as its attempts run
-   * ([[InterruptibleAttempt.registered]]).
+   * ([[register]]).
    */
   def retry(
       poll: Poll[F],
@@ -206,11 +211,11 @@ private[weir] final class TaskPath[F[_], A, B](
         // an Interruptible task waits against its interruption, as its attempts run; one told to stop before
         // the wait skips it, and the next attempt's refusal ends it
         val waited =
-          if refusable then
-            task match
-              case t: Interruptible => poll(InterruptibleAttempt.registered(t, worker, _ => F.unit)(wait))
-              case _ => poll(wait)
-          else poll(wait)
+          register(task, 1, worker) match
+            case InterruptibleAttempt.Unregistered => poll(wait)
+            case registration: InterruptibleAttempt =>
+              poll(wait.flatMap(_ => if registration.ended() then F.unit else F.never))
+            case InterruptibleAttempt.Refused(_) => F.unit
         Some(waited *> F.delay(ledger.retried()))
       else None
 

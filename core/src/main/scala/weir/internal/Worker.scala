@@ -121,9 +121,24 @@ private[weir] final class Worker[F[_], A, B](
     path.waited(current, now)
     run(current)
 
-  /** Attempt `tries` of `entry` (started, `t0` set), then [[ended]]. */
+  /**
+   * Attempt `tries` of `entry` (started, `t0` set), then [[ended]]: registered with the task's interruption
+   * as a plain step right here, then run in `poll` ([[InterruptibleAttempt.register]]).
+   */
   private def run(entry: Entry[A]): F[Boolean] =
-    poll(path.attempt(entry.task, tries, this)).flatMap(ended)
+    path.register(entry.task, tries, this) match
+      case InterruptibleAttempt.Unregistered => poll(path.attempt(entry.task)).flatMap(ended)
+      case _: InterruptibleAttempt => poll(path.attempt(entry.task)).flatMap(endedRegistered)
+      case InterruptibleAttempt.Refused(reason) => ended(Left(new TaskInterrupted(reason)))
+
+  /**
+   * After a registered attempt: [[ended]] if the attempt's end came before its interruption; otherwise the
+   * interruption's cancellation of this fiber is under way, and it lands here, in `poll`.
+   */
+  private val endedRegistered: Either[Throwable, B] => F[Boolean] = r =>
+    if interruptible.ended() then ended(r) else awaitCancellation
+
+  private val awaitCancellation: F[Boolean] = poll(F.never)
 
   private val ended: Either[Throwable, B] => F[Boolean] = r =>
     r match

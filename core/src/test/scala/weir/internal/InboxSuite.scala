@@ -83,8 +83,25 @@ class InboxSuite extends CatsEffectSuite with ScalaCheckSuite:
     TestControl.executeEmbed(run).map(got => assertEquals(got, List(0, 2)))
   }
 
+  // small ones keep writers waiting for room; larger ones let what waits outgrow the inbox's first array
+  private val capacities =
+    Gen.frequency(3 -> Gen.choose(1, 16), 1 -> Gen.choose(17, 1000), 1 -> Gen.const(Int.MaxValue))
+
+  test("what waits outgrows the first array: a thousand plain writes read back as one chunk, in order") {
+    for
+      c <- channel(Int.MaxValue)
+      written <- IO((1 to 1000).map(c.trySend).forall(identity))
+      first <- c.stream.chunks.map(_.toList).take(1).compile.lastOrError
+      _ <- IO(c.trySend(1001)) *> c.close
+      rest <- c.stream.compile.toList
+    yield
+      assert(written)
+      assertEquals(first, (1 to 1000).toList)
+      assertEquals(rest, List(1001))
+  }
+
   property("concurrent writers through a small channel: every outcome read once, each writer's in order") {
-    Prop.forAllNoShrink(Gen.choose(1, 4), Gen.listOfN(4, Gen.choose(0, 300)), Gen.choose(1, 16)) {
+    Prop.forAllNoShrink(Gen.choose(1, 4), Gen.listOfN(4, Gen.choose(0, 300)), capacities) {
       (writers, counts, capacity) =>
         val sizes = counts.take(writers)
         val run =

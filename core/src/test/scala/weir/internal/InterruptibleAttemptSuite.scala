@@ -27,6 +27,55 @@ class InterruptibleAttemptSuite extends FunSuite:
     val cancels = new AtomicInteger
     (new InterruptibleAttempt(() => cancels.incrementAndGet(): Unit), cancels)
 
+  /** A worker as the registration sees it: what it was told is attempting, and its cancellations. */
+  final class Owner extends InterruptibleAttempt.Owner:
+    var noted: List[InterruptibleAttempt] = Nil
+    val cancels = new AtomicInteger
+    def attempting(attempt: InterruptibleAttempt): Unit = noted = attempt :: noted
+    val interrupt: () => Unit = () => cancels.incrementAndGet(): Unit
+
+  test(
+    "register: the attempt registered is the one noted on its worker, and its interruption cancels that worker"
+  ) {
+    val task = new Task
+    val owner = new Owner
+    InterruptibleAttempt.register(task, owner, asked = true) match
+      case a: InterruptibleAttempt =>
+        assertEquals(owner.noted, List(a))
+        assert(task.interruption.request("stop"))
+        assertEquals(owner.cancels.get, 1)
+        assertEquals(a.cancelled(), Some("stop"))
+      case other => fail(s"expected a registration, got $other")
+  }
+
+  test("register: a task told to stop before is refused with its reason, nothing noted, no cancellation") {
+    for asked <- List(true, false) do
+      val task = new Task
+      val owner = new Owner
+      assert(task.interruption.request("before"))
+      assertEquals(InterruptibleAttempt.register(task, owner, asked), InterruptibleAttempt.Refused("before"))
+      assertEquals(owner.noted, Nil, s"asked = $asked")
+      assertEquals(owner.cancels.get, 0, s"asked = $asked")
+  }
+
+  test("register: a retry asks the task's refusal first, and a refusing task is never registered") {
+    val owner = new Owner
+    var registrations = 0
+    val refusing = new Interruptible:
+      def tryStart(): Option[String] = Some("no more")
+      def onInterrupt(interrupt: String => Unit): () => Unit =
+        registrations += 1
+        () => ()
+    assertEquals(
+      InterruptibleAttempt.register(refusing, owner, asked = true),
+      InterruptibleAttempt.Refused("no more")
+    )
+    assertEquals(registrations, 0)
+    // not asked (a first attempt, whose refusal its start asked; a retry's wait): registered
+    assert(InterruptibleAttempt.register(refusing, owner, asked = false).isInstanceOf[InterruptibleAttempt])
+    assertEquals(registrations, 1)
+  }
+
   test("an interruption while the attempt runs has the worker cancelled, once, and wins over a later end") {
     val task = new Task
     val (a, cancels) = attempt()
