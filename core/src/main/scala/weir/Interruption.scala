@@ -10,9 +10,9 @@ import scala.annotation.tailrec
  * compare-and-set, and a request and a registration that race meet in exactly one of them.
  */
 final class Interruption:
-  import Interruption.{Idle, Requested, Waiting}
+  import Interruption.{Idle, Phase, Requested, Waiting}
 
-  private val state = new AtomicReference[AnyRef](Idle)
+  private val state = new AtomicReference[Phase](Idle)
 
   /**
    * Tells the task to stop for `reason`: an attempt running now is interrupted, and a later registration
@@ -24,7 +24,7 @@ final class Interruption:
       case current =>
         if state.compareAndSet(current, Requested(reason)) then
           current match
-            case Waiting(interrupt) => interrupt(reason)
+            case waiting: Waiting => waiting.interrupt(reason)
             case _ => ()
           true
         else request(reason)
@@ -37,21 +37,30 @@ final class Interruption:
 
   /** As [[Interruptible.onInterrupt]]: calls `interrupt` at once if a request came first. */
   def onInterrupt(interrupt: String => Unit): () => Unit =
-    val waiting = Waiting(interrupt)
+    val waiting = new Waiting(interrupt, state)
     @tailrec def register(): () => Unit =
       state.get match
         case Requested(reason) =>
           interrupt(reason)
           Interruption.nothing
         case current =>
-          if state.compareAndSet(current, waiting) then () => state.compareAndSet(waiting, Idle): Unit
-          else register()
+          if state.compareAndSet(current, waiting) then waiting else register()
     register()
 
   override def toString: String = requested.fold("Interruption(none)")(r => s"Interruption(requested: $r)")
 
 private object Interruption:
-  private object Idle
-  private final case class Waiting(interrupt: String => Unit)
-  private final case class Requested(reason: String)
+  /** Where an interruption stands: no request and no registration, a registration waiting, or a request. */
+  private sealed trait Phase
+  private object Idle extends Phase
+  private final case class Requested(reason: String) extends Phase
+
+  /**
+   * A registration waiting for a request; it is also its own undoing (the function [[onInterrupt]] returns),
+   * so that a registration allocates one object.
+   */
+  private final class Waiting(val interrupt: String => Unit, state: AtomicReference[Phase])
+      extends Phase,
+        (() => Unit):
+    def apply(): Unit = state.compareAndSet(this, Idle): Unit
   private val nothing: () => Unit = () => ()
