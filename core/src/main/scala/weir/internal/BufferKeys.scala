@@ -1,8 +1,8 @@
 package weir.internal
 
 /**
- * The keys' hand-on in a [[BufferState]] ([[weir.TaskOrder.byKey]], [[KeyClaims]]): when the claimant of a
- * key is done with an entry, the next entry parked behind the key is handed on to it, or the key is
+ * The keys' hand-on in a [[BufferState]] ([[weir.TaskOrder.byKey]], [[UnsafeKeyClaims]]): when the claimant
+ * of a key is done with an entry, the next entry parked behind the key is handed on to it, or the key is
  * released. One transition, [[finishKey]], for the plain call ([[UnsafeTaskBuffer.tryFinishKey]]) and the
  * shell's ([[TaskBuffer.finishKey]]), which differ only in what they do when a hand-on lets a producer in.
  */
@@ -17,18 +17,17 @@ private[weir] trait BufferKeys[F[_], A]:
    * instead of [[Released]], which then means that nothing was taken. Stopped: neither (what is parked stays,
    * to be returned as not started), [[Released]].
    */
-  def finishKey(key: Any, andTake: Boolean): (BufferState[F, A], Handout[A]) =
-    if stopped then (this, Released)
+  def finishKey(key: Any, andTake: Boolean): Handout[A] =
+    if stopped then Released
+    else if claimed.hasParked(key) then
+      parked -= 1
+      claimed.next(key)
+    // a take frees a place: one that would let a waiting producer in is left to the shell's take
+    else if !andTake || size == 0 || offerers.due(free + 1) then
+      claimed.unclaim(key)
+      Released
     else
-      KeyClaims.next(claimed, key) match
-        case turn: Entry[A] =>
-          (copy(claimed = KeyClaims.advance(claimed, key, turn), parked = parked - 1), turn)
-        case _ =>
-          def released = copy(claimed = KeyClaims.advance(claimed, key, Released))
-          // the common case of a per-key task: one copy of the state for the release and the take
-          if !andTake || size == 0 then (released, Released)
-          else
-            popClaimable(releasing = key) match
-              case taken @ (s, _: Entry[A]) if !s.offererDue => taken
-              case (s, Later) => (s, Released) // released by the pop
-              case _ => (released, Released)
+      // the common case of a per-key task: the release and the take in one change of the claims
+      popClaimable(releasing = key) match
+        case e: Entry[A] => e
+        case _ => Released // released by the pop

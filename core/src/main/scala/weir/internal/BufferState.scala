@@ -7,16 +7,17 @@ import fs2.Chunk
 import scala.collection.immutable.Queue as ScalaQueue
 
 /*
- * The state of one [[TaskBuffer]], swapped by compare-and-set in its [[UnsafeTaskBuffer]]. Every method is
- * a pure transition: it returns the next state and what the caller must do after the swap (hand entries to
- * takers, run a wake-up), never doing it, since it may run more than once under contention.
+ * The state of one [[TaskBuffer]], held by its [[UnsafeTaskBuffer]] and changed only under that buffer's lock.
+ * Every method is a transition made under the lock: it changes the state in place and returns what the caller
+ * must do once the lock is released (hand entries to takers, run a wake-up), never doing it, since nothing
+ * that can block or call out runs under the lock.
  *
  * By concern: this file holds the fields, the queue's one pop ([[popClaimable]]) and what every concern
  * shares; the offers are in [[BufferOffers]], the takes in [[BufferTakes]], the keys' hand-on in
  * [[BufferKeys]].
  *
  * Invariants: `size` counts the queued entries (`front`, `head.drop(pos)`, `rest`), `parked` those parked
- * behind claimed keys ([[KeyClaims]]), and an offer appends only what keeps size + parked <= capacity (an
+ * behind claimed keys ([[UnsafeKeyClaims]]), and an offer appends only what keeps size + parked <= capacity (an
  * entry a cancelled taker puts back can exceed it, by one per such taker: its place was freed when it was
  * handed out, and a producer may have filled it since); takers wait only while no queued entry is
  * claimable, the ones there are left for spinners, or a link of the wake chain that will reach them is
@@ -24,27 +25,30 @@ import scala.collection.immutable.Queue as ScalaQueue
  * `next` is the input position of the next entry appended; `times` holds one reading per chunk of `head` and
  * `rest` when the run measures queue waits ([[EnqueueTimes]]).
  */
-private[weir] final case class BufferState[F[_], A](
-    capacity: Int,
-    keyOf: Option[A => Any],
-    front: List[Entry[A]] = Nil, // entries put back by cancelled takers, served first
-    head: Chunk[A] = Chunk.empty,
-    pos: Int = 0,
-    headSeq: Long = 0L, // input position of head(0)
-    rest: ScalaQueue[Chunk[A]] = ScalaQueue.empty[Chunk[A]],
-    times: EnqueueTimes = EnqueueTimes.Off,
-    size: Int = 0,
-    claimed: KeyClaims.Claims[A] = KeyClaims.empty,
-    parked: Int = 0,
-    next: Long = 0L,
-    takers: ScalaQueue[Taker[A]] = ScalaQueue.empty[Taker[A]],
-    offerers: Offerers[F],
-    closed: Boolean = false,
-    stopped: Boolean = false,
-    spinning: Int = 0 // takers spinning (see `TaskBuffer.spin`); as many queued entries are left for them
+private[weir] final class BufferState[F[_], A](
+    val capacity: Int,
+    val keyOf: Option[A => Any],
+    val measured: Boolean
 ) extends BufferOffers[F, A],
       BufferTakes[F, A],
       BufferKeys[F, A]:
+
+  private[internal] var front: List[Entry[A]] = Nil // entries put back by cancelled takers, served first
+  private[internal] var head: Chunk[A] = Chunk.empty
+  private[internal] var pos = 0
+  private[internal] var headSeq = 0L // input position of head(0)
+  private[internal] var rest = ScalaQueue.empty[Chunk[A]]
+  private[internal] var times = EnqueueTimes(measured)
+  private[internal] var size = 0
+  private[internal] val claimed = new UnsafeKeyClaims[A]
+  private[internal] var parked = 0
+  private[internal] var next = 0L
+  private[internal] var takers = ScalaQueue.empty[Taker[A]]
+  private[internal] var offerers = Offerers.none[F](capacity)
+  private[internal] var closed = false
+  private[internal] var stopped = false
+  private[internal] var spinning =
+    0 // takers spinning (see `TaskBuffer.spin`); as many queued entries are left for them
 
   def finished: Boolean = stopped || (closed && size == 0)
 
@@ -54,30 +58,22 @@ private[weir] final case class BufferState[F[_], A](
   def offererDue: Boolean = offerers.due(free)
 
   /** Wakes the first waiting producer if a wake-up is due ([[Offerers.due]]): after takes, appends, cancels. */
-  def wakeOfferer(using F: Async[F]): (BufferState[F, A], F[Unit]) =
+  def wakeOfferer(using F: Async[F]): F[Unit] =
     offerers.wake(free) match
-      case Some((rest, first)) => (copy(offerers = rest), first.complete(()).void)
-      case None => (this, F.unit)
+      case Some((waiting, first)) =>
+        offerers = waiting
+        first.complete(()).void
+      case None => F.unit
 
   /**
-   * Pops queued entries until one whose key is free (claiming it), parking the others; returns the state
-   * after the pops and the entry claimed, or [[Later]] when none was. One copy of the state however many
-   * entries it pops, and no wrapper around it: this runs on every take.
+   * Pops queued entries until one whose key is free (claiming it), parking the others; returns the entry
+   * claimed, or [[Later]] when none was. Allocates nothing but the entry: this runs on every take.
    *
    * `releasing` ([[NoKey]]: none) is a key with nothing parked behind it that its claimant is done with:
    * that key is free to the entries popped, and its claim passes to the entry taken in one change of the
    * claims; it is released if no entry with a key is taken.
    */
-  private[internal] def popClaimable(releasing: Any): (BufferState[F, A], Handout[A]) =
-    var front = this.front
-    var head = this.head
-    var pos = this.pos
-    var headSeq = this.headSeq
-    var rest = this.rest
-    var times = this.times
-    var size = this.size
-    var claimed = this.claimed
-    var parked = this.parked
+  private[internal] def popClaimable(releasing: Any): Handout[A] =
     var handing = releasing
     var found: Handout[A] = Later // none yet: a take allocates no `Option`
     while (found eq Later) && size > 0 do
@@ -93,7 +89,7 @@ private[weir] final case class BufferState[F[_], A](
             pos = 0
             rest = more
             times = times.nextHead
-          val queued = entryOf(times, headSeq + pos, head(pos))
+          val queued = entryOf(headSeq + pos, head(pos))
           pos += 1
           queued
       size -= 1
@@ -101,35 +97,19 @@ private[weir] final case class BufferState[F[_], A](
       else
         val handingOn = isKey(handing)
         // the key being released is free to the entry popped, without a look in the claims
-        (if handingOn && e.key == handing then None else KeyClaims.behind(claimed, e.key)) match
-          case None =>
-            claimed = if handingOn then KeyClaims.handOver(claimed, handing, e.key)
-            else KeyClaims.claim(claimed, e.key)
-            handing = NoKey
-            found = e
-          case Some(queue) =>
-            claimed = KeyClaims.park(claimed, e, queue)
-            parked += 1
-    if isKey(handing) then claimed = KeyClaims.advance(claimed, handing, Released)
-    val s =
-      if size == this.size && (claimed eq this.claimed) then this
-      else
-        copy(
-          front = front,
-          head = head,
-          pos = pos,
-          headSeq = headSeq,
-          rest = rest,
-          times = times,
-          size = size,
-          claimed = claimed,
-          parked = parked
-        )
-    (s, found)
+        if (handingOn && e.key == handing) || !claimed.isClaimed(e.key) then
+          if handingOn then claimed.handOver(handing, e.key) else claimed.claim(e.key)
+          handing = NoKey
+          found = e
+        else
+          claimed.park(e)
+          parked += 1
+    if isKey(handing) then claimed.unclaim(handing)
+    found
 
   private def isKey(k: Any): Boolean = k.asInstanceOf[AnyRef] ne NoKey
 
-  private def entryOf(times: EnqueueTimes, seq: Long, task: A): Entry[A] =
+  private def entryOf(seq: Long, task: A): Entry[A] =
     keyOf match
       case None => times.entry(seq, task, NoKey)
       case Some(f) =>
@@ -143,26 +123,21 @@ private[weir] final case class BufferState[F[_], A](
     if size == 0 && parked == 0 then Vector.empty
     else
       front.map(_.task).toVector ++ head.drop(pos).toVector ++ rest.iterator.flatMap(_.iterator) ++
-        KeyClaims.tasks(claimed)
+        claimed.tasks
 
-  def cleared: BufferState[F, A] =
-    copy(
-      front = Nil,
-      head = Chunk.empty,
-      pos = 0,
-      headSeq = next,
-      rest = ScalaQueue.empty,
-      times = EnqueueTimes(measured = times ne EnqueueTimes.Off),
-      size = 0,
-      claimed = KeyClaims.empty,
-      parked = 0
-    )
+  /** Empties the buffer (after [[tasks]] collected what it held). */
+  def clear(): Unit =
+    front = Nil
+    head = Chunk.empty
+    pos = 0
+    headSeq = next
+    rest = ScalaQueue.empty
+    times = EnqueueTimes(measured)
+    size = 0
+    claimed.clear()
+    parked = 0
 
 private[weir] object BufferState:
-
-  /** An empty buffer: every field but these at its default; `measured`: it keeps [[EnqueueTimes]]. */
-  def empty[F[_], A](capacity: Int, keyOf: Option[A => Any], measured: Boolean): BufferState[F, A] =
-    BufferState[F, A](capacity, keyOf, times = EnqueueTimes(measured), offerers = Offerers.none(capacity))
 
   /** What an append did: takers to hand entries to, entries accepted, of those how many no taker got. */
   final case class Appended[A](served: Taker.Served[A], accepted: Int, unserved: Int, refused: Boolean)

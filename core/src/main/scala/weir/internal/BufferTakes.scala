@@ -9,7 +9,7 @@ import weir.internal.Taker.Served
  * The takes of a [[BufferState]]: one transition, [[take]], that every take shares — the plain one
  * ([[UnsafeTaskBuffer.tryTake]], which makes it only when it wakes no producer) and the shell's (which
  * spins, registers a parked taker, and wakes the producer the take lets in) — and the takers: serving the
- * parked ones, the spinners, an entry a cancelled taker gives back. Pure transitions.
+ * parked ones, the spinners, an entry a cancelled taker gives back. Transitions under the buffer's lock.
  */
 private[weir] trait BufferTakes[F[_], A]:
   self: BufferState[F, A] =>
@@ -17,40 +17,44 @@ private[weir] trait BufferTakes[F[_], A]:
   /**
    * The take: the oldest claimable entry (its key claimed for the taker); [[Finished]] when the buffer will
    * hand out nothing more; [[Wait]] when nothing is claimable now. Entries popped on the way are parked
-   * behind their keys in the state returned. It wakes no producer: its caller decides.
+   * behind their keys. It wakes no producer: its caller decides.
    */
-  def take: (BufferState[F, A], Handout[A]) =
-    if stopped then (this, Finished)
+  def take: Handout[A] =
+    if stopped then Finished
     else
       popClaimable(releasing = NoKey) match
-        case taken @ (_, _: Entry[A]) => taken
-        case (s, _) => (s, if closed then Finished else Wait)
+        case e: Entry[A] => e
+        case _ => if closed then Finished else Wait
 
   /** The shell's take: an entry, with the wake-up of the producer it lets in; else what [[take]] says. */
-  private def answered(using F: Async[F]): (BufferState[F, A], Answer[F, A]) =
+  private def answered(using F: Async[F]): Answer[F, A] =
     take match
-      case (s, e: Entry[A]) =>
-        val (after, wake) = s.wakeOfferer
-        (after, (e, wake))
-      case (s, other) => (s, (other, F.unit))
+      case e: Entry[A] => (e, wakeOfferer)
+      case other => (other, F.unit)
 
   /** Takes an entry if one is claimable; else becomes a spinner ([[Spin]]) if there is room for one. */
-  def takeOrSpin(using F: Async[F]): (BufferState[F, A], Answer[F, A]) =
+  def takeOrSpin(using F: Async[F]): Answer[F, A] =
     answered match
-      case (s, (Wait, _)) if s.spinning < MaxSpinners => (s.copy(spinning = s.spinning + 1), (Spin, F.unit))
+      case (Wait, _) if spinning < MaxSpinners =>
+        spinning += 1
+        (Spin, F.unit)
       case other => other
 
   /** A spinner looks again: it stops spinning if it gets an entry or the buffer is finished. */
-  def spinAgain(using F: Async[F]): (BufferState[F, A], Answer[F, A]) =
+  def spinAgain(using F: Async[F]): Answer[F, A] =
     answered match
-      case waiting @ (_, (Wait, _)) => waiting
-      case (s, (e: Entry[A], wake)) =>
-        val (served, wakes) = s.unspin
-        (served, (e, wake *> wakes))
-      case (s, other) => (s.copy(spinning = s.spinning - 1), other)
+      case waiting @ (Wait, _) => waiting
+      case (e: Entry[A], wake) =>
+        val wakes = unspin
+        (e, wake *> wakes)
+      case other =>
+        spinning -= 1
+        other
 
   /** A spinner leaves: the entry left for it goes to a parked taker, if any, who relays (see [[relay]]). */
-  def unspin(using F: Async[F]): (BufferState[F, A], F[Unit]) = copy(spinning = spinning - 1).relay
+  def unspin(using F: Async[F]): F[Unit] =
+    spinning -= 1
+    relay
 
   /**
    * One link of the wake chain: hands the oldest claimable queued entry, beyond those left for spinners, to
@@ -62,48 +66,46 @@ private[weir] trait BufferTakes[F[_], A]:
    * resume (and relay), a spinner has yet to look, or an entry given back has yet to be served again, each
    * of which relays.
    */
-  def relay(using F: Async[F]): (BufferState[F, A], F[Unit]) =
-    val (s, served) = serveTakers(1)
-    val (after, wake) = s.wakeOfferer // serving freed a place
-    (after, if served.isEmpty then wake else F.delay(Taker.handOver(served)) *> wake)
+  def relay(using F: Async[F]): F[Unit] =
+    val served = serveTakers(1)
+    val wake = wakeOfferer // serving freed a place
+    if served.isEmpty then wake else F.delay(Taker.handOver(served)) *> wake
 
   /** Whether [[relay]] could hand an entry over: a parked taker, and a queued entry beyond the spinners'. */
   def relayDue: Boolean = takers.nonEmpty && size > spinning
 
   /** Takes an entry if one is claimable, else registers `taker` to be handed the next one ([[Wait]]). */
-  def takeOrWait(taker: Taker[A])(using F: Async[F]): (BufferState[F, A], Answer[F, A]) =
+  def takeOrWait(taker: Taker[A])(using F: Async[F]): Answer[F, A] =
     answered match
-      case (s, waiting @ (Wait, _)) => (s.copy(takers = s.takers.enqueue(taker)), waiting)
+      case waiting @ (Wait, _) =>
+        takers = takers.enqueue(taker)
+        waiting
       case other => other
 
   /**
    * Hands claimable queued entries to waiting takers, in order, at most `most` of them, leaving `spinning`
    * entries for spinners.
    */
-  private[internal] def serveTakers(most: Int): (BufferState[F, A], Served[A]) =
-    var s: BufferState[F, A] = self
+  private[internal] def serveTakers(most: Int): Served[A] =
     var served: Served[A] = Nil
     var left = most
-    while left > 0 && s.takers.nonEmpty && s.size > s.spinning do
-      s.popClaimable(releasing = NoKey) match
-        case (popped, entry: Entry[A]) =>
-          val (taker, more) = popped.takers.dequeue
-          s = popped.copy(takers = more)
+    while left > 0 && takers.nonEmpty && size > spinning do
+      popClaimable(releasing = NoKey) match
+        case entry: Entry[A] =>
+          val (taker, more) = takers.dequeue
+          takers = more
           served = (taker, entry) :: served
           left -= 1
-        case (popped, _) => s = popped
-    (s, served)
+        case _ => ()
+    served
 
   /**
    * A cancelled taker's entry goes back, with the entries parked behind its key, and is served again, to one
    * parked taker who relays ([[relay]]).
    */
-  def putBack(e: Entry[A]): (BufferState[F, A], Served[A]) =
-    val (claims, behind) = KeyClaims.release(claimed, e)
-    val back = copy(
-      front = e :: behind ++ front,
-      size = size + 1 + behind.size,
-      claimed = claims,
-      parked = parked - behind.size
-    )
-    if stopped then (back, Nil) else back.serveTakers(1)
+  def putBack(e: Entry[A]): Served[A] =
+    val behind = claimed.release(e)
+    front = e :: behind ++ front
+    size += 1 + behind.size
+    parked -= behind.size
+    if stopped then Nil else serveTakers(1)

@@ -33,11 +33,10 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
     using F: Async[F]
 ):
 
-  private val get: F[BufferState[F, A]] = F.delay(unsafe.state)
-  private def modify[B](f: BufferState[F, A] => (BufferState[F, A], B)): F[B] = F.delay(unsafe.modify(f))
+  private def modify[B](f: BufferState[F, A] => B): F[B] = F.delay(unsafe.modify(f))
 
   /** Elements held now, parked ones included. */
-  def size: F[Int] = get.map(s => s.size + s.parked)
+  def size: F[Int] = modify(s => s.size + s.parked)
 
   /**
    * The claimant of `key` is done with an element: returns the next element parked behind it (the key
@@ -47,20 +46,18 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   def finishKey(key: Any): F[Option[Entry[A]]] =
     modify { s =>
       s.finishKey(key, andTake = false) match
-        case (next, e: Entry[A]) =>
-          val (after, wake) = next.wakeOfferer // an entry handed on frees a place
-          (after, wake.as(Some(e)))
-        case (next, _) => (next, F.pure(None))
+        case e: Entry[A] => s.wakeOfferer.as(Some(e)) // an entry handed on frees a place
+        case _ => F.pure(None)
     }.flatten
 
   /** True once stopped, or closed and emptied: takes will only ever return `None`. */
-  def isFinished: F[Boolean] = get.map(_.finished)
+  def isFinished: F[Boolean] = modify(_.finished)
 
   /** True once stopped. */
-  def isStopped: F[Boolean] = get.map(_.stopped)
+  def isStopped: F[Boolean] = modify(_.stopped)
 
   /** Takers waiting for an element now (idle workers). */
-  def waitingTakers: F[Int] = get.map(_.takers.size)
+  def waitingTakers: F[Int] = modify(_.takers.size)
 
   /**
    * Appends `chunk`, waiting while the buffer is full. After each step that stored elements no waiting
@@ -103,10 +100,9 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
       space: Option[Deferred[F, Unit]],
       resumed: Boolean
   ): F[(Appended[A], F[Unit])] =
-    def step(now: Long)(s: BufferState[F, A]): (BufferState[F, A], (Appended[A], F[Unit])) =
-      val (next, result) = s.append(chunk, space, now, resumed)
-      val (after, wake) = next.wakeOfferer
-      (after, (result, wake))
+    def step(now: Long)(s: BufferState[F, A]): (Appended[A], F[Unit]) =
+      val result = s.append(chunk, space, now, resumed)
+      (result, s.wakeOfferer)
     if unsafe.measured then F.monotonic.flatMap(now => modify(step(now.toNanos))) else modify(step(0L))
 
   /**
@@ -124,11 +120,9 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
 
   /*
    * The wake chain ([[BufferTakes.relay]]): a taker that waited and got an entry hands the next one to the
-   * next parked taker before it runs its own. Looked at with a plain read first: a relay with nothing to
-   * hand over costs no swap.
+   * next parked taker before it runs its own.
    */
-  private val relay: F[Unit] =
-    F.defer(if unsafe.state.relayDue then modify(_.relay).flatten else F.unit)
+  private val relay: F[Unit] = modify(s => if s.relayDue then s.relay else F.unit).flatten
 
   private val relayed: Option[Entry[A]] => F[Option[Entry[A]]] =
     got => if got.isEmpty then F.pure(got) else relay.as(got)
@@ -142,16 +136,16 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
    * ([[BufferTakes.relay]]), and a spinner that gets one relays too; a spinner that finds nothing parks like
    * any taker.
    */
-  // built once: a spin allocates only what `poll`, `onCancel` and the continuation need
-  private val cedeAndLook: F[BufferState[F, A]] = F.cede *> get
+  // built once: a spin allocates only what `poll`, `onCancel` and the continuation need; true when the look
+  // found nothing to take and the buffer neither stopped nor closed
+  private val cedeAndLook: F[Boolean] = F.cede *> modify(s => s.size == 0 && !s.stopped && !s.closed)
   private val leaveSpinning: F[Unit] = modify(_.unspin).flatten
 
   private def spin(poll: Poll[F], left: Int): F[Option[Entry[A]]] =
     if left == 0 then park(poll, spinner = true).flatMap(relayed)
     else
-      // look before writing: an empty look costs a read, not a copy of the state and a contended CAS
-      poll(cedeAndLook).onCancel(leaveSpinning).flatMap { seen =>
-        if seen.size == 0 && !seen.stopped && !seen.closed then spin(poll, left - 1)
+      poll(cedeAndLook).onCancel(leaveSpinning).flatMap { nothing =>
+        if nothing then spin(poll, left - 1)
         else
           modify(_.spinAgain).flatMap {
             case (entry: Entry[A], wake) => wake.as(Some(entry))
@@ -181,24 +175,36 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   def wake(n: Int): F[Unit] =
     modify { s =>
       val (woken, kept) = s.takers.splitAt(n)
-      (s.copy(takers = kept), woken)
+      s.takers = kept
+      woken
     }.flatMap(lookAgain)
 
   /** No more offers: takers get `None` once the buffer is empty. */
   def close: F[Unit] =
-    modify(s => (s.copy(closed = true, takers = ScalaQueue.empty), s.takers)).flatMap(lookAgain)
+    modify { s =>
+      val woken = s.takers
+      s.closed = true
+      s.takers = ScalaQueue.empty
+      woken
+    }.flatMap(lookAgain)
 
   /** No more takes; offers are refused from now on. Wakes every waiter. */
   def stop: F[Unit] =
     modify { s =>
-      (
-        s.copy(stopped = true, takers = ScalaQueue.empty, offerers = s.offerers.cleared),
-        (s.takers, s.offerers)
-      )
+      val woken = (s.takers, s.offerers)
+      s.stopped = true
+      s.takers = ScalaQueue.empty
+      s.offerers = s.offerers.cleared
+      woken
     }.flatMap((takers, offerers) => lookAgain(takers) *> offerers.waiting.traverse_(_.complete(()).void))
 
   /** Removes and returns every element still held (after a `stop`). */
-  def remaining: F[Vector[A]] = modify(s => (s.cleared, s.tasks))
+  def remaining: F[Vector[A]] =
+    modify { s =>
+      val tasks = s.tasks
+      s.clear()
+      tasks
+    }
 
   /** A cancelled wait for room: see [[BufferState.forgetOfferer]]. */
   private def forgetOfferer(d: Deferred[F, Unit]): F[Unit] = modify(_.forgetOfferer(d)).flatten
@@ -207,8 +213,7 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   private def abandonTake(taker: Taker[A]): F[Unit] =
     F.delay {
       taker.abandon()
-      if unsafe.state.takers.exists(_ eq taker) then
-        unsafe.modify(s => (s.copy(takers = s.takers.filterNot(_ eq taker)), ()))
+      unsafe.modify(s => if s.takers.exists(_ eq taker) then s.takers = s.takers.filterNot(_ eq taker))
     }
 
   private def lookAgain(takers: Iterable[Taker[A]]): F[Unit] =
@@ -230,7 +235,7 @@ private[weir] object TaskBuffer:
       F: Async[F]
   ): TaskBuffer[F, A] =
     require(capacity > 0, s"buffer capacity must be > 0, was: $capacity")
-    new TaskBuffer(capacity, new UnsafeTaskBuffer(BufferState.empty[F, A](capacity, keyOf, measured)))
+    new TaskBuffer(capacity, new UnsafeTaskBuffer(new BufferState[F, A](capacity, keyOf, measured)))
 
   /** How many times a spinning taker yields before it parks. */
   private val Spins = 16

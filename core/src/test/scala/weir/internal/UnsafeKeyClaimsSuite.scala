@@ -3,67 +3,83 @@ package weir.internal
 import munit.ScalaCheckSuite
 import org.scalacheck.{Gen, Prop}
 
-class KeyClaimsSuite extends ScalaCheckSuite:
-  import KeyClaims.Claims
+class UnsafeKeyClaimsSuite extends ScalaCheckSuite:
 
   private def entry(seq: Long, key: Any) = Entry(seq, seq.toInt, key)
 
-  /** Claims `e`'s key if free, else parks `e`, as the buffer's take does; with the parked count. */
-  private def claimOrPark(c: (Claims[Int], Int), e: Entry[Int]): (Claims[Int], Int) =
-    val (claims, parked) = c
-    KeyClaims.behind(claims, e.key) match
-      case None => (KeyClaims.claim(claims, e.key), parked)
-      case Some(queue) => (KeyClaims.park(claims, e, queue), parked + 1)
+  /** Claims `e`'s key if free, else parks `e`, as the buffer's take does; true when it parked. */
+  private def claimOrPark(claims: UnsafeKeyClaims[Int], e: Entry[Int]): Boolean =
+    if claims.isClaimed(e.key) then
+      claims.park(e)
+      true
+    else
+      claims.claim(e.key)
+      false
 
-  private def handOn(claims: Claims[Int], key: Any): (Claims[Int], Handout[Int]) =
-    val turn = KeyClaims.next(claims, key)
-    (KeyClaims.advance(claims, key, turn), turn)
+  private def claimed(entries: List[Entry[Int]]): (UnsafeKeyClaims[Int], Int) =
+    val claims = new UnsafeKeyClaims[Int]
+    (claims, entries.count(claimOrPark(claims, _)))
+
+  private def parkedBehind(claims: UnsafeKeyClaims[Int], key: Any): Option[Vector[Long]] =
+    if !claims.isClaimed(key) then None
+    else
+      // read by releasing and re-claiming: the only way to look at a queue without handing it on
+      val behind = claims.release(entry(-1, key))
+      claims.claim(key)
+      behind.foreach(claims.park)
+      Some(behind.map(_.seq).toVector)
 
   test("the first entry of a key claims it; the next ones park behind it and are handed on in input order") {
-    val (claims, parked) = List(entry(0, "a"), entry(1, "a"), entry(2, "b"), entry(3, "a"))
-      .foldLeft((KeyClaims.empty[Int], 0))(claimOrPark)
+    val (claims, parked) = claimed(List(entry(0, "a"), entry(1, "a"), entry(2, "b"), entry(3, "a")))
     assertEquals(parked, 2) // 1 and 3 behind "a"; 0 and 2 claimed their keys
-    val (afterFirst, first) = handOn(claims, "a")
-    val (afterSecond, second) = handOn(afterFirst, "a")
-    val (released, last) = handOn(afterSecond, "a")
+    val first = claims.next("a")
+    val second = claims.next("a")
+    val last = claims.next("a")
     assertEquals(List(first, second).collect { case e: Entry[Int] => e.seq }, List(1L, 3L))
     assertEquals(last, Released)
-    assertEquals(KeyClaims.behind(released, "a"), None) // "a" is free again
-    assertEquals(KeyClaims.tasks(released).toList, Nil)
+    assert(!claims.isClaimed("a")) // "a" is free again
+    assert(claims.isClaimed("b"))
+    assertEquals(claims.tasks.toList, Nil)
   }
 
   test("releasing a key returns the entries parked behind it and frees the key") {
-    val (claims, _) =
-      List(entry(0, "a"), entry(1, "a"), entry(2, "a")).foldLeft((KeyClaims.empty[Int], 0))(claimOrPark)
-    val (released, behind) = KeyClaims.release(claims, entry(0, "a"))
-    assertEquals(behind.map(_.seq), List(1L, 2L))
-    assertEquals(KeyClaims.behind(released, "a"), None)
+    val (claims, _) = claimed(List(entry(0, "a"), entry(1, "a"), entry(2, "a")))
+    assertEquals(claims.release(entry(0, "a")).map(_.seq), List(1L, 2L))
+    assert(!claims.isClaimed("a"))
+    assertEquals(claims.count, 0)
   }
 
   test("an entry whose key function failed claims nothing and never parks") {
     val failure = KeyFailure(new RuntimeException("boom"))
-    val (claims, _) = claimOrPark((KeyClaims.empty[Int], 0), entry(0, "a"))
+    val (claims, _) = claimed(List(entry(0, "a")))
     assert(!entry(1, failure).keyed)
-    assertEquals(KeyClaims.release(claims, entry(1, failure)), (claims, Nil))
+    assertEquals(claims.release(entry(1, failure)), Nil)
+    assertEquals(claims.count, 1)
+  }
+
+  test("a hand-over releases one key and claims another in one step; to itself it changes nothing") {
+    val (claims, _) = claimed(List(entry(0, "a")))
+    claims.handOver("a", "a")
+    assert(claims.isClaimed("a"))
+    claims.handOver("a", "b")
+    assert(!claims.isClaimed("a"))
+    assert(claims.isClaimed("b"))
+    assertEquals(claims.count, 1)
   }
 
   property("every entry is claimed or parked once, and each key hands its parked entries on in input order") {
     Prop.forAll(Gen.listOf(Gen.choose(0, 4))) { keys =>
       val entries = keys.zipWithIndex.map((k, i) => entry(i.toLong, k))
-      val (claims, parked) = entries.foldLeft((KeyClaims.empty[Int], 0))(claimOrPark)
+      val (claims, parked) = claimed(entries)
       val firsts = entries.groupBy(_.key).values.map(_.head.seq).toSet
       assertEquals(parked, entries.size - firsts.size)
-      def drain(c: Claims[Int], key: Any, got: List[Long]): (Claims[Int], List[Long]) =
-        handOn(c, key) match
-          case (next, e: Entry[Int]) => drain(next, key, e.seq :: got)
-          case (next, _) => (next, got.reverse)
-      val (end, handed) = entries.map(_.key).distinct.foldLeft((claims, Map.empty[Any, List[Long]])) {
-        case ((c, acc), key) =>
-          val (next, seqs) = drain(c, key, Nil)
-          (next, acc.updated(key, seqs))
-      }
-      assertEquals(end.count, 0)
-      assertEquals(KeyClaims.tasks(end).toList, Nil)
+      def drain(key: Any, got: List[Long]): List[Long] =
+        claims.next(key) match
+          case e: Entry[Int] => drain(key, e.seq :: got)
+          case _ => got.reverse
+      val handed = entries.map(_.key).distinct.map(key => key -> drain(key, Nil)).toMap
+      assertEquals(claims.count, 0)
+      assertEquals(claims.tasks.toList, Nil)
       entries.groupBy(_.key).foreach((key, es) => assertEquals(handed(key), es.map(_.seq).tail))
     }
   }
@@ -85,16 +101,14 @@ class KeyClaimsSuite extends ScalaCheckSuite:
     // shares its hash with others it does not equal
     def keyOf(k: Int): Any = if k % 3 == 0 then k.toLong else if k % 3 == 1 then Colliding(k) else k
     Prop.forAllNoShrink(scenario) { steps =>
-      var claims = KeyClaims.empty[Int]
+      val claims = new UnsafeKeyClaims[Int]
       var parked = 0
       var model = Map.empty[Any, Vector[Long]] // claimed key -> seqs parked behind it
       steps.zipWithIndex.foreach { (step, seq) =>
         step match
           case Left(k) =>
             val key = keyOf(k)
-            val (next, more) = claimOrPark((claims, parked), entry(seq.toLong, key))
-            claims = next
-            parked = more
+            if claimOrPark(claims, entry(seq.toLong, key)) then parked += 1
             model = model.updated(key, model.get(key).fold(Vector.empty[Long])(_ :+ seq.toLong))
           case Right(i) =>
             if model.nonEmpty then
@@ -102,11 +116,10 @@ class KeyClaimsSuite extends ScalaCheckSuite:
               val to = keyOf(i % 300)
               if model(key).isEmpty && i % 2 == 0 && (to == key || !model.contains(to)) then
                 // done with a key with nothing parked, its claimant takes an entry of a free key
-                claims = KeyClaims.handOver(claims, key, to)
+                claims.handOver(key, to)
                 model = (model - key).updated(to, Vector.empty)
               else
-                val (next, turn) = handOn(claims, key)
-                claims = next
+                val turn = claims.next(key)
                 model(key) match
                   case first +: rest =>
                     assertEquals(turn.asInstanceOf[Entry[Int]].seq, first)
@@ -116,16 +129,17 @@ class KeyClaimsSuite extends ScalaCheckSuite:
                     assertEquals(turn, Released)
                     model = model - key
         // the table follows the claims down as well as up: its size is bounded by the keys claimed now
-        val b = claims.buckets.length
-        assert(b == 8 || b * b <= 32 * claims.count, s"$b buckets for ${claims.count} claims")
+        assert(claims.slots >= 2 * claims.count, s"${claims.slots} slots for ${claims.count} claims")
+        assert(
+          claims.slots == 16 || claims.slots <= 16 * claims.count,
+          s"${claims.slots} slots for ${claims.count} claims"
+        )
       }
       assertEquals(claims.count, model.size)
       assertEquals(parked, model.values.map(_.size).sum)
       // looked up as an `Int`, whether claimed as an `Int` or as a `Long`
-      (0 to 300).foreach { k =>
-        assertEquals(KeyClaims.behind(claims, k).map(_.map(_.seq).toVector), model.get(k), s"key $k")
-      }
-      assertEquals(KeyClaims.tasks(claims).toList.sorted, model.values.flatten.map(_.toInt).toList.sorted)
+      (0 to 300).foreach(k => assertEquals(parkedBehind(claims, k), model.get(k), s"key $k"))
+      assertEquals(claims.tasks.toList.sorted, model.values.flatten.map(_.toInt).toList.sorted)
     }
   }
 
