@@ -22,6 +22,11 @@ import weir.postgres.internal.{GraphEnqueue, Graphs}
  * asks ([[After]]). A task whose unique key is held inserts nothing and stands for its holder
  * ([[Enqueued.Duplicate]]): the tasks of the graph that wait for it wait for the holder.
  *
+ * Blocks: the enqueue locks the existing parents that have not ended (`FOR KEY SHARE`) until its
+ * transaction commits, so that none ends before its dependents' edges exist: it waits for a parent's end in
+ * progress, and a parent's end (its worker's result) waits for it. Concurrent enqueues are allowed; two
+ * that name a parent not marked yet take turns to mark it.
+ *
  * Errors, as one [[weir.InvalidSettings]] naming each task, before anything is inserted: a task's own
  * ([[NewTask.errors]], its queue's name), an empty or repeated handle, an `after` that names no task of the
  * graph or one twice, a cycle (its tasks named in order), a task whose queue is of another schema than the
