@@ -98,7 +98,7 @@ object DurableWorker:
   )(using
       logs: LoggerFactory[F] = NoOpFactory[F]
   ): Resource[F, DurableWorker[F, A]] =
-    launch(db, config, build, _ => None)
+    launch(db, config, build, _ => Finish.Answer.Complete)
 
   /**
    * [[start]] for a handler that may snooze: it answers [[Handled.Done]] with its value (the task is then
@@ -126,17 +126,50 @@ object DurableWorker:
       config,
       build,
       {
-        case s: Handled.Snoozed => Some(s)
-        case Handled.Done(_) => None
+        case s: Handled.Snoozed => Finish.Answer.Snooze(s)
+        case Handled.Done(_) => Finish.Answer.Complete
       }
     )
 
-  /** The worker of [[start]] and [[startSnoozing]]: `snoozed` says which handler values are snoozes. */
+  /**
+   * [[start]] for a handler whose value is its task's result: each task whose handler succeeds is completed
+   * with its value, encoded as JSON by `results`, stored in the task's `finished` row (kept there whatever
+   * [[WorkerConfig.keepCompleted]] says, until [[Retention.completed]] prunes it) for the tasks that wait
+   * for it to read ([[Job.parents]]). A value whose JSON is `null` (`None`, with circe) stores none, and the
+   * task is completed as [[start]] completes it. A result over [[WorkerConfig.maxResultBytes]] of JSON sends
+   * the task to dead at once, with an error naming its size: its handler would make it again. Everything
+   * else is as [[start]] says; a handler that snoozes is not recorded ([[startSnoozing]]).
+   *
+   * {{{
+   * DurableWorker.startRecording[IO, Page, PageStats](db, WorkerConfig(queue = "pages")) { source =>
+   *   Pipeline(source).process(job => fetch(job.payload).map(body => PageStats(body.length)))
+   * }
+   * }}}
+   *
+   * [[Job.completeIn]] stores no result: a handler that completes its task in its own transaction records
+   * nothing.
+   */
+  def startRecording[F[_], A, R](db: Database[F], config: WorkerConfig)(
+      build: Source[F, Job[A]] => Pipeline[F, Job[A], R]
+  )(using
+      F: Async[F],
+      codec: PayloadCodec[A],
+      results: PayloadCodec[R],
+      neverSnoozes: Handled.NeverSnoozes[R]
+  )(using
+      logs: LoggerFactory[F] = NoOpFactory[F]
+  ): Resource[F, DurableWorker[F, A]] =
+    launch(db, config, build, r => Finish.Answer.Record(results.encode(r)))
+
+  /**
+   * The worker of [[start]], [[startSnoozing]] and [[startRecording]]: `answer` says what each handler value
+   * asks of its claim.
+   */
   private def launch[F[_], A, B](
       db: Database[F],
       config: WorkerConfig,
       build: Source[F, Job[A]] => Pipeline[F, Job[A], B],
-      snoozed: B => Option[Handled.Snoozed]
+      answer: B => Finish.Answer
   )(using
       F: Async[F],
       codec: PayloadCodec[A],
@@ -199,7 +232,7 @@ object DurableWorker:
       // the consumer may wait on a full completer that cannot write (the database refusing or gone): it is
       // given one grace, then stopped; the claims whose outcomes it had not queued stay held, as having maybe
       // run, for the worker's last step
-      _ <- OutcomeReader.resource(worker, completer, snoozed)(
+      _ <- OutcomeReader.resource(worker, completer, answer)(
         outcomes,
         finish = stop.complete(()) *> pipeline.drain(config.releaseGrace).void
       )

@@ -1,8 +1,9 @@
 package weir.postgres
 
 import doobie.ConnectionIO
+import doobie.free.connection as FC
 import weir.{Interruptible, Interruption, TaskOutcome}
-import weir.postgres.internal.{Liveness, Sql}
+import weir.postgres.internal.{GraphSql, Liveness, Sql}
 
 import java.time.Instant
 import scala.concurrent.duration.FiniteDuration
@@ -60,6 +61,13 @@ final class Job[+A] private[postgres] (
   def completeIn: ConnectionIO[Boolean] = life.complete
 
   /**
+   * The tasks this one waited for ([[NewTask.after]], [[TaskGraph]]), in the order its enqueue named them,
+   * each with its state and its stored result (see [[Parent]]): one read, run in the caller's transaction
+   * (`job.parents.transact(db.transactor)`). Empty for a task enqueued without parents.
+   */
+  def parents: ConnectionIO[Vector[Parent]] = life.parents(id)
+
+  /**
    * The answer of a handler that cannot do its work yet (an upstream asks to come back later, a resource is
    * not ready): returned as its value, under [[DurableWorker.startSnoozing]], it puts this task back in its
    * queue, available once the database's clock is `after` past the moment the worker writes it, its attempt
@@ -75,8 +83,9 @@ object Job:
   /**
    * A job that no worker claimed, for a handler's tests (weir-testkit-postgres's `TestJob` builds them):
    * its [[completeIn]] is `completeIn`, its [[tryStart]] answers `refusal()` unless `interruption` was requested
-   * (then, as a claimed job's, `cancelled: <reason>`), and its interruption is `interruption`. Nothing of it
-   * touches a database unless `completeIn` does; no worker ever finishes it.
+   * (then, as a claimed job's, `cancelled: <reason>`), its interruption is `interruption`, and its [[parents]]
+   * are `parents`. Nothing of it touches a database unless `completeIn` or `parents` does; no worker ever
+   * finishes it.
    */
   def detached[A](
       id: Long,
@@ -90,7 +99,8 @@ object Job:
       headers: Map[String, String],
       completeIn: ConnectionIO[Boolean],
       refusal: () => Option[String],
-      interruption: Interruption
+      interruption: Interruption,
+      parents: ConnectionIO[Vector[Parent]] = FC.pure(Vector.empty)
   ): Job[A] =
     new Job(
       id,
@@ -103,7 +113,7 @@ object Job:
       createdAt,
       headers,
       0L,
-      new Detached(completeIn, refusal, interruption)
+      new Detached(completeIn, refusal, interruption, parents)
     )
 
   /**
@@ -114,18 +124,23 @@ object Job:
     def tryStart(): Option[String]
     def onInterrupt(interrupt: String => Unit): () => Unit
     def complete: ConnectionIO[Boolean]
+    def parents(id: Long): ConnectionIO[Vector[Parent]]
     def done(outcome: TaskOutcome[?, ?]): Boolean
 
   /** What every claim of one worker shares: its statements, and its liveness in memory. */
   private[postgres] final class Claimed(sql: Sql, keepCompleted: Boolean, val liveness: Liveness):
+    private val graphs = new GraphSql(sql.schema)
     def complete(token: Long, keyed: Boolean): ConnectionIO[Boolean] =
       sql.complete(Array(token), keepCompleted, keyed).map(_ == 1)
+    def parents(id: Long): ConnectionIO[Vector[Parent]] = graphs.parentsOf(id)
 
   private final class Detached(
       completeIn: ConnectionIO[Boolean],
       answer: () => Option[String],
-      stop: Interruption
+      stop: Interruption,
+      parentsIn: ConnectionIO[Vector[Parent]]
   ) extends Life:
+    def parents(id: Long): ConnectionIO[Vector[Parent]] = parentsIn
     def tryStart(): Option[String] =
       stop.requested match
         case None => answer()

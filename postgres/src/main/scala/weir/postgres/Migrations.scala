@@ -48,7 +48,8 @@ object Migrations:
       "0008-cancel-running",
       "0009-console-indexes",
       "0010-migration-compatibility",
-      "0011-audit"
+      "0011-audit",
+      "0012-workflows"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))

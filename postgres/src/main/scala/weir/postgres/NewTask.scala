@@ -18,6 +18,12 @@ import scala.concurrent.duration.*
  *     a tenant, a correlation id), kept through retries and rescues. Keys are not empty; keys and values
  *     are text without NUL or a lone surrogate (what PostgreSQL's `jsonb` stores exactly), and together
  *     take at most [[NewTask.maxHeaderBytes]] bytes of UTF-8. No headers (the default) store nothing.
+ *   - `after`: the existing tasks, of any queue of the schema, that this one waits for, by id
+ *     ([[After.completed]], [[After.finished]]): it is not claimed before each has ended as its entry asks,
+ *     and is cancelled, naming the parent, when one it needs completed ends dead or cancelled. A parent
+ *     that has already ended counts as it ended; an id that no task of the schema has (or whose row is gone)
+ *     fails the enqueue. Each parent at most once. Tasks that wait for each other are enqueued together
+ *     as a [[TaskGraph]].
  *
  * Building or copying a task never throws: the enqueue ([[TaskQueue.enqueue]] and its batch and
  * in-transaction forms) checks it ([[errors]]) and fails in its effect, inserting nothing, with one
@@ -30,7 +36,8 @@ final case class NewTask[+A](
     maxAttempts: Int = NewTask.defaultMaxAttempts,
     orderingKey: Option[String] = None,
     uniqueKey: Option[String] = None,
-    headers: Map[String, String] = Map.empty
+    headers: Map[String, String] = Map.empty,
+    after: Vector[After[Long]] = Vector.empty
 ):
 
   /** What is wrong with this task, each bad value named; empty when it can be enqueued. */
@@ -43,7 +50,8 @@ final case class NewTask[+A](
       Validation.check(maxAttempts >= 1, s"maxAttempts must be >= 1, was: $maxAttempts") ++
       Validation.check(orderingKey.forall(_.nonEmpty), "orderingKey must not be empty, was: \"\"") ++
       Validation.check(uniqueKey.forall(_.nonEmpty), "uniqueKey must not be empty, was: \"\"") ++
-      NewTask.headerErrors(headers)
+      NewTask.headerErrors(headers) ++
+      After.twice(after).map(id => s"after names task $id more than once: a task waits for each parent once")
 
 object NewTask:
   /** Attempts in all unless a task says otherwise (the SQL function's default too). */
@@ -96,7 +104,7 @@ object NewTask:
       i += 1
     ok
 
-  private def utf8Length(s: String): Long =
+  private[postgres] def utf8Length(s: String): Long =
     var n = 0L
     var i = 0
     while i < s.length do

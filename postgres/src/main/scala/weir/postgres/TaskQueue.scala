@@ -4,7 +4,7 @@ import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import weir.{InvalidSettings, Validation}
-import weir.postgres.internal.{HeaderCodec, Sql}
+import weir.postgres.internal.{GraphEnqueue, Graphs, HeaderCodec, Sql}
 
 /**
  * Adds tasks to one queue. [[enqueue]] and [[enqueueMany]] run in a transaction of their own;
@@ -19,11 +19,15 @@ import weir.postgres.internal.{HeaderCodec, Sql}
  *
  * Errors: every enqueue checks its tasks ([[NewTask.errors]]) and the queue's name before it sends anything,
  * and fails in its effect with one [[weir.InvalidSettings]] naming every bad value (in a batch, each with
- * its task's index); nothing of a refused batch is inserted.
+ * its task's index); nothing of a refused batch is inserted. A task that waits for others
+ * ([[NewTask.after]]) is refused the same way, naming the ids, when one of them is no task of the schema.
  */
 final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using codec: PayloadCodec[A]):
 
   private val sql = new Sql(db.schema)
+
+  /** The schema of the queue's database. */
+  private[postgres] def schema: Schema = db.schema
 
   /** Enqueues one task in its own transaction. */
   def enqueue(task: NewTask[A]): F[Enqueued] = db.run(enqueueIn(task))
@@ -37,9 +41,12 @@ final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
   /** Enqueues one task as part of the caller's transaction. */
   def enqueueIn(task: NewTask[A]): ConnectionIO[Enqueued] =
     checked(nameErrors ++ task.errors).flatMap(_ =>
-      sql.enqueueOne(name, encode(task)).map((id, inserted) =>
-        if inserted then Enqueued.Inserted(id) else Enqueued.Duplicate(id)
-      )
+      if task.after.nonEmpty then
+        GraphEnqueue(db.schema, Vector(node("the task", 0, task)), "NewTask").map(_.head)
+      else
+        sql.enqueueOne(name, encode(task)).map((id, inserted) =>
+          if inserted then Enqueued.Inserted(id) else Enqueued.Duplicate(id)
+        )
     )
 
   /**
@@ -50,14 +57,27 @@ final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
     val errors = nameErrors ++
       tasks.iterator.zipWithIndex.flatMap((t, i) => Validation.nested(s"task $i", t.errors))
     checked(errors.toList).flatMap { _ =>
-      tasks.iterator.map(encode).toVector
-        .grouped(TaskQueue.statementSize)
-        .toVector
-        .flatTraverse(settle(_))
-        .flatTap(results => sql.wakeQueue(name).whenA(results.exists(_.isInstanceOf[Enqueued.Inserted])))
+      if tasks.exists(_.after.nonEmpty) then
+        GraphEnqueue(
+          db.schema,
+          tasks.iterator.zipWithIndex.map((t, i) => node(s"task $i", i, t)).toVector,
+          "NewTask"
+        )
+      else enqueueIndependent(tasks)
     }
 
-  private def nameErrors: List[String] =
+  private def enqueueIndependent(tasks: Seq[NewTask[A]]): ConnectionIO[Vector[Enqueued]] =
+    tasks.iterator.map(encode).toVector
+      .grouped(TaskQueue.statementSize)
+      .toVector
+      .flatTraverse(settle(_))
+      .flatTap(results => sql.wakeQueue(name).whenA(results.exists(_.isInstanceOf[Enqueued.Inserted])))
+
+  /** `task`, checked already, as a task of a graph of its batch, which waits for no other task of it. */
+  private def node(label: String, index: Int, task: NewTask[A]): Graphs.Node =
+    Graphs.Node(label, index.toString, name, db.schema, encode(task), Nil, task.after, Vector.empty)
+
+  private[postgres] def nameErrors: List[String] =
     Validation.check(name != null && name.nonEmpty, s"queue name must not be empty, was: '$name'")
 
   private def checked(errors: List[String]): ConnectionIO[Unit] =
@@ -88,6 +108,9 @@ final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
           results.toVector.map(_.nn)
         }
     }
+
+  /** `task` ready for the database, its payload encoded by this queue's codec. */
+  private[postgres] def encoded(task: NewTask[A]): Sql.EncodedTask = encode(task)
 
   private def encode(task: NewTask[A]): Sql.EncodedTask =
     Sql.EncodedTask(

@@ -39,6 +39,8 @@ import scala.concurrent.duration.*
  *   - `stopWhenEmpty`: end the run once the queue has no unfinished task anywhere (batch jobs, tests);
  *     otherwise the worker serves the queue until it is drained or released.
  *   - `name`: shown in the workers table.
+ *   - `maxResultBytes`: the most JSON, in bytes of UTF-8, that a handler of [[DurableWorker.startRecording]]
+ *     may store as its task's result; a larger one sends the task to dead, naming its size.
  *
  * Building or copying a config never throws: [[DurableWorker.start]] checks it ([[errors]]) and fails, before
  * it opens a connection, with one [[weir.InvalidSettings]] naming every bad value.
@@ -57,7 +59,8 @@ final case class WorkerConfig(
     ackBatch: Int = 1000,
     releaseGrace: FiniteDuration = 10.seconds,
     stopWhenEmpty: Boolean = false,
-    name: String = WorkerConfig.defaultName
+    name: String = WorkerConfig.defaultName,
+    maxResultBytes: Int = WorkerConfig.defaultMaxResultBytes
 ):
 
   /**
@@ -80,9 +83,22 @@ final case class WorkerConfig(
       Validation.nested("backoff", backoff.errors) ++
       retention.toList.flatMap(r => Validation.nested("retention", r.errors)) ++
       Validation.check(ackBatch > 0, s"ackBatch must be > 0, was: $ackBatch") ++
-      Validation.check(releaseGrace >= Duration.Zero, s"releaseGrace must be >= 0, was: $releaseGrace")
+      Validation.check(releaseGrace >= Duration.Zero, s"releaseGrace must be >= 0, was: $releaseGrace") ++
+      Validation.check(
+        maxResultBytes > 0 && maxResultBytes <= WorkerConfig.jsonbLimit,
+        s"maxResultBytes must be between 1 and ${WorkerConfig.jsonbLimit} (what a jsonb value holds), was: $maxResultBytes"
+      )
 
 object WorkerConfig:
+
+  /**
+   * 64 KiB: a result is what the tasks that wait for it read (a count, an id, a small summary), kept with the
+   * task's row; larger data belongs elsewhere, the result naming it.
+   */
+  val defaultMaxResultBytes: Int = 65536
+
+  /** The largest `jsonb` value PostgreSQL stores, in bytes. */
+  private[postgres] val jsonbLimit: Int = 0x0fffffff
 
   /** 1 s, doubling, at most 1 h, full jitter; every non-fatal error is retried. */
   val defaultBackoff: Retry =

@@ -46,7 +46,13 @@ class InvalidSettingsPropertySuite extends ScalaCheckSuite:
       )
     ),
     nonPositive.map(n => Bad(_.copy(ackBatch = n), s"ackBatch must be > 0, was: $n")),
-    millis(-5000, -1).map(d => Bad(_.copy(releaseGrace = d), s"releaseGrace must be >= 0, was: $d"))
+    millis(-5000, -1).map(d => Bad(_.copy(releaseGrace = d), s"releaseGrace must be >= 0, was: $d")),
+    Gen.oneOf(nonPositive, Gen.chooseNum(0x10000000, Int.MaxValue)).map(n =>
+      Bad(
+        _.copy(maxResultBytes = n),
+        s"maxResultBytes must be between 1 and 268435455 (what a jsonb value holds), was: $n"
+      )
+    )
   )
 
   private val databaseBads: Vector[Gen[Bad[DatabaseConfig]]] = Vector(

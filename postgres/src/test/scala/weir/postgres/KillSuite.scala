@@ -4,9 +4,9 @@ import cats.effect.{IO, Resource}
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
+import weir.postgres.KillableWorker.Liveness
 import weir.testkit.Eventually
 
-import java.io.{BufferedReader, InputStreamReader}
 import java.util.concurrent.TimeUnit
 import scala.concurrent.duration.*
 
@@ -14,9 +14,6 @@ import scala.concurrent.duration.*
 class KillSuite extends DbSuite:
 
   override def munitIOTimeout: Duration = 4.minutes
-
-  /** How the children of a test find a dead worker, as [[WorkerConfig]] sets it. */
-  private final case class Liveness(listen: Boolean, deadAfter: FiniteDuration)
 
   /** A worker JVM; the resource kills it (SIGKILL) if it is still running on release. */
   private def child(
@@ -27,41 +24,8 @@ class KillSuite extends DbSuite:
   ): Resource[IO, (Process, Long)] =
     children(db, Vector(queue), limit, liveness).map((p, ids) => (p, ids.head))
 
-  /** A worker JVM serving `queues`, a worker for each on one `Database`, and the workers' ids. */
-  private def children(
-      db: Database[IO],
-      queues: Vector[String],
-      limit: Int,
-      liveness: Liveness
-  ): Resource[IO, (Process, Vector[Long])] =
-    val command = ChildCommand(
-      "weir.postgres.KillableWorker",
-      heapMiB = 256,
-      List(
-        TestDatabase.url,
-        db.schema.name,
-        queues.mkString(","),
-        limit.toString,
-        liveness.listen.toString,
-        liveness.deadAfter.toMillis.toString
-      )
-    )
-    Resource
-      .make(IO.blocking(new ProcessBuilder(command*).redirectErrorStream(true).start()))(p =>
-        IO.blocking(p.destroyForcibly().waitFor()).void
-      )
-      .evalMap { p =>
-        // a line names each worker's id
-        IO.blocking {
-          val reader = new BufferedReader(new InputStreamReader(p.getInputStream))
-          val lines = Iterator.continually(reader.readLine()).takeWhile(_ != null)
-          val ids =
-            lines.filter(_.startsWith("worker ")).take(queues.size).map(_.stripPrefix("worker ").trim.toLong)
-              .toVector
-          if ids.size < queues.size then sys.error("worker exited before starting")
-          (p, ids)
-        }
-      }
+  private def children(db: Database[IO], queues: Vector[String], limit: Int, liveness: Liveness) =
+    KillableWorker.launch(db, queues, limit, liveness)
 
   private def executions(db: Database[IO]): IO[Long] = Rows.count(db, "executions")
 

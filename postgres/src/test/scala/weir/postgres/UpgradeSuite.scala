@@ -177,6 +177,43 @@ class UpgradeSuite extends DbSuite:
     body.guarantee(TestDatabase.drop(schema)) *> noLeftovers
   }
 
+  test(
+    "a worker of the previous release, running across migration 12, skips a waiting dependent and releases it by completing its parent"
+  ) {
+    // the worker's claim and completion statements are the previous release's (this release left them as
+    // they were): the schema's trigger, not the worker, settles the parent's dependents
+    val schema = TestDatabase.freshSchema()
+    val dbConfig = TestDatabase.config(schema)
+    val body =
+      for
+        _ <- migrateAs(pinned, dbConfig)
+        runs <- Ref[IO].of(Vector.empty[Long])
+        _ <- connectAs(pinned, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO]).use { old =>
+          DurableWorker.start[IO, Int, Unit](old, config)(source =>
+            Pipeline(source).process(job => runs.update(_ :+ job.id))
+          ).use { _ =>
+            for
+              _ <- migrateInChild(dbConfig)
+              ids <-
+                connectAs(Migrations.current, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO])
+                  .use { fresh =>
+                    val q = TaskQueue[IO, Int](fresh, "upgrade")
+                    for
+                      p <- q.enqueue(NewTask(1)).map(_.taskId)
+                      c <- q.enqueue(NewTask(2, after = Vector(After.completed(p)))).map(_.taskId)
+                    yield Vector(p, c)
+                  }
+              _ <- eventually("the parent and its dependent completed")(
+                Rows.query[Long](s"SELECT count(*) FROM ${schema("finished")} WHERE state = 'completed'")
+                  .map(_.head == 2L)
+              )
+            yield ids
+          }
+        }.flatMap(ids => runs.get.map(ran => assertEquals(ran, ids)))
+      yield ()
+    body.guarantee(TestDatabase.drop(schema)) *> noLeftovers
+  }
+
   /** A later release's migrations beyond this one's: an additive one, then one that renames a column. */
   private val additive =
     Migrations.Migration(

@@ -24,8 +24,9 @@ private[postgres] final class ActionSql(schema: Schema) extends SqlBase(schema):
   private val audit = schema("audit")
 
   /**
-   * Cancels each of `ids` (distinct) for `reason`, under the lock of its live row: a waiting task moves to
-   * `finished` as cancelled (the next task of its key becomes the head); a running one gets the request and
+   * Cancels each of `ids` (distinct) for `reason`, under the lock of its live row: a task not yet running
+   * (available, or waiting for its parents) moves to `finished` as cancelled (the next task of its key becomes
+   * the head, and its own dependents are cancelled by the schema's trigger, naming it); a running one gets the request and
    * its worker is told at commit, on the cancel channel, by the claim's lease token, a space and the reason
    * (cut to fit a notification's payload; the row keeps it whole); a finished one is left as it is.
    */
@@ -36,7 +37,7 @@ private[postgres] final class ActionSql(schema: Schema) extends SqlBase(schema):
     , done AS (SELECT f.id, f.queue, f.state::text AS state FROM $finished AS f WHERE f.id = ANY($picked))
     , c AS (
       DELETE FROM $tasks AS t
-      WHERE t.id = ANY(ARRAY(SELECT id FROM locked WHERE state = 'available')) AND $won
+      WHERE t.id = ANY(ARRAY(SELECT id FROM locked WHERE state IN ('available', 'waiting'))) AND $won
       RETURNING t.*)
     , moved AS (
       INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers)
@@ -45,12 +46,13 @@ private[postgres] final class ActionSql(schema: Schema) extends SqlBase(schema):
       ) ++
       fr0"$reason" ++ const("""::text)), created_at, headers FROM c)""") ++ nextHeads("c") ++ const(s"""
     , r AS (
-      UPDATE $tasks AS t SET cancel_requested = """) ++ fr0"$reason" ++ const(s"""
+      UPDATE $tasks AS t SET cancel_requested = """) ++ fr0"$reason" ++
+      const(s"""
       WHERE t.id = ANY(ARRAY(SELECT id FROM locked WHERE state = 'running')) AND $won
       RETURNING t.lease_token)
     , outcome AS (
       SELECT ids.ord, ids.id, coalesce(l.queue, d.queue) AS queue, d.state AS state,
-             CASE WHEN l.state = 'available' THEN 'done' WHEN l.state IS NOT NULL THEN 'requested'
+             CASE WHEN l.state IN ('available', 'waiting') THEN 'done' WHEN l.state IS NOT NULL THEN 'requested'
                   WHEN d.state IS NOT NULL THEN 'refused' ELSE 'not-found' END AS outcome,
              CASE WHEN l.state IS NOT NULL THEN """) ++ fr0"$reason::text" ++ const(s"""
                   WHEN d.state IS NOT NULL THEN 'already ' || d.state END AS detail

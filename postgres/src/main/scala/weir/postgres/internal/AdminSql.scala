@@ -47,7 +47,8 @@ private[postgres] final class AdminSql(schema: Schema):
   /**
    * Each queue's tasks by state in one statement (one snapshot), as the console counts its live ones: the
    * tasks a claim may take, split by due time, from `tasks_claim` (with how long the oldest due one has
-   * waited); those behind an earlier task of their key from `tasks_waiting`; the running ones from
+   * waited); those behind an earlier task of their key from `tasks_waiting`, and the other tasks waiting
+   * for their parents from `tasks_waiting_for_parents`; the running ones from
    * `tasks_running`; and the finished ones in `finished` (those counted, none when empty) from `finished_by_state`. Each
    * part reads its index and nothing else while the table's pages are all-visible, so a count costs what
    * it counts: the backlog, plus the history kept in the finished states asked for.
@@ -59,6 +60,8 @@ private[postgres] final class AdminSql(schema: Schema):
       FROM $tasks WHERE state = 'available' AND (ordering_key IS NULL OR head) GROUP BY queue
       UNION ALL SELECT queue, 0, 0, count(*), 0, 0, 0, 0, NULL FROM $tasks
         WHERE ordering_key IS NOT NULL AND NOT head GROUP BY queue
+      UNION ALL SELECT queue, 0, 0, count(*), 0, 0, 0, 0, NULL FROM $tasks
+        WHERE parents_left > 0 AND (ordering_key IS NULL OR head) GROUP BY queue
       UNION ALL SELECT queue, 0, 0, 0, count(*), 0, 0, 0, NULL FROM $tasks WHERE state = 'running' GROUP BY queue"""
     )
     val done =

@@ -96,4 +96,5 @@ private[postgres] object Claims:
   final class Claim(val token: Long, val keyed: Boolean, claimed: Job.Claimed) extends Tracked, Job.Life:
     def tryStart(): Option[String] = state.refusal.orElse(claimed.liveness.refusal).orElse(start())
     def complete: doobie.ConnectionIO[Boolean] = claimed.complete(token, keyed)
+    def parents(id: Long): doobie.ConnectionIO[Vector[weir.postgres.Parent]] = claimed.parents(id)
     override def toString: String = s"Claim($token, $state)"

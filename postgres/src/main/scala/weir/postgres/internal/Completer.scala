@@ -133,6 +133,8 @@ private[postgres] object Completer:
     def write(batch: Chunk[Finish]): F[Unit] =
       // one pass over the batch: the statements' arrays, and whether any claim (or any completion) is keyed
       val completes = Array.newBuilder[Long]
+      val recordTokens = Array.newBuilder[Long]
+      val recordResults = Array.newBuilder[String]
       val failTokens = Array.newBuilder[Long]
       val failErrors = Array.newBuilder[String]
       val failDelays = Array.newBuilder[Long]
@@ -140,6 +142,7 @@ private[postgres] object Completer:
       val snoozeTokens = Array.newBuilder[Long]
       val snoozeDelays = Array.newBuilder[Long]
       var keyedCompletes = false
+      var keyedRecords = false
       var keyed = false
       var claimableNow = false
       batch.foreach { f =>
@@ -149,6 +152,10 @@ private[postgres] object Completer:
           case Finish.Complete(token) =>
             completes += token
             keyedCompletes ||= isKeyed
+          case Finish.Record(token, result) =>
+            recordTokens += token
+            recordResults += result
+            keyedRecords ||= isKeyed
           case Finish.Fail(token, error, delayMillis) =>
             claimableNow ||= delayMillis == 0L
             failTokens += token
@@ -167,6 +174,7 @@ private[postgres] object Completer:
       // than leave those tasks to the next poll
       val wakeUp = keyed || claimableNow || limited.get
       val completeTokens = completes.result()
+      val recordedTokens = recordTokens.result()
       val failedTokens = failTokens.result()
       val handBackTokens = handBacks.result()
       val snoozedTokens = snoozeTokens.result()
@@ -175,6 +183,9 @@ private[postgres] object Completer:
           completed <-
             if completeTokens.isEmpty then FC.pure(0)
             else sql.complete(completeTokens, keepCompleted, keyed = keyedCompletes)
+          recorded <-
+            if recordedTokens.isEmpty then FC.pure(0)
+            else sql.record(recordedTokens, recordResults.result(), keyed = keyedRecords)
           failed <-
             if failedTokens.isEmpty then FC.pure((0, 0, 0))
             else sql.fail(failedTokens, failErrors.result(), failDelays.result())
@@ -185,7 +196,7 @@ private[postgres] object Completer:
             if snoozedTokens.isEmpty then FC.pure((0, 0))
             else sql.snooze(snoozedTokens, snoozeDelays.result())
           _ <- if wakeUp then sql.wakeQueue(queueName) else FC.unit
-        yield (completed, failed, handedBack, snoozed)
+        yield (completed + recorded, failed, handedBack, snoozed)
       run(tx).flatMap {
         case (
               completed,

@@ -1,7 +1,7 @@
 package weir.postgres.internal
 
 import weir.{Disposition, InvalidSettings, NotStartedReason, TaskInterrupted, TaskOutcome}
-import weir.postgres.{Handled, Job, WorkerConfig}
+import weir.postgres.{Handled, Job, NewTask, WorkerConfig}
 
 import java.util.concurrent.ThreadLocalRandom
 
@@ -9,6 +9,9 @@ import java.util.concurrent.ThreadLocalRandom
 private[postgres] enum Finish:
   /** The handler succeeded. */
   case Complete(token: Long)
+
+  /** The handler succeeded with a result, JSON within the worker's `maxResultBytes`: kept with the task. */
+  case Record(token: Long, result: String)
 
   /** The attempt failed: retry after `delayMillis`, or dead at once when it is negative. */
   case Fail(token: Long, error: String, delayMillis: Long)
@@ -24,20 +27,44 @@ private[postgres] enum Finish:
 
 private[postgres] object Finish:
 
+  /** What a handler's value asks of its claim, as its worker reads it. */
+  enum Answer:
+    /** Complete the task. */
+    case Complete
+
+    /** Complete the task with this result, JSON: `null` stores none. */
+    case Record(json: String)
+
+    /** Put the task back for later. */
+    case Snooze(snooze: Handled.Snoozed)
+
   /**
    * What a task's outcome in the pipeline makes of its claim (see [[weir.postgres.DurableWorker]]).
-   * `snoozed` reads a handler's value: `None` completes the task, a snooze puts it back, and a snooze with
-   * a negative wait fails the attempt with an error naming it.
+   * `answer` reads a handler's value: a completion, a result (one over the worker's `maxResultBytes` sends
+   * the task to dead at once, with an error naming its size), or a snooze (one with a negative wait fails
+   * the attempt with an error naming it).
    */
   def of[A, B](
       config: WorkerConfig,
-      snoozed: B => Option[Handled.Snoozed],
+      answer: B => Answer,
       outcome: TaskOutcome[Job[A], B]
   ): Finish = outcome match
     case TaskOutcome.Succeeded(job, value, _) =>
-      snoozed(value) match
-        case None => Complete(job.token)
-        case Some(snooze) =>
+      answer(value) match
+        case Answer.Complete => Complete(job.token)
+        case Answer.Record(json) if json == "null" => Complete(job.token)
+        case Answer.Record(json) =>
+          val bytes = NewTask.utf8Length(json)
+          if bytes <= config.maxResultBytes then Record(job.token, json)
+          else
+            Fail(
+              job.token,
+              s"the result of task ${job.id} takes $bytes bytes of JSON, more than maxResultBytes " +
+                s"(${config.maxResultBytes}): a result is for what the next tasks read; store larger data " +
+                "elsewhere and return a reference to it",
+              -1L
+            )
+        case Answer.Snooze(snooze) =>
           snooze.errors match
             case Nil => Snooze(job.token, snooze.after.toMillis)
             case errors => failed(config, job, new InvalidSettings("Snooze", errors))

@@ -33,6 +33,24 @@ private[postgres] final class FinishSql(schema: Schema) extends SqlBase(schema):
     else deleted.update.run
 
   /**
+   * Completes the claims `tokens(i)` with the results `results(i)` (JSON text): each task moves to
+   * `finished`, completed, with its result, whatever `keepCompleted` says, so that the tasks that wait for it
+   * can read it. Returns how many. `keyed` as in [[complete]].
+   */
+  def record(tokens: Array[Long], results: Array[String], keyed: Boolean): ConnectionIO[Int] =
+    (const("WITH r AS (SELECT * FROM unnest(") ++ fr0"$tokens::bigint[], $results::text[]" ++
+      const(s""") AS r(token, result))
+    , done AS (DELETE FROM $tasks AS t WHERE t.lease_token = ANY(""") ++ fr0"$tokens" ++
+      const(s""") AND t.state = 'running' RETURNING t.*)
+    , moved AS (INSERT INTO $finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key, unique_key, errors, created_at, headers, worker, result)
+      SELECT d.id, d.queue, d.payload, d.priority, 'completed', d.attempt, d.max_attempts, d.ordering_key, d.unique_key,
+             d.errors, d.created_at, d.headers, d.lease_owner, r.result::jsonb
+      FROM done AS d JOIN r ON r.token = d.lease_token
+      RETURNING 1)
+    """) ++ (if keyed then nextHeads("done") else Fragment.empty) ++ const("""
+    SELECT count(*)::int FROM moved""")).query[Int].unique
+
+  /**
    * Finishes the failed claims `tokens`: a claim whose `delays(i)` is negative, or whose task has used its
    * attempts, moves to `finished` as dead; one whose cancel was requested ([[weir.postgres.TaskActions.cancel]])
    * moves there as cancelled; the others become available again after `delays(i)` ms. Each task's error is

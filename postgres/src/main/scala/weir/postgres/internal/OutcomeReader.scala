@@ -4,7 +4,7 @@ import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
 import fs2.{Chunk, Stream}
 import weir.{Service, TaskOutcome}
-import weir.postgres.{Handled, Job, WorkerConfig}
+import weir.postgres.{Job, WorkerConfig}
 
 /**
  * Reads a worker's outcomes from its pipeline, a chunk at a time, and queues each claim's finish in the
@@ -27,18 +27,18 @@ private[postgres] object OutcomeReader:
     )
 
   /**
-   * The reader of `outcomes`, queueing into `completer` what each outcome makes of its claim (`snoozed`
+   * The reader of `outcomes`, queueing into `completer` what each outcome makes of its claim (`answer`
    * reads the handler's values, see [[Finish.of]]); its release runs `finish`, which ends the stream.
    */
   def resource[F[_], A, B](
       worker: WorkerContext,
       completer: Completer[F],
-      snoozed: B => Option[Handled.Snoozed]
+      answer: B => Finish.Answer
   )(outcomes: Stream[F, TaskOutcome[Job[A], B]], finish: F[Unit])(using F: Async[F]): Resource[F, Unit] =
     val service = settings(worker.config)
     val read = outcomes.chunks.evalMap(os =>
       F.delay(worker.counters.refused.addAndGet(ended(os))) *>
-        completer.submitAll(os.map(Finish.of(worker.config, snoozed, _)))
+        completer.submitAll(os.map(Finish.of(worker.config, answer, _)))
     ).compile.drain
     // nothing of a round fails but a defect: then the stream is read again, after a poll interval
     Service.finishing(service, Service.Faults.ignored[F], finish)(read.as(Service.Next.Done))

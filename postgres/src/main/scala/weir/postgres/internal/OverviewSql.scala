@@ -21,7 +21,8 @@ private[postgres] final class OverviewSql(schema: Schema) extends SqlBase(schema
    * task ready to run has waited, in seconds. Each count reads one of the claim's partial indexes and
    * nothing else, as long as the table's pages are all-visible (the visibility map; a vacuumed backlog
    * is): the tasks a claim may take, split by due time, from `tasks_claim`; those behind an earlier task
-   * of their key from `tasks_waiting`; the running ones from `tasks_running`.
+   * of their key from `tasks_waiting`, and the other tasks waiting for their parents from
+   * `tasks_waiting_for_parents`; the running ones from `tasks_running`.
    */
   def live(only: Option[String]): ConnectionIO[Vector[LiveCounts]] =
     val queue = only.fold(Fragment.empty)(q => fr0" AND queue = $q")
@@ -34,6 +35,9 @@ private[postgres] final class OverviewSql(schema: Schema) extends SqlBase(schema
         s""" GROUP BY queue
       UNION ALL SELECT queue, 0, 0, count(*), 0, NULL FROM $tasks WHERE ordering_key IS NOT NULL AND NOT head"""
       ) ++
+        queue ++ const(s""" GROUP BY queue
+      UNION ALL SELECT queue, 0, 0, count(*), 0, NULL FROM $tasks
+        WHERE parents_left > 0 AND (ordering_key IS NULL OR head)""") ++
         queue ++ const(s""" GROUP BY queue
       UNION ALL SELECT queue, 0, 0, 0, count(*), NULL FROM $tasks WHERE state = '${Running.name}'""") ++
         queue ++

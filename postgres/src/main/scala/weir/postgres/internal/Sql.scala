@@ -30,7 +30,7 @@ private[postgres] final class Sql(schema: Schema) extends SqlBase(schema):
   private val working = new WorkerSql(schema)
 
   export enqueueing.{enqueueMany, enqueueOne, enqueuePlain}
-  export finishing.{complete, fail, handBack, handBackAll, snooze}
+  export finishing.{complete, fail, handBack, handBackAll, record, snooze}
   export working.{
     beat, deregister, endEarlierSessions, forgetWorkers, holdSession, register, releaseSession, rescue
   }

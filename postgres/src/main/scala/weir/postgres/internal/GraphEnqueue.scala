@@ -1,0 +1,171 @@
+package weir.postgres.internal
+
+import cats.syntax.all.*
+import doobie.*
+import weir.InvalidSettings
+import weir.postgres.{Enqueued, Schema, TaskQueue}
+
+/**
+ * Enqueues tasks that wait for others, in the caller's transaction (see [[weir.postgres.TaskGraph]]):
+ *
+ *   1. the existing parents are locked and marked ([[GraphSql.holdParents]]): none can end before the
+ *      edges commit; those that already ended are found in `finished`; any other id fails the enqueue;
+ *   2. ids are drawn for every task in an order where each comes after those it waits for, so that a
+ *      parent's id is smaller than its dependents' (an ordering key's order is id order: a dependent never
+ *      stands before its parent in its key's line);
+ *   3. the tasks are inserted, `waiting` with their parents' count, or `available`. A task with a unique key
+ *      that others of the graph wait for goes in alone, first, so that a held key's holder is known before
+ *      its dependents name it (they then wait for the holder, locked as an existing parent); the others go
+ *      in by statements of [[TaskQueue.statementSize]];
+ *   4. the edges are inserted, and the parents that had already ended are settled as their end would have
+ *      (released, or cancelled: the schema's `parents_ended`); the queues of available tasks are woken.
+ *
+ * Errors: the graph's own ([[Graphs.errors]]) and unknown parents, as one [[weir.InvalidSettings]] named
+ * `settings`, each naming its task; checked before anything is written, but for unknown parents, found by
+ * the first statement (which then changed only marks, undone with the caller's transaction).
+ */
+private[postgres] object GraphEnqueue:
+
+  def apply(schema: Schema, nodes: Vector[Graphs.Node], settings: String): ConnectionIO[Vector[Enqueued]] =
+    Graphs.errors(nodes, schema) match
+      case Nil if nodes.isEmpty => FC.pure(Vector.empty)
+      case Nil =>
+        Graphs.order(nodes).fold(_ => FC.raiseError(defect), order => run(schema, nodes, order, settings))
+      case errors => FC.raiseError(new InvalidSettings(settings, errors))
+
+  private def defect = new IllegalStateException("a graph without errors has a cycle")
+
+  private def run(schema: Schema, nodes: Vector[Graphs.Node], order: Vector[Int], settings: String)
+      : ConnectionIO[Vector[Enqueued]] =
+    val sql = new GraphSql(schema)
+    val index = nodes.iterator.map(_.handle).zipWithIndex.toMap
+    val hasChildren = nodes.flatMap(_.after.map(a => index(a.parent))).toSet
+    val external = nodes.flatMap(_.parents.map(_.parent)).distinct
+    for
+      live <- if external.isEmpty then FC.pure(Vector.empty[Long]) else sql.holdParents(external.toArray)
+      rest = external.filterNot(live.toSet)
+      ended <- if rest.isEmpty then FC.pure(Vector.empty[Long]) else sql.endedAmong(rest.toArray)
+      unknown = rest.toSet -- ended
+      _ <-
+        if unknown.isEmpty then FC.unit
+        else FC.raiseError[Unit](new InvalidSettings(settings, unknownErrors(schema, nodes, unknown)))
+      drawn <- sql.drawIds(nodes.size)
+      ids = Array.fill(nodes.size)(0L)
+      _ = order.lazyZip(drawn).foreach((i, id) => ids(i) = id)
+      firsts = firstOfKey(nodes, order)
+      results = new Array[Enqueued | Null](nodes.size)
+      // each row with its parents' final ids: those of the graph are known once its earlier rows are in
+      row = (i: Int) =>
+        val parents = parentsOf(nodes(i), ids, index)
+        GraphSql.Row(
+          ids(i),
+          nodes(i).queue,
+          nodes(i).task,
+          firsts(i),
+          parents.map(_._1),
+          parents.size,
+          hasChildren(i)
+        )
+      alone = order.filter(i => nodes(i).task.uniqueKey.isDefined && hasChildren(i))
+      _ <- alone.traverse_ { i =>
+        settle(sql, Vector(row(i))).map { r =>
+          results(i) = r.head
+          ids(i) = r.head.taskId
+        }
+      }
+      together = order.filterNot(alone.toSet)
+      _ <- together.grouped(TaskQueue.statementSize).toVector.traverse_ { group =>
+        settle(sql, group.map(row)).map(rs => group.lazyZip(rs).foreach((i, r) => results(i) = r))
+      }
+      done = results.toVector.map(_.nn)
+      inserted = done.collect { case Enqueued.Inserted(id) => id }.toSet
+      // a held key's holder outside the graph is one more existing parent of the tasks that name its task
+      holders = alone.collect { case i if !inserted(ids(i)) => ids(i) }.distinct
+      heldLive <- if holders.isEmpty then FC.pure(Vector.empty[Long]) else sql.holdParents(holders.toArray)
+      edges = nodes.indices.filter(i => inserted(ids(i))).flatMap(i =>
+        parentsOf(nodes(i), ids, index).map((p, any) => (p, ids(i), any))
+      )
+      _ <-
+        if edges.isEmpty then FC.unit
+        else
+          sql.insertEdges(
+            edges.map(_._1).toArray,
+            edges.map(_._2).toArray,
+            edges.map(e => if e._3 then 1 else 0).toArray
+          ).void
+      settled = ended ++ holders.filterNot(heldLive.toSet)
+      _ <- if settled.isEmpty then FC.unit else sql.parentsEnded(settled.toArray).void
+      ready = nodes.indices.collect {
+        case i if inserted(ids(i)) && parentsOf(nodes(i), ids, index).isEmpty => nodes(i).queue
+      }.distinct
+      _ <- if ready.isEmpty then FC.unit else sql.wakeQueues(ready.toArray).void
+    yield done
+
+  /**
+   * The parents of `node` by final id, each once, in the order it names them (its existing parents, then
+   * those of its graph), with whether it runs on any of their ends: a parent named twice (a task of the
+   * graph that stands for an existing one) is awaited as strictly as either entry asks.
+   */
+  private def parentsOf(
+      node: Graphs.Node,
+      ids: Array[Long],
+      index: Map[String, Int]
+  ): Vector[(Long, Boolean)] =
+    val all = node.parents.map(p => (p.parent, p.anyOutcome)) ++
+      node.after.map(a => (ids(index(a.parent)), a.anyOutcome))
+    all.map(_._1).distinct.map(id => (id, all.filter(_._1 == id).forall(_._2)))
+
+  /**
+   * Whether each node may be its key's head: no task before it in `order`, without a unique key (which may
+   * be refused), has its queue and key (see [[EnqueueSql]]); the insert also checks the table.
+   */
+  private def firstOfKey(nodes: Vector[Graphs.Node], order: Vector[Int]): Array[Boolean] =
+    val sure = scala.collection.mutable.HashSet.empty[(String, String)]
+    val firsts = Array.fill(nodes.size)(true)
+    order.foreach { i =>
+      nodes(i).task.orderingKey.foreach { key =>
+        firsts(i) = !sure.contains((nodes(i).queue, key))
+        if nodes(i).task.uniqueKey.isEmpty then sure += ((nodes(i).queue, key))
+      }
+    }
+    firsts
+
+  // A row that comes back with neither an id nor its key's holder met a holder this statement's snapshot
+  // cannot see (committed meanwhile, or an earlier row of the same statement): a new statement, with a new
+  // snapshot, settles it. Each round settles at least the first such row of every key.
+  private def settle(
+      sql: GraphSql,
+      rows: Vector[GraphSql.Row],
+      round: Int = 1
+  ): ConnectionIO[Vector[Enqueued]] =
+    sql.insert(rows).flatMap { answers =>
+      val results = new Array[Enqueued | Null](rows.size)
+      answers.foreach((n, id, inserted) =>
+        results(n - 1) = if inserted then Enqueued.Inserted(id) else Enqueued.Duplicate(id)
+      )
+      val open = rows.indices.filter(i => results(i) == null).toVector
+      if open.isEmpty then FC.pure(results.toVector.map(_.nn))
+      else if round >= 20 then
+        FC.raiseError(
+          new IllegalStateException(s"enqueue of ${open.size} task(s) did not settle after $round rounds")
+        )
+      else
+        settle(sql, open.map(rows), round + 1).map { again =>
+          open.zip(again).foreach((i, r) => results(i) = r)
+          results.toVector.map(_.nn)
+        }
+    }
+
+  private def unknownErrors(schema: Schema, nodes: Vector[Graphs.Node], unknown: Set[Long]): List[String] =
+    nodes.toList.flatMap { n =>
+      val missing = n.parents.map(_.parent).filter(unknown)
+      Option.when(missing.nonEmpty)(
+        s"${n.label} waits for unknown task${
+            if missing.size > 1 then "s" else ""
+          } ${missing.mkString(", ")}: " +
+          s"no task of schema '$schema' has ${
+              if missing.size > 1 then "these ids" else "this id"
+            }, or its row " +
+          "is gone (completed without keepCompleted, or pruned)"
+      )
+    }
