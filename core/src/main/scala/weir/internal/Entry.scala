@@ -7,7 +7,7 @@ package weir.internal
  * It is also the "handed out" case of the buffer's answers ([[Handout]]), so that handing out a task
  * allocates no wrapper around it.
  */
-private[weir] class Entry[+A](val seq: Long, val task: A, val key: Any) extends Handout[A]:
+private[weir] class Entry[+A](val seq: Long, val task: A, val key: Any) extends Handout[A], Held[A]:
   /** Whether this task waits for its key: it has one, and the key function did not fail on it. */
   def keyed: Boolean = (key.asInstanceOf[AnyRef] ne NoKey) && !key.isInstanceOf[KeyFailure]
 
@@ -18,6 +18,16 @@ private[weir] class Entry[+A](val seq: Long, val task: A, val key: Any) extends 
  */
 private[weir] final class TimedEntry[+A](seq: Long, task: A, key: Any, val enqueuedAt: Long)
     extends Entry[A](seq, task, key)
+
+/**
+ * What a worker holds between a task's start and its record ([[Worker]]): the [[Entry]] started, or
+ * [[NoTask]] between tasks. A type of its own, so that the worker's field is never null and holding an entry
+ * needs no wrapper.
+ */
+private[weir] sealed trait Held[+A]
+
+/** A worker between two tasks: none started and not yet recorded. */
+private[weir] case object NoTask extends Held[Nothing]
 
 /** The key of a task whose key function threw: never equal to another key, so it never waits. */
 private[weir] final class KeyFailure(val error: Throwable)

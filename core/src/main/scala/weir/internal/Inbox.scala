@@ -4,12 +4,11 @@ import cats.effect.kernel.Async
 import cats.syntax.all.*
 import fs2.{Chunk, Stream}
 
-import java.util.concurrent.locks.ReentrantLock
 import scala.reflect.ClassTag
 
 /**
  * Many writers, one reader, at most `capacity` items waiting, and a plain step for the common write: a
- * writer that finds room adds its item to an array under a lock held for a few field writes (a `ReentrantLock`, which allocates nothing when it is free), and wakes the
+ * writer that finds room adds its item to an array under a lock held for a few field writes ([[UnsafeSpinLock]]), and wakes the
  * reader only when it waits. The reader takes everything waiting at once, as one chunk: the array itself,
  * which the writers leave for a fresh one. It carries the outcome stream ([[Outcomes]]), where fs2's
  * `Channel.bounded` would make each outcome an effect of several steps, and the interruptions of running
@@ -31,9 +30,9 @@ private[weir] final class Inbox[F[_], O] private (capacity: Int)(using F: Async[
 
   // guarded by `lock`; invariant: a reader waits only while `size` is 0 and the inbox is open, a writer only
   // while `size` is `capacity` and the inbox is open
-  private val lock = new ReentrantLock
+  private val lock = new UnsafeSpinLock
   private var items =
-    new Array[AnyRef](math.min(capacity, FirstArray)) // the first `size` are waiting, oldest first
+    new Array[Any](math.min(capacity, FirstArray)) // the first `size` are waiting, oldest first
   private var size = 0
   private var reader: Option[Wake] = None
   private var writers: List[Wake] = Nil
@@ -52,8 +51,11 @@ private[weir] final class Inbox[F[_], O] private (capacity: Int)(using F: Async[
       if closed then ()
       else if size >= capacity then answer = false
       else
-        if size == items.length then items = java.util.Arrays.copyOf(items, grown(size))
-        items(size) = o.asInstanceOf[AnyRef]
+        if size == items.length then
+          val larger = new Array[Any](grown(size))
+          System.arraycopy(items, 0, larger, 0, size)
+          items = larger
+        items(size) = o
         size += 1
         woken = reader
         reader = None
@@ -96,7 +98,7 @@ private[weir] final class Inbox[F[_], O] private (capacity: Int)(using F: Async[
           val chunk =
             Chunk.array(items.asInstanceOf[Array[O]], 0, size)(using ClassTag.Any.asInstanceOf[ClassTag[O]])
           // the next array as large as this read's: a reader that keeps up reads few items at a time
-          items = new Array[AnyRef](math.max(size, math.min(capacity, FirstArray)))
+          items = new Array[Any](math.max(size, math.min(capacity, FirstArray)))
           size = 0
           val woken = writers
           writers = Nil

@@ -2,8 +2,6 @@ package weir.internal
 
 import fs2.Chunk
 
-import java.util.concurrent.locks.ReentrantLock
-
 /**
  * The core of the [[TaskBuffer]]: its [[BufferState]], changed in place under one lock, with the plain calls
  * the engine's hot paths make. [[TaskBuffer]] is the effectful shell around it (waiting, waking,
@@ -12,8 +10,8 @@ import java.util.concurrent.locks.ReentrantLock
  *
  * A lock rather than a compare-and-set of an immutable state: a take then allocates its entry and nothing
  * else (a new state, a pair and a changed table of key claims otherwise), and the lock is held for a few
- * field writes, never across a wait, a wake-up or a call out (a `ReentrantLock`, which allocates nothing when
- * it is free). Wake-ups are made once it is released.
+ * field writes, never across a wait, a wake-up or a call out ([[UnsafeSpinLock]], which spins rather than parks
+ * a thread that finds it held). Wake-ups are made once it is released.
  *
  * ==Protocol==
  * | call                | completes when                                        | otherwise (nothing changed) |
@@ -30,7 +28,7 @@ import java.util.concurrent.locks.ReentrantLock
 private[weir] final class UnsafeTaskBuffer[F[_], A](state: BufferState[F, A]):
   import UnsafeTaskBuffer.*
 
-  private val lock = new ReentrantLock
+  private val lock = new UnsafeSpinLock
 
   /** Applies the transition `f` to the state under the lock and returns its result. */
   def modify[B](f: BufferState[F, A] => B): B =

@@ -52,15 +52,21 @@ private[weir] final class Worker[F[_], A, B](
 ) extends InterruptibleAttempt.Owner:
   import path.record
 
-  private var current: Entry[A] = null // the task started and not yet recorded; null between tasks
+  private var current: Held[A] = NoTask // the task started and not yet recorded
   private var t0 = 0L // when it started (monotonic nanoseconds)
   private var tries = 1 // its attempts so far, the one running included
   // how it ended: written by `ended` (through `finished`) before `recorded` reads it
   private var result: Either[Throwable, B] = scala.compiletime.uninitialized
   // the interruptible attempt of `current` last started, which the finalizer asks why the fiber was cancelled
-  private var interruptible: InterruptibleAttempt = null
+  private var interruptible: InterruptibleAttempt.Registration = InterruptibleAttempt.Unregistered
 
   def attempting(attempt: InterruptibleAttempt): Unit = interruptible = attempt
+
+  /** The task started and not yet recorded, read by the continuations that run only while there is one. */
+  private def started: Entry[A] =
+    current match
+      case entry: Entry[A] => entry
+      case NoTask => throw new IllegalStateException("a worker's continuation ran with no task started")
   val interrupt: () => Unit = () => pool.interrupt(slot)
 
   // ---- what comes next: one decision -----------------------------------------------------------
@@ -117,9 +123,10 @@ private[weir] final class Worker[F[_], A, B](
 
   /** The first attempt of the task started, from the clock reading `now`, its start. */
   private def attempt(now: Long): F[Boolean] =
+    val entry = started
     t0 = now
-    path.waited(current, now)
-    run(current)
+    path.waited(entry, now)
+    run(entry)
 
   /**
    * Attempt `tries` of `entry` (started, `t0` set), then [[ended]]: registered with the task's interruption
@@ -136,21 +143,23 @@ private[weir] final class Worker[F[_], A, B](
    * interruption's cancellation of this fiber is under way, and it lands here, in `poll`.
    */
   private val endedRegistered: Either[Throwable, B] => F[Boolean] = r =>
-    if interruptible.ended() then ended(r) else awaitCancellation
+    interruptible match
+      case attempt: InterruptibleAttempt => if attempt.ended() then ended(r) else awaitCancellation
+      case _ => ended(r)
 
   private val awaitCancellation: F[Boolean] = poll(F.never)
 
   private val ended: Either[Throwable, B] => F[Boolean] = r =>
     r match
       case Left(error) =>
-        path.retry(poll, current.task, error, tries, this) match
+        path.retry(poll, started.task, error, tries, this) match
           case Some(wait) => wait.flatMap(retried)
           case None => finished(r)
       case _ => finished(r)
 
   private val retried: Unit => F[Boolean] = _ =>
     tries += 1
-    run(current)
+    run(started)
 
   private def finished(r: Either[Throwable, B]): F[Boolean] =
     result = r
@@ -165,11 +174,11 @@ private[weir] final class Worker[F[_], A, B](
    * the clock reading arrives, which is all a delay would guarantee.
    */
   private val recorded: FiniteDuration => F[Boolean] = at =>
-    val entry = current
+    val entry = started
     val now = at.toNanos
     val latency = now - t0
-    current = null // from here on the task is the record's: no poll until its record is done
-    interruptible = null
+    current = NoTask // from here on the task is the record's: no poll until its record is done
+    interruptible = InterruptibleAttempt.Unregistered
     result match
       case Right(value) =>
         record.succeeded(entry, value, latency, tries) match
@@ -216,17 +225,18 @@ private[weir] final class Worker[F[_], A, B](
    * the worker that takes this one's place).
    */
   private def cancelled: F[Unit] =
-    val entry = current
-    if entry eq null then F.unit
-    else
-      current = null
-      val attempt = interruptible
-      interruptible = null
-      val reason = if attempt eq null then None else attempt.cancelled()
-      F.monotonic.flatMap { at =>
-        val latency = (at.toNanos - t0).nanos
-        reason match
-          case None => record.interrupted(entry, latency, tries)
-          case Some(why) => record.failed(entry, new TaskInterrupted(why), latency, tries) *>
-              F.delay(slot.interrupted = Some(entry))
-      }
+    current match
+      case NoTask => F.unit
+      case entry: Entry[A] =>
+        current = NoTask
+        val reason = interruptible match
+          case attempt: InterruptibleAttempt => attempt.cancelled()
+          case _ => None
+        interruptible = InterruptibleAttempt.Unregistered
+        F.monotonic.flatMap { at =>
+          val latency = (at.toNanos - t0).nanos
+          reason match
+            case None => record.interrupted(entry, latency, tries)
+            case Some(why) => record.failed(entry, new TaskInterrupted(why), latency, tries) *>
+                F.delay(slot.interrupted = Some(entry))
+        }
