@@ -33,6 +33,16 @@ CREATE TABLE weir.audit (
   CONSTRAINT audit_outcome_check CHECK ((outcome = ANY (ARRAY['done'::text, 'requested'::text, 'refused'::text, 'not-found'::text])))
 );
 
+CREATE TABLE weir.batch_ends (
+  xact bigint NOT NULL,
+  batch bigint NOT NULL,
+  completed bigint NOT NULL,
+  dead bigint NOT NULL,
+  cancelled bigint NOT NULL,
+  CONSTRAINT batch_ends_pkey PRIMARY KEY (xact, batch),
+  CONSTRAINT batch_ends_at_commit TRIGGER DEFERRABLE INITIALLY DEFERRED
+);
+
 CREATE TABLE weir.batches (
   id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
   callback bigint NOT NULL,
@@ -204,6 +214,23 @@ CREATE INDEX tasks_waiting_for_parents ON weir.tasks USING btree (queue) WHERE (
 
 -- Functions
 
+CREATE OR REPLACE FUNCTION weir.batch_ends_applied()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  r record;
+BEGIN
+  FOR r IN
+    WITH gone AS (DELETE FROM weir.batch_ends AS e WHERE e.xact = txid_current() RETURNING e.*)
+    SELECT * FROM gone ORDER BY gone.batch
+  LOOP
+    PERFORM weir.batch_step(r.batch, 0, r.completed, r.dead, r.cancelled, false);
+  END LOOP;
+  RETURN NULL;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION weir.batch_member_left()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -212,11 +239,14 @@ DECLARE
   v_state text;
 BEGIN
   SELECT f.state::text INTO v_state FROM weir.finished AS f WHERE f.id = OLD.id;
-  PERFORM weir.batch_step(OLD.batch, 0,
-                                 CASE WHEN v_state IS NULL OR v_state = 'completed' THEN 1 ELSE 0 END,
-                                 CASE WHEN v_state = 'dead' THEN 1 ELSE 0 END,
-                                 CASE WHEN v_state = 'cancelled' THEN 1 ELSE 0 END,
-                                 false);
+  INSERT INTO weir.batch_ends AS e (xact, batch, completed, dead, cancelled)
+  VALUES (txid_current(), OLD.batch,
+          CASE WHEN v_state IS NULL OR v_state = 'completed' THEN 1 ELSE 0 END,
+          CASE WHEN v_state = 'dead' THEN 1 ELSE 0 END,
+          CASE WHEN v_state = 'cancelled' THEN 1 ELSE 0 END)
+  ON CONFLICT (xact, batch) DO UPDATE
+  SET completed = e.completed + excluded.completed, dead = e.dead + excluded.dead,
+      cancelled = e.cancelled + excluded.cancelled;
   RETURN NULL;
 END
 $function$;
@@ -573,6 +603,8 @@ END
 $function$;
 
 -- Triggers
+
+CREATE CONSTRAINT TRIGGER batch_ends_at_commit AFTER INSERT ON weir.batch_ends DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION weir.batch_ends_applied();
 
 CREATE TRIGGER tasks_batch AFTER DELETE ON weir.tasks FOR EACH ROW WHEN ((old.batch IS NOT NULL)) EXECUTE FUNCTION weir.batch_member_left();
 

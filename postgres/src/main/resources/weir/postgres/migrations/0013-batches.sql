@@ -9,10 +9,11 @@
 -- with one parent left, the batch, like a dependent of migration 12 (so it is outside the claim index and
 -- counted among its queue's waiting tasks); `batches.callback` names it from the start. A member is a task
 -- whose `batch` names its batch, set when it is enqueued into it. Every end of a task removes its row from
--- `tasks`; the trigger `tasks_batch`, whose `WHEN` reads the removed row, hands a member's end to
--- `batch_step`, which counts it by its outcome (its row in `finished`, written by the same statement, says
--- dead or cancelled; a completion without `keepCompleted` leaves none, and counts as completed). A task in no
--- batch pays that test and nothing else.
+-- `tasks`; the trigger `tasks_batch`, whose `WHEN` reads the removed row, notes a member's end for its
+-- transaction (`batch_ends`), by its outcome (its row in `finished`, written by the same statement, says dead
+-- or cancelled; a completion without `keepCompleted` leaves none, and counts as completed). A task in no
+-- batch pays that test and nothing else. At the transaction's commit a deferred trigger hands the noted ends
+-- to `batch_step`, batch by batch in the order of their ids.
 --
 -- `batch_step` changes a batch under its row's lock: new members (an enqueue into the batch), members' ends,
 -- the close. Each such change of a batch waits for the others and reads the row they left, so whichever of
@@ -20,6 +21,8 @@
 -- every member ended, sets `ended_at` once, and releases the callback (available, its queue woken at
 -- commit). The counts never move again: a batch is closed for good, no member can be added, and each
 -- member's row leaves `tasks` once (an operator's retry of a dead member puts it back outside the batch).
+-- Workers whose transactions end members of several batches lock them in one order, and never deadlock on
+-- them.
 --
 -- Workers of version 12 go on working: their claims and results are the same statements, and the members
 -- they finish are counted by the trigger. The index is built here, reading the unfinished tasks once,
@@ -104,19 +107,53 @@ BEGIN
 END
 $$;
 
--- A member left `tasks`: counted by its outcome, which the statement that removed it wrote in `finished`
--- (none: a completion without keepCompleted).
+-- The members' ends of each transaction, by batch, until its commit applies them (a row per transaction and
+-- batch; every row is gone by the time its transaction commits, so it need not survive a crash).
+CREATE UNLOGGED TABLE weir_schema.batch_ends (
+  xact bigint NOT NULL,
+  batch bigint NOT NULL,
+  completed bigint NOT NULL,
+  dead bigint NOT NULL,
+  cancelled bigint NOT NULL,
+  PRIMARY KEY (xact, batch)
+);
+
+-- A member left `tasks`: its end is noted for its transaction's commit, by its outcome, which the statement
+-- that removed it wrote in `finished` (none: a completion without keepCompleted). No batch is locked here:
+-- the rows a statement removes come in no useful order, and two transactions that locked two batches each
+-- in the order of their members would deadlock.
 CREATE FUNCTION weir_schema.batch_member_left() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
   v_state text;
 BEGIN
   SELECT f.state::text INTO v_state FROM weir_schema.finished AS f WHERE f.id = OLD.id;
-  PERFORM weir_schema.batch_step(OLD.batch, 0,
-                                 CASE WHEN v_state IS NULL OR v_state = 'completed' THEN 1 ELSE 0 END,
-                                 CASE WHEN v_state = 'dead' THEN 1 ELSE 0 END,
-                                 CASE WHEN v_state = 'cancelled' THEN 1 ELSE 0 END,
-                                 false);
+  INSERT INTO weir_schema.batch_ends AS e (xact, batch, completed, dead, cancelled)
+  VALUES (txid_current(), OLD.batch,
+          CASE WHEN v_state IS NULL OR v_state = 'completed' THEN 1 ELSE 0 END,
+          CASE WHEN v_state = 'dead' THEN 1 ELSE 0 END,
+          CASE WHEN v_state = 'cancelled' THEN 1 ELSE 0 END)
+  ON CONFLICT (xact, batch) DO UPDATE
+  SET completed = e.completed + excluded.completed, dead = e.dead + excluded.dead,
+      cancelled = e.cancelled + excluded.cancelled;
+  RETURN NULL;
+END
+$$;
+
+-- At its commit, a transaction applies the ends it noted, batch by batch in the order of their ids, so that
+-- any two transactions lock their batches in one order. The first of its deferred events does it all; the
+-- others find nothing left.
+CREATE FUNCTION weir_schema.batch_ends_applied() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  r record;
+BEGIN
+  FOR r IN
+    WITH gone AS (DELETE FROM weir_schema.batch_ends AS e WHERE e.xact = txid_current() RETURNING e.*)
+    SELECT * FROM gone ORDER BY gone.batch
+  LOOP
+    PERFORM weir_schema.batch_step(r.batch, 0, r.completed, r.dead, r.cancelled, false);
+  END LOOP;
   RETURN NULL;
 END
 $$;
@@ -124,3 +161,7 @@ $$;
 -- fired at the end of the statement that removes the task, which has written its `finished` row by then
 CREATE TRIGGER tasks_batch AFTER DELETE ON weir_schema.tasks
   FOR EACH ROW WHEN (OLD.batch IS NOT NULL) EXECUTE FUNCTION weir_schema.batch_member_left();
+
+-- fired at commit, once per batch that the transaction's members' ends touched
+CREATE CONSTRAINT TRIGGER batch_ends_at_commit AFTER INSERT ON weir_schema.batch_ends
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION weir_schema.batch_ends_applied();
