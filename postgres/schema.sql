@@ -188,6 +188,8 @@ CREATE INDEX audit_task ON weir.audit USING btree (task, id) WHERE (task IS NOT 
 
 CREATE UNIQUE INDEX batches_callback ON weir.batches USING btree (callback);
 
+CREATE INDEX batches_ended ON weir.batches USING btree (ended_at) WHERE (ended_at IS NOT NULL);
+
 CREATE INDEX finished_by_state ON weir.finished USING btree (state, queue, finished_at, id);
 
 CREATE INDEX finished_created ON weir.finished USING btree (created_at, id);

@@ -4,10 +4,11 @@ import cats.effect.kernel.Async
 import cats.syntax.all.*
 import doobie.*
 import weir.{InvalidSettings, Validation}
-import weir.postgres.internal.{ActionSql, BatchSql, GraphEnqueue, Graphs}
+import weir.postgres.internal.{ActionSql, AdminSql, BatchSql, GraphEnqueue, Graphs, Rounds}
 
 import java.sql.SQLException
 import java.time.Instant
+import scala.concurrent.duration.*
 
 /**
  * Batches of tasks with a callback, for one schema: [[open]] a batch with its callback task, [[add]] tasks
@@ -178,6 +179,20 @@ final class Batches[F[_]] private (db: Database[F], val operator: Operator)(usin
           ended = outcomes.count(o => o != Cancel.Cancelled && o != Cancel.Requested)
         )
       }
+
+  /**
+   * Deletes the batches that ended more than `olderThan` ago and whose callback has left `tasks` (it has
+   * finished, or was cancelled), `batch` rows per transaction, skipping rows another prune holds; returns how
+   * many. Workers do it after their [[Retention.batches]]. An open batch, or one not ended, is never pruned.
+   * Fails with [[weir.InvalidSettings]] naming a negative `olderThan` or a `batch` below 1, deleting nothing.
+   */
+  def prune(olderThan: FiniteDuration, batch: Int = 1000): F[Long] =
+    val admin = new AdminSql(db.schema)
+    Validation.raise(
+      "Batches.prune",
+      Validation.check(olderThan >= Duration.Zero, s"olderThan must be >= 0, was: $olderThan") ++
+        Validation.check(batch > 0, s"batch must be > 0, was: $batch")
+    ) *> Rounds.drain(db.run, batch)(admin.pruneBatches(olderThan.toMillis, batch))
 
   /** The reason of a cancel that gives none: who asked for it. */
   private def defaultReason: String =

@@ -206,3 +206,12 @@ class BatchValidationSuite extends DbSuite:
       assert(badOperator.getMessage.startsWith("invalid Operator: "), badOperator.getMessage)
       assertEquals(now.map(_.closed), Some(false))
   }
+
+  withDb("a prune with a negative age or an empty round is refused, naming both") { db =>
+    failure(Batches(db).prune(-1.second, batch = 0)).map(e =>
+      assertEquals(
+        e.getMessage,
+        "invalid Batches.prune: olderThan must be >= 0, was: -1 seconds; batch must be > 0, was: 0"
+      )
+    )
+  }

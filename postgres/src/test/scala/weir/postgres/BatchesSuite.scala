@@ -5,7 +5,7 @@ import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import weir.{Limit, Pipeline}
-import weir.postgres.internal.Sql
+import weir.postgres.internal.{AdminSql, Counters, Pruner, Sql, WorkerLog}
 import weir.testkit.Eventually
 
 import scala.concurrent.duration.*
@@ -285,4 +285,42 @@ class BatchesSuite extends DbSuite:
         )
       )
       assertEquals(again, BatchCancel(0, 0, 0))
+  }
+
+  withDb(
+    "a worker's pruner deletes the batches ended past Retention.batches whose callback has left tasks; Batches.prune does too"
+  ) { db =>
+    val batches = Batches(db)
+    val callbacks = TaskQueue[IO, String](db, "done")
+    val every = weir.Service.Settings.periodic("prune", 100.millis)
+    val log = new WorkerLog[IO](org.typelevel.log4cats.noop.NoOpFactory[IO], "done", 0L)
+    def ended(b: BatchId, ago: String) =
+      Rows.exec(
+        s"UPDATE ${db.schema("batches")} SET ended_at = now() - interval '$ago' WHERE id = ${b.value}"
+      )
+    def finish(b: BatchId) = progress(db, b).flatMap(p => TaskAdmin(db).tasks.cancel(p.callback)).void
+    for
+      // old, its callback finished: pruned; old, its callback still to run: kept; recent: kept; open: kept
+      old <- batches.open(callbacks, NewTask("old"))
+      running <- batches.open(callbacks, NewTask("running"))
+      recent <- batches.open(callbacks, NewTask("recent"))
+      open <- batches.open(callbacks, NewTask("open"))
+      _ <- Vector(old, running, recent).traverse_(batches.close)
+      _ <- finish(old) *> finish(recent) *> ended(old, "2 hours") *> ended(running, "2 hours")
+      _ <- Pruner.resource(
+        db.run,
+        new AdminSql(db.schema),
+        Retention(batches = 1.hour),
+        log,
+        new Counters,
+        every
+      )
+        .use(_ => Eventually.until("the old batch pruned", batches.progress(old), 30.seconds)(_.isEmpty))
+      afterWorker <- Vector(running, recent, open).traverse(batches.progress).map(_.map(_.isDefined))
+      pruned <- batches.prune(Duration.Zero)
+      afterCall <- Vector(running, recent, open).traverse(batches.progress).map(_.map(_.isDefined))
+    yield
+      assertEquals(afterWorker, Vector(true, true, true))
+      assertEquals(pruned, 1L)
+      assertEquals(afterCall, Vector(true, false, true))
   }

@@ -47,6 +47,9 @@ CREATE TABLE weir_schema.batches (
 -- a callback's job reads its batch by the callback's id
 CREATE UNIQUE INDEX batches_callback ON weir_schema.batches (callback);
 
+-- the ended batches, for their prune (after `Retention.batches`)
+CREATE INDEX batches_ended ON weir_schema.batches (ended_at) WHERE ended_at IS NOT NULL;
+
 -- a batch's unfinished members, for its cancel (a task in no batch has no entry)
 CREATE INDEX tasks_in_batch ON weir_schema.tasks (batch) WHERE batch IS NOT NULL;
 
