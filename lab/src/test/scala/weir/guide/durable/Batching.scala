@@ -8,7 +8,7 @@ import io.circe.Codec
 import weir.Pipeline
 import weir.postgres.*
 
-final case class Email(to: String) derives Codec.AsObject
+final case class Newsletter(to: String) derives Codec.AsObject
 final case class CampaignSent(name: String) derives Codec.AsObject
 
 object Batching:
@@ -18,7 +18,11 @@ object Batching:
     val reports = TaskQueue[IO, CampaignSent](db, "reports")
     for
       batch <- batches.open(reports, NewTask(CampaignSent(campaign)))
-      _ <- batches.add(batch, TaskQueue[IO, Email](db, "emails"), addresses.map(a => NewTask(Email(a))))
+      _ <- batches.add(
+        batch,
+        TaskQueue[IO, Newsletter](db, "emails"),
+        addresses.map(a => NewTask(Newsletter(a)))
+      )
       _ <- batches.close(batch) // no member can be added now: the report runs once they have all ended
     yield batch
 
@@ -28,7 +32,11 @@ object Batching:
     val program =
       for
         batch <- batches.openIn(TaskQueue[IO, CampaignSent](db, "reports"), NewTask(CampaignSent(campaign)))
-        _ <- batches.addIn(batch, TaskQueue[IO, Email](db, "emails"), addresses.map(a => NewTask(Email(a))))
+        _ <- batches.addIn(
+          batch,
+          TaskQueue[IO, Newsletter](db, "emails"),
+          addresses.map(a => NewTask(Newsletter(a)))
+        )
         _ <- batches.closeIn(batch)
       yield batch
     program.transact(db.transactor)
