@@ -4,10 +4,8 @@ import cats.effect.kernel.Async
 import cats.syntax.all.*
 import doobie.*
 import weir.{InvalidSettings, Validation}
-import weir.postgres.internal.{ActionSql, AdminSql, BatchSql, GraphEnqueue, Graphs, Rounds}
+import weir.postgres.internal.{ActionSql, AdminSql, BatchEnqueue, BatchSql, GraphEnqueue, Graphs, Rounds}
 
-import java.sql.SQLException
-import java.time.Instant
 import scala.concurrent.duration.*
 
 /**
@@ -43,11 +41,13 @@ import scala.concurrent.duration.*
  * its first end.
  *
  * ==Blocks==
- * A member's end, the enqueue of members and the close lock the batch's row until their transaction
- * commits, and wait for each other on it: keep a transaction that enqueues into a batch short after the
- * enqueue, as the members' ends wait for it (a worker's results, for every queue of that worker). Workers
- * whose batches of results end members of two batches each may lock the two in opposite orders: PostgreSQL
- * then aborts one of them as a deadlock, and its worker writes it again.
+ * Every change of a batch takes its row's lock until its transaction commits, and waits for the others on
+ * it: an enqueue into the batch (when it counts its members, after inserting them), its close, and the ends
+ * of its members, which a transaction applies at its commit, batch by batch in the order of their ids (so
+ * that workers ending members of several batches never deadlock on them). Keep a transaction that enqueues
+ * into a batch, or closes it, short after that call: the members' ends wait for it, and with them the
+ * results a worker writes together, of any queue. A transaction of yours that changes two batches (adds to
+ * one and ends a member of another, say) may be aborted by PostgreSQL as a deadlock: run it again.
  *
  * ==Errors==
  * Each checked before anything is written, but for a close racing an enqueue: [[weir.InvalidSettings]] for
@@ -55,6 +55,11 @@ import scala.concurrent.duration.*
  * hold; [[BatchClosed]] for an enqueue into a closed batch (also when the close commits between the check and
  * the enqueue's count: then the statement fails, and the transaction with it, so that a closed batch never
  * gains a member).
+ *
+ * ==Cancellation==
+ * Cancelling a call that runs in a transaction of its own rolls it back, unless its commit has reached the
+ * server, when it is done; a [[cancel]] cancelled between its two transactions leaves the batch closed with
+ * its members as they were: cancel it again.
  *
  * Concurrent callers are allowed, on one batch as on several.
  */
@@ -116,7 +121,8 @@ final class Batches[F[_]] private (db: Database[F], val operator: Operator)(usin
         Vector.empty
       )
     ).toVector
-    raise("NewTask", errors) *> members(batch, GraphEnqueue(db.schema, nodes, "NewTask", Some(batch.value)))
+    raise("NewTask", errors) *>
+      BatchEnqueue(sql, batch, GraphEnqueue(db.schema, nodes, "NewTask", Some(batch.value)))
 
   /**
    * Enqueues `graph` into `batch`, each of its tasks a member, in one transaction of their own: each handle's
@@ -127,7 +133,7 @@ final class Batches[F[_]] private (db: Database[F], val operator: Operator)(usin
 
   /** [[addGraph]] as part of the caller's transaction. */
   def addGraphIn(batch: BatchId, graph: TaskGraph): ConnectionIO[Map[String, Enqueued]] =
-    members(batch, GraphEnqueue(db.schema, graph.nodes, "TaskGraph", Some(batch.value)))
+    BatchEnqueue(sql, batch, GraphEnqueue(db.schema, graph.nodes, "TaskGraph", Some(batch.value)))
       .map(results => graph.handles.zip(results).toMap)
 
   /**
@@ -140,15 +146,19 @@ final class Batches[F[_]] private (db: Database[F], val operator: Operator)(usin
   /**
    * [[close]] as part of the caller's transaction: a handler may close its own batch, or the batch it adds to,
    * in the transaction that completes it ([[Job.completeIn]]); the last member's end and the close then end
-   * the batch together.
+   * the batch together, at its commit. The answer counts the members' ends that committed before: those of
+   * the caller's own transaction are applied at its commit.
    */
   def closeIn(batch: BatchId): ConnectionIO[BatchProgress] =
-    sql.step(batch, added = 0L, close = true).flatMap(found(batch))
+    sql.step(batch, added = 0L, close = true).flatMap(BatchEnqueue.found(db.schema, batch))
 
   /** `batch` as it stands now; `None` if the schema holds no such batch. */
   def progress(batch: BatchId): F[Option[BatchProgress]] = db.run.single(progressIn(batch))
 
-  /** [[progress]] as part of the caller's transaction, read in its snapshot. */
+  /**
+   * [[progress]] as part of the caller's transaction, read in its snapshot (the members' ends of the caller's
+   * own transaction are counted at its commit).
+   */
   def progressIn(batch: BatchId): ConnectionIO[Option[BatchProgress]] = sql.progress(batch)
 
   /**
@@ -198,38 +208,6 @@ final class Batches[F[_]] private (db: Database[F], val operator: Operator)(usin
   private def defaultReason: String =
     if operator == Operator.code then "batch cancelled by an operator"
     else s"batch cancelled by ${operator.name}"
-
-  /**
-   * `enqueue`, the members' insert, between the checks of `batch` (unknown, closed) and their count; an
-   * enqueue into a batch closed meanwhile fails as [[BatchClosed]], its transaction aborted by the count.
-   */
-  private def members[A](
-      batch: BatchId,
-      enqueue: ConnectionIO[Vector[Enqueued]]
-  ): ConnectionIO[Vector[Enqueued]] =
-    val program =
-      for
-        now <- sql.progress(batch).flatMap(found(batch))
-        _ <- now.closedAt.fold(FC.unit)(at => FC.raiseError[Unit](new BatchClosed(batch, at)))
-        results <- enqueue
-        added = results.count(_.isInstanceOf[Enqueued.Inserted]).toLong
-        _ <- if added == 0L then FC.unit else sql.step(batch, added, close = false).flatMap(found(batch)).void
-      yield results
-    program.adaptError {
-      case e: SQLException if e.getSQLState == BatchSql.closedState => new BatchClosed(batch, closedAt(e))
-    }
-
-  private def found(batch: BatchId)(row: Option[BatchProgress]): ConnectionIO[BatchProgress] =
-    row.fold(FC.raiseError(new UnknownBatch(batch, db.schema)))(FC.pure)
-
-  /** When the batch of a refused count was closed: the error's detail. */
-  private def closedAt(e: SQLException): Instant =
-    e match
-      case p: org.postgresql.util.PSQLException =>
-        Option(
-          p.getServerErrorMessage
-        ).flatMap(m => Option(m.getDetail)).map(Instant.parse).getOrElse(Instant.EPOCH)
-      case _ => Instant.EPOCH
 
   private def schemaErrors(queue: TaskQueue[F, ?]): List[String] =
     Validation.check(

@@ -20,6 +20,9 @@ import weir.postgres.{Enqueued, Schema, TaskQueue}
  *   4. the edges are inserted, and the parents that had already ended are settled as their end would have
  *      (released, or cancelled: the schema's `parents_ended`); the queues of available tasks are woken.
  *
+ * With a `batch`, every task inserted is a member of it (its `batch` column; [[BatchEnqueue]] checks the
+ * batch and counts them).
+ *
  * Errors: the graph's own ([[Graphs.errors]]) and unknown parents, as one [[weir.InvalidSettings]] named
  * `settings`, each naming its task; checked before anything is written, but for unknown parents, found by
  * the first statement (which then changed only marks, undone with the caller's transaction).
