@@ -1,6 +1,6 @@
 -- weir: compatible-with-previous: yes
---   a table, a nullable column, a partial index, functions and a trigger. Earlier releases never read or
---   write them; a member that an earlier worker finishes is counted by the trigger as a newer worker's is.
+--   two tables, a nullable column, indexes, functions and triggers. Earlier releases never read or write
+--   them; a member that an earlier worker finishes is counted by the triggers as a newer worker's is.
 --
 -- weir-postgres schema: batches with a callback (issue 57; ADR 0052).
 --
