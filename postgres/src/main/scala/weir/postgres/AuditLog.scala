@@ -3,7 +3,7 @@ package weir.postgres
 import cats.effect.kernel.Async
 import cats.syntax.all.*
 import weir.Validation
-import weir.postgres.internal.{AuditSql, Batches}
+import weir.postgres.internal.{AuditSql, Rounds}
 
 import scala.concurrent.duration.*
 
@@ -38,7 +38,7 @@ final class AuditLog[F[_]] private (db: Database[F])(using F: Async[F]):
       Validation.check(olderThan >= Duration.Zero, s"olderThan must be >= 0, was: $olderThan") ++
         Validation.check(batch > 0, s"batch must be > 0, was: $batch")
     Validation.raise("AuditLog.prune", errors) *>
-      Batches.drain(db.run, batch)(sql.prune(olderThan.toMillis, batch))
+      Rounds.drain(db.run, batch)(sql.prune(olderThan.toMillis, batch))
 
 object AuditLog:
   def apply[F[_]: Async](db: Database[F]): AuditLog[F] = new AuditLog(db)

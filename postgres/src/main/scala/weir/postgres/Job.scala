@@ -3,7 +3,7 @@ package weir.postgres
 import doobie.ConnectionIO
 import doobie.free.connection as FC
 import weir.{Interruptible, Interruption, TaskOutcome}
-import weir.postgres.internal.{GraphSql, Liveness, Sql}
+import weir.postgres.internal.{BatchSql, GraphSql, Liveness, Sql}
 
 import java.time.Instant
 import scala.concurrent.duration.FiniteDuration
@@ -68,6 +68,14 @@ final class Job[+A] private[postgres] (
   def parents: ConnectionIO[Vector[Parent]] = life.parents(id)
 
   /**
+   * The batch of this task ([[Batches]]): for a batch's callback, the batch it ended with (its counts final:
+   * how many members completed, ended dead, were cancelled); for a member, its batch as it stands (a member
+   * may add tasks to its own batch, or close it). One read, run in the caller's transaction
+   * (`job.batch.transact(db.transactor)`); `None` for a task in no batch.
+   */
+  def batch: ConnectionIO[Option[BatchProgress]] = life.batch(id)
+
+  /**
    * The answer of a handler that cannot do its work yet (an upstream asks to come back later, a resource is
    * not ready): returned as its value, under [[DurableWorker.startSnoozing]], it puts this task back in its
    * queue, available once the database's clock is `after` past the moment the worker writes it, its attempt
@@ -84,8 +92,8 @@ object Job:
    * A job that no worker claimed, for a handler's tests (weir-testkit-postgres's `TestJob` builds them):
    * its [[completeIn]] is `completeIn`, its [[tryStart]] answers `refusal()` unless `interruption` was requested
    * (then, as a claimed job's, `cancelled: <reason>`), its interruption is `interruption`, and its [[parents]]
-   * are `parents`. Nothing of it touches a database unless `completeIn` or `parents` does; no worker ever
-   * finishes it.
+   * are `parents`, its [[batch]] `batch`. Nothing of it touches a database unless `completeIn`, `parents` or
+   * `batch` does; no worker ever finishes it.
    */
   def detached[A](
       id: Long,
@@ -100,7 +108,8 @@ object Job:
       completeIn: ConnectionIO[Boolean],
       refusal: () => Option[String],
       interruption: Interruption,
-      parents: ConnectionIO[Vector[Parent]] = FC.pure(Vector.empty)
+      parents: ConnectionIO[Vector[Parent]] = FC.pure(Vector.empty),
+      batch: ConnectionIO[Option[BatchProgress]] = FC.pure(None)
   ): Job[A] =
     new Job(
       id,
@@ -113,7 +122,7 @@ object Job:
       createdAt,
       headers,
       0L,
-      new Detached(completeIn, refusal, interruption, parents)
+      new Detached(completeIn, refusal, interruption, parents, batch)
     )
 
   /**
@@ -125,22 +134,27 @@ object Job:
     def onInterrupt(interrupt: String => Unit): () => Unit
     def complete: ConnectionIO[Boolean]
     def parents(id: Long): ConnectionIO[Vector[Parent]]
+    def batch(id: Long): ConnectionIO[Option[BatchProgress]]
     def done(outcome: TaskOutcome[?, ?]): Boolean
 
   /** What every claim of one worker shares: its statements, and its liveness in memory. */
   private[postgres] final class Claimed(sql: Sql, keepCompleted: Boolean, val liveness: Liveness):
     private val graphs = new GraphSql(sql.schema)
+    private val batches = new BatchSql(sql.schema)
     def complete(token: Long, keyed: Boolean): ConnectionIO[Boolean] =
       sql.complete(Array(token), keepCompleted, keyed).map(_ == 1)
     def parents(id: Long): ConnectionIO[Vector[Parent]] = graphs.parentsOf(id)
+    def batch(id: Long): ConnectionIO[Option[BatchProgress]] = batches.ofTask(id)
 
   private final class Detached(
       completeIn: ConnectionIO[Boolean],
       answer: () => Option[String],
       stop: Interruption,
-      parentsIn: ConnectionIO[Vector[Parent]]
+      parentsIn: ConnectionIO[Vector[Parent]],
+      batchIn: ConnectionIO[Option[BatchProgress]]
   ) extends Life:
     def parents(id: Long): ConnectionIO[Vector[Parent]] = parentsIn
+    def batch(id: Long): ConnectionIO[Option[BatchProgress]] = batchIn
     def tryStart(): Option[String] =
       stop.requested match
         case None => answer()

@@ -49,7 +49,8 @@ object Migrations:
       "0009-console-indexes",
       "0010-migration-compatibility",
       "0011-audit",
-      "0012-workflows"
+      "0012-workflows",
+      "0013-batches"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))

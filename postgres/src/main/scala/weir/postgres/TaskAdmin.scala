@@ -3,7 +3,7 @@ package weir.postgres
 import cats.effect.kernel.Async
 import cats.syntax.all.*
 import weir.Validation
-import weir.postgres.internal.{AdminSql, Batches}
+import weir.postgres.internal.{AdminSql, Rounds}
 
 import scala.concurrent.duration.*
 
@@ -54,7 +54,7 @@ final class TaskAdmin[F[_]] private (db: Database[F], val operator: Operator)(us
         Validation.check(batch > 0, s"batch must be > 0, was: $batch") ++
         Validation.check(states.nonEmpty, "states must not be empty, was: none")
     Validation.raise("TaskAdmin.prune", errors) *>
-      Batches.drain(db.run, batch)(sql.prune(olderThan.toMillis, states.toArray.map(_.name), batch))
+      Rounds.drain(db.run, batch)(sql.prune(olderThan.toMillis, states.toArray.map(_.name), batch))
 
 object TaskAdmin:
 

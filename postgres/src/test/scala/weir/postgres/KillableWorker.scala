@@ -10,7 +10,7 @@ import java.io.{BufferedReader, InputStreamReader}
 import scala.concurrent.duration.*
 
 /**
- * A worker process for [[KillSuite]] and [[GraphKillSuite]] ([[launch]] starts one): serves `queue` until it is empty, recording every execution (task,
+ * A worker process for [[KillSuite]], [[GraphKillSuite]] and [[BatchKillSuite]] ([[launch]] starts one): serves `queue` until it is empty, recording every execution (task,
  * attempt, worker) in `<schema>.executions` as the handler starts, before a short sleep. `queue` may name
  * several queues, comma-separated: a worker for each, on one `Database` (so one session), each printing
  * its id.

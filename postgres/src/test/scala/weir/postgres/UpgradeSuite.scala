@@ -178,39 +178,49 @@ class UpgradeSuite extends DbSuite:
   }
 
   test(
-    "a worker of the previous release, running across migration 12, skips a waiting dependent and releases it by completing its parent"
+    "a worker of the previous release, running across migration 13, completes a batch's members; the trigger counts them and releases the callback, which it runs last"
   ) {
     // the worker's claim and completion statements are the previous release's (this release left them as
-    // they were): the schema's trigger, not the worker, settles the parent's dependents
+    // they were): the schema's triggers, not the worker, count the members and release the callback
     val schema = TestDatabase.freshSchema()
     val dbConfig = TestDatabase.config(schema)
     val body =
       for
         _ <- migrateAs(pinned, dbConfig)
         runs <- Ref[IO].of(Vector.empty[Long])
-        _ <- connectAs(pinned, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO]).use { old =>
+        ended <- connectAs(pinned, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO]).use { old =>
           DurableWorker.start[IO, Int, Unit](old, config)(source =>
             Pipeline(source).process(job => runs.update(_ :+ job.id))
           ).use { _ =>
             for
               _ <- migrateInChild(dbConfig)
-              ids <-
+              batch <-
                 connectAs(Migrations.current, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO])
                   .use { fresh =>
                     val q = TaskQueue[IO, Int](fresh, "upgrade")
+                    val batches = Batches(fresh)
                     for
-                      p <- q.enqueue(NewTask(1)).map(_.taskId)
-                      c <- q.enqueue(NewTask(2, after = Vector(After.completed(p)))).map(_.taskId)
-                    yield Vector(p, c)
+                      batch <- batches.open(q, NewTask(0))
+                      members <- batches.add(batch, q, (1 to 3).map(NewTask(_))).map(_.map(_.taskId))
+                      _ <- batches.close(batch)
+                    yield (batch, members)
                   }
-              _ <- eventually("the parent and its dependent completed")(
+              _ <- eventually("the members and the callback completed")(
                 Rows.query[Long](s"SELECT count(*) FROM ${schema("finished")} WHERE state = 'completed'")
-                  .map(_.head == 2L)
+                  .map(_.head == 4L)
               )
-            yield ids
+              progress <-
+                connectAs(Migrations.current, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO])
+                  .use(fresh => Batches(fresh).progress(batch._1))
+            yield (batch._2, progress)
           }
-        }.flatMap(ids => runs.get.map(ran => assertEquals(ran, ids)))
-      yield ()
+        }
+        ran <- runs.get
+      yield
+        val (members, progress) = ended
+        assertEquals(progress.map(p => (p.members, p.completed, p.ended)), Some((3L, 3L, true)))
+        assertEquals(ran.take(3).sorted, members.sorted)
+        assertEquals(ran.drop(3), progress.map(_.callback).toVector)
     body.guarantee(TestDatabase.drop(schema)) *> noLeftovers
   }
 

@@ -25,10 +25,8 @@ object Workflows:
 
   // after a task enqueued earlier, by id: a report that runs however the import ends
   def report(db: Database[IO], importId: Long): IO[Enqueued] =
-    TaskQueue[IO, Merge](
-      db,
-      "merges"
-    ).enqueue(NewTask(Merge("report"), after = Vector(After.finished(importId))))
+    val merges = TaskQueue[IO, Merge](db, "merges")
+    merges.enqueue(NewTask(Merge("report"), after = Vector(After.finished(importId))))
 
   // each fetch completes with its result, kept with its finished row
   def fetcher(db: Database[IO], get: String => IO[String]): Resource[IO, DurableWorker[IO, Fetch]] =

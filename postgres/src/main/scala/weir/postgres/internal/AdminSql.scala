@@ -94,6 +94,26 @@ private[postgres] final class AdminSql(schema: Schema):
       const(" * interval '1 millisecond' AND state::text = ANY(") ++
       fr0"$states" ++ const(") LIMIT ") ++ fr0"$batch" ++ const(" FOR UPDATE SKIP LOCKED))")).update.run
 
+  /**
+   * Whether the schema has batches (migration 13): a worker may run against a schema of the release before,
+   * whose prune must not name the table.
+   */
+  def hasBatches: ConnectionIO[Boolean] =
+    sql"SELECT to_regclass(${schema("batches")}) IS NOT NULL".query[Boolean].unique
+
+  /**
+   * Deletes up to `batch` batches that ended more than `olderThanMillis` ago and whose callback has left
+   * `tasks` (finished, or cancelled), skipping rows another prune holds; returns how many.
+   */
+  def pruneBatches(olderThanMillis: Long, batch: Int): ConnectionIO[Int] =
+    val batches = schema("batches")
+    (const(s"""DELETE FROM $batches WHERE id = ANY(ARRAY(
+      SELECT b.id FROM $batches AS b
+      WHERE b.ended_at < now() - """) ++ fr0"$olderThanMillis" ++
+      const(s""" * interval '1 millisecond'
+        AND NOT EXISTS (SELECT 1 FROM $tasks AS t WHERE t.id = b.callback)
+      LIMIT """) ++ fr0"$batch" ++ const(" FOR UPDATE SKIP LOCKED))")).update.run
+
   /** Every queue with a row of controls, by name, with its running tasks. */
   def queueInfos: ConnectionIO[Vector[QueueInfo]] =
     const(s"""SELECT q.name, q.paused, q.max_running, q.rate_per_second, q.rate_burst,

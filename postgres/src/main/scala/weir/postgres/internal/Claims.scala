@@ -97,4 +97,5 @@ private[postgres] object Claims:
     def tryStart(): Option[String] = state.refusal.orElse(claimed.liveness.refusal).orElse(start())
     def complete: doobie.ConnectionIO[Boolean] = claimed.complete(token, keyed)
     def parents(id: Long): doobie.ConnectionIO[Vector[weir.postgres.Parent]] = claimed.parents(id)
+    def batch(id: Long): doobie.ConnectionIO[Option[weir.postgres.BatchProgress]] = claimed.batch(id)
     override def toString: String = s"Claim($token, $state)"

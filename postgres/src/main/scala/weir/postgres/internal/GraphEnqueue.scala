@@ -20,23 +20,39 @@ import weir.postgres.{Enqueued, Schema, TaskQueue}
  *   4. the edges are inserted, and the parents that had already ended are settled as their end would have
  *      (released, or cancelled: the schema's `parents_ended`); the queues of available tasks are woken.
  *
+ * With a `batch`, every task inserted is a member of it (its `batch` column; [[BatchEnqueue]] checks the
+ * batch and counts them).
+ *
  * Errors: the graph's own ([[Graphs.errors]]) and unknown parents, as one [[weir.InvalidSettings]] named
  * `settings`, each naming its task; checked before anything is written, but for unknown parents, found by
  * the first statement (which then changed only marks, undone with the caller's transaction).
  */
 private[postgres] object GraphEnqueue:
 
-  def apply(schema: Schema, nodes: Vector[Graphs.Node], settings: String): ConnectionIO[Vector[Enqueued]] =
+  def apply(
+      schema: Schema,
+      nodes: Vector[Graphs.Node],
+      settings: String,
+      batch: Option[Long] = None
+  ): ConnectionIO[Vector[Enqueued]] =
     Graphs.errors(nodes, schema) match
       case Nil if nodes.isEmpty => FC.pure(Vector.empty)
       case Nil =>
-        Graphs.order(nodes).fold(_ => FC.raiseError(defect), order => run(schema, nodes, order, settings))
+        Graphs.order(nodes).fold(
+          _ => FC.raiseError(defect),
+          order => run(schema, nodes, order, settings, batch)
+        )
       case errors => FC.raiseError(new InvalidSettings(settings, errors))
 
   private def defect = new IllegalStateException("a graph without errors has a cycle")
 
-  private def run(schema: Schema, nodes: Vector[Graphs.Node], order: Vector[Int], settings: String)
-      : ConnectionIO[Vector[Enqueued]] =
+  private def run(
+      schema: Schema,
+      nodes: Vector[Graphs.Node],
+      order: Vector[Int],
+      settings: String,
+      batch: Option[Long]
+  ): ConnectionIO[Vector[Enqueued]] =
     val sql = new GraphSql(schema)
     val index = nodes.iterator.map(_.handle).zipWithIndex.toMap
     val hasChildren = nodes.flatMap(_.after.map(a => index(a.parent))).toSet
@@ -68,14 +84,14 @@ private[postgres] object GraphEnqueue:
         )
       alone = order.filter(i => nodes(i).task.uniqueKey.isDefined && hasChildren(i))
       _ <- alone.traverse_ { i =>
-        settle(sql, Vector(row(i))).map { r =>
+        settle(sql, Vector(row(i)), batch).map { r =>
           results(i) = r.head
           ids(i) = r.head.taskId
         }
       }
       together = order.filterNot(alone.toSet)
       _ <- together.grouped(TaskQueue.statementSize).toVector.traverse_ { group =>
-        settle(sql, group.map(row)).map(rs => group.lazyZip(rs).foreach((i, r) => results(i) = r))
+        settle(sql, group.map(row), batch).map(rs => group.lazyZip(rs).foreach((i, r) => results(i) = r))
       }
       done = results.toVector.map(_.nn)
       inserted = done.collect { case Enqueued.Inserted(id) => id }.toSet
@@ -136,9 +152,10 @@ private[postgres] object GraphEnqueue:
   private def settle(
       sql: GraphSql,
       rows: Vector[GraphSql.Row],
+      batch: Option[Long],
       round: Int = 1
   ): ConnectionIO[Vector[Enqueued]] =
-    sql.insert(rows).flatMap { answers =>
+    sql.insert(rows, batch).flatMap { answers =>
       val results = new Array[Enqueued | Null](rows.size)
       answers.foreach((n, id, inserted) =>
         results(n - 1) = if inserted then Enqueued.Inserted(id) else Enqueued.Duplicate(id)
@@ -150,7 +167,7 @@ private[postgres] object GraphEnqueue:
           new IllegalStateException(s"enqueue of ${open.size} task(s) did not settle after $round rounds")
         )
       else
-        settle(sql, open.map(rows), round + 1).map { again =>
+        settle(sql, open.map(rows), batch, round + 1).map { again =>
           open.zip(again).foreach((i, r) => results(i) = r)
           results.toVector.map(_.nn)
         }

@@ -49,9 +49,10 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
    * the table with a smaller id has its key: ids are drawn beforehand, and a graph's rows may go in out of
    * their ids' order. Returns `(n, id, inserted)` per input row (numbered from 1), as [[EnqueueSql.enqueueMany]]
    * does: a row whose unique key is held returns the holder when this statement's snapshot shows it, and
-   * nothing otherwise (the caller inserts it again).
+   * nothing otherwise (the caller inserts it again). With a `batch`, every inserted row is a member of it
+   * (migration 13); without one, the statement names no column that migration added.
    */
-  def insert(rows: Vector[Row]): ConnectionIO[Vector[(Int, Long, Boolean)]] =
+  def insert(rows: Vector[Row], batch: Option[Long] = None): ConnectionIO[Vector[(Int, Long, Boolean)]] =
     val ids = rows.map(_.id).toArray
     val queueNames = rows.map(_.queue).toArray
     val payloads = rows.map(_.task.payload).toArray
@@ -74,14 +75,18 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
         unique_key, first_of_key, headers, after, parents_left, dependents, n))
     , ins AS (
       INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key, head,
-                               headers, after, parents_left, dependents, state)
+                               headers, after, parents_left, dependents, state""") ++
+      batch.fold(Fragment.empty)(_ => const(", batch")) ++ const(
+        s""")
       SELECT i.id, i.queue, i.payload::jsonb, i.priority::smallint, now() + i.delay_ms * interval '1 millisecond',
              i.max_attempts, i.ordering_key, i.unique_key,
              i.ordering_key IS NULL OR (i.first_of_key = 1 AND NOT EXISTS (
                SELECT 1 FROM $tasks AS e
                WHERE e.queue = i.queue AND e.ordering_key = i.ordering_key AND e.id < i.id)),
              i.headers::jsonb, i.after::bigint[], i.parents_left, i.dependents = 1,
-             (CASE WHEN i.parents_left > 0 THEN 'waiting' ELSE 'available' END)::${schema("task_state")}
+             (CASE WHEN i.parents_left > 0 THEN 'waiting' ELSE 'available' END)::${schema("task_state")}"""
+      ) ++
+      batch.fold(Fragment.empty)(b => fr0", $b::bigint") ++ const(s"""
       FROM input AS i ORDER BY i.n
       ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
       RETURNING t.id)

@@ -8,8 +8,8 @@ import weir.postgres.Retention
 import scala.concurrent.duration.*
 
 /**
- * Deletes finished tasks and audit entries past their retention, every minute, a batch per transaction so
- * that a large prune never holds many locks for long ([[Batches]], which `TaskAdmin.prune` runs too); rows
+ * Deletes finished tasks, audit entries and ended batches past their retention, every minute, a round of rows
+ * per transaction so that a large prune never holds many locks for long ([[Rounds]], which `TaskAdmin.prune` runs too); rows
  * another worker's pruner holds are skipped. A periodic [[weir.Service]].
  */
 private[postgres] object Pruner:
@@ -32,10 +32,13 @@ private[postgres] object Pruner:
       settings: Service.Settings = Pruner.settings
   )(using F: Async[F]): Resource[F, Unit] =
     def prune(state: String, olderThan: FiniteDuration): F[Long] =
-      Batches.drain(run, batch)(sql.prune(olderThan.toMillis, Array(state), batch))
+      Rounds.drain(run, batch)(sql.prune(olderThan.toMillis, Array(state), batch))
     Resource.eval(log.faults(settings.name, "the prune", counters)).flatMap(faults =>
       Service.periodic(settings, faults)(
         retention.byState.traverse_((state, olderThan) => prune(state.name, olderThan)) *>
-          Batches.drain(run, batch)(sql.audit.prune(retention.audit.toMillis, batch)).void
+          Rounds.drain(run, batch)(sql.audit.prune(retention.audit.toMillis, batch)) *>
+          run(sql.hasBatches).flatMap(has =>
+            Rounds.drain(run, batch)(sql.pruneBatches(retention.batches.toMillis, batch)).whenA(has)
+          )
       )
     )

@@ -11,7 +11,7 @@ import java.util.concurrent.atomic.AtomicInteger
 import scala.jdk.CollectionConverters.*
 
 /** The prunes' batch loop: rounds until one deletes less than a batch, each in a transaction of its own. */
-class BatchesSuite extends DbSuite:
+class RoundsSuite extends DbSuite:
 
   withDb("drain runs rounds until one deletes fewer rows than a batch, and returns the rows deleted") { db =>
     // every batch size from 1 to 4, with 0 to 3 full rounds, then a last round of 0 to batch - 1 rows
@@ -29,7 +29,7 @@ class BatchesSuite extends DbSuite:
         FC.delay(transactions.add(tx)) *>
           FC.delay(rounds.incrementAndGet()).map(n => if n <= full then batch else last)
       )
-      Batches.drain(db.run, batch)(round).map { deleted =>
+      Rounds.drain(db.run, batch)(round).map { deleted =>
         val clue = s"batch $batch, $full full rounds, then $last"
         assertEquals(deleted, (full * batch + last).toLong, clue)
         assertEquals(rounds.get, full + 1, clue)

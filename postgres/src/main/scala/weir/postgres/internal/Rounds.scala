@@ -8,7 +8,7 @@ import doobie.*
  * The loop of every prune (finished tasks and audit entries, on demand and by the workers' [[Pruner]]): a
  * batch per transaction, so that a large prune never holds many locks for long.
  */
-private[postgres] object Batches:
+private[postgres] object Rounds:
 
   /**
    * Runs `round`, a statement that deletes at most `batch` rows, each time in a transaction of its own,
