@@ -4,7 +4,9 @@ import cats.effect.kernel.Async
 import cats.syntax.all.*
 import doobie.*
 import weir.{InvalidSettings, Validation}
-import weir.postgres.internal.{ActionSql, AdminSql, BatchEnqueue, BatchSql, GraphEnqueue, Graphs, Rounds}
+import weir.postgres.internal.{
+  ActionSql, AdminSql, BatchEnqueue, BatchSql, Deadlocks, GraphEnqueue, Graphs, Rounds
+}
 
 import scala.concurrent.duration.*
 
@@ -181,8 +183,8 @@ final class Batches[F[_]] private (db: Database[F], val operator: Operator)(usin
         reason != null && reason.nonEmpty,
         s"a cancel's reason must not be empty, was: '$reason'"
       )
-    ) *> Validation.raise("Operator", operator.errors) *> db.run(closeIn(batch)) *>
-      db.run(cancelUnfinished).map { outcomes =>
+    ) *> Validation.raise("Operator", operator.errors) *> Deadlocks.retried(db.run(closeIn(batch))) *>
+      Deadlocks.retried(db.run(cancelUnfinished)).map { outcomes =>
         BatchCancel(
           cancelled = outcomes.count(_ == Cancel.Cancelled),
           requested = outcomes.count(_ == Cancel.Requested),

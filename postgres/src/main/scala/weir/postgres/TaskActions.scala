@@ -4,7 +4,7 @@ import cats.effect.kernel.Async
 import cats.syntax.all.*
 import doobie.*
 import weir.Validation
-import weir.postgres.internal.ActionSql
+import weir.postgres.internal.{ActionSql, Deadlocks}
 
 /**
  * What an operator does to tasks ([[TaskAdmin.tasks]]): cancel one (a running one through its worker),
@@ -18,7 +18,8 @@ import weir.postgres.internal.ActionSql
  * may still be done, as the server commits a statement that reached it; its entries then say so. A bad
  * argument or [[Operator]] fails the call with [[weir.InvalidSettings]], changing and recording nothing.
  * Concurrent calls are allowed: each locks its tasks' rows in id order, so two calls that share tasks take
- * turns on them.
+ * turns on them. A call the server aborts as a deadlock with a worker's statements (which lock some of the
+ * same rows in another order) is run again, up to a few times ([[internal.Deadlocks]]).
  */
 final class TaskActions[F[_]] private[postgres] (db: Database[F], val operator: Operator)(using F: Async[F]):
 
@@ -83,5 +84,5 @@ final class TaskActions[F[_]] private[postgres] (db: Database[F], val operator: 
   private def perform[A](ids: Seq[Long])(statement: Vector[Long] => ConnectionIO[Vector[A]]): F[Vector[A]] =
     ActionSql.distinctRuns(ids.toVector) match
       case Vector() => F.pure(Vector.empty)
-      case Vector(run) => db.run.single(statement(run))
-      case runs => db.run(runs.flatTraverse(statement))
+      case Vector(run) => Deadlocks.retried(db.run.single(statement(run)))
+      case runs => Deadlocks.retried(db.run(runs.flatTraverse(statement)))
