@@ -4,7 +4,7 @@ import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import weir.{InvalidSettings, Validation}
-import weir.postgres.internal.{GraphEnqueue, Graphs, HeaderCodec, Sql}
+import weir.postgres.internal.{GraphEnqueue, Graphs, HeaderCodec, Settling, Sql}
 
 /**
  * Adds tasks to one queue. [[enqueue]] and [[enqueueMany]] run in a transaction of their own;
@@ -83,31 +83,10 @@ final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
   private def checked(errors: List[String]): ConnectionIO[Unit] =
     if errors.isEmpty then FC.unit else FC.raiseError(new InvalidSettings("NewTask", errors))
 
-  // A row that comes back with neither an id nor its key's holder met a holder this statement's snapshot
-  // cannot see (committed meanwhile, or an earlier row of the same batch): a new statement, with a new
-  // snapshot, settles it. Each round settles at least the first such row of every key.
-  private def settle(batch: Vector[Sql.EncodedTask], round: Int = 1): ConnectionIO[Vector[Enqueued]] =
+  // a batch without unique keys is inserted in one round; one with them is settled in rounds
+  private def settle(batch: Vector[Sql.EncodedTask]): ConnectionIO[Vector[Enqueued]] =
     if batch.forall(_.uniqueKey.isEmpty) then sql.enqueuePlain(name, batch).map(_.map(Enqueued.Inserted(_)))
-    else settleUnique(batch, round)
-
-  private def settleUnique(batch: Vector[Sql.EncodedTask], round: Int): ConnectionIO[Vector[Enqueued]] =
-    sql.enqueueMany(name, batch).flatMap { rows =>
-      val results = new Array[Enqueued | Null](batch.size)
-      rows.foreach((n, id, inserted) =>
-        results(n - 1) = if inserted then Enqueued.Inserted(id) else Enqueued.Duplicate(id)
-      )
-      val open = batch.indices.filter(i => results(i) == null).toVector
-      if open.isEmpty then FC.pure(results.toVector.map(_.nn))
-      else if round >= 20 then
-        FC.raiseError(
-          new IllegalStateException(s"enqueue of ${open.size} task(s) did not settle after $round rounds")
-        )
-      else
-        settle(open.map(batch), round + 1).map { again =>
-          open.zip(again).foreach((i, r) => results(i) = r)
-          results.toVector.map(_.nn)
-        }
-    }
+    else Settling.rounds(batch)(sql.enqueueMany(name, _))
 
   /** `task` ready for the database, its payload encoded by this queue's codec. */
   private[postgres] def encoded(task: NewTask[A]): Sql.EncodedTask = encode(task)

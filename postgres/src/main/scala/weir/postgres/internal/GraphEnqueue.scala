@@ -146,32 +146,13 @@ private[postgres] object GraphEnqueue:
     }
     firsts
 
-  // A row that comes back with neither an id nor its key's holder met a holder this statement's snapshot
-  // cannot see (committed meanwhile, or an earlier row of the same statement): a new statement, with a new
-  // snapshot, settles it. Each round settles at least the first such row of every key.
+  // settled in rounds, as a queue's enqueue is ([[Settling]])
   private def settle(
       sql: GraphSql,
       rows: Vector[GraphSql.Row],
-      batch: Option[Long],
-      round: Int = 1
+      batch: Option[Long]
   ): ConnectionIO[Vector[Enqueued]] =
-    sql.insert(rows, batch).flatMap { answers =>
-      val results = new Array[Enqueued | Null](rows.size)
-      answers.foreach((n, id, inserted) =>
-        results(n - 1) = if inserted then Enqueued.Inserted(id) else Enqueued.Duplicate(id)
-      )
-      val open = rows.indices.filter(i => results(i) == null).toVector
-      if open.isEmpty then FC.pure(results.toVector.map(_.nn))
-      else if round >= 20 then
-        FC.raiseError(
-          new IllegalStateException(s"enqueue of ${open.size} task(s) did not settle after $round rounds")
-        )
-      else
-        settle(sql, open.map(rows), batch, round + 1).map { again =>
-          open.zip(again).foreach((i, r) => results(i) = r)
-          results.toVector.map(_.nn)
-        }
-    }
+    Settling.rounds(rows)(sql.insert(_, batch))
 
   private def unknownErrors(schema: Schema, nodes: Vector[Graphs.Node], unknown: Set[Long]): List[String] =
     nodes.toList.flatMap { n =>
