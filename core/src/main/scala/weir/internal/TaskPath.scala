@@ -168,15 +168,20 @@ private[weir] final class TaskPath[F[_], A, B](
   // ---- attempt --------------------------------------------------------------------------------
 
   /**
-   * Registers attempt `n` of `task` with its interruption, for an [[weir.Interruptible]] task of a refusable
-   * source ([[InterruptibleAttempt.register]], which asks a retry's refusal first); otherwise
+   * Registers an attempt of `task`, or the wait before one, with its interruption, for an
+   * [[weir.Interruptible]] task of a refusable source ([[InterruptibleAttempt.register]], which asks the
+   * task's refusal first when `asked`: a retry's attempt); otherwise
    * [[InterruptibleAttempt.Unregistered]]. A plain call, made in the worker's continuation right before it
    * runs [[attempt]] inside its `poll`, so that an interruption cancels the attempt's own fiber.
    */
-  def register(task: A, n: Int, worker: InterruptibleAttempt.Owner): InterruptibleAttempt.Registration =
+  def register(
+      task: A,
+      asked: Boolean,
+      worker: InterruptibleAttempt.Owner
+  ): InterruptibleAttempt.Registration =
     if refusable then
       task match
-        case t: Interruptible => InterruptibleAttempt.register(t, worker, asked = n > 1)
+        case t: Interruptible => InterruptibleAttempt.register(t, worker, asked)
         case _ => InterruptibleAttempt.Unregistered
     else InterruptibleAttempt.Unregistered
 
@@ -211,7 +216,7 @@ private[weir] final class TaskPath[F[_], A, B](
         // an Interruptible task waits against its interruption, as its attempts run; one told to stop before
         // the wait skips it, and the next attempt's refusal ends it
         val waited =
-          register(task, 1, worker) match
+          register(task, asked = false, worker) match
             case InterruptibleAttempt.Unregistered => poll(wait)
             case registration: InterruptibleAttempt =>
               poll(wait.flatMap(_ => if registration.ended() then F.unit else F.never))

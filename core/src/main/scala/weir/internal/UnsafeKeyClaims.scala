@@ -49,7 +49,7 @@ private[weir] final class UnsafeKeyClaims[A]:
    */
   def handOver(from: Any, to: Any): Unit =
     if to != from then
-      if keys(find(from)) != null then remove(find(from))
+      unclaim(from)
       claim(to)
 
   /** Parks `e` behind its claimed key. */

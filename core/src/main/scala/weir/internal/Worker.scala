@@ -133,7 +133,7 @@ private[weir] final class Worker[F[_], A, B](
    * as a plain step right here, then run in `poll` ([[InterruptibleAttempt.register]]).
    */
   private def run(entry: Entry[A]): F[Boolean] =
-    path.register(entry.task, tries, this) match
+    path.register(entry.task, asked = tries > 1, this) match
       case InterruptibleAttempt.Unregistered => poll(path.attempt(entry.task)).flatMap(ended)
       case _: InterruptibleAttempt => poll(path.attempt(entry.task)).flatMap(endedRegistered)
       case InterruptibleAttempt.Refused(reason) => ended(Left(new TaskInterrupted(reason)))
