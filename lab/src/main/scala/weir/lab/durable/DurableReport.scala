@@ -2,7 +2,7 @@ package weir.lab.durable
 
 import io.circe.Json
 import io.circe.syntax.*
-import weir.cli.Table
+import weir.cli.{Durations, Table}
 import weir.lab.report.ExperimentIo
 import weir.lab.report.ExperimentIo.number
 
@@ -63,7 +63,7 @@ object DurableReport:
         Vector("kill run: workers killed", k.kills.size.toString)
       ) ++ Option.when(s.restartEvery.isDefined || k.restarts.nonEmpty)(
         Vector(
-          s"kill run: server restarts${s.restartEvery.fold("")(d => s" (every $d)")}; stop → answering again, mean / max",
+          s"kill run: server restarts${s.restartEvery.fold("")(d => s" (every ${Durations.show(d)})")}; stop → answering again, mean / max",
           s"${k.restarts.size}; ${meanMax(k.restarts.map(_.outageMillis))}"
         )
       ) ++ Vector(

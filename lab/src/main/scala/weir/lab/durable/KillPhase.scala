@@ -123,10 +123,10 @@ object KillPhase:
       restarts <- Ref[IO].of(Vector.empty[Restart])
       freed <- Ref[IO].of(Map.empty[Long, Double])
       live <- Ref[IO].of(Vector.empty[(Children.Child, IO[Unit])])
-      spawn = Children.start(args).allocated.flatMap(c => live.update(_ :+ c))
-      // the first workers start together: one started after another would find its elder already
-      // working through the backlog on both cores, and take seconds to come up
-      _ <- List.fill(workers)(spawn).parSequence_
+      // the kills and restarts are timed from the first worker's start, not from the last one's: on a loaded
+      // machine one JVM may come up seconds after the other, which meanwhile works through the whole backlog
+      firstUp <- IO.deferred[Unit]
+      spawn = Children.start(args).allocated.flatMap(c => live.update(_ :+ c) *> firstUp.complete(()).void)
       // each kill's watch (see `KillWatch`) outlives the kill; the run waits for the watches before it is analysed
       killer = (watchers: Supervisor[IO]) =>
         killEvery.fold(IO.unit) { every =>
@@ -166,7 +166,7 @@ object KillPhase:
                     ) *> loop
                 }
             }
-          loop
+          firstUp.get *> loop
         }
       // a restart every `every` while tasks remain; the restart itself is never interrupted (see LabDatabase)
       restarter = restartWith.fold(IO.unit) { (every, restart) =>
@@ -185,14 +185,16 @@ object KillPhase:
                 _ <- loop
               yield ()
           }
-        loop
+        firstUp.get *> loop
       }
       _ <- (Supervisor[IO](await = true), Resource.make(IO.unit)(_ => live.get.flatMap(_.traverse_(_._2))))
         .tupled.use { (watchers, _) =>
           // the killer and the restarter are stopped as soon as the queue is empty, rather than after their
           // next nap
+          // the first workers start together: one started after another would find its elder already
+          // working through the backlog on both cores, and take seconds to come up
           (killer(watchers), restarter).parTupled.background.surround(
-            (IO.sleep(200.millis) *> anyLeft).iterateUntil(!_)
+            List.fill(workers)(spawn).parSequence_ *> (IO.sleep(200.millis) *> anyLeft).iterateUntil(!_)
           ) *>
             live.get.flatMap(_.traverse_(c => IO.interruptible(c._1.process.waitFor()).void))
         }
