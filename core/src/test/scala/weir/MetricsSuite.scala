@@ -115,3 +115,25 @@ class MetricsSuite extends CatsEffectSuite:
       intercept[IllegalArgumentException](after.bucketCounts(Vector(50.millis, 10.millis)))
     }
   }
+
+  test("wake-ups: a task at a time to an idle worker wakes it once per task; a backlog wakes no worker") {
+    // one worker; a task every second: after each task it finds nothing, parks, and the next task (or, after
+    // the last, the end of the source) wakes it
+    val trickle = Pipeline(Stream.range(0, 5).covary[IO].metered(1.second))
+      .process(_ => IO.unit)
+      .withLimit(Limit.fixed(1))
+      .start
+      .use(r => r.join *> r.snapshot)
+    // four workers, every task buffered before any ends: the buffer is never empty until the source has
+    // ended and closed it, and a take from a closed, empty buffer ends the worker without parking
+    val backlog = Pipeline(Stream.emits(0 until 1000).covary[IO])
+      .process(_ => IO.sleep(1.second))
+      .withLimit(Limit.fixed(4))
+      .withBuffer(1000)
+      .start
+      .use(r => r.join *> r.snapshot)
+    (TestControl.executeEmbed(trickle), TestControl.executeEmbed(backlog)).tupled.map { (t, b) =>
+      assertEquals((t.succeeded, t.wakeUps), (5L, 5L), t)
+      assertEquals((b.succeeded, b.wakeUps), (1000L, 0L), b)
+    }
+  }

@@ -1,13 +1,13 @@
 package weir
 
-import weir.internal.InterruptibleAttempt
+import weir.internal.UnsafeInterruptibleAttempt
 
 import scala.collection.mutable
 
 /**
  * The parties that move one [[Tracked]] item, as step machines for [[TrackedSuite]] to interleave: the
  * engine (its starts, and its attempts and retry's waits registered through the engine's own
- * [[InterruptibleAttempt]]), the source's reader of outcomes, the source's controls (refuse, interrupt,
+ * [[UnsafeInterruptibleAttempt]]), the source's reader of outcomes, the source's controls (refuse, interrupt,
  * hand back) and the source's writer (finish). Every event and its answer is logged at the step it was
  * sent, with the state it found, so that the suite can check who won each race.
  */
@@ -26,9 +26,9 @@ final class TrackedParties(attempts: List[Boolean], controls: List[TrackedPartie
   private enum Phase:
     case AskStart(n: Int)
     case Register(n: Int)
-    case Run(n: Int, attempt: InterruptibleAttempt)
+    case Run(n: Int, attempt: UnsafeInterruptibleAttempt)
     case RegisterWait(n: Int)
-    case EndWait(n: Int, backoff: InterruptibleAttempt)
+    case EndWait(n: Int, backoff: UnsafeInterruptibleAttempt)
     case Over
 
   private var phase: Phase = Phase.AskStart(1)
@@ -58,7 +58,7 @@ final class TrackedParties(attempts: List[Boolean], controls: List[TrackedPartie
             end(if n == 1 then TaskOutcome.NotStarted((), NotStartedReason.Refused(why))
             else interrupted(why, n - 1))
       case Phase.Register(n) =>
-        val attempt = new InterruptibleAttempt(() => ())
+        val attempt = new UnsafeInterruptibleAttempt(() => ())
         val refused = attempt.start(task)
         sent("engine", "register", refused, before)
         refused match
@@ -72,7 +72,7 @@ final class TrackedParties(attempts: List[Boolean], controls: List[TrackedPartie
         else if n < attempts.size then phase = Phase.RegisterWait(n)
         else end(TaskOutcome.Failed((), new RuntimeException("failed"), Disposition.Skipped, n))
       case Phase.RegisterWait(n) =>
-        val wait = new InterruptibleAttempt(() => ())
+        val wait = new UnsafeInterruptibleAttempt(() => ())
         val refused = wait.start(task)
         sent("engine", "register wait", refused, before)
         // a wait refused at once is skipped: the next attempt's start is refused then

@@ -3,7 +3,7 @@ package weir.internal
 import cats.effect.kernel.{Async, Deferred}
 import fs2.Chunk
 import weir.internal.BufferState.Appended
-import weir.internal.Taker.Served
+import weir.internal.UnsafeTaker.Served
 
 import scala.collection.immutable.Queue as ScalaQueue
 
@@ -52,7 +52,7 @@ private[weir] trait BufferOffers[F[_], A]:
    * takers are counted only when entries were left, which is rare: a queue's `size` walks its lists, and
    * this runs on every append.
    */
-  private def unserved(left: Int, takers: ScalaQueue[Taker[A]]): Int =
+  private def unserved(left: Int, takers: ScalaQueue[UnsafeTaker[A]]): Int =
     if left <= 0 then 0 else if takers.isEmpty then left else math.max(0, left - takers.size)
 
   private[internal] def enqueue(c: Chunk[A], now: Long): Unit =

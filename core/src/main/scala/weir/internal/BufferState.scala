@@ -43,7 +43,8 @@ private[weir] final class BufferState[F[_], A](
   private[internal] val claimed = new UnsafeKeyClaims[A]
   private[internal] var parked = 0
   private[internal] var next = 0L
-  private[internal] var takers = ScalaQueue.empty[Taker[A]]
+  private[internal] var takers = ScalaQueue.empty[UnsafeTaker[A]]
+  private[internal] var parks = 0L // takers that found nothing and parked, since the run began
   private[internal] var offerers = Offerers.none[F](capacity)
   private[internal] var closed = false
   private[internal] var stopped = false
@@ -140,7 +141,7 @@ private[weir] final class BufferState[F[_], A](
 private[weir] object BufferState:
 
   /** What an append did: takers to hand entries to, entries accepted, of those how many no taker got. */
-  final case class Appended[A](served: Taker.Served[A], accepted: Int, unserved: Int, refused: Boolean)
+  final case class Appended[A](served: UnsafeTaker.Served[A], accepted: Int, unserved: Int, refused: Boolean)
 
   /** The shell's answer to a take: the [[Handout]], and the wake-up to run once the state is swapped. */
   type Answer[F[_], A] = (Handout[A], F[Unit])

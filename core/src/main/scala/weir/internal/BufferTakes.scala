@@ -3,7 +3,7 @@ package weir.internal
 import cats.effect.kernel.Async
 import cats.syntax.all.*
 import weir.internal.BufferState.{Answer, MaxSpinners}
-import weir.internal.Taker.Served
+import weir.internal.UnsafeTaker.Served
 
 /**
  * The takes of a [[BufferState]]: one transition, [[take]], that every take shares — the plain one
@@ -69,16 +69,17 @@ private[weir] trait BufferTakes[F[_], A]:
   def relay(using F: Async[F]): F[Unit] =
     val served = serveTakers(1)
     val wake = wakeOfferer // serving freed a place
-    if served.isEmpty then wake else F.delay(Taker.handOver(served)) *> wake
+    if served.isEmpty then wake else F.delay(UnsafeTaker.handOver(served)) *> wake
 
   /** Whether [[relay]] could hand an entry over: a parked taker, and a queued entry beyond the spinners'. */
   def relayDue: Boolean = takers.nonEmpty && size > spinning
 
   /** Takes an entry if one is claimable, else registers `taker` to be handed the next one ([[Wait]]). */
-  def takeOrWait(taker: Taker[A])(using F: Async[F]): Answer[F, A] =
+  def takeOrWait(taker: UnsafeTaker[A])(using F: Async[F]): Answer[F, A] =
     answered match
       case waiting @ (Wait, _) =>
         takers = takers.enqueue(taker)
+        parks += 1
         waiting
       case other => other
 

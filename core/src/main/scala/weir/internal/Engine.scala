@@ -89,8 +89,15 @@ private[weir] final class Engine[F[_], A, B] private (
       }
 
   def snapshot: F[Snapshot] =
-    (buffer.size, pool.limit, pool.live, F.monotonic).tupled.flatMap { (buffered, limit, live, now) =>
-      F.delay(ledger.snapshot(elapsed = now - startedAt, buffered = buffered, limit = limit, workers = live))
+    (buffer.size, buffer.parks, pool.limit, pool.live, F.monotonic).tupled.flatMap {
+      (buffered, parks, limit, live, now) =>
+        F.delay(ledger.snapshot(
+          now - startedAt,
+          buffered = buffered,
+          limit = limit,
+          workers = live,
+          parks = parks
+        ))
     }
 
   def latencies: F[DurationHistogram] = F.delay(ledger.latencyHistogram)

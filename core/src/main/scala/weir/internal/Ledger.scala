@@ -75,7 +75,7 @@ private[weir] final class Ledger[A](measured: Boolean, failureSample: Int):
    * The counters now, with the gauges the ledger does not keep. Each counter is read once; a task moving
    * between two states while they are read may show in neither or in both.
    */
-  def snapshot(elapsed: FiniteDuration, buffered: Int, limit: Int, workers: Int): Snapshot =
+  def snapshot(elapsed: FiniteDuration, buffered: Int, limit: Int, workers: Int, parks: Long): Snapshot =
     val started = startedN.sum
     val succeeded = succeededN.sum
     val failed = failedN.sum
@@ -93,7 +93,8 @@ private[weir] final class Ledger[A](measured: Boolean, failureSample: Int):
       retries = retriedN.sum,
       timeouts = timedOutN.sum,
       rateLimited = rateLimitedN.sum,
-      dispositions = dispositions
+      dispositions = dispositions,
+      wakeUps = parks
     )
 
   private def dispositions: Map[Disposition, Long] =

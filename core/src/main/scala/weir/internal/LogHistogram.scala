@@ -28,7 +28,8 @@ import scala.concurrent.duration.*
 private[weir] final class LogHistogram:
   import LogHistogram.*
 
-  private val groups = new Array[Array[Long]](Groups)
+  // a group without values shares `Unused`, which holds no count (a group's counts are never empty)
+  private val groups = Array.fill(Groups)(Unused)
   private var total = 0L
   private var sum = 0L
   private var minimum = Long.MaxValue // the bounds of the buckets in use, while `total > 0`
@@ -47,7 +48,7 @@ private[weir] final class LogHistogram:
     val v = math.max(0L, value)
     val g = groupOf(v)
     var counts = groups(g)
-    if counts == null then
+    if counts.length == 0 then
       counts = new Array[Long](Sub)
       groups(g) = counts
     counts(indexIn(g, v)) += 1
@@ -65,9 +66,9 @@ private[weir] final class LogHistogram:
       var i = indexIn(g, other.minimum)
       while g <= lastGroup do
         val theirs = other.groups(g)
-        if theirs != null then
+        if theirs.length != 0 then
           var mine = groups(g)
-          if mine == null then
+          if mine.length == 0 then
             mine = new Array[Long](Sub)
             groups(g) = mine
           val end = if g == lastGroup then lastIndex else Sub - 1
@@ -97,7 +98,7 @@ private[weir] final class LogHistogram:
       var i = indexIn(g, minimum)
       while g <= lastGroup do
         val mine = groups(g)
-        if mine != null then
+        if mine.length != 0 then
           val end = if g == lastGroup then lastIndex else Sub - 1
           while i <= end do
             val n = mine(i)
@@ -123,7 +124,7 @@ private[weir] final class LogHistogram:
       var i = indexIn(g, minimum)
       while next < ranks.length do // the maximum's bucket holds every rank still missing
         val counts = groups(g)
-        if counts != null then
+        if counts.length != 0 then
           while i < Sub && next < ranks.length do
             seen += counts(i)
             while next < ranks.length && seen >= ranks(next) do
@@ -150,6 +151,9 @@ private[weir] object LogHistogram:
 
   /** Group 0 holds the values below `Sub`, group `g >= 1` those whose top bit is `g - 1 + SubBits`. */
   private final val Groups = 64 - SubBits
+
+  /** The counts of every group that holds no value yet. */
+  private val Unused: Array[Long] = Array.emptyLongArray
 
   /** The percentiles reported, in thousandths: 50, 90, 99 and 99.9. */
   private val PerMille = Array(500L, 900L, 990L, 999L)

@@ -27,7 +27,7 @@ import scala.collection.immutable.Queue as ScalaQueue
  *
  * Cancellation: an `offer` cancelled while waiting keeps what was already accepted and hands the rest
  * to its `onCancel`; a `take` cancelled while waiting either left the queue of takers untouched or, if
- * an element was handed to it at that very moment, puts that element back at the head ([[Taker]]).
+ * an element was handed to it at that very moment, puts that element back at the head ([[UnsafeTaker]]).
  */
 private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val unsafe: UnsafeTaskBuffer[F, A])(
     using F: Async[F]
@@ -37,6 +37,9 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
 
   /** Elements held now, parked ones included. */
   def size: F[Int] = modify(s => s.size + s.parked)
+
+  /** How many takes found nothing to take and parked until a task or a wake-up came, since it was built. */
+  def parks: F[Long] = modify(_.parks)
 
   /**
    * The claimant of `key` is done with an element: returns the next element parked behind it (the key
@@ -157,12 +160,12 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   /*
    * Parks as a callback in the queue of takers. The look and the registration are one state change, made
    * when the callback exists (inside `async`), so no element can slip past between them. A taker cancelled
-   * while parked gives up its place; an element handed to it in that same instant goes back (see `Taker`).
+   * while parked gives up its place; an element handed to it in that same instant goes back (see `UnsafeTaker`).
    */
   private def park(poll: Poll[F], spinner: Boolean): F[Option[Entry[A]]] =
     leaveSpinning.whenA(spinner) *> poll(F.async[Option[Entry[A]]] { callback =>
       F.delay {
-        val taker = new Taker[A](callback, unsafe.giveBack)
+        val taker = new UnsafeTaker[A](callback, unsafe.giveBack)
         (taker, unsafe.modify(_.takeOrWait(taker)))
       }.flatMap {
         case (_, (entry: Entry[A], wake)) => wake.map { _ => callback(Right(Some(entry))); None }
@@ -210,17 +213,17 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   private def forgetOfferer(d: Deferred[F, Unit]): F[Unit] = modify(_.forgetOfferer(d)).flatten
 
   /** A parked taker was cancelled: it leaves the queue, and what was handed to it meanwhile goes back. */
-  private def abandonTake(taker: Taker[A]): F[Unit] =
+  private def abandonTake(taker: UnsafeTaker[A]): F[Unit] =
     F.delay {
       taker.abandon()
       unsafe.modify(s => if s.takers.exists(_ eq taker) then s.takers = s.takers.filterNot(_ eq taker))
     }
 
-  private def lookAgain(takers: Iterable[Taker[A]]): F[Unit] =
+  private def lookAgain(takers: Iterable[UnsafeTaker[A]]): F[Unit] =
     if takers.isEmpty then F.unit else F.delay(takers.foreach(_.lookAgain()))
 
-  private def handOver(served: Taker.Served[A]): F[Unit] =
-    if served.isEmpty then F.unit else F.delay(Taker.handOver(served))
+  private def handOver(served: UnsafeTaker.Served[A]): F[Unit] =
+    if served.isEmpty then F.unit else F.delay(UnsafeTaker.handOver(served))
 
 private[weir] object TaskBuffer:
 

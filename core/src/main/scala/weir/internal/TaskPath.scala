@@ -18,9 +18,9 @@ import scala.util.control.NonFatal
  * }}}
  *
  * Each stage has one implementation, in two parts: a plain step, which completes the stage when it needs
- * no wait and no effect, and an effect for the rest. The worker ([[Worker]]) composes them: it runs the
- * plain steps in its own continuations and turns to a stage's effect only when the plain step cannot
- * complete. A stage a run does not use has a plain step that always completes and an effect that is
+ * no wait and no effect, and an effect for the rest. The worker's machine ([[RunPhase]], applied by
+ * [[Worker]]) runs the plain steps in its transitions and turns to a stage's effect only when the plain step
+ * cannot complete. A stage a run does not use has a plain step that always completes and an effect that is
  * never run, so a run pays only for what its settings ask for, and a run without a permit, a retry, a
  * timeout or an outcome stream runs its tasks without a single effect besides the handler, its clock
  * readings and what a wait or a wake-up needs.
@@ -29,7 +29,7 @@ import scala.util.control.NonFatal
  * |---|---|---|
  * | admit | [[ready]]: the window admits the position (no window: always) | [[enter]]: wait for the window; a failed key is recorded |
  * | permit | [[ready]]: no rate limiter | [[enter]]: the limiter's permit, or a stop |
- * | attempt | [[register]] with the task's interruption; one try: [[attempt]] (the handler, under the timeout if any) | [[retry]]: a backoff and a permit |
+ * | attempt | [[register]] with the task's interruption; one try: [[attempt]] (the handler, under the timeout if any); [[retrying]] | [[backoff]]: a backoff and a permit |
  * | record | [[Recorder.succeeded]]: ledger and window | what it returns; the failure policy ([[Recorder.failed]]) |
  * | the key's chain | [[handOn]]: the next task parked behind the key | [[handOnLater]]: wakes a waiting producer |
  *
@@ -169,21 +169,21 @@ private[weir] final class TaskPath[F[_], A, B](
 
   /**
    * Registers an attempt of `task`, or the wait before one, with its interruption, for an
-   * [[weir.Interruptible]] task of a refusable source ([[InterruptibleAttempt.register]], which asks the
+   * [[weir.Interruptible]] task of a refusable source ([[UnsafeInterruptibleAttempt.register]], which asks the
    * task's refusal first when `asked`: a retry's attempt); otherwise
-   * [[InterruptibleAttempt.Unregistered]]. A plain call, made in the worker's continuation right before it
+   * [[UnsafeInterruptibleAttempt.Unregistered]]. A plain call, made in the worker's `Attempting` step right before it
    * runs [[attempt]] inside its `poll`, so that an interruption cancels the attempt's own fiber.
    */
   def register(
       task: A,
       asked: Boolean,
-      worker: InterruptibleAttempt.Owner
-  ): InterruptibleAttempt.Registration =
+      worker: UnsafeInterruptibleAttempt.Owner
+  ): UnsafeInterruptibleAttempt.Registration =
     if refusable then
       task match
-        case t: Interruptible => InterruptibleAttempt.register(t, worker, asked)
-        case _ => InterruptibleAttempt.Unregistered
-    else InterruptibleAttempt.Unregistered
+        case t: Interruptible => UnsafeInterruptibleAttempt.register(t, worker, asked)
+        case _ => UnsafeInterruptibleAttempt.Unregistered
+    else UnsafeInterruptibleAttempt.Unregistered
 
   /** One try of `task`, and how it ended: the handler, under the task timeout if there is one. */
   def attempt(task: A): F[Either[Throwable, B]] = F.attempt(timed(task))
@@ -194,35 +194,31 @@ private[weir] final class TaskPath[F[_], A, B](
       case Some(limit) => F.timeoutTo(handle(task), limit, F.raiseError(new TaskTimedOut(limit)))
 
   /**
-   * After attempt `n` of `task` failed with `error`: the wait before attempt `n + 1` (its backoff, then a
-   * rate-limit permit; counted retried once it is over), or `None` when the task has failed. Counts a
-   * timeout. A plain call, to be made in a continuation that runs what it returns; the wait is cancelable
-   * (through `poll`), and a cancellation there is the worker's to record, the task having started. An
-   * [[weir.Interruptible]] task of a refusable source waits against its interruption, as its attempts run
-   * ([[register]]).
+   * Whether a task whose attempt `n` failed with `error` is tried again; counts a timeout. A plain call, in
+   * the worker's `Ended` step. An interrupted task was stopped on purpose and is not.
    */
-  def retry(
-      poll: Poll[F],
-      task: A,
-      error: Throwable,
-      n: Int,
-      worker: InterruptibleAttempt.Owner
-  ): Option[F[Unit]] =
-    if once || error.isInstanceOf[TaskInterrupted] then None // an interrupted task was stopped on purpose
+  def retrying(error: Throwable, n: Int): Boolean =
+    if once || error.isInstanceOf[TaskInterrupted] then false
     else
       if error.isInstanceOf[TaskTimedOut] then ledger.timedOut()
-      if n < retries.maxAttempts && retries.retryable(error) then
-        val wait = backoff(n).flatMap(d => F.sleep(d) *> retryPermit)
-        // an Interruptible task waits against its interruption, as its attempts run; one told to stop before
-        // the wait skips it, and the next attempt's refusal ends it
-        val waited =
-          register(task, asked = false, worker) match
-            case InterruptibleAttempt.Unregistered => poll(wait)
-            case registration: InterruptibleAttempt =>
-              poll(wait.flatMap(_ => if registration.ended() then F.unit else F.never))
-            case InterruptibleAttempt.Refused(_) => F.unit
-        Some(waited *> F.delay(ledger.retried()))
-      else None
+      n < retries.maxAttempts && retries.retryable(error)
+
+  /**
+   * The wait before attempt `n + 1` of `task`, which [[retrying]] allowed: its backoff, then a rate-limit
+   * permit; counted retried once it is over. Cancelable (through `poll`); a cancellation there is the
+   * worker's to record, the task having started. An [[weir.Interruptible]] task of a refusable source waits
+   * against its interruption, as its attempts run ([[register]]): one told to stop before the wait skips
+   * it, and the next attempt's refusal ends it.
+   */
+  def backoff(poll: Poll[F], task: A, n: Int, worker: UnsafeInterruptibleAttempt.Owner): F[Unit] =
+    val wait = delay(n).flatMap(d => F.sleep(d) *> retryPermit)
+    val waited =
+      register(task, asked = false, worker) match
+        case UnsafeInterruptibleAttempt.Unregistered => poll(wait)
+        case registration: UnsafeInterruptibleAttempt =>
+          poll(wait.flatMap(_ => if registration.ended() then F.unit else F.never))
+        case UnsafeInterruptibleAttempt.Refused(_) => F.unit
+    waited *> F.delay(ledger.retried())
 
   /** A retry's permit (the first attempt's was granted by [[permit]]). */
   private val retryPermit: F[Unit] = settings.rateLimit.fold(F.unit)(waitedFor)
@@ -231,7 +227,7 @@ private[weir] final class TaskPath[F[_], A, B](
   private def waitedFor(limiter: RateLimiter[F]): F[Unit] =
     limiter.acquireWaiting.flatMap(waited => if waited then F.delay(ledger.rateLimited()) else F.unit)
 
-  private def backoff(failed: Int): F[FiniteDuration] =
+  private def delay(failed: Int): F[FiniteDuration] =
     F.delay(retries.backoff(failed, ThreadLocalRandom.current()))
 
   /**

@@ -46,7 +46,7 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](state: BufferState[F, A]):
    * appended: it comes first) or the buffer is stopped. `now`: see [[BufferState.append]].
    */
   def tryOffer(chunk: Chunk[A], now: Long): Int =
-    var served: Taker.Served[A] = Nil
+    var served: UnsafeTaker.Served[A] = Nil
     var unserved = NoRoom
     lock.lock()
     try
@@ -55,7 +55,7 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](state: BufferState[F, A]):
         served = appended.served
         unserved = appended.unserved
     finally lock.unlock()
-    Taker.handOver(served)
+    UnsafeTaker.handOver(served)
     unserved
 
   /**
@@ -88,7 +88,7 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](state: BufferState[F, A]):
     finally lock.unlock()
 
   /** Puts back an entry a cancelled taker never received, serving it again at once if someone waits. */
-  val giveBack: Entry[A] => Unit = entry => Taker.handOver(modify(_.putBack(entry)))
+  val giveBack: Entry[A] => Unit = entry => UnsafeTaker.handOver(modify(_.putBack(entry)))
 
   /** Entries queued and parked now (for the suites). */
   private[internal] def held: Int = modify(s => s.size + s.parked)

@@ -125,7 +125,7 @@ private[weir] final class WorkerPool[F[_], R] private (
 
   /**
    * Has the fiber of the worker in `slot` cancelled, for an interruption of the task it runs
-   * ([[InterruptibleAttempt]]). A plain call, from any thread; the cancellation is made by [[interrupter]].
+   * ([[UnsafeInterruptibleAttempt]]). A plain call, from any thread; the cancellation is made by [[interrupter]].
    */
   def interrupt(slot: Slot[F, R]): Unit = interruptions.trySend(slot): Unit
 

@@ -18,6 +18,7 @@ import weir.Disposition
  * | `weir.buffer.size` | up-down counter | `{task}` | tasks waiting in the buffer |
  * | `weir.concurrency.limit` | gauge | `{task}` | the concurrency limit now (adaptive ones move) |
  * | `weir.workers` | up-down counter | `{worker}` | worker fibers alive |
+ * | `weir.worker.wake_ups` | counter | `{wake-up}` | times a worker found no task, parked, and was woken |
  * | `weir.task.duration` | histogram | `s` | each task from its start to the end of its handler, retries included |
  * | `weir.task.queue_wait` | histogram | `s` | each started task from entering the buffer to its start (pipelines built `withQueueWaits`) |
  *
@@ -36,6 +37,7 @@ object MetricNames:
   val Buffered = "weir.buffer.size"
   val Limit = "weir.concurrency.limit"
   val Workers = "weir.workers"
+  val WakeUps = "weir.worker.wake_ups"
   val Duration = "weir.task.duration"
   val QueueWait = "weir.task.queue_wait"
 

@@ -33,11 +33,24 @@ private[otel] object Observers:
             .withUnit("{task}")
             .withDescription("The concurrency limit")
             .createObserver,
-          upDown(MetricNames.Workers, "{worker}", "Worker fibers alive")
+          upDown(MetricNames.Workers, "{worker}", "Worker fibers alive"),
+          counter(MetricNames.WakeUps, "{wake-up}", "Times a worker found no task, parked, and was woken")
         ).tupled
       )
       .flatMap {
-        (received, started, finished, retries, timeouts, rateLimited, inFlight, buffered, limit, workers) =>
+        (
+            received,
+            started,
+            finished,
+            retries,
+            timeouts,
+            rateLimited,
+            inFlight,
+            buffered,
+            limit,
+            workers,
+            wakeUps
+        ) =>
           val outcomes: Vector[(Attribute[String], Counts => Long)] =
             Vector(
               Attribute(MetricNames.Outcome, MetricNames.Succeeded) -> ((c: Counts) => c.succeeded),
@@ -53,7 +66,7 @@ private[otel] object Observers:
               put(timeouts, c.timeouts) *> put(rateLimited, c.rateLimited) *>
               outcomes.traverse_((outcome, count) => finished.record(count(c), on.added(outcome))) *>
               put(inFlight, g.inFlight) *> put(buffered, g.buffered) *> put(limit, g.limit) *>
-              put(workers, g.workers)
+              put(workers, g.workers) *> put(wakeUps, c.wakeUps)
           val collect: F[Unit] =
             F.delay(registry.series).flatMap(_.toVector.traverse_ { (key, series) =>
               series.live.values.toVector.traverse(_.snapshot).flatMap { snapshots =>
@@ -75,7 +88,8 @@ private[otel] object Observers:
             inFlight,
             buffered,
             limit,
-            workers
+            workers,
+            wakeUps
           )
       }
 

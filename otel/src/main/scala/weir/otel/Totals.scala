@@ -17,7 +17,8 @@ private[otel] final case class Counts(
     dispositions: Map[Disposition, Long],
     retries: Long,
     timeouts: Long,
-    rateLimited: Long
+    rateLimited: Long,
+    wakeUps: Long
 ):
   def +(other: Counts): Counts =
     Counts(
@@ -30,7 +31,8 @@ private[otel] final case class Counts(
         .toMap,
       retries = retries + other.retries,
       timeouts = timeouts + other.timeouts,
-      rateLimited = rateLimited + other.rateLimited
+      rateLimited = rateLimited + other.rateLimited,
+      wakeUps = wakeUps + other.wakeUps
     )
 
 private[otel] object Counts:
@@ -43,7 +45,8 @@ private[otel] object Counts:
       dispositions = Map.empty,
       retries = 0,
       timeouts = 0,
-      rateLimited = 0
+      rateLimited = 0,
+      wakeUps = 0
     )
 
   def of(s: Snapshot): Counts =
@@ -55,7 +58,8 @@ private[otel] object Counts:
       dispositions = s.dispositions,
       retries = s.retries,
       timeouts = s.timeouts,
-      rateLimited = s.rateLimited
+      rateLimited = s.rateLimited,
+      wakeUps = s.wakeUps
     )
 
 /** The gauges of one series: the sum over its runs going on (zero when none is). */

@@ -229,6 +229,18 @@ class WeirMetricsSuite extends CatsEffectSuite:
     }
   }
 
+  test("wake-ups: one worker, a task a second, woken once per task (the last time by the source's end)") {
+    setup().use { s =>
+      val trickle = Pipeline(Stream.range(0, 5).covary[IO].metered(1.second))
+        .process(_ => IO.unit)
+        .withLimit(Limit.fixed(1))
+      for
+        _ <- TestControl.executeEmbed(s.metrics.run(trickle, "trickle"))
+        ms <- s.collect
+      yield assertEquals(longs(ms, MetricNames.WakeUps), Map(("trickle", "") -> 5L))
+    }
+  }
+
   test("bad bounds fail with the values named; a producer serves one WeirMetrics at a time") {
     val producer = LatencyProducer()
     val meter = org.typelevel.otel4s.metrics.Meter.noop[IO]

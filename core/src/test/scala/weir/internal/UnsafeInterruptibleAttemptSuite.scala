@@ -7,10 +7,10 @@ import java.util.concurrent.CyclicBarrier
 import java.util.concurrent.atomic.AtomicInteger
 
 /**
- * The race an [[InterruptibleAttempt]] settles, on its own: the handler's end against the interruption,
+ * The race an [[UnsafeInterruptibleAttempt]] settles, on its own: the handler's end against the interruption,
  * and an interruption that comes during the registration.
  */
-class InterruptibleAttemptSuite extends FunSuite:
+class UnsafeInterruptibleAttemptSuite extends FunSuite:
 
   /** A task holding an [[Interruption]], counting unregistrations. */
   final class Task extends Interruptible:
@@ -25,13 +25,13 @@ class InterruptibleAttemptSuite extends FunSuite:
 
   private def attempt() =
     val cancels = new AtomicInteger
-    (new InterruptibleAttempt(() => cancels.incrementAndGet(): Unit), cancels)
+    (new UnsafeInterruptibleAttempt(() => cancels.incrementAndGet(): Unit), cancels)
 
   /** A worker as the registration sees it: what it was told is attempting, and its cancellations. */
-  final class Owner extends InterruptibleAttempt.Owner:
-    var noted: List[InterruptibleAttempt] = Nil
+  final class Owner extends UnsafeInterruptibleAttempt.Owner:
+    var noted: List[UnsafeInterruptibleAttempt] = Nil
     val cancels = new AtomicInteger
-    def attempting(attempt: InterruptibleAttempt): Unit = noted = attempt :: noted
+    def attempting(attempt: UnsafeInterruptibleAttempt): Unit = noted = attempt :: noted
     val interrupt: () => Unit = () => cancels.incrementAndGet(): Unit
 
   test(
@@ -39,8 +39,8 @@ class InterruptibleAttemptSuite extends FunSuite:
   ) {
     val task = new Task
     val owner = new Owner
-    InterruptibleAttempt.register(task, owner, asked = true) match
-      case a: InterruptibleAttempt =>
+    UnsafeInterruptibleAttempt.register(task, owner, asked = true) match
+      case a: UnsafeInterruptibleAttempt =>
         assertEquals(owner.noted, List(a))
         assert(task.interruption.request("stop"))
         assertEquals(owner.cancels.get, 1)
@@ -53,7 +53,10 @@ class InterruptibleAttemptSuite extends FunSuite:
       val task = new Task
       val owner = new Owner
       assert(task.interruption.request("before"))
-      assertEquals(InterruptibleAttempt.register(task, owner, asked), InterruptibleAttempt.Refused("before"))
+      assertEquals(
+        UnsafeInterruptibleAttempt.register(task, owner, asked),
+        UnsafeInterruptibleAttempt.Refused("before")
+      )
       assertEquals(owner.noted, Nil, s"asked = $asked")
       assertEquals(owner.cancels.get, 0, s"asked = $asked")
   }
@@ -67,12 +70,16 @@ class InterruptibleAttemptSuite extends FunSuite:
         registrations += 1
         () => ()
     assertEquals(
-      InterruptibleAttempt.register(refusing, owner, asked = true),
-      InterruptibleAttempt.Refused("no more")
+      UnsafeInterruptibleAttempt.register(refusing, owner, asked = true),
+      UnsafeInterruptibleAttempt.Refused("no more")
     )
     assertEquals(registrations, 0)
     // not asked (a first attempt, whose refusal its start asked; a retry's wait): registered
-    assert(InterruptibleAttempt.register(refusing, owner, asked = false).isInstanceOf[InterruptibleAttempt])
+    assert(UnsafeInterruptibleAttempt.register(
+      refusing,
+      owner,
+      asked = false
+    ).isInstanceOf[UnsafeInterruptibleAttempt])
     assertEquals(registrations, 1)
   }
 

@@ -12,11 +12,11 @@ import java.util.concurrent.atomic.AtomicInteger
  * taker gives it back itself (Cats Effect runs an `async` finalizer only when the callback's result will
  * not be received), so an entry handed over at the moment of a cancellation is served again, never lost.
  */
-private[weir] final class Taker[A](
+private[weir] final class UnsafeTaker[A](
     callback: Either[Throwable, Option[Entry[A]]] => Unit,
     giveBack: Entry[A] => Unit
-) extends AtomicInteger(Taker.Open):
-  import Taker.*
+) extends AtomicInteger(UnsafeTaker.Open):
+  import UnsafeTaker.*
 
   // written before the compare-and-set that settles the taker as Handed, read only after seeing Handed
   private var handed: Entry[A] = scala.compiletime.uninitialized
@@ -30,13 +30,13 @@ private[weir] final class Taker[A](
   def abandon(): Unit =
     if !compareAndSet(Open, Abandoned) && get() == Handed then giveBack(handed)
 
-private[weir] object Taker:
+private[weir] object UnsafeTaker:
   private val Open = 0
   private val Handed = 1
   private val LookedAgain = 2
   private val Abandoned = 3
 
   /** Takers served by a state change, each with its entry: hand them over once the change is made. */
-  type Served[A] = List[(Taker[A], Entry[A])]
+  type Served[A] = List[(UnsafeTaker[A], Entry[A])]
 
   def handOver[A](served: Served[A]): Unit = served.foreach((taker, entry) => taker.handOver(entry))

@@ -21,11 +21,11 @@ import java.util.concurrent.atomic.AtomicInteger
  *
  * The task calls this object (it is the `interrupt` function registered) at most once, from any thread.
  */
-private[weir] final class InterruptibleAttempt(interruptWorker: () => Unit)
-    extends AtomicInteger(InterruptibleAttempt.Phase.Registering),
-      InterruptibleAttempt.Registration,
+private[weir] final class UnsafeInterruptibleAttempt(interruptWorker: () => Unit)
+    extends AtomicInteger(UnsafeInterruptibleAttempt.Phase.Registering),
+      UnsafeInterruptibleAttempt.Registration,
       (String => Unit):
-  import InterruptibleAttempt.*
+  import UnsafeInterruptibleAttempt.*
 
   // written before the compare-and-set that publishes the interruption, read only after seeing it
   @volatile private var why: String = scala.compiletime.uninitialized
@@ -67,9 +67,9 @@ private[weir] final class InterruptibleAttempt(interruptWorker: () => Unit)
     else if get == Phase.Interrupted then Some(why)
     else None
 
-private[weir] object InterruptibleAttempt:
+private[weir] object UnsafeInterruptibleAttempt:
   // the phases of its state, an int so that the state is the attempt itself (one allocation per attempt)
-  private[InterruptibleAttempt] object Phase:
+  private[UnsafeInterruptibleAttempt] object Phase:
     val Registering = 0
     val Running = 1
     val Ended = 2
@@ -79,14 +79,14 @@ private[weir] object InterruptibleAttempt:
   /** The worker an attempt runs on, as the attempt's path sees it ([[TaskPath.register]]). */
   trait Owner:
     /** The interruptible attempt now running on this worker's fiber. */
-    def attempting(attempt: InterruptibleAttempt): Unit
+    def attempting(attempt: UnsafeInterruptibleAttempt): Unit
 
     /** Has this worker's fiber cancelled, for an interruption ([[WorkerPool.interrupt]]); any thread. */
     def interrupt: () => Unit
 
   /**
    * What registering an attempt, or a retry's wait, with its task's interruption gave: [[Unregistered]] (the
-   * task cannot be interrupted), the [[InterruptibleAttempt]] now registered (noted on its worker), or
+   * task cannot be interrupted), the [[UnsafeInterruptibleAttempt]] now registered (noted on its worker), or
    * [[Refused]] (the task was told to stop before: what was to be registered must not run). No allocation but
    * the attempt's own, and the refusal's.
    */
@@ -100,11 +100,11 @@ private[weir] object InterruptibleAttempt:
 
   /**
    * Registers attempt `n` of `task`, or the wait before it, with the task's interruption on `worker`'s fiber,
-   * as one plain step, to be made in the worker's continuation right before it runs the attempt inside its
+   * as one plain step, to be made in the worker's `Attempting` step right before it runs the attempt inside its
    * `poll`: an interruption then cancels that fiber, whose finalizer records the task interrupted once the
    * attempt's finalizers have run ([[Worker]]). The registration and the worker's note of it are one plain
    * step, so a cancellation finds either neither or both. Once what was registered has ended, the worker asks
-   * [[InterruptibleAttempt.ended]]: false means the interruption came first, and its cancellation lands while
+   * [[UnsafeInterruptibleAttempt.ended]]: false means the interruption came first, and its cancellation lands while
    * the worker waits for it, so that it can only ever land on the attempt it was meant for.
    *
    * `asked`: whether to ask the task's refusal first. A retry (`n` > 1) asks, and one that refuses fails with
@@ -116,7 +116,7 @@ private[weir] object InterruptibleAttempt:
     (if asked then task.tryStart() else None) match
       case Some(reason) => Refused(reason)
       case None =>
-        val registration = new InterruptibleAttempt(worker.interrupt)
+        val registration = new UnsafeInterruptibleAttempt(worker.interrupt)
         registration.start(task) match
           case Some(reason) => Refused(reason)
           case None =>
