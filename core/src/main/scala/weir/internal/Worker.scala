@@ -91,7 +91,7 @@ private[weir] final class Worker[F[_], A, B](
           clocked = false
           begin(now)
           step(Attempting)
-        else F.monotonic.flatMap(startedAt)
+        else clockThenAttempting
       case Attempting =>
         val entry = held
         path.register(entry.task, asked = tries > 1, this) match
@@ -103,7 +103,7 @@ private[weir] final class Worker[F[_], A, B](
       case Ended =>
         result match
           case Left(error) if path.retrying(error, tries) => step(BackingOff)
-          case _ => F.monotonic.flatMap(endedAt)
+          case _ => clockThenRecording
       case BackingOff => path.backoff(poll, held.task, tries, this).flatMap(retried)
       case Recording =>
         val entry = held
@@ -184,6 +184,10 @@ private[weir] final class Worker[F[_], A, B](
   private val handedOn: Option[Entry[A]] => F[Boolean] =
     case Some(following) => task = following; step(Taken) // claimed for this worker
     case None => step(Taking)
+
+  // built once per worker, after the continuations they use (a `val` reads them when it is built)
+  private val clockThenAttempting: F[Boolean] = F.monotonic.flatMap(startedAt)
+  private val clockThenRecording: F[Boolean] = F.monotonic.flatMap(endedAt)
 
   /** The worker's life: from the task its slot says to go on after (see the class comment), or from a take. */
   def life: F[Boolean] =
