@@ -224,6 +224,60 @@ class UpgradeSuite extends DbSuite:
     body.guarantee(TestDatabase.drop(schema)) *> noLeftovers
   }
 
+  test(
+    "a worker of the previous release, running across migration 14, completes a workflow's tasks in a batch; the trigger keeps their workflow, parents and batch"
+  ) {
+    // as above, the worker's statements are the previous release's: none names a column of migration 14, and
+    // its completions keep no row (keepCompleted is off), so the rows in finished are the trigger's
+    val schema = TestDatabase.freshSchema()
+    val dbConfig = TestDatabase.config(schema)
+    val body =
+      for
+        _ <- migrateAs(pinned, dbConfig)
+        kept <- connectAs(pinned, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO]).use { old =>
+          DurableWorker.start[IO, Int, Unit](old, config.copy(keepCompleted = false))(source =>
+            Pipeline(source).process(_ => IO.unit)
+          ).use { _ =>
+            for
+              _ <- migrateInChild(dbConfig)
+              ids <-
+                connectAs(Migrations.current, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO])
+                  .use { fresh =>
+                    val q = TaskQueue[IO, Int](fresh, "upgrade")
+                    val batches = Batches(fresh)
+                    val graph = TaskGraph.empty.add("a", q, NewTask(1))
+                      .add("b", q, NewTask(2), after = Vector(After.completed("a")))
+                      .add("c", q, NewTask(3), after = Vector(After.completed("a"), After.completed("b")))
+                    for
+                      batch <- batches.open(q, NewTask(0))
+                      members <- batches.addGraph(batch, graph)
+                      _ <- batches.close(batch)
+                    yield (batch, Vector("a", "b", "c").map(members(_).taskId))
+                  }
+              _ <- eventually("the workflow's tasks completed")(
+                Rows.query[Long](s"SELECT count(*) FROM ${schema("finished")} WHERE workflow IS NOT NULL")
+                  .map(_.head == 3L)
+              )
+              rows <- Rows.query[(Long, Option[Long], Option[String], Option[Long], String)](
+                s"SELECT id, workflow, after::text, batch, state::text FROM ${schema("finished")} WHERE workflow IS NOT NULL ORDER BY id"
+              )
+            yield (ids, rows)
+          }
+        }
+      yield
+        val ((batch, ids), rows) = kept
+        val (a, b, c) = (ids(0), ids(1), ids(2))
+        assertEquals(
+          rows,
+          Vector(
+            (a, Some(a), None, Some(batch.value), "completed"),
+            (b, Some(a), Some(s"{$a}"), Some(batch.value), "completed"),
+            (c, Some(a), Some(s"{$a,$b}"), Some(batch.value), "completed")
+          )
+        )
+    body.guarantee(TestDatabase.drop(schema)) *> noLeftovers
+  }
+
   /** A later release's migrations beyond this one's: an additive one, then one that renames a column. */
   private val additive =
     Migrations.Migration(
