@@ -4,6 +4,7 @@ import cats.effect.IO
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
+import doobie.postgres.implicits.*
 import weir.postgres.internal.Sql
 
 /**

@@ -3,6 +3,7 @@ package weir.postgres.internal
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
+import doobie.postgres.implicits.*
 import io.circe.{Json, JsonObject}
 import io.circe.parser.parse
 import weir.postgres.{
