@@ -178,65 +178,20 @@ class UpgradeSuite extends DbSuite:
   }
 
   test(
-    "a worker of the previous release, running across migration 13, completes a batch's members; the trigger counts them and releases the callback, which it runs last"
+    "a worker of the previous release, running across migration 14, completes a workflow's tasks in a batch and the callback last; the triggers keep their workflow, parents and batch, and count them"
   ) {
     // the worker's claim and completion statements are the previous release's (this release left them as
-    // they were): the schema's triggers, not the worker, count the members and release the callback
+    // they were), none naming a column of migration 14, and its completions keep no row (keepCompleted is
+    // off): the rows in finished, and the batch's counts, are the triggers'
     val schema = TestDatabase.freshSchema()
     val dbConfig = TestDatabase.config(schema)
     val body =
       for
         _ <- migrateAs(pinned, dbConfig)
         runs <- Ref[IO].of(Vector.empty[Long])
-        ended <- connectAs(pinned, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO]).use { old =>
-          DurableWorker.start[IO, Int, Unit](old, config)(source =>
-            Pipeline(source).process(job => runs.update(_ :+ job.id))
-          ).use { _ =>
-            for
-              _ <- migrateInChild(dbConfig)
-              batch <-
-                connectAs(Migrations.current, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO])
-                  .use { fresh =>
-                    val q = TaskQueue[IO, Int](fresh, "upgrade")
-                    val batches = Batches(fresh)
-                    for
-                      batch <- batches.open(q, NewTask(0))
-                      members <- batches.add(batch, q, (1 to 3).map(NewTask(_))).map(_.map(_.taskId))
-                      _ <- batches.close(batch)
-                    yield (batch, members)
-                  }
-              _ <- eventually("the members and the callback completed")(
-                Rows.query[Long](s"SELECT count(*) FROM ${schema("finished")} WHERE state = 'completed'")
-                  .map(_.head == 4L)
-              )
-              progress <-
-                connectAs(Migrations.current, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO])
-                  .use(fresh => Batches(fresh).progress(batch._1))
-            yield (batch._2, progress)
-          }
-        }
-        ran <- runs.get
-      yield
-        val (members, progress) = ended
-        assertEquals(progress.map(p => (p.members, p.completed, p.ended)), Some((3L, 3L, true)))
-        assertEquals(ran.take(3).sorted, members.sorted)
-        assertEquals(ran.drop(3), progress.map(_.callback).toVector)
-    body.guarantee(TestDatabase.drop(schema)) *> noLeftovers
-  }
-
-  test(
-    "a worker of the previous release, running across migration 14, completes a workflow's tasks in a batch; the trigger keeps their workflow, parents and batch"
-  ) {
-    // as above, the worker's statements are the previous release's: none names a column of migration 14, and
-    // its completions keep no row (keepCompleted is off), so the rows in finished are the trigger's
-    val schema = TestDatabase.freshSchema()
-    val dbConfig = TestDatabase.config(schema)
-    val body =
-      for
-        _ <- migrateAs(pinned, dbConfig)
         kept <- connectAs(pinned, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO]).use { old =>
           DurableWorker.start[IO, Int, Unit](old, config.copy(keepCompleted = false))(source =>
-            Pipeline(source).process(_ => IO.unit)
+            Pipeline(source).process(job => runs.update(_ :+ job.id))
           ).use { _ =>
             for
               _ <- migrateInChild(dbConfig)
@@ -254,19 +209,26 @@ class UpgradeSuite extends DbSuite:
                       _ <- batches.close(batch)
                     yield (batch, Vector("a", "b", "c").map(members(_).taskId))
                   }
-              _ <- eventually("the workflow's tasks completed")(
-                Rows.query[Long](s"SELECT count(*) FROM ${schema("finished")} WHERE workflow IS NOT NULL")
-                  .map(_.head == 3L)
+              _ <- eventually("the workflow's tasks and the callback completed")(
+                Rows.query[(Long, Long)](
+                  s"SELECT (SELECT count(*) FROM ${schema("finished")} WHERE workflow IS NOT NULL), (SELECT count(*) FROM ${schema("tasks")})"
+                ).map(_.head == (3L, 0L))
               )
               rows <- Rows.query[(Long, Option[Long], Option[String], Option[Long], String)](
                 s"SELECT id, workflow, after::text, batch, state::text FROM ${schema("finished")} WHERE workflow IS NOT NULL ORDER BY id"
               )
-            yield (ids, rows)
+              progress <-
+                connectAs(Migrations.current, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO])
+                  .use(fresh => Batches(fresh).progress(ids._1))
+            yield (ids, rows, progress)
           }
         }
+        ran <- runs.get
       yield
-        val ((batch, ids), rows) = kept
+        val ((batch, ids), rows, progress) = kept
         val (a, b, c) = (ids(0), ids(1), ids(2))
+        assertEquals(progress.map(p => (p.members, p.completed, p.ended)), Some((3L, 3L, true)))
+        assertEquals(ran, ids ++ progress.map(_.callback).toVector)
         assertEquals(
           rows,
           Vector(

@@ -17,7 +17,8 @@
 -- workflow. Its parents (`after`) have smaller ids than it has, so a workflow read in id order lists every
 -- task after the tasks it waits for.
 --
--- A task of a workflow or a batch (or with parents) keeps `workflow`, `after` and `batch` in `finished`: the
+-- A task of a workflow or a batch (or with parents, or that others waited for: the first task of a workflow
+-- named by its id) keeps `workflow`, `after` and `batch` in `finished`: the
 -- trigger `tasks_kept`, whose `WHEN` reads the row being removed, writes them into the row that the
 -- statement removing it wrote there, or writes the row, completed, when the statement wrote none (a
 -- completion without `keepCompleted`). Every end of a task removes its row (a worker's completion, failure,
@@ -64,7 +65,7 @@ $$;
 
 -- fired at the end of the statement that removes the task, which has written its `finished` row by then
 CREATE TRIGGER tasks_kept AFTER DELETE ON weir_schema.tasks
-  FOR EACH ROW WHEN (OLD.workflow IS NOT NULL OR OLD.batch IS NOT NULL OR OLD.after IS NOT NULL)
+  FOR EACH ROW WHEN (OLD.workflow IS NOT NULL OR OLD.batch IS NOT NULL OR OLD.after IS NOT NULL OR OLD.dependents)
   EXECUTE FUNCTION weir_schema.task_kept();
 
 -- `enqueue` as migration 12 wrote it, and the workflow its task joins: its parents' (see above).
