@@ -39,7 +39,7 @@ private[cli] object DurableGroups:
     )
 
   private def validReason(o: Options): Either[String, Unit] =
-    if o.reason.isDefined && !o.cancel then Left("--reason needs --cancel") else Right(())
+    o.reason.filterNot(_ => o.cancel).fold[Either[String, Unit]](Right(()))(r => Left(s"--reason '$r' needs --cancel"))
 
   private def connected[A](config: DatabaseConfig)(f: Database[IO] => IO[A]): IO[A] =
     Database.connect[IO](config).use(f)

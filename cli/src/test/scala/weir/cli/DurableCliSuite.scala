@@ -169,7 +169,7 @@ class DurableCliSuite extends CatsEffectSuite:
       assertEquals(List(word._1, zero._1, reasonAlone._1, badFirst._1), List.fill(4)(ExitCode(2)))
       assert(word._3.contains("seven"), word._3)
       assert(zero._3.contains("BATCH must be > 0, was: 0"), zero._3)
-      assert(reasonAlone._3.contains("--reason needs --cancel"), reasonAlone._3)
+      assert(reasonAlone._3.contains("--reason 'x' needs --cancel"), reasonAlone._3)
       assert(badFirst._3.contains("--first must be in 1..10000, was: 0"), badFirst._3)
   }
 
