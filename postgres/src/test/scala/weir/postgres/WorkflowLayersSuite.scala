@@ -24,7 +24,12 @@ class WorkflowLayersSuite extends ScalaCheckSuite:
   private def longest(graph: Map[Long, Vector[Long]]): Map[Long, Int] =
     val memo = scala.collection.mutable.HashMap.empty[Long, Int]
     def walk(id: Long): Int =
-      memo.getOrElseUpdate(id, graph(id).filter(graph.contains).map(p => walk(p) + 1).maxOption.getOrElse(0))
+      memo.get(id) match
+        case Some(n) => n
+        case None =>
+          val n = graph(id).filter(graph.contains).map(p => walk(p) + 1).maxOption.getOrElse(0)
+          memo(id) = n
+          n
     graph.keys.map(id => id -> walk(id)).toMap
 
   property("each layer is the longest path from a root, and a prefix of the list keeps its layers") {
