@@ -179,7 +179,7 @@ class WorkflowPropertySuite extends DbSuite:
           )
           startRows <-
             Rows.query[(Long, java.time.Instant)](s"SELECT task_id, at FROM ${db.schema("starts")}")
-          identity <- Rows.query[(Long, Option[Long], Option[String])](
+          kept <- Rows.query[(Long, Option[Long], Option[String])](
             s"SELECT id, workflow, after::text FROM ${db.schema("finished")}"
           )
           left <- Rows.count(db, "tasks")
@@ -192,7 +192,7 @@ class WorkflowPropertySuite extends DbSuite:
           assertEquals(ends.map(_._1).sorted, ids.sorted, "every task ends exactly once")
           assertEquals(mistakes, Vector.empty, "what handlers read of their parents")
           assertEquals(
-            identity.map(r => number(r._1) -> (r._2, r._3.map(parentIds))).toMap,
+            kept.map(r => number(r._1) -> (r._2, r._3.map(parentIds))).toMap,
             expectedIdentity(sc, ids),
             "each finished row's workflow and parents"
           )

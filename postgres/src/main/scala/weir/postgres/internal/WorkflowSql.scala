@@ -92,7 +92,7 @@ private[postgres] final class WorkflowSql(schema: Schema) extends SqlBase(schema
       .flatMap(_.traverse { (row, callback, json) =>
         decode(for
           state <- callback.traverse(stateOf)
-          listed <- json.traverse(members).map(_.getOrElse(Vector.empty))
+          listed <- json.traverse(batchMembers).map(_.getOrElse(Vector.empty))
         yield BatchView(row.progress, state, listed.take(limit), Option.when(listed.size > limit)(listed(limit - 1).id)))
       })
 
@@ -155,7 +155,7 @@ private[postgres] object WorkflowSql:
       val layers = WorkflowView.layers(listed.map(t => (t.id, t.after)))
       WorkflowView(w, byState.toMap, listed.lazyZip(layers).map((t, l) => t.copy(layer = l)))
 
-  private def members(json: String): Either[String, Vector[BatchMember]] =
+  private def batchMembers(json: String): Either[String, Vector[BatchMember]] =
     objects(json).flatMap(_.traverse(o =>
       for
         id <- long(o, "id")
