@@ -29,13 +29,24 @@ object DurableCli:
 
   /** The durable commands, in the order `./weir durable --help` lists them. */
   val commands: Vector[Command] =
-    Vector(Migrate, Stats, Queues, Pause, Resume, Limit, Cancel, DurableGroups.Workflow, DurableGroups.Batch) :+
+    Vector(
+      Migrate,
+      Stats,
+      Queues,
+      Pause,
+      Resume,
+      Limit,
+      Cancel,
+      DurableGroups.Workflow,
+      DurableGroups.Batch
+    ) :+
       Schedules
 
   private[cli] val builder = OParser.builder[Options]
 
   /** A durable command: `--url` and `--schema`, its own options, then what it does on the database. */
-  private[cli] abstract class DurableCommand(word: String, val summary: String) extends Command.Parsed[Options]:
+  private[cli] abstract class DurableCommand(word: String, val summary: String)
+      extends Command.Parsed[Options]:
     val words: List[String] = List("durable", word)
     val defaults: Options = Options()
 

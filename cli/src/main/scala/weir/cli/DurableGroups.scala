@@ -39,7 +39,9 @@ private[cli] object DurableGroups:
     )
 
   private def validReason(o: Options): Either[String, Unit] =
-    o.reason.filterNot(_ => o.cancel).fold[Either[String, Unit]](Right(()))(r => Left(s"--reason '$r' needs --cancel"))
+    o.reason.filterNot(_ => o.cancel).fold[Either[String, Unit]](Right(()))(r =>
+      Left(s"--reason '$r' needs --cancel")
+    )
 
   private def connected[A](config: DatabaseConfig)(f: Database[IO] => IO[A]): IO[A] =
     Database.connect[IO](config).use(f)
@@ -49,7 +51,8 @@ private[cli] object DurableGroups:
         "workflow",
         "a workflow's progress and its tasks by layer, or --cancel its unfinished tasks"
       ):
-    override protected def own: List[OParser[?, Options]] = idArg("WORKFLOW", "the workflow's id (its first task's id)") :: shared("tasks")
+    override protected def own: List[OParser[?, Options]] =
+      idArg("WORKFLOW", "the workflow's id (its first task's id)") :: shared("tasks")
     override protected def valid(o: Options): Either[String, Unit] = validReason(o)
 
     protected def act(o: Options, config: DatabaseConfig): IO[ExitCode] =

@@ -4,7 +4,8 @@ import cats.effect.{ExitCode, IO, Resource}
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres
 import munit.CatsEffectSuite
 import weir.postgres.{
-  After, AuditFilter, AuditLog, Batches, Database, DatabaseConfig, NewTask, QueueRate, Schedule, Scheduler, Schema,
+  After, AuditFilter, AuditLog, Batches, Database, DatabaseConfig, NewTask, QueueRate, Schedule, Scheduler,
+  Schema,
   TaskAdmin, TaskGraph, TaskQueue
 }
 
@@ -146,14 +147,29 @@ class DurableCliSuite extends CatsEffectSuite:
         )
       )
       assert(firstTwo._2.contains("(the first 2 of 3 tasks; --first N lists more)"), firstTwo._2)
-      assert(page._2.startsWith(s"batch $batch: 3 members (0 completed, 0 dead, 0 cancelled), open, 3 pending"), page._2)
+      assert(
+        page._2.startsWith(s"batch $batch: 3 members (0 completed, 0 dead, 0 cancelled), open, 3 pending"),
+        page._2
+      )
       assert(page._2.contains(s"more: --after ${members(1)}"), page._2)
-      assertEquals(next._2.linesIterator.drop(2).map(_.trim.split(" +").head).toVector, Vector(members(2).toString))
-      assertEquals(cancelled, (ExitCode.Success, s"workflow $a: 3 cancelled, 0 running told to stop, 0 had ended\n", ""))
-      assertEquals(batchCancelled._2, s"batch $batch: closed; 3 cancelled, 0 running told to stop, 0 had ended\n")
+      assertEquals(
+        next._2.linesIterator.drop(2).map(_.trim.split(" +").head).toVector,
+        Vector(members(2).toString)
+      )
+      assertEquals(
+        cancelled,
+        (ExitCode.Success, s"workflow $a: 3 cancelled, 0 running told to stop, 0 had ended\n", "")
+      )
+      assertEquals(
+        batchCancelled._2,
+        s"batch $batch: closed; 3 cancelled, 0 running told to stop, 0 had ended\n"
+      )
       assert(after._2.startsWith(s"workflow $a: 3 tasks (3 cancelled), ended"), after._2)
       assertEquals((unknown._1, unknownBatch._1), (ExitCode(1), ExitCode(1)))
-      assert(unknown._3.startsWith("Error: unknown workflow 999999:") && unknown._3.linesIterator.size == 1, unknown._3)
+      assert(
+        unknown._3.startsWith("Error: unknown workflow 999999:") && unknown._3.linesIterator.size == 1,
+        unknown._3
+      )
       assert(unknownBatch._3.startsWith("Error: unknown batch 999999:"), unknownBatch._3)
       assertEquals(audit.map(e => (e.operator.name, e.detail)), Vector(("code", Some("wrong run"))))
   }

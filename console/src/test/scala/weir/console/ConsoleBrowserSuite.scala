@@ -358,8 +358,9 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
       _ <- heading(s, s"Workflow $w")
       layers <- await(s, "the layers")(d =>
         Option(all(d, "tbody.layer").map(l =>
-          l.getAttribute("data-layer") -> all(d, s"tbody.layer[data-layer='${l.getAttribute("data-layer")}'] tr[data-task]")
-            .map(_.getAttribute("data-task").toLong)
+          l.getAttribute("data-layer") ->
+            all(d, s"tbody.layer[data-layer='${l.getAttribute("data-layer")}'] tr[data-task]")
+              .map(_.getAttribute("data-task").toLong)
         )).filter(_.size == 2)
       )
       max <- IO.blocking(s.browser.findElement(By.cssSelector(".progress progress")).getAttribute("max"))

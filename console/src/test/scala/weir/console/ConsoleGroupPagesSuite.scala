@@ -36,7 +36,9 @@ class ConsoleGroupPagesSuite extends CatsEffectSuite:
       more <- batches.add(batch, q, (4 to 6).map(NewTask(_)))
     yield (Vector("a", "b", "c").map(g(_).taskId), batch, more.map(_.taskId))
 
-  test("a workflow's page groups its tasks by layer and links each; a task's page links to its workflow and batch") {
+  test(
+    "a workflow's page groups its tasks by layer and links each; a task's page links to its workflow and batch"
+  ) {
     ConsoleClient.console().use { (client, db, _) =>
       for
         (ids, batch, more) <- plantGroups(db)
@@ -57,9 +59,12 @@ class ConsoleGroupPagesSuite extends CatsEffectSuite:
         assertEquals((status, batchStatus), (Status.Ok, Status.Ok))
         assertEquals((head.status, headBody), (Status.Ok, ""))
         assert(page.contains("<h1>Workflow " + w + "</h1>"), page)
-        val layers = """<tbody class="layer" data-layer="(\d+)">""".r.findAllMatchIn(page).map(_.group(1)).toList
+        val layers =
+          """<tbody class="layer" data-layer="(\d+)">""".r.findAllMatchIn(page).map(_.group(1)).toList
         assertEquals(layers, List("0", "1", "2"))
-        ids.foreach(id => assert(page.contains(s"""<a href="../tasks/$id">$id</a>"""), s"no link to task $id"))
+        ids.foreach(id =>
+          assert(page.contains(s"""<a href="../tasks/$id">$id</a>"""), s"no link to task $id")
+        )
         assert(page.contains("""<progress value="0" max="3">"""), page)
         assert(page.contains(s"""<a href="../batches/${batch.value}">"""), page)
         (ids ++ more).foreach(id => assert(batchPage.contains(s"""<tr data-task="$id">"""), s"member $id"))
@@ -80,7 +85,9 @@ class ConsoleGroupPagesSuite extends CatsEffectSuite:
     }
   }
 
-  test("cancelling a workflow or a batch: refused to readers and without the CSRF token; an operator's is audited") {
+  test(
+    "cancelling a workflow or a batch: refused to readers and without the CSRF token; an operator's is audited"
+  ) {
     ConsoleClient.console().use { (client, db, _) =>
       val browser = TaskBrowser(db)
       for

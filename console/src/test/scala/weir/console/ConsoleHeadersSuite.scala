@@ -84,7 +84,8 @@ class ConsoleHeadersSuite extends CatsEffectSuite with ScalaCheckSuite:
       Gen.oneOf("assets/uplot/uPlot.min.css", "assets/missing.js"),
       ids.map("tasks/" + _),
       for id <- ids; a <- Gen.oneOf("retry", "cancel", "discard", "explode") yield s"tasks/$id/$a",
-      for id <- ids; g <- Gen.oneOf("workflows", "batches"); a <- Gen.oneOf("", "/cancel", "?after=x") yield s"$g/$id$a"
+      for id <- ids; g <- Gen.oneOf("workflows", "batches"); a <- Gen.oneOf("", "/cancel", "?after=x")
+      yield s"$g/$id$a"
     )
     val junk = Gen.listOfN(3, Gen.oneOf("x", "%3Cb%3E", "..", "tasks", "queues", "%00")).map(_.mkString("/"))
     Gen.frequency(9 -> known, 1 -> junk)

@@ -72,7 +72,9 @@ final class TaskGraph private (private[postgres] val nodes: Vector[Graphs.Node])
 
   /** Enqueues the graph into `schema` as part of the caller's transaction: each handle's [[Enqueued]]. */
   def enqueueIn(schema: Schema): ConnectionIO[Map[String, Enqueued]] =
-    GraphEnqueue(schema, nodes, "TaskGraph", oneWorkflow = true).map(results => nodes.map(_.handle).zip(results).toMap)
+    GraphEnqueue(schema, nodes, "TaskGraph", oneWorkflow = true).map(results =>
+      nodes.map(_.handle).zip(results).toMap
+    )
 
   override def toString: String = s"TaskGraph(${handles.mkString(", ")})"
 

@@ -97,7 +97,11 @@ class GraphKillSuite extends DbSuite:
         assertEquals(
           kept.map(k => (k._1, k._2, k._3)).toSet,
           ids.indices.map(i =>
-            (ids(i), Some(ids.min), Option.when(parents(i).nonEmpty)(parents(i).map(ids).mkString("{", ",", "}")))
+            (
+              ids(i),
+              Some(ids.min),
+              Option.when(parents(i).nonEmpty)(parents(i).map(ids).mkString("{", ",", "}"))
+            )
           ).toSet,
           "each finished row keeps the workflow, named by the root, and its parents in the order added"
         )

@@ -16,7 +16,10 @@ class WorkflowLayersSuite extends ScalaCheckSuite:
     for
       n <- Gen.choose(0, 30)
       parents <- Gen.sequence[Vector[Vector[Long]], Vector[Long]]((1 to n).map(i =>
-        Gen.containerOf[Vector, Long](Gen.choose(-3L, i - 1L).map(p => if p == 0 then -1L else p)).map(_.distinct)
+        Gen.containerOf[Vector, Long](Gen.choose(
+          -3L,
+          i - 1L
+        ).map(p => if p == 0 then -1L else p)).map(_.distinct)
       ))
     yield (1 to n).toVector.map(_.toLong).zip(parents)
 

@@ -244,7 +244,10 @@ class WorkflowPropertySuite extends DbSuite:
    * its first task; a task enqueued alone joins the oldest workflow of its parents (one in none counting as
    * its own id's), none without parents.
    */
-  private def expectedIdentity(sc: Scenario, ids: Vector[Long]): Map[Int, (Option[Long], Option[Vector[Long]])] =
+  private def expectedIdentity(
+      sc: Scenario,
+      ids: Vector[Long]
+  ): Map[Int, (Option[Long], Option[Vector[Long]])] =
     val workflows = (0 until sc.size).foldLeft(Vector.empty[Option[Long]]) { (ws, i) =>
       ws :+ (
         if sc.mode == Mode.Graph then Some(ids.min)

@@ -39,7 +39,12 @@ class WorkflowViewSuite extends DbSuite:
     val sql = new Sql(db.schema)
     val children = (1 to 7).map(i => s"c$i")
     val graph = children.foldLeft(TaskGraph.empty.add("root", q, NewTask("root")))((g, c) =>
-      g.add(c, q, NewTask(c, maxAttempts = if c == "c7" then 1 else 5), after = Vector(After.finished("root")))
+      g.add(
+        c,
+        q,
+        NewTask(c, maxAttempts = if c == "c7" then 1 else 5),
+        after = Vector(After.finished("root"))
+      )
     ).add("c8", other, NewTask("c8"), after = Vector(After.finished("root")))
       .add("doomed", other, NewTask("doomed"), after = Vector(After.completed("c3")))
       .add("op", other, NewTask("op"), after = Vector(After.completed("root")))
@@ -87,7 +92,9 @@ class WorkflowViewSuite extends DbSuite:
       assertEquals(after(ids("doomed")), Some(s"{${ids("c3")}}"))
       val state = view.tasks.map(t => t.id -> t.state).toMap
       assertEquals(
-        Vector("root", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "doomed", "op").map(c => state(ids(c))),
+        Vector("root", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "doomed", "op").map(c =>
+          state(ids(c))
+        ),
         Vector(TaskState.Completed, TaskState.Completed, TaskState.Completed, TaskState.Dead) ++
           Vector.fill(3)(TaskState.Cancelled) ++ Vector(TaskState.Dead) ++ Vector.fill(3)(TaskState.Cancelled)
       )
@@ -96,15 +103,21 @@ class WorkflowViewSuite extends DbSuite:
         Map(TaskState.Completed -> 3L, TaskState.Dead -> 2L, TaskState.Cancelled -> 6L)
       )
       assert(view.ended && !view.truncated)
-      assertEquals(view.layers.map(_.map(_.id)), Vector(
-        Vector(ids("root")),
-        (children :+ "c8" :+ "op").map(ids).sorted.toVector,
-        Vector(ids("doomed"))
-      ))
+      assertEquals(
+        view.layers.map(_.map(_.id)),
+        Vector(
+          Vector(ids("root")),
+          (children :+ "c8" :+ "op").map(ids).sorted.toVector,
+          Vector(ids("doomed"))
+        )
+      )
       assertEquals(view.tasks.filter(_.result).map(_.id), Vector(ids("c2")))
-      assertEquals(audit.map(e => (e.operator.name, e.action, e.outcome, e.detail)), Vector(
-        ("ops", AuditAction.Cancel, AuditOutcome.Done, Some("stop"))
-      ))
+      assertEquals(
+        audit.map(e => (e.operator.name, e.action, e.outcome, e.detail)),
+        Vector(
+          ("ops", AuditAction.Cancel, AuditOutcome.Done, Some("stop"))
+        )
+      )
   }
 
   withDb(
@@ -117,12 +130,17 @@ class WorkflowViewSuite extends DbSuite:
       plain <- q.enqueue(NewTask("plain")).map(_.taskId)
       lone <- q.enqueue(NewTask("lone")).map(_.taskId)
       child <- q.enqueue(NewTask("child", after = Vector(After.completed(plain)))).map(_.taskId)
-      g <- TaskGraph.empty.add("a", q, NewTask("a")).add("b", q, NewTask("b"), after = Vector(After.completed("a")))
+      g <- TaskGraph.empty.add(
+        "a",
+        q,
+        NewTask("a")
+      ).add("b", q, NewTask("b"), after = Vector(After.completed("a")))
         .enqueue(db).map(_.view.mapValues(_.taskId).toMap)
       // waits for tasks of two workflows: joins the older one, the plain task's
       both <- q.enqueue(NewTask("both", after = Vector(After.completed(g("b")), After.completed(child))))
         .map(_.taskId)
-      bySql <- (Fragment.const(s"SELECT task_id FROM ${db.schema("enqueue")}(") ++
+      bySql <-
+      (Fragment.const(s"SELECT task_id FROM ${db.schema("enqueue")}(") ++
         fr0"'q', '1'::jsonb, after => ${Array(g("a"))})").query[Long].unique.transact(db.transactor)
       joined <- TaskGraph.empty.add("x", q, NewTask("x", after = Vector(After.completed(g("b")))))
         .add("y", q, NewTask("y"), after = Vector(After.completed("x"))).enqueue(db)
@@ -131,15 +149,25 @@ class WorkflowViewSuite extends DbSuite:
         .traverse(workflowOf)
       rootView <- TaskBrowser(db).workflow(WorkflowId(plain))
       graphView <- TaskBrowser(db).workflow(WorkflowId(g("a")))
-      details <- Vector(plain, child, lone).traverse(id => TaskBrowser(db).task(id).map(_.flatMap(_.workflow)))
+      details <-
+        Vector(plain, child, lone).traverse(id => TaskBrowser(db).task(id).map(_.flatMap(_.workflow)))
       unknownLone <- TaskBrowser(db).workflow(WorkflowId(lone)).attempt
       unknownChild <- TaskBrowser(db).workflow(WorkflowId(child)).attempt
       cancelUnknown <- Workflows(db).cancel(WorkflowId(lone)).attempt
     yield
       assertEquals(
         workflows,
-        Vector(None, None, Some(plain), Some(g("a")), Some(g("a")), Some(plain), Some(g("a")), Some(g("a")),
-          Some(g("a")))
+        Vector(
+          None,
+          None,
+          Some(plain),
+          Some(g("a")),
+          Some(g("a")),
+          Some(plain),
+          Some(g("a")),
+          Some(g("a")),
+          Some(g("a"))
+        )
       )
       assertEquals(rootView.tasks.map(t => (t.id, t.layer)), Vector(plain -> 0, child -> 1, both -> 2))
       assertEquals(rootView.tasks.last.after, Vector(g("b"), child))
@@ -161,7 +189,11 @@ class WorkflowViewSuite extends DbSuite:
     val q = TaskQueue[IO, String](db, "q")
     val sql = new Sql(db.schema)
     for
-      g <- TaskGraph.empty.add("a", q, NewTask("a")).add("b", q, NewTask("b"), after = Vector(After.completed("a")))
+      g <- TaskGraph.empty.add(
+        "a",
+        q,
+        NewTask("a")
+      ).add("b", q, NewTask("b"), after = Vector(After.completed("a")))
         .add("c", q, NewTask("c"), after = Vector(After.completed("b"))).enqueue(db)
         .map(_.view.mapValues(_.taskId).toMap)
       w = WorkflowId(g("a"))
@@ -225,7 +257,10 @@ class WorkflowViewSuite extends DbSuite:
       assertEquals(firstFive.tasks.map(_.layer), Vector(0, 1, 2, 3, 4))
       assertEquals((firstFive.total, firstFive.truncated), (12L, true))
       assert(unknown.left.exists(_.isInstanceOf[UnknownBatch]), unknown.toString)
-      assert(badLimit.left.exists(_.getMessage.contains("limit must be in 1..10000, was: 0")), badLimit.toString)
+      assert(
+        badLimit.left.exists(_.getMessage.contains("limit must be in 1..10000, was: 0")),
+        badLimit.toString
+      )
       assert(
         badWorkflowLimit.left.exists(_.getMessage.contains("limit must be in 1..10000, was: 10001")),
         badWorkflowLimit.toString

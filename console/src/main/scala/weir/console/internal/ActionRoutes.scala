@@ -32,7 +32,8 @@ private[console] final class ActionRoutes[F[_]](
 
   /** What a cancel of a group's unfinished tasks did, for the page it returns to. */
   private def summary(cancelled: Int, requested: Int, ended: Int): String =
-    s"$cancelled cancelled, $requested running told to stop" + (if ended > 0 then s", $ended had ended" else "")
+    s"$cancelled cancelled, $requested running told to stop" +
+      (if ended > 0 then s", $ended had ended" else "")
 
   /** Answers a group's cancel: back to its page, saying what it did, or 404 for an unknown group. */
   private def groupCancel(req: Request[F], id: Long, what: String)(run: F[String]): F[Response[F]] =

@@ -39,11 +39,19 @@ $done of $total $what finished</p>"""
   private def row(v: View, t: WorkflowTask, inWorkflow: Set[Long]): Html =
     val parents = Html.concat(t.after.zipWithIndex.map((p, i) =>
       (if i > 0 then Html(", ") else Html.empty) ++
-        (if inWorkflow(p) then taskLink(v, p) else html"""${taskLink(v, p)} <span class="note">(outside)</span>""")
+        (if inWorkflow(p) then taskLink(v, p)
+         else html"""${taskLink(v, p)} <span class="note">(outside)</span>""")
     ))
-    html"""<tr data-task="${t.id}"><td>${taskLink(v, t.id)}</td><td>${t.queue}</td><td>${state(t.state.name)}</td>
-<td class="n">${t.attempt}/${t.maxAttempts}</td><td>${if t.result then "stored" else "–"}</td><td>$parents</td>
-<td>${t.batch.fold(Html("–"))(b => html"""<a href="${v.link("batches/" + b.value)}">${b.value}</a>""")}</td></tr>"""
+    html"""<tr data-task="${t.id}"><td>${taskLink(
+        v,
+        t.id
+      )}</td><td>${t.queue}</td><td>${state(t.state.name)}</td>
+<td class="n">${t.attempt}/${t.maxAttempts}</td><td>${
+        if t.result then "stored" else "–"
+      }</td><td>$parents</td>
+<td>${t.batch.fold(Html("–"))(b =>
+        html"""<a href="${v.link("batches/" + b.value)}">${b.value}</a>"""
+      )}</td></tr>"""
 
   def workflow(v: View, w: WorkflowView, notice: Option[String]): Html =
     val listed = w.tasks.map(_.id).toSet
@@ -56,7 +64,10 @@ ${Html.concat(tasks.map(row(v, _, listed)))}</tbody>"""
     })
     val truncated =
       if w.truncated then
-        message("note", s"Listing the first ${w.tasks.size} of ${w.total} tasks, by id; the counts hold them all.")
+        message(
+          "note",
+          s"Listing the first ${w.tasks.size} of ${w.total} tasks, by id; the counts hold them all."
+        )
       else Html.empty
     page(v, s"Workflow ${w.id.value}", "tasks")(
       notice.fold(Html.empty)(message("notice", _)) ++
@@ -78,23 +89,35 @@ ${Html.concat(tasks.map(row(v, _, listed)))}</tbody>"""
       else if p.closed then html"closed ${time(p.closedAt)}, ${p.pending} pending"
       else html"open (members may still be added), ${p.pending} pending"
     val rows = Html.concat(b.members.map(m =>
-      html"""<tr data-task="${m.id}"><td>${taskLink(v, m.id)}</td><td>${m.queue}</td><td>${state(m.state.name)}</td>
+      html"""<tr data-task="${m.id}"><td>${taskLink(
+          v,
+          m.id
+        )}</td><td>${m.queue}</td><td>${state(m.state.name)}</td>
 <td class="n">${m.attempt}/${m.maxAttempts}</td><td>${if m.result then "stored" else "–"}</td>
-<td>${m.workflow.fold(Html("–"))(w => html"""<a href="${v.link("workflows/" + w.value)}">${w.value}</a>""")}</td></tr>"""
+<td>${m.workflow.fold(Html("–"))(w =>
+          html"""<a href="${v.link("workflows/" + w.value)}">${w.value}</a>"""
+        )}</td></tr>"""
     ))
     val members =
-      if b.members.isEmpty then message("empty", if after > 0 then "No member after this one." else "No members.")
+      if b.members.isEmpty then
+        message("empty", if after > 0 then "No member after this one." else "No members.")
       else
         html"""<table class="batch-members"><thead><tr><th>task</th><th>queue</th><th>state</th><th>attempts</th>
 <th>result</th><th>workflow</th></tr></thead><tbody>$rows</tbody></table>"""
     val pages =
-      Option.when(after > 0)(html"""<a href="${v.link("batches/" + id)}">← First page</a> """).getOrElse(Html.empty) ++
-        b.next.fold(Html.empty)(n => html"""<a rel="next" href="${v.link(s"batches/$id?after=$n")}">Next page →</a>""")
+      Option.when(
+        after > 0
+      )(html"""<a href="${v.link("batches/" + id)}">← First page</a> """).getOrElse(Html.empty) ++
+        b.next.fold(Html.empty)(n =>
+          html"""<a rel="next" href="${v.link(s"batches/$id?after=$n")}">Next page →</a>"""
+        )
     page(v, s"Batch $id", "tasks")(
       notice.fold(Html.empty)(message("notice", _)) ++
         html"""<section class="group">${bar(p.finished, p.members, "members")}
 <ul class="counts"><li>${state("completed")} <span class="n">${p.completed}</span></li>
-<li>${state("dead")} <span class="n">${p.dead}</span></li><li>${state("cancelled")} <span class="n">${p.cancelled}</span></li></ul>
+<li>${state("dead")} <span class="n">${p.dead}</span></li><li>${state(
+            "cancelled"
+          )} <span class="n">${p.cancelled}</span></li></ul>
 <dl class="task"><dt>status</dt><dd>$status</dd><dt>opened</dt><dd>${time(p.createdAt)}</dd>
 <dt>callback</dt><dd>${taskLink(v, p.callback)} ${b.callbackState.fold(Html("(its row is gone)"))(s =>
             state(s.name)

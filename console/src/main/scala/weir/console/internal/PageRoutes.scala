@@ -8,7 +8,8 @@ import org.http4s.dsl.Http4sDsl
 import org.http4s.headers.`Content-Type`
 import weir.console.ConsoleOptions
 import weir.postgres.{
-  AuditLog, BatchId, Database, QueueCounts, QueueOverview, TaskAdmin, TaskBrowser, UnknownBatch, UnknownWorkflow,
+  AuditLog, BatchId, Database, QueueCounts, QueueOverview, TaskAdmin, TaskBrowser, UnknownBatch,
+  UnknownWorkflow,
   WorkflowId
 }
 

@@ -197,11 +197,13 @@ ${
             worker(Some(w))
           )}</dd>${
             t.workflow.fold(Html.empty)(w =>
-              html"""<dt>workflow</dt><dd><a class="workflow" href="${v.link("workflows/" + w.value)}">${w.value}</a></dd>"""
+              html"""<dt>workflow</dt><dd><a class="workflow" href="${v.link("workflows/" +
+                  w.value)}">${w.value}</a></dd>"""
             )
           }${
             t.batch.fold(Html.empty)(b =>
-              html"""<dt>batch</dt><dd><a class="batch" href="${v.link("batches/" + b.value)}">${b.value}</a></dd>"""
+              html"""<dt>batch</dt><dd><a class="batch" href="${v.link("batches/" +
+                  b.value)}">${b.value}</a></dd>"""
             )
           }
 </dl><div class="actions">$actions</div>

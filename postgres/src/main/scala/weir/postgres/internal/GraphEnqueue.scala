@@ -115,7 +115,8 @@ private[postgres] object GraphEnqueue:
       // a held key's holder outside the graph is one more existing parent of the tasks that name its task
       holders = alone.collect { case i if !inserted(ids(i)) => ids(i) }.distinct
       heldLive <-
-        if holders.isEmpty then FC.pure(Vector.empty[Long]) else sql.holdParents(holders.toArray).map(_.map(_._1))
+        if holders.isEmpty then FC.pure(Vector.empty[Long])
+        else sql.holdParents(holders.toArray).map(_.map(_._1))
       edges = nodes.indices.filter(i => inserted(ids(i))).flatMap(i =>
         parentsOf(nodes(i), ids, index).map((p, any) => (p, ids(i), any))
       )

@@ -56,7 +56,8 @@ private[postgres] final class WorkflowSql(schema: Schema) extends SqlBase(schema
   /** Whether some task, live or finished, names the workflow `w`. */
   def exists(w: WorkflowId): ConnectionIO[Boolean] =
     (const(s"SELECT EXISTS (SELECT 1 FROM $tasks AS t WHERE t.workflow = ") ++ fr0"${w.value}" ++
-      const(s") OR EXISTS (SELECT 1 FROM $finished AS t WHERE t.workflow = ") ++ fr0"${w.value}" ++ const(")"))
+      const(s") OR EXISTS (SELECT 1 FROM $finished AS t WHERE t.workflow = ") ++ fr0"${w.value}" ++
+      const(")"))
       .query[Boolean]
       .unique
 
@@ -74,8 +75,10 @@ private[postgres] final class WorkflowSql(schema: Schema) extends SqlBase(schema
   def batch(b: BatchId, after: Long, limit: Int): ConnectionIO[Option[BatchView]] =
     val more = limit + 1
     def arm(table: String, state: String, result: String) =
-      const(s"""(SELECT t.id, t.queue, $state AS state, t.attempt, t.max_attempts, $result AS result, t.workflow
-        FROM $table AS t WHERE t.batch = """) ++ fr0"${b.value}" ++ const(" AND t.id > ") ++ fr0"$after" ++
+      const(
+        s"""(SELECT t.id, t.queue, $state AS state, t.attempt, t.max_attempts, $result AS result, t.workflow
+        FROM $table AS t WHERE t.batch = """
+      ) ++ fr0"${b.value}" ++ const(" AND t.id > ") ++ fr0"$after" ++
         const(" ORDER BY t.id LIMIT ") ++ fr0"$more" ++ const(")")
     (const("WITH page AS (") ++ arm(tasks, TaskStateSql.live, "false") ++ const(" UNION ALL ") ++
       arm(finished, TaskStateSql.finished, "t.result IS NOT NULL") ++ const(s""")
@@ -93,7 +96,12 @@ private[postgres] final class WorkflowSql(schema: Schema) extends SqlBase(schema
         decode(for
           state <- callback.traverse(stateOf)
           listed <- json.traverse(batchMembers).map(_.getOrElse(Vector.empty))
-        yield BatchView(row.progress, state, listed.take(limit), Option.when(listed.size > limit)(listed(limit - 1).id)))
+        yield BatchView(
+          row.progress,
+          state,
+          listed.take(limit),
+          Option.when(listed.size > limit)(listed(limit - 1).id)
+        ))
       })
 
 private[postgres] object WorkflowSql:
@@ -138,7 +146,8 @@ private[postgres] object WorkflowSql:
           attempt <- long(o, "attempt")
           max <- long(o, "max_attempts")
         yield
-          val after = o("after").flatMap(_.asArray).getOrElse(Vector.empty).flatMap(_.asNumber).flatMap(_.toLong)
+          val after =
+            o("after").flatMap(_.asArray).getOrElse(Vector.empty).flatMap(_.asNumber).flatMap(_.toLong)
           WorkflowTask(
             id = id,
             queue = queue,
