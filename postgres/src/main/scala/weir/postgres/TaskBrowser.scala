@@ -7,8 +7,8 @@ import weir.Validation
 import weir.postgres.internal.{AuditSql, KeysSql, TaskDetailSql, TaskListSql, WorkflowSql}
 
 /**
- * The tasks of a schema as an admin page reads them (the console's task list, a task's page, its keys):
- * live and finished alike, each in its [[TaskState]]. Every call is one short read-only transaction whose
+ * The tasks of a schema as an admin page reads them (the console's task list, a task's page, its keys, a
+ * workflow's and a batch's pages): live and finished alike, each in its [[TaskState]]. Every call is one short read-only transaction whose
  * cost is bounded by a limit or an index range, however long the history grows: the task list pages by
  * keyset, never by `OFFSET`. Acting on tasks is [[TaskAdmin]]'s; their audit log is [[AuditLog]]'s. The
  * transactions are weir's own (see [[Database.transactor]] for yours): each runs on a thread of weir's JDBC

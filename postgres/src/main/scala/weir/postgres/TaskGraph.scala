@@ -17,6 +17,10 @@ import weir.postgres.internal.{GraphEnqueue, Graphs}
  * graph.enqueue(db) // IO[Map[String, Enqueued]]: each handle's task
  * }}}
  *
+ * The graph's tasks are one workflow ([[WorkflowId]], read with [[TaskBrowser.workflow]]): the workflow of
+ * the existing tasks they wait for (the oldest, when those are in several), or else the one named by the id
+ * of the graph's first task.
+ *
  * Enqueued in one transaction ([[enqueue]], or [[enqueueIn]] inside the caller's): the graph's tasks and
  * edges commit together or not at all, and a dependent is claimed only once its parents have ended as it
  * asks ([[After]]). A task whose unique key is held inserts nothing and stands for its holder
