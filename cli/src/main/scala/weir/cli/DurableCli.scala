@@ -7,8 +7,8 @@ import weir.postgres.{Database, DatabaseConfig, QueueInfo, QueueRate, Schema, Ta
 
 /**
  * `./weir durable <command>`: weir-postgres's schema, its queues' controls, a task's cancel, workflows and
- * batches ([[DurableGroups]]) and the schedules from the command line, one [[Command]] each. The database comes from `--url` or
- * `WEIR_DATABASE_URL`; the schema from `--schema` (default `weir`).
+ * batches ([[DurableGroups]]) and the schedules from the command line, one [[Command]] each. The database
+ * comes from `--url` or `WEIR_DATABASE_URL`; the schema from `--schema` (default `weir`).
  */
 object DurableCli:
 
