@@ -1,11 +1,14 @@
 package weir.postgres
 
-import cats.effect.IO
+import cats.effect.{Deferred, IO, Ref}
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import doobie.postgres.implicits.*
+import weir.Pipeline
 import weir.postgres.internal.Sql
+
+import scala.concurrent.duration.*
 
 /**
  * A workflow's identity and the read models of workflows and batches (migration 14) against a real server:
@@ -218,6 +221,35 @@ class WorkflowViewSuite extends DbSuite:
       assertEquals(back, Vector((Some(w.value), Some(s"{${g("b")}}"))))
       assertEquals(view.counts, Map(TaskState.Cancelled -> 2L, TaskState.Available -> 1L))
       assert(bad.left.exists(_.isInstanceOf[weir.InvalidSettings]), bad.toString)
+  }
+
+  withDb(
+    "a workflow's cancel reaches the worker of its running task, which interrupts it: every task ends cancelled"
+  ) { db =>
+    val q = TaskQueue[IO, String](db, "run")
+    for
+      g <- TaskGraph.empty.add(
+        "a",
+        q,
+        NewTask("a")
+      ).add("b", q, NewTask("b"), after = Vector(After.completed("a")))
+        .enqueue(db).map(_.view.mapValues(_.taskId).toMap)
+      started <- Deferred[IO, Unit]
+      interrupted <- Ref[IO].of(false)
+      answer <- DurableWorker.start[IO, String, Unit](db, TestWorkers.config("run")) { source =>
+        Pipeline(source).process(_ =>
+          (started.complete(()) *> IO.never[Unit]).onCancel(interrupted.set(true))
+        )
+      }.use(w =>
+        started.get.timeout(30.seconds) *> Workflows(db).cancel(WorkflowId(g("a"))) <*
+          w.running.join.timeout(30.seconds)
+      )
+      finalized <- interrupted.get
+      view <- TaskBrowser(db).workflow(WorkflowId(g("a")))
+    yield
+      assertEquals(answer, WorkflowCancel(cancelled = 1, requested = 1, ended = 0))
+      assert(finalized, "the running task's handler was not interrupted")
+      assertEquals(view.counts, Map(TaskState.Cancelled -> 2L))
   }
 
   withDb(
