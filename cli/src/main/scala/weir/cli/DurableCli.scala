@@ -6,9 +6,9 @@ import scopt.OParser
 import weir.postgres.{Database, DatabaseConfig, QueueInfo, QueueRate, Schema, TaskAdmin}
 
 /**
- * `./weir durable <command>`: weir-postgres's schema, its queues' controls, a task's cancel and the
- * schedules from the command line, one [[Command]] each. The database comes from `--url` or
- * `WEIR_DATABASE_URL`; the schema from `--schema` (default `weir`).
+ * `./weir durable <command>`: weir-postgres's schema, its queues' controls, a task's cancel, workflows and
+ * batches ([[DurableGroups]]) and the schedules from the command line, one [[Command]] each. The database
+ * comes from `--url` or `WEIR_DATABASE_URL`; the schema from `--schema` (default `weir`).
  */
 object DurableCli:
 
@@ -21,16 +21,32 @@ object DurableCli:
       rate: Option[Option[Double]] = None,
       burst: Option[Int] = None,
       task: Long = 0L,
-      reason: Option[String] = None
+      reason: Option[String] = None,
+      cancel: Boolean = false,
+      first: Int = 500,
+      after: Long = 0L
   )
 
   /** The durable commands, in the order `./weir durable --help` lists them. */
-  val commands: Vector[Command] = Vector(Migrate, Stats, Queues, Pause, Resume, Limit, Cancel, Schedules)
+  val commands: Vector[Command] =
+    Vector(
+      Migrate,
+      Stats,
+      Queues,
+      Pause,
+      Resume,
+      Limit,
+      Cancel,
+      DurableGroups.Workflow,
+      DurableGroups.Batch
+    ) :+
+      Schedules
 
-  private val builder = OParser.builder[Options]
+  private[cli] val builder = OParser.builder[Options]
 
   /** A durable command: `--url` and `--schema`, its own options, then what it does on the database. */
-  private abstract class DurableCommand(word: String, val summary: String) extends Command.Parsed[Options]:
+  private[cli] abstract class DurableCommand(word: String, val summary: String)
+      extends Command.Parsed[Options]:
     val words: List[String] = List("durable", word)
     val defaults: Options = Options()
 
@@ -53,7 +69,7 @@ object DurableCli:
 
     protected def act(o: Options, config: DatabaseConfig): IO[ExitCode]
 
-  private def admin[A](config: DatabaseConfig)(f: TaskAdmin[IO] => IO[A]): IO[A] =
+  private[cli] def admin[A](config: DatabaseConfig)(f: TaskAdmin[IO] => IO[A]): IO[A] =
     Database.connect[IO](config).use(db => f(TaskAdmin(db)))
 
   private def queueArg =

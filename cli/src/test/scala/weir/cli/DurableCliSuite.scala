@@ -4,8 +4,13 @@ import cats.effect.{ExitCode, IO, Resource}
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres
 import munit.CatsEffectSuite
 import weir.postgres.{
-  Database, DatabaseConfig, NewTask, QueueRate, Schedule, Scheduler, Schema, TaskAdmin, TaskQueue
+  After, AuditFilter, AuditLog, Batches, Database, DatabaseConfig, NewTask, QueueRate, Schedule, Scheduler,
+  Schema,
+  TaskAdmin, TaskGraph, TaskQueue
 }
+
+import java.io.{ByteArrayOutputStream, PrintStream}
+import java.nio.charset.StandardCharsets.UTF_8
 
 class DurableCliSuite extends CatsEffectSuite:
 
@@ -82,6 +87,106 @@ class DurableCliSuite extends CatsEffectSuite:
     yield
       assertEquals((cancelled, again, missing), (ExitCode.Success, ExitCode(1), ExitCode(1)))
       assertEquals(stats.map(s => (s.queue, s.available, s.cancelled)), Vector(("mail", 0L, 1L)))
+  }
+
+  /** `args` run as `./weir args`: its exit code, standard output and standard error. */
+  private def weir(args: List[String]): IO[(ExitCode, String, String)] =
+    val out = new ByteArrayOutputStream
+    val err = new ByteArrayOutputStream
+    // Cats Effect's Console reads System.out and System.err at each print; suites run one test at a time
+    Resource.make(IO {
+      val saved = (System.out, System.err)
+      System.setOut(new PrintStream(out, true, UTF_8))
+      System.setErr(new PrintStream(err, true, UTF_8))
+      saved
+    })(saved => IO { System.setOut(saved._1); System.setErr(saved._2) })
+      .surround(Main.run(args))
+      .map(code => (code, out.toString(UTF_8), err.toString(UTF_8)))
+
+  test(
+    "workflow and batch print the progress and the tasks by layer or member; --cancel cancels the unfinished ones, audited; unknown ids exit 1 with one line"
+  ) {
+    val url = server().getJdbcUrl("postgres", "postgres")
+    val config = DatabaseConfig(url, schema = Schema("cli_w"))
+    def cli(args: String*) = weir("durable" :: args.toList ++ List("--url", url, "--schema", "cli_w"))
+    for
+      _ <- Database.migrate[IO](config)
+      ids <- Database.connect[IO](config).use { db =>
+        val q = TaskQueue[IO, Int](db, "mail")
+        val graph = TaskGraph.empty.add("a", q, NewTask(1))
+          .add("b", q, NewTask(2), after = Vector(After.completed("a")))
+          .add("c", q, NewTask(3), after = Vector(After.completed("b")))
+        for
+          g <- graph.enqueue(db)
+          batch <- Batches(db).open(q, NewTask(0))
+          members <- Batches(db).add(batch, q, (1 to 3).map(NewTask(_)))
+        yield (g("a").taskId, g("b").taskId, g("c").taskId, batch.value, members.map(_.taskId))
+      }
+      (a, b, c, batch, members) = ids
+      shown <- cli("workflow", a.toString)
+      firstTwo <- cli("workflow", a.toString, "--first", "2")
+      page <- cli("batch", batch.toString, "--first", "2")
+      next <- cli("batch", batch.toString, "--after", members(1).toString)
+      cancelled <- cli("workflow", a.toString, "--cancel", "--reason", "wrong run")
+      batchCancelled <- cli("batch", batch.toString, "--cancel")
+      after <- cli("workflow", a.toString)
+      unknown <- cli("workflow", "999999")
+      unknownBatch <- cli("batch", "999999")
+      audit <- Database.connect[IO](config).use(db => AuditLog(db).entries(AuditFilter(task = Some(c))))
+    yield
+      assertEquals(shown._1, ExitCode.Success)
+      assert(shown._2.startsWith(s"workflow $a: 3 tasks (1 available, 2 waiting), 3 unfinished\n"), shown._2)
+      val lines = shown._2.linesIterator.toVector
+      assert(lines(1).trim.startsWith("layer"), shown._2)
+      assertEquals(
+        lines.drop(2).map(_.trim.split(" +").take(4).toVector),
+        Vector(
+          Vector("0", a.toString, "mail", "available"),
+          Vector("1", b.toString, "mail", "waiting"),
+          Vector("2", c.toString, "mail", "waiting")
+        )
+      )
+      assert(firstTwo._2.contains("(the first 2 of 3 tasks; --first N lists more)"), firstTwo._2)
+      assert(
+        page._2.startsWith(s"batch $batch: 3 members (0 completed, 0 dead, 0 cancelled), open, 3 pending"),
+        page._2
+      )
+      assert(page._2.contains(s"more: --after ${members(1)}"), page._2)
+      assertEquals(
+        next._2.linesIterator.drop(2).map(_.trim.split(" +").head).toVector,
+        Vector(members(2).toString)
+      )
+      assertEquals(
+        cancelled,
+        (ExitCode.Success, s"workflow $a: 3 cancelled, 0 running told to stop, 0 had ended\n", "")
+      )
+      assertEquals(
+        batchCancelled._2,
+        s"batch $batch: closed; 3 cancelled, 0 running told to stop, 0 had ended\n"
+      )
+      assert(after._2.startsWith(s"workflow $a: 3 tasks (3 cancelled), ended"), after._2)
+      assertEquals((unknown._1, unknownBatch._1), (ExitCode(1), ExitCode(1)))
+      assert(
+        unknown._3.startsWith("Error: unknown workflow 999999:") && unknown._3.linesIterator.size == 1,
+        unknown._3
+      )
+      assert(unknownBatch._3.startsWith("Error: unknown batch 999999:"), unknownBatch._3)
+      assertEquals(audit.map(e => (e.operator.name, e.detail)), Vector(("code", Some("wrong run"))))
+  }
+
+  test("workflow and batch refuse a bad id with exit code 2, naming it") {
+    val url = "postgresql://h/db"
+    for
+      word <- weir(List("durable", "workflow", "seven", "--url", url))
+      zero <- weir(List("durable", "batch", "0", "--url", url))
+      reasonAlone <- weir(List("durable", "workflow", "3", "--reason", "x", "--url", url))
+      badFirst <- weir(List("durable", "batch", "3", "--first", "0", "--url", url))
+    yield
+      assertEquals(List(word._1, zero._1, reasonAlone._1, badFirst._1), List.fill(4)(ExitCode(2)))
+      assert(word._3.contains("seven"), word._3)
+      assert(zero._3.contains("BATCH must be > 0, was: 0"), zero._3)
+      assert(reasonAlone._3.contains("--reason 'x' needs --cancel"), reasonAlone._3)
+      assert(badFirst._3.contains("--first must be in 1..10000, was: 0"), badFirst._3)
   }
 
   test("bad arguments are refused with exit code 2") {

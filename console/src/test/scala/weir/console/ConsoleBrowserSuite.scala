@@ -18,7 +18,7 @@ import org.openqa.selenium.logging.LogType
 import io.circe.Json
 import weir.Pipeline
 import weir.console.internal.SecurityHeaders
-import weir.postgres.{Database, DurableWorker, TaskAdmin, WorkerConfig}
+import weir.postgres.{After, Database, DurableWorker, NewTask, TaskAdmin, TaskGraph, TaskQueue, WorkerConfig}
 
 import java.io.File
 import java.nio.file.{Files, Path, Paths}
@@ -342,6 +342,35 @@ class ConsoleBrowserSuite extends CatsEffectSuite:
         assertEquals(state, "completed")
         assertEquals(done, Some("completed"))
     }
+  }
+
+  journey(
+    "a workflow's page shows its progress and its tasks by layer; a task's link opens its page, whose workflow link leads back"
+  ) { s =>
+    val q = TaskQueue[IO, Int](s.db, "flows")
+    for
+      ids <- TaskGraph.empty.add("a", q, NewTask(1))
+        .add("b", q, NewTask(2), after = Vector(After.completed("a")))
+        .add("c", q, NewTask(3), after = Vector(After.completed("a")))
+        .enqueue(s.db).map(_.view.mapValues(_.taskId).toMap)
+      w = ids("a")
+      _ <- open(s, s"workflows/$w")
+      _ <- heading(s, s"Workflow $w")
+      layers <- await(s, "the layers")(d =>
+        Option(all(d, "tbody.layer").map(l =>
+          l.getAttribute("data-layer") ->
+            all(d, s"tbody.layer[data-layer='${l.getAttribute("data-layer")}'] tr[data-task]")
+              .map(_.getAttribute("data-task").toLong)
+        )).filter(_.size == 2)
+      )
+      max <- IO.blocking(s.browser.findElement(By.cssSelector(".progress progress")).getAttribute("max"))
+      _ <- click(s, s"tr[data-task='${ids("c")}'] td:first-child a")
+      _ <- heading(s, s"Task ${ids("c")}")
+      _ <- click(s, "dl.task a.workflow")
+      _ <- heading(s, s"Workflow $w")
+    yield
+      assertEquals(layers, List("0" -> List(w), "1" -> List(ids("b"), ids("c"))))
+      assertEquals(max, "3")
   }
 
   journey("screenshots of every page, when asked for") { s =>

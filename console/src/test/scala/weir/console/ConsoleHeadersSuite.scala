@@ -83,7 +83,9 @@ class ConsoleHeadersSuite extends CatsEffectSuite with ScalaCheckSuite:
       Gen.oneOf("queues/emails/limit", "tasks/actions", "assets/console.css", "assets/console.js"),
       Gen.oneOf("assets/uplot/uPlot.min.css", "assets/missing.js"),
       ids.map("tasks/" + _),
-      for id <- ids; a <- Gen.oneOf("retry", "cancel", "discard", "explode") yield s"tasks/$id/$a"
+      for id <- ids; a <- Gen.oneOf("retry", "cancel", "discard", "explode") yield s"tasks/$id/$a",
+      for id <- ids; g <- Gen.oneOf("workflows", "batches"); a <- Gen.oneOf("", "/cancel", "?after=x")
+      yield s"$g/$id$a"
     )
     val junk = Gen.listOfN(3, Gen.oneOf("x", "%3Cb%3E", "..", "tasks", "queues", "%00")).map(_.mkString("/"))
     Gen.frequency(9 -> known, 1 -> junk)
@@ -122,6 +124,10 @@ class ConsoleHeadersSuite extends CatsEffectSuite with ScalaCheckSuite:
       "tasks?state=zombie",
       s"tasks/${f.dead}",
       "tasks/999999",
+      "workflows/999999",
+      "workflows/abc",
+      "batches/999999",
+      "batches/abc",
       "keys",
       "workers",
       "schedules",

@@ -9,7 +9,7 @@ import java.time.Instant
  * counts never change, so a callback reads what its batch ended with.
  *
  * A member's end is counted once, at its first end, whoever ends it (a worker, a rescue, an operator):
- * `completed` (with or without a row kept in `finished`), `dead` (its attempts used up, or failed for good)
+ * `completed` (its row kept in `finished`: migration 14), `dead` (its attempts used up, or failed for good)
  * or `cancelled` (by an operator, by the batch's cancel, or with a parent it needed).
  */
 final case class BatchProgress(

@@ -124,7 +124,11 @@ final class Batches[F[_]] private (db: Database[F], val operator: Operator)(usin
       )
     ).toVector
     raise("NewTask", errors) *>
-      BatchEnqueue(sql, batch, GraphEnqueue(db.schema, nodes, "NewTask", Some(batch.value)))
+      BatchEnqueue(
+        sql,
+        batch,
+        GraphEnqueue(db.schema, nodes, "NewTask", oneWorkflow = false, Some(batch.value))
+      )
 
   /**
    * Enqueues `graph` into `batch`, each of its tasks a member, in one transaction of their own: each handle's
@@ -135,7 +139,11 @@ final class Batches[F[_]] private (db: Database[F], val operator: Operator)(usin
 
   /** [[addGraph]] as part of the caller's transaction. */
   def addGraphIn(batch: BatchId, graph: TaskGraph): ConnectionIO[Map[String, Enqueued]] =
-    BatchEnqueue(sql, batch, GraphEnqueue(db.schema, graph.nodes, "TaskGraph", Some(batch.value)))
+    BatchEnqueue(
+      sql,
+      batch,
+      GraphEnqueue(db.schema, graph.nodes, "TaskGraph", oneWorkflow = true, Some(batch.value))
+    )
       .map(results => graph.handles.zip(results).toMap)
 
   /**

@@ -50,7 +50,8 @@ object Migrations:
       "0010-migration-compatibility",
       "0011-audit",
       "0012-workflows",
-      "0013-batches"
+      "0013-batches",
+      "0014-workflow-identity"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))

@@ -23,7 +23,8 @@ import scala.concurrent.duration.*
  *     and is cancelled, naming the parent, when one it needs completed ends dead or cancelled. A parent
  *     that has already ended counts as it ended; an id that no task of the schema has (or whose row is gone)
  *     fails the enqueue. Each parent at most once. Tasks that wait for each other are enqueued together
- *     as a [[TaskGraph]].
+ *     as a [[TaskGraph]]. The task joins its parents' workflow ([[WorkflowId]]; the oldest, when they are
+ *     in several).
  *
  * Building or copying a task never throws: the enqueue ([[TaskQueue.enqueue]] and its batch and
  * in-transaction forms) checks it ([[errors]]) and fails in its effect, inserting nothing, with one

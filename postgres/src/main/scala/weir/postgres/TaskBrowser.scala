@@ -4,11 +4,11 @@ import cats.effect.kernel.Async
 import cats.syntax.all.*
 import doobie.*
 import weir.Validation
-import weir.postgres.internal.{AuditSql, KeysSql, TaskDetailSql, TaskListSql}
+import weir.postgres.internal.{AuditSql, KeysSql, TaskDetailSql, TaskListSql, WorkflowSql}
 
 /**
- * The tasks of a schema as an admin page reads them (the console's task list, a task's page, its keys):
- * live and finished alike, each in its [[TaskState]]. Every call is one short read-only transaction whose
+ * The tasks of a schema as an admin page reads them (the console's task list, a task's page, its keys, a
+ * workflow's and a batch's pages): live and finished alike, each in its [[TaskState]]. Every call is one short read-only transaction whose
  * cost is bounded by a limit or an index range, however long the history grows: the task list pages by
  * keyset, never by `OFFSET`. Acting on tasks is [[TaskAdmin]]'s; their audit log is [[AuditLog]]'s. The
  * transactions are weir's own (see [[Database.transactor]] for yours): each runs on a thread of weir's JDBC
@@ -38,6 +38,7 @@ final class TaskBrowser[F[_]] private (db: Database[F])(using F: Async[F]):
   private val detail = new TaskDetailSql(db.schema)
   private val keyed = new KeysSql(db.schema)
   private val audit = new AuditSql(db.schema)
+  private val flows = new WorkflowSql(db.schema)
 
   /**
    * A page of at most `size` (1 to 1000) tasks that `query` selects, in its order, strictly after
@@ -107,6 +108,36 @@ final class TaskBrowser[F[_]] private (db: Database[F])(using F: Async[F]):
       Validation.check(limit > 0 && limit <= 1000, s"limit must be in 1..1000, was: $limit") ++
         Validation.check(cap > 0 && cap <= 1000000, s"cap must be in 1..1000000, was: $cap")
     ) *> db.run(keyed.keys(limit, cap))
+
+  /**
+   * The workflow `id` in one statement ([[WorkflowView]]): each state's count over all its tasks, and its
+   * first `limit` (1 to 10,000) tasks by id, each with its parents and layer. The counts read every task's
+   * row of the workflow (an index range per table); the list is bounded by `limit`. Fails with
+   * [[weir.InvalidSettings]] for a bad `limit`, with [[UnknownWorkflow]] when no task names the workflow.
+   */
+  def workflow(id: WorkflowId, limit: Int = 1000): F[WorkflowView] =
+    Validation.raise(
+      "TaskBrowser.workflow",
+      Validation.check(limit > 0 && limit <= 10000, s"limit must be in 1..10000, was: $limit")
+    ) *> db.run.single(flows.view(id, limit)).flatMap(
+      _.liftTo[F](new UnknownWorkflow(id, db.schema))
+    )
+
+  /**
+   * The batch `id` in one statement ([[BatchView]]): its progress, its callback's state, and a page of at most
+   * `limit` (1 to 10,000) members with ids above `after` (0: from the first), by id; the page's
+   * [[BatchView.next]] starts the next one. Each table's members are read through its index on the batch, at
+   * most `limit + 1` rows of each. Fails with [[weir.InvalidSettings]] for a bad `limit` or `after`, with
+   * [[UnknownBatch]] when the schema holds no such batch.
+   */
+  def batch(id: BatchId, after: Long = 0L, limit: Int = 1000): F[BatchView] =
+    Validation.raise(
+      "TaskBrowser.batch",
+      Validation.check(limit > 0 && limit <= 10000, s"limit must be in 1..10000, was: $limit") ++
+        Validation.check(after >= 0, s"after must be >= 0, was: $after")
+    ) *> db.run.single(flows.batch(id, after, limit)).flatMap(
+      _.liftTo[F](new UnknownBatch(id, db.schema))
+    )
 
 object TaskBrowser:
   def apply[F[_]: Async](db: Database[F]): TaskBrowser[F] = new TaskBrowser(db)

@@ -13,6 +13,9 @@ import java.time.Instant
  * @param payload the payload's JSON text
  * @param headers its headers ([[NewTask]]), none when it has none
  * @param errors each failed attempt's error, oldest first, a cancel's reason among them
+ * @param workflow the workflow it is in ([[TaskBrowser.workflow]]), if any: its own, or its id when it is the
+ *   first task of one
+ * @param batch the batch it is a member or the callback of ([[TaskBrowser.batch]]), if any
  */
 final case class TaskDetail(
     id: Long,
@@ -30,7 +33,9 @@ final case class TaskDetail(
     cancelRequested: Option[String],
     payload: String,
     headers: Map[String, String],
-    errors: Vector[AttemptError]
+    errors: Vector[AttemptError],
+    workflow: Option[WorkflowId] = None,
+    batch: Option[BatchId] = None
 )
 
 /**

@@ -17,6 +17,10 @@ import weir.postgres.internal.{GraphEnqueue, Graphs}
  * graph.enqueue(db) // IO[Map[String, Enqueued]]: each handle's task
  * }}}
  *
+ * The graph's tasks are one workflow ([[WorkflowId]], read with [[TaskBrowser.workflow]]): the workflow of
+ * the existing tasks they wait for (the oldest, when those are in several), or else the one named by the id
+ * of the graph's first task.
+ *
  * Enqueued in one transaction ([[enqueue]], or [[enqueueIn]] inside the caller's): the graph's tasks and
  * edges commit together or not at all, and a dependent is claimed only once its parents have ended as it
  * asks ([[After]]). A task whose unique key is held inserts nothing and stands for its holder
@@ -72,7 +76,9 @@ final class TaskGraph private (private[postgres] val nodes: Vector[Graphs.Node])
 
   /** Enqueues the graph into `schema` as part of the caller's transaction: each handle's [[Enqueued]]. */
   def enqueueIn(schema: Schema): ConnectionIO[Map[String, Enqueued]] =
-    GraphEnqueue(schema, nodes, "TaskGraph").map(results => nodes.map(_.handle).zip(results).toMap)
+    GraphEnqueue(schema, nodes, "TaskGraph", oneWorkflow = true).map(results =>
+      nodes.map(_.handle).zip(results).toMap
+    )
 
   override def toString: String = s"TaskGraph(${handles.mkString(", ")})"
 

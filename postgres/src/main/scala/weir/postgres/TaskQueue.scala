@@ -42,7 +42,7 @@ final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
   def enqueueIn(task: NewTask[A]): ConnectionIO[Enqueued] =
     checked(nameErrors ++ task.errors).flatMap(_ =>
       if task.after.nonEmpty then
-        GraphEnqueue(db.schema, Vector(node("the task", 0, task)), "NewTask").map(_.head)
+        GraphEnqueue(db.schema, Vector(node("the task", 0, task)), "NewTask", oneWorkflow = false).map(_.head)
       else
         sql.enqueueOne(name, encode(task)).map((id, inserted) =>
           if inserted then Enqueued.Inserted(id) else Enqueued.Duplicate(id)
@@ -61,7 +61,8 @@ final class TaskQueue[F[_], A] private (db: Database[F], val name: String)(using
         GraphEnqueue(
           db.schema,
           tasks.iterator.zipWithIndex.map((t, i) => node(s"task $i", i, t)).toVector,
-          "NewTask"
+          "NewTask",
+          oneWorkflow = false
         )
       else enqueueIndependent(tasks)
     }

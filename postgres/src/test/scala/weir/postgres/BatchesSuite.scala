@@ -52,7 +52,7 @@ class BatchesSuite extends DbSuite:
       _ <- TaskAdmin(db).tasks.cancel(ids(2), "not needed")
       tokensA <- claim(db, "a")
       tokensB <- claim(db, "b")
-      // completed without a finished row, completed kept, dead: the counts read each member's end
+      // completed without keepCompleted (the row is the trigger's), completed kept, dead: each member's end counted
       _ <-
       (sql.complete(Array(tokensA(ids(0))), keep = false, keyed = false) *>
         sql.fail(Array(tokensA(ids(1))), Array("boom"), Array(0L)) *>

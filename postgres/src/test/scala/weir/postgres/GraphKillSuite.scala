@@ -13,7 +13,8 @@ import scala.concurrent.duration.*
 /**
  * A graph of tasks served by worker JVMs, one of them SIGKILLed mid-run and replaced: nothing is lost, no
  * dependent starts before its parents completed (by the server's clock, against their finished rows), and
- * every dependent runs, those whose parents the killed worker held included.
+ * every dependent runs, those whose parents the killed worker held included; every task's finished row,
+ * whoever ended it (the rescue of the killed worker's tasks included), keeps its workflow and parents.
  */
 class GraphKillSuite extends DbSuite:
 
@@ -79,6 +80,9 @@ class GraphKillSuite extends DbSuite:
         ended <- Rows.query[(Long, String, Instant)](
           s"SELECT id, state::text, finished_at FROM ${db.schema("finished")}"
         )
+        kept <- Rows.query[(Long, Option[Long], Option[String])](
+          s"SELECT id, workflow, after::text FROM ${db.schema("finished")}"
+        )
         runs <- Rows.query[(Long, Long, Instant)](
           s"SELECT task_id, worker, at FROM ${db.schema("executions")} ORDER BY seq"
         )
@@ -90,6 +94,17 @@ class GraphKillSuite extends DbSuite:
         assertEquals((left, edges), (0L, 0L))
         assertEquals(ended.map(_._1).sorted, ids.sorted, "every task ended once")
         assertEquals(ended.map(_._2).distinct, Vector("completed"))
+        assertEquals(
+          kept.map(k => (k._1, k._2, k._3)).toSet,
+          ids.indices.map(i =>
+            (
+              ids(i),
+              Some(ids.min),
+              Option.when(parents(i).nonEmpty)(parents(i).map(ids).mkString("{", ",", "}"))
+            )
+          ).toSet,
+          "each finished row keeps the workflow, named by the root, and its parents in the order added"
+        )
         val finishedAt = ended.map(e => e._1 -> e._3).toMap
         val byTask = runs.groupBy(_._1)
         assertEquals(byTask.keySet, ids.toSet, "every task ran")

@@ -178,49 +178,65 @@ class UpgradeSuite extends DbSuite:
   }
 
   test(
-    "a worker of the previous release, running across migration 13, completes a batch's members; the trigger counts them and releases the callback, which it runs last"
+    "a worker of the previous release, running across migration 14, completes a workflow's tasks in a batch and the callback last; the triggers keep their workflow, parents and batch, and count them"
   ) {
     // the worker's claim and completion statements are the previous release's (this release left them as
-    // they were): the schema's triggers, not the worker, count the members and release the callback
+    // they were), none naming a column of migration 14, and its completions keep no row (keepCompleted is
+    // off): the rows in finished, and the batch's counts, are the triggers'
     val schema = TestDatabase.freshSchema()
     val dbConfig = TestDatabase.config(schema)
     val body =
       for
         _ <- migrateAs(pinned, dbConfig)
         runs <- Ref[IO].of(Vector.empty[Long])
-        ended <- connectAs(pinned, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO]).use { old =>
-          DurableWorker.start[IO, Int, Unit](old, config)(source =>
+        kept <- connectAs(pinned, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO]).use { old =>
+          DurableWorker.start[IO, Int, Unit](old, config.copy(keepCompleted = false))(source =>
             Pipeline(source).process(job => runs.update(_ :+ job.id))
           ).use { _ =>
             for
               _ <- migrateInChild(dbConfig)
-              batch <-
+              ids <-
                 connectAs(Migrations.current, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO])
                   .use { fresh =>
                     val q = TaskQueue[IO, Int](fresh, "upgrade")
                     val batches = Batches(fresh)
+                    val graph = TaskGraph.empty.add("a", q, NewTask(1))
+                      .add("b", q, NewTask(2), after = Vector(After.completed("a")))
+                      .add("c", q, NewTask(3), after = Vector(After.completed("a"), After.completed("b")))
                     for
                       batch <- batches.open(q, NewTask(0))
-                      members <- batches.add(batch, q, (1 to 3).map(NewTask(_))).map(_.map(_.taskId))
+                      members <- batches.addGraph(batch, graph)
                       _ <- batches.close(batch)
-                    yield (batch, members)
+                    yield (batch, Vector("a", "b", "c").map(members(_).taskId))
                   }
-              _ <- eventually("the members and the callback completed")(
-                Rows.query[Long](s"SELECT count(*) FROM ${schema("finished")} WHERE state = 'completed'")
-                  .map(_.head == 4L)
+              _ <- eventually("the workflow's tasks and the callback completed")(
+                Rows.query[(Long, Long)](
+                  s"SELECT (SELECT count(*) FROM ${schema("finished")} WHERE workflow IS NOT NULL), (SELECT count(*) FROM ${schema("tasks")})"
+                ).map(_.head == (3L, 0L))
+              )
+              rows <- Rows.query[(Long, Option[Long], Option[String], Option[Long], String)](
+                s"SELECT id, workflow, after::text, batch, state::text FROM ${schema("finished")} WHERE workflow IS NOT NULL ORDER BY id"
               )
               progress <-
                 connectAs(Migrations.current, dbConfig)(using org.typelevel.log4cats.noop.NoOpFactory[IO])
-                  .use(fresh => Batches(fresh).progress(batch._1))
-            yield (batch._2, progress)
+                  .use(fresh => Batches(fresh).progress(ids._1))
+            yield (ids, rows, progress)
           }
         }
         ran <- runs.get
       yield
-        val (members, progress) = ended
+        val ((batch, ids), rows, progress) = kept
+        val (a, b, c) = (ids(0), ids(1), ids(2))
         assertEquals(progress.map(p => (p.members, p.completed, p.ended)), Some((3L, 3L, true)))
-        assertEquals(ran.take(3).sorted, members.sorted)
-        assertEquals(ran.drop(3), progress.map(_.callback).toVector)
+        assertEquals(ran, ids ++ progress.map(_.callback).toVector)
+        assertEquals(
+          rows,
+          Vector(
+            (a, Some(a), None, Some(batch.value), "completed"),
+            (b, Some(a), Some(s"{$a}"), Some(batch.value), "completed"),
+            (c, Some(a), Some(s"{$a,$b}"), Some(batch.value), "completed")
+          )
+        )
     body.guarantee(TestDatabase.drop(schema)) *> noLeftovers
   }
 

@@ -18,8 +18,8 @@ import java.util.concurrent.atomic.AtomicLong
  * recording workers. Whatever the draw: no task starts before every parent has ended (completed, for an
  * edge that needs it), by the handlers' order and by the database's clock against the finished rows; every
  * task ends exactly once; a task is cancelled exactly when the operator cancelled it or a parent it needs
- * ended dead or cancelled, naming that parent; every other task runs; and each dependent reads its parents'
- * results.
+ * ended dead or cancelled, naming that parent; every other task runs; each dependent reads its parents'
+ * results; and every task's finished row keeps its workflow and parents (migration 14).
  */
 class WorkflowPropertySuite extends DbSuite:
 
@@ -179,6 +179,9 @@ class WorkflowPropertySuite extends DbSuite:
           )
           startRows <-
             Rows.query[(Long, java.time.Instant)](s"SELECT task_id, at FROM ${db.schema("starts")}")
+          kept <- Rows.query[(Long, Option[Long], Option[String])](
+            s"SELECT id, workflow, after::text FROM ${db.schema("finished")}"
+          )
           left <- Rows.count(db, "tasks")
           edgesLeft <- Rows.count(db, "dependencies")
           started <- starts.get
@@ -188,6 +191,11 @@ class WorkflowPropertySuite extends DbSuite:
           assertEquals((left, edgesLeft), (0L, 0L))
           assertEquals(ends.map(_._1).sorted, ids.sorted, "every task ends exactly once")
           assertEquals(mistakes, Vector.empty, "what handlers read of their parents")
+          assertEquals(
+            kept.map(r => number(r._1) -> (r._2, r._3.map(parentIds))).toMap,
+            expectedIdentity(sc, ids),
+            "each finished row's workflow and parents"
+          )
           val end = ends.map(e => number(e._1) -> e).toMap
           val state = end.view.mapValues(_._2).toMap
           (0 until sc.size).foreach { i =>
@@ -226,6 +234,29 @@ class WorkflowPropertySuite extends DbSuite:
           }
     }
   }
+
+  /** The ids of an `after` read as text (`{3,1}`), sorted. */
+  private def parentIds(text: String): Vector[Long] =
+    text.stripPrefix("{").stripSuffix("}").split(",").filter(_.nonEmpty).map(_.toLong).toVector.sorted
+
+  /**
+   * Each task's workflow and sorted parents, as migration 14 says: a graph's tasks are all in the workflow of
+   * its first task; a task enqueued alone joins the oldest workflow of its parents (one in none counting as
+   * its own id's), none without parents.
+   */
+  private def expectedIdentity(
+      sc: Scenario,
+      ids: Vector[Long]
+  ): Map[Int, (Option[Long], Option[Vector[Long]])] =
+    val workflows = (0 until sc.size).foldLeft(Vector.empty[Option[Long]]) { (ws, i) =>
+      ws :+ (
+        if sc.mode == Mode.Graph then Some(ids.min)
+        else sc.parents(i).map((p, _) => ws(p).getOrElse(ids(p))).minOption
+      )
+    }
+    (0 until sc.size).map(i =>
+      i -> (workflows(i), Option.when(sc.parents(i).nonEmpty)(sc.parents(i).map(p => ids(p._1)).sorted))
+    ).toMap
 
   /**
    * What is wrong with what task `i` read of its parents: their ids, in the order it named them; and each

@@ -6,14 +6,16 @@ import org.http4s.*
 import org.http4s.dsl.Http4sDsl
 import weir.console.ConsoleAccess
 import weir.postgres.{
-  Cancel, Database, Discard, Operator, QueueRate, Retry, TaskAdmin, TaskState, UnknownQueue
+  BatchId, Batches, Cancel, Database, Discard, Operator, QueueRate, Retry, TaskAdmin, TaskState, UnknownBatch,
+  UnknownQueue, UnknownWorkflow, WorkflowId, Workflows
 }
 
 /**
  * The operator's actions, every one a POST that only an operator who may act, with their CSRF token, gets
- * done ([[Answers.act]]): a queue's pause, resume and limits, a task's retry, cancel and discard, and the
- * same for a selection of tasks. Each goes through [[TaskAdmin]], so it means what it means in code, and
- * is recorded in the audit log as the operator's, in its own transaction. A request refused here (no right
+ * done ([[Answers.act]]): a queue's pause, resume and limits, a task's retry, cancel and discard, the same
+ * for a selection of tasks, and the cancel of a workflow's or a batch's unfinished tasks. Each goes through
+ * [[TaskAdmin]], [[Workflows]] or [[Batches]], so it means what it means in code, and is recorded in the
+ * audit log as the operator's (one entry per task), in its own transaction. A request refused here (no right
  * to act, a missing CSRF token, a malformed form) reaches no `TaskAdmin` call and records nothing.
  */
 private[console] final class ActionRoutes[F[_]](
@@ -23,8 +25,23 @@ private[console] final class ActionRoutes[F[_]](
     extends Http4sDsl[F]:
   import answers.{*, given}
 
+  private def operator(who: ConsoleAccess.Act): Operator = Operator(who.operator, who.session)
+
   /** The actions of `who`, recorded in the audit log as theirs. */
-  private def admin(who: ConsoleAccess.Act): TaskAdmin[F] = TaskAdmin(db, Operator(who.operator, who.session))
+  private def admin(who: ConsoleAccess.Act): TaskAdmin[F] = TaskAdmin(db, operator(who))
+
+  /** What a cancel of a group's unfinished tasks did, for the page it returns to. */
+  private def summary(cancelled: Int, requested: Int, ended: Int): String =
+    s"$cancelled cancelled, $requested running told to stop" +
+      (if ended > 0 then s", $ended had ended" else "")
+
+  /** Answers a group's cancel: back to its page, saying what it did, or 404 for an unknown group. */
+  private def groupCancel(req: Request[F], id: Long, what: String)(run: F[String]): F[Response[F]] =
+    run.attempt.flatMap {
+      case Right(done) => redirect(s"../$id?done=${Layout.encode(done)}")
+      case Left(_: UnknownWorkflow | _: UnknownBatch) => notFound(req, s"No $what $id.")
+      case Left(e) => F.raiseError(e)
+    }
   private def limits(req: Request[F], who: ConsoleAccess.Act, queue: String, form: UrlForm): F[Response[F]] =
     def field(name: String) = form.getFirst(name).map(_.trim).filter(_.nonEmpty)
     val parsed: Either[String, (Option[Int], Option[QueueRate])] =
@@ -110,6 +127,29 @@ private[console] final class ActionRoutes[F[_]](
       act(req)((_, who) => control(req, name)(admin(who).queues.resume(name), "resumed"))
     case req @ POST -> Root / "queues" / name / "limit" =>
       act(req)((form, who) => limits(req, who, name, form))
+
+    case req @ POST -> Root / "workflows" / idText / "cancel" =>
+      act(req) { (_, who) =>
+        idText match
+          case TaskId(id) =>
+            groupCancel(req, id, "workflow")(
+              Workflows(db, operator(who)).cancel(WorkflowId(id)).map(c =>
+                summary(c.cancelled, c.requested, c.ended)
+              )
+            )
+          case _ => badRequest(req, s"malformed workflow id: '$idText'")
+      }
+    case req @ POST -> Root / "batches" / idText / "cancel" =>
+      act(req) { (_, who) =>
+        idText match
+          case TaskId(id) =>
+            groupCancel(req, id, "batch")(
+              Batches(db, operator(who)).cancel(BatchId(id)).map(c =>
+                "closed; " + summary(c.cancelled, c.requested, c.ended)
+              )
+            )
+          case _ => badRequest(req, s"malformed batch id: '$idText'")
+      }
 
     case req @ POST -> Root / "tasks" / "actions" => act(req)((form, who) => batch(req, who, form))
     case req @ POST -> Root / "tasks" / idText / TaskAction(action) =>

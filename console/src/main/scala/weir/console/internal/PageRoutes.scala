@@ -7,7 +7,11 @@ import org.http4s.*
 import org.http4s.dsl.Http4sDsl
 import org.http4s.headers.`Content-Type`
 import weir.console.ConsoleOptions
-import weir.postgres.{AuditLog, Database, QueueCounts, QueueOverview, TaskAdmin, TaskBrowser}
+import weir.postgres.{
+  AuditLog, BatchId, Database, QueueCounts, QueueOverview, TaskAdmin, TaskBrowser, UnknownBatch,
+  UnknownWorkflow,
+  WorkflowId
+}
 
 import java.time.Instant
 import java.time.temporal.ChronoUnit
@@ -111,6 +115,28 @@ private[console] final class PageRoutes[F[_]](
               )
           }
         case _ => badRequest(req, s"malformed task id: '$idText'")
+
+    case req @ GET -> Root / "workflows" / idText =>
+      idText match
+        case TaskId(id) =>
+          browser.workflow(WorkflowId(id), GroupPages.tasksShown).attempt.flatMap {
+            case Right(w) => view(req).flatMap(v => Ok(GroupPages.workflow(v, w, req.params.get("done"))))
+            case Left(_: UnknownWorkflow) => notFound(req, s"No workflow $id.")
+            case Left(e) => F.raiseError(e)
+          }
+        case _ => badRequest(req, s"malformed workflow id: '$idText'")
+    case req @ GET -> Root / "batches" / idText =>
+      val after = req.params.get("after").filter(_.nonEmpty)
+      (idText, after.traverse(a => a.toLongOption.filter(_ >= 0).toRight(a))) match
+        case (TaskId(id), Right(from)) =>
+          browser.batch(BatchId(id), from.getOrElse(0L), GroupPages.membersShown).attempt.flatMap {
+            case Right(b) =>
+              view(req).flatMap(v => Ok(GroupPages.batch(v, b, from.getOrElse(0L), req.params.get("done"))))
+            case Left(_: UnknownBatch) => notFound(req, s"No batch $id.")
+            case Left(e) => F.raiseError(e)
+          }
+        case (TaskId(_), Left(bad)) => badRequest(req, s"malformed after: '$bad' (a task id, or 0)")
+        case _ => badRequest(req, s"malformed batch id: '$idText'")
 
     case req @ GET -> Root / "keys" =>
       (view(req), browser.keys(keysShown, options.countCap)).flatMapN((v, ks) =>

@@ -195,7 +195,17 @@ ${
 <dt>enqueued</dt><dd>${time(t.createdAt)}</dd><dt>runs at</dt><dd>${time(t.runAt)}</dd>
 <dt>finished</dt><dd>${time(t.finishedAt)}</dd><dt>worker</dt><dd>${t.worker.fold(Html("–"))(w =>
             worker(Some(w))
-          )}</dd>
+          )}</dd>${
+            t.workflow.fold(Html.empty)(w =>
+              html"""<dt>workflow</dt><dd><a class="workflow" href="${v.link("workflows/" +
+                  w.value)}">${w.value}</a></dd>"""
+            )
+          }${
+            t.batch.fold(Html.empty)(b =>
+              html"""<dt>batch</dt><dd><a class="batch" href="${v.link("batches/" +
+                  b.value)}">${b.value}</a></dd>"""
+            )
+          }
 </dl><div class="actions">$actions</div>
 <h2>Payload</h2>${
             if v.details then html"""<pre class="payload">${payload(redact, t.payload)}</pre>"""

@@ -72,15 +72,15 @@ private[postgres] final class ActionSql(schema: Schema) extends SqlBase(schema):
 
   /**
    * Puts each of `ids` (distinct) that is dead or cancelled back to run now, with fresh attempts and its
-   * errors kept, under the lock of its finished row, unless an unfinished task of its queue holds its
+   * errors, workflow and parents kept (not its batch, which counted its end), under the lock of its finished row, unless an unfinished task of its queue holds its
    * unique key (an earlier one of `ids` included: they go in in their order); wakes the queues of those put
    * back. What each one did.
    */
   def retry(ids: Vector[Long], by: Operator): ConnectionIO[Vector[Retry]] =
     val statement = start(ids) ++ locking(finished, "x.*") ++ live ++ const(s"""
     , acted AS (
-      INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key, errors, created_at, headers)
-      SELECT g.id, g.queue, g.payload, g.priority, now(), g.max_attempts, g.ordering_key, g.unique_key, g.errors, g.created_at, g.headers
+      INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key, errors, created_at, headers, workflow, after)
+      SELECT g.id, g.queue, g.payload, g.priority, now(), g.max_attempts, g.ordering_key, g.unique_key, g.errors, g.created_at, g.headers, g.workflow, g.after
       FROM ids JOIN locked AS g ON g.id = ids.id
       WHERE g.state IN ('dead', 'cancelled') AND $won
       ORDER BY ids.ord

@@ -23,6 +23,12 @@ import weir.postgres.{Enqueued, Schema, TaskQueue}
  * With a `batch`, every task inserted is a member of it (its `batch` column; [[BatchEnqueue]] checks the
  * batch and counts them).
  *
+ * The workflow of each task (migration 14): with `oneWorkflow` (a [[weir.postgres.TaskGraph]]), the whole
+ * graph's, which is the oldest workflow of its existing parents, or the id drawn for its first task when it
+ * names none; otherwise (tasks enqueued together that wait for none of each other) each task's own: the
+ * oldest workflow of its parents, none for a task without parents. A parent in no workflow stands for the
+ * workflow named by its id.
+ *
  * Errors: the graph's own ([[Graphs.errors]]) and unknown parents, as one [[weir.InvalidSettings]] named
  * `settings`, each naming its task; checked before anything is written, but for unknown parents, found by
  * the first statement (which then changed only marks, undone with the caller's transaction).
@@ -33,6 +39,7 @@ private[postgres] object GraphEnqueue:
       schema: Schema,
       nodes: Vector[Graphs.Node],
       settings: String,
+      oneWorkflow: Boolean,
       batch: Option[Long] = None
   ): ConnectionIO[Vector[Enqueued]] =
     Graphs.errors(nodes, schema) match
@@ -40,7 +47,7 @@ private[postgres] object GraphEnqueue:
       case Nil =>
         Graphs.order(nodes).fold(
           _ => FC.raiseError(defect),
-          order => run(schema, nodes, order, settings, batch)
+          order => run(schema, nodes, order, settings, oneWorkflow, batch)
         )
       case errors => FC.raiseError(new InvalidSettings(settings, errors))
 
@@ -51,6 +58,7 @@ private[postgres] object GraphEnqueue:
       nodes: Vector[Graphs.Node],
       order: Vector[Int],
       settings: String,
+      oneWorkflow: Boolean,
       batch: Option[Long]
   ): ConnectionIO[Vector[Enqueued]] =
     val sql = new GraphSql(schema)
@@ -58,9 +66,14 @@ private[postgres] object GraphEnqueue:
     val hasChildren = nodes.flatMap(_.after.map(a => index(a.parent))).toSet
     val external = nodes.flatMap(_.parents.map(_.parent)).distinct
     for
-      live <- if external.isEmpty then FC.pure(Vector.empty[Long]) else sql.holdParents(external.toArray)
+      liveRoots <-
+        if external.isEmpty then FC.pure(Vector.empty[(Long, Long)]) else sql.holdParents(external.toArray)
+      live = liveRoots.map(_._1)
       rest = external.filterNot(live.toSet)
-      ended <- if rest.isEmpty then FC.pure(Vector.empty[Long]) else sql.endedAmong(rest.toArray)
+      endedRoots <-
+        if rest.isEmpty then FC.pure(Vector.empty[(Long, Long)]) else sql.endedAmong(rest.toArray)
+      ended = endedRoots.map(_._1)
+      roots = (liveRoots ++ endedRoots).toMap
       unknown = rest.toSet -- ended
       _ <-
         if unknown.isEmpty then FC.unit
@@ -69,6 +82,9 @@ private[postgres] object GraphEnqueue:
       ids = Array.fill(nodes.size)(0L)
       _ = order.lazyZip(drawn).foreach((i, id) => ids(i) = id)
       firsts = firstOfKey(nodes, order)
+      graphWorkflow = roots.values.minOption.getOrElse(drawn.head)
+      workflowOf = (i: Int) =>
+        if oneWorkflow then Some(graphWorkflow) else nodes(i).parents.map(p => roots(p.parent)).minOption
       results = new Array[Enqueued | Null](nodes.size)
       // each row with its parents' final ids: those of the graph are known once its earlier rows are in
       row = (i: Int) =>
@@ -80,7 +96,8 @@ private[postgres] object GraphEnqueue:
           firsts(i),
           parents.map(_._1),
           parents.size,
-          hasChildren(i)
+          hasChildren(i),
+          workflowOf(i)
         )
       alone = order.filter(i => nodes(i).task.uniqueKey.isDefined && hasChildren(i))
       _ <- alone.traverse_ { i =>
@@ -97,7 +114,9 @@ private[postgres] object GraphEnqueue:
       inserted = done.collect { case Enqueued.Inserted(id) => id }.toSet
       // a held key's holder outside the graph is one more existing parent of the tasks that name its task
       holders = alone.collect { case i if !inserted(ids(i)) => ids(i) }.distinct
-      heldLive <- if holders.isEmpty then FC.pure(Vector.empty[Long]) else sql.holdParents(holders.toArray)
+      heldLive <-
+        if holders.isEmpty then FC.pure(Vector.empty[Long])
+        else sql.holdParents(holders.toArray).map(_.map(_._1))
       edges = nodes.indices.filter(i => inserted(ids(i))).flatMap(i =>
         parentsOf(nodes(i), ids, index).map((p, any) => (p, ids(i), any))
       )

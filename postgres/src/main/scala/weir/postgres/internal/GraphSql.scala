@@ -16,24 +16,29 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
 
   /**
    * Locks the live tasks among `ids`, so that none ends before the caller commits, and marks those not
-   * marked yet as having dependents (their end then runs the trigger); returns their ids. A task that
+   * marked yet as having dependents (their end then runs the trigger); returns their ids, each with the
+   * workflow a dependent of it joins (its own, or its id when it is in none: migration 14). A task that
    * ended meanwhile is not among them: its row was gone once the lock could be taken.
    */
-  def holdParents(ids: Array[Long]): ConnectionIO[Vector[Long]] =
-    (const(s"WITH held AS (SELECT t.id, t.dependents FROM $tasks AS t WHERE t.id = ANY(") ++ fr0"$ids" ++
+  def holdParents(ids: Array[Long]): ConnectionIO[Vector[(Long, Long)]] =
+    (const(
+      s"WITH held AS (SELECT t.id, t.dependents, coalesce(t.workflow, t.id) AS workflow FROM $tasks AS t WHERE t.id = ANY("
+    ) ++ fr0"$ids" ++
       const(s""") FOR KEY SHARE)
     , marked AS (
       UPDATE $tasks AS t SET dependents = true
       WHERE t.id = ANY(ARRAY(SELECT h.id FROM held AS h WHERE NOT h.dependents)) RETURNING 1)
-    SELECT h.id FROM held AS h""")).query[Long].to[Vector]
+    SELECT h.id, h.workflow FROM held AS h""")).query[(Long, Long)].to[Vector]
 
   /**
-   * The tasks among `ids` that have ended and kept their row in `finished`. Run after [[holdParents]], as a
-   * statement of its own: its snapshot sees the ends that the lock waited for.
+   * The tasks among `ids` that have ended and kept their row in `finished`, each with the workflow a
+   * dependent of it joins, as [[holdParents]] says. Run after [[holdParents]], as a statement of its own: its
+   * snapshot sees the ends that the lock waited for.
    */
-  def endedAmong(ids: Array[Long]): ConnectionIO[Vector[Long]] =
-    (const(s"SELECT f.id FROM $finished AS f WHERE f.id = ANY(") ++ fr0"$ids" ++ const(")"))
-      .query[Long]
+  def endedAmong(ids: Array[Long]): ConnectionIO[Vector[(Long, Long)]] =
+    (const(s"SELECT f.id, coalesce(f.workflow, f.id) FROM $finished AS f WHERE f.id = ANY(") ++ fr0"$ids" ++
+      const(")"))
+      .query[(Long, Long)]
       .to[Vector]
 
   /** `n` new task ids, ascending. */
@@ -50,7 +55,7 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
    * their ids' order. Returns `(n, id, inserted)` per input row (numbered from 1), as [[EnqueueSql.enqueueMany]]
    * does: a row whose unique key is held returns the holder when this statement's snapshot shows it, and
    * nothing otherwise (the caller inserts it again). With a `batch`, every inserted row is a member of it
-   * (migration 13); without one, the statement names no column that migration added.
+   * (migration 13). Each row's `workflow` is its workflow's id (migration 14), or none.
    */
   def insert(rows: Vector[Row], batch: Option[Long] = None): ConnectionIO[Vector[(Int, Long, Boolean)]] =
     val ids = rows.map(_.id).toArray
@@ -67,15 +72,16 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
     val lefts = rows.map(_.parentsLeft).toArray
     // doobie sends a Boolean array as bit[], which does not cast to boolean[]
     val dependents = rows.map(r => if r.dependents then 1 else 0).toArray
+    val workflows = rows.map(_.workflow).toArray
     (const("WITH input AS (SELECT i.* FROM unnest(") ++
       fr0"$ids::bigint[], $queueNames::text[], $payloads::text[], $priorities::int[], $delays::bigint[], " ++
       fr0"$maxAttempts::int[], $orderingKeys::text[], $uniqueKeys::text[], $firsts::int[], $headers::text[], " ++
-      fr0"$afters::text[], $lefts::int[], $dependents::int[]" ++
+      fr0"$afters::text[], $lefts::int[], $dependents::int[], $workflows::bigint[]" ++
       const(s""") WITH ORDINALITY AS i(id, queue, payload, priority, delay_ms, max_attempts, ordering_key,
-        unique_key, first_of_key, headers, after, parents_left, dependents, n))
+        unique_key, first_of_key, headers, after, parents_left, dependents, workflow, n))
     , ins AS (
       INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key, head,
-                               headers, after, parents_left, dependents, state""") ++
+                               headers, after, parents_left, dependents, workflow, state""") ++
       batch.fold(Fragment.empty)(_ => const(", batch")) ++ const(
         s""")
       SELECT i.id, i.queue, i.payload::jsonb, i.priority::smallint, now() + i.delay_ms * interval '1 millisecond',
@@ -83,7 +89,7 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
              i.ordering_key IS NULL OR (i.first_of_key = 1 AND NOT EXISTS (
                SELECT 1 FROM $tasks AS e
                WHERE e.queue = i.queue AND e.ordering_key = i.ordering_key AND e.id < i.id)),
-             i.headers::jsonb, i.after::bigint[], i.parents_left, i.dependents = 1,
+             i.headers::jsonb, i.after::bigint[], i.parents_left, i.dependents = 1, i.workflow,
              (CASE WHEN i.parents_left > 0 THEN 'waiting' ELSE 'available' END)::${schema("task_state")}"""
       ) ++
       batch.fold(Fragment.empty)(b => fr0", $b::bigint") ++ const(s"""
@@ -136,7 +142,8 @@ private[postgres] object GraphSql:
   /**
    * A task to insert: its id (drawn beforehand), queue and task; whether it may be its key's head (see
    * [[EnqueueSql]]); its parents' ids, how many of them have not ended (all of them, at insert: the ended
-   * ones are settled after the edges exist), and whether a task of the same graph waits for it.
+   * ones are settled after the edges exist), whether a task of the same graph waits for it, and the
+   * workflow it is in, if any.
    */
   final case class Row(
       id: Long,
@@ -145,5 +152,6 @@ private[postgres] object GraphSql:
       firstOfKey: Boolean,
       after: Vector[Long],
       parentsLeft: Int,
-      dependents: Boolean
+      dependents: Boolean,
+      workflow: Option[Long]
   )

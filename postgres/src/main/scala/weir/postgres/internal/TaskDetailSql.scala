@@ -6,7 +6,9 @@ import doobie.implicits.*
 import doobie.postgres.implicits.*
 import io.circe.Json
 import io.circe.parser.parse
-import weir.postgres.{AttemptError, KeyNeighbour, KeyNeighbours, Schema, TaskDetail, TaskState}
+import weir.postgres.{
+  AttemptError, BatchId, KeyNeighbour, KeyNeighbours, Schema, TaskDetail, TaskState, WorkflowId
+}
 import weir.postgres.internal.TaskStateSql.given
 
 import java.time.{Instant, OffsetDateTime}
@@ -19,19 +21,26 @@ import java.time.format.DateTimeParseException
 private[postgres] final class TaskDetailSql(schema: Schema) extends SqlBase(schema):
   import TaskDetailSql.*
 
-  /** The task `id`, live or finished: one probe of each table's primary key. */
+  /**
+   * The task `id`, live or finished: one probe of each table's primary key; for its workflow, when it names
+   * none, a probe of each table's workflow index (is it the first task of one?); for its batch, when it
+   * names none, a probe of the batches' callbacks.
+   */
   def task(id: Long): ConnectionIO[Option[TaskDetail]] =
+    val links = s"""coalesce(t.workflow, CASE WHEN EXISTS (SELECT 1 FROM $tasks AS c WHERE c.workflow = t.id)
+               OR EXISTS (SELECT 1 FROM $finished AS c WHERE c.workflow = t.id) THEN t.id END),
+             coalesce(t.batch, (SELECT b.id FROM ${schema("batches")} AS b WHERE b.callback = t.id))"""
     (const(
       s"""SELECT t.id, t.queue, ${TaskStateSql.live}, t.priority, t.ordering_key, t.unique_key, t.attempt,
              t.max_attempts, t.created_at, t.run_at, NULL::timestamptz, t.lease_owner, t.cancel_requested,
-             t.payload::text, t.headers::text, t.errors::text
+             t.payload::text, t.headers::text, t.errors::text, $links
       FROM $tasks AS t WHERE t.id = """
     ) ++ fr0"$id" ++
       const(s"""
       UNION ALL
       SELECT t.id, t.queue, ${TaskStateSql.finished}, t.priority, t.ordering_key, t.unique_key, t.attempt, t.max_attempts,
              t.created_at, NULL::timestamptz, t.finished_at, t.worker, NULL::text, t.payload::text,
-             t.headers::text, t.errors::text
+             t.headers::text, t.errors::text, $links
       FROM $finished AS t WHERE t.id = """) ++ fr0"$id" ++ const(" LIMIT 1"))
       .query[Stored].map(_.detail).option
 
@@ -67,7 +76,9 @@ private[postgres] object TaskDetailSql:
       cancelRequested: Option[String],
       payload: String,
       headers: Option[String],
-      errors: String
+      errors: String,
+      workflow: Option[Long],
+      batch: Option[Long]
   ):
     def detail: TaskDetail =
       TaskDetail(
@@ -86,7 +97,9 @@ private[postgres] object TaskDetailSql:
         cancelRequested = cancelRequested,
         payload = payload,
         headers = TaskDetailSql.headers(headers),
-        errors = TaskDetailSql.errors(errors)
+        errors = TaskDetailSql.errors(errors),
+        workflow = workflow.map(WorkflowId(_)),
+        batch = batch.map(BatchId(_))
       )
 
   /**
