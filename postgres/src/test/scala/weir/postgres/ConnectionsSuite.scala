@@ -182,9 +182,11 @@ class ConnectionsSuite extends DbSuite:
 
   withDb("on the user's doobie Transactor, the workers of three queues complete their tasks") { db =>
     val (jdbc, props) = DatabaseConfig.toJdbc(TestDatabase.url)
+    // a connection per transaction (DriverManager: no pool), each a TLS handshake on a server that offers
+    // it: a few tasks per queue show the workers run on it, as many would
     val xa = Transactor.fromDriverManager[IO]("org.postgresql.Driver", jdbc, props, None)
     Database.fromTransactor[IO](xa, db.schema).use(on =>
-      workers(on, queues.take(3)).use(_ => served(on, queues.take(3), 30))
+      workers(on, queues.take(3)).use(_ => served(on, queues.take(3), 5))
     )
   }
 
