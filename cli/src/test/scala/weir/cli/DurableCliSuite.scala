@@ -9,9 +9,6 @@ import weir.postgres.{
   TaskAdmin, TaskGraph, TaskQueue
 }
 
-import java.io.{ByteArrayOutputStream, PrintStream}
-import java.nio.charset.StandardCharsets.UTF_8
-
 class DurableCliSuite extends CatsEffectSuite:
 
   private val server = ResourceSuiteLocalFixture(
@@ -90,18 +87,7 @@ class DurableCliSuite extends CatsEffectSuite:
   }
 
   /** `args` run as `./weir args`: its exit code, standard output and standard error. */
-  private def weir(args: List[String]): IO[(ExitCode, String, String)] =
-    val out = new ByteArrayOutputStream
-    val err = new ByteArrayOutputStream
-    // Cats Effect's Console reads System.out and System.err at each print; suites run one test at a time
-    Resource.make(IO {
-      val saved = (System.out, System.err)
-      System.setOut(new PrintStream(out, true, UTF_8))
-      System.setErr(new PrintStream(err, true, UTF_8))
-      saved
-    })(saved => IO { System.setOut(saved._1); System.setErr(saved._2) })
-      .surround(Main.run(args))
-      .map(code => (code, out.toString(UTF_8), err.toString(UTF_8)))
+  private def weir(args: List[String]): IO[(ExitCode, String, String)] = Captured(Main.run(args))
 
   test(
     "workflow and batch print the progress and the tasks by layer or member; --cancel cancels the unfinished ones, audited; unknown ids exit 1 with one line"

@@ -1,12 +1,9 @@
 package weir.cli
 
-import cats.effect.{ExitCode, IO, Resource}
+import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import munit.CatsEffectSuite
 import scopt.OptionDef
-
-import java.io.{ByteArrayOutputStream, PrintStream}
-import java.nio.charset.StandardCharsets.UTF_8
 
 /**
  * The one dialect of `./weir`, held on every command of a registry (the list the CLI itself runs, not a
@@ -28,18 +25,7 @@ abstract class EveryCommandSuite(commands: => Commands) extends CatsEffectSuite:
     c.check(List(s"--${o.name}")).left.exists(_.contains(s"Missing value after --${o.name}"))
 
   /** `args` run as `./weir args`: its exit code, standard output and standard error. */
-  private def weir(args: List[String]): IO[(ExitCode, String, String)] =
-    val out = new ByteArrayOutputStream
-    val err = new ByteArrayOutputStream
-    // Cats Effect's Console reads System.out and System.err at each print; suites run one test at a time
-    Resource.make(IO {
-      val saved = (System.out, System.err)
-      System.setOut(new PrintStream(out, true, UTF_8))
-      System.setErr(new PrintStream(err, true, UTF_8))
-      saved
-    })(saved => IO { System.setOut(saved._1); System.setErr(saved._2) })
-      .surround(commands.run(args))
-      .map(code => (code, out.toString(UTF_8), err.toString(UTF_8)))
+  private def weir(args: List[String]): IO[(ExitCode, String, String)] = Captured(commands.run(args))
 
   test("the registry has commands, each named once") {
     val names = commands.all.map(_.name)
