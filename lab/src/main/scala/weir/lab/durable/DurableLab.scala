@@ -36,6 +36,7 @@ object DurableLab extends Experiment:
     case Kill extends Phase("kill")
     case History extends Phase("history")
     case Control extends Phase("control")
+    case Workflow extends Phase("workflow")
 
   object Phase:
     def named(label: String): Option[Phase] = values.find(_.label == label)
@@ -58,15 +59,18 @@ object DurableLab extends Experiment:
       riverScript: String = "../shared/peers/river/run.sh",
       quick: Boolean = false,
       history: Option[Long] = None,
+      seed: Option[Long] = None,
       only: Option[Set[Phase]] = None,
       json: Option[Path] = None
   ):
     /**
-     * Whether `phase` runs: every phase but the history one (which needs `--history`) and the control one,
-     * or those of `--only`.
+     * Whether `phase` runs: every phase but the history one (which needs `--history`), the control one and
+     * the workflow one, or those of `--only`.
      */
     def runs(phase: Phase): Boolean =
-      only.fold(phase != Phase.Control && (phase != Phase.History || history.isDefined))(_.contains(phase))
+      only.fold(
+        phase != Phase.Control && phase != Phase.Workflow && (phase != Phase.History || history.isDefined)
+      )(_.contains(phase))
     def n: Int = if quick then tasks.min(20000) else tasks
     def kills: Option[FiniteDuration] = killEvery.orElse(Option.when(quick)(2.seconds))
     def samples: Int = if quick then latencySamples.min(50) else latencySamples
@@ -74,6 +78,20 @@ object DurableLab extends Experiment:
     def throughputRounds: Int = if quick then 1 else rounds
     def rateWindow: FiniteDuration = if quick then 5.seconds else 30.seconds
     def cancels: Int = if quick then 30 else 200
+
+    /** The workflow run's scenarios, their random graphs and batches drawn from `seed`. */
+    def workflowSizes(seed: Long): WorkflowPlan.Sizes =
+      if quick then WorkflowPlan.Sizes(fanOut = 1000, chain = 100, dags = 5, dagTasks = 50, batches = 3, batchMembers = 40, seed = seed)
+      else WorkflowPlan.Sizes(fanOut = 10000, chain = 1000, dags = 20, dagTasks = 200, batches = 10, batchMembers = 200, seed = seed)
+
+    /** The workflow run kills a worker about every 2 s unless `--kill-every` says otherwise. */
+    def workflowKills: FiniteDuration = killEvery.getOrElse(2.seconds)
+
+    /** Tasks of each of the workflow run's timed rounds (independent tasks, then a graph as large). */
+    def timedTasks: Int = if quick then 2000 else 20000
+
+    /** The fewest kills the full workflow run must see land (none asked of a quick one). */
+    def minKills: Int = if quick then 0 else 3
 
   private val builder = OParser.builder[Settings]
   val parser: OParser[Unit, Settings] =
@@ -111,12 +129,12 @@ object DurableLab extends Experiment:
       duration("kill-every")
         .action((d, s) => s.copy(killEvery = Some(d)))
         .text(
-          "SIGKILL a random worker about every DURATION (e.g. 3s) and start another (default: never; 2s with --quick)"
+          "SIGKILL a random worker about every DURATION (e.g. 3s) and start another (default: never; 2s with --quick, and in the workflow run)"
         ),
       duration("restart-every")
         .action((d, s) => s.copy(restartEvery = Some(d)))
         .text(
-          "restart the embedded server every DURATION (e.g. 5s) during the kill run: stopped, then started on its port and data (default: never; not with --url)"
+          "restart the embedded server every DURATION (e.g. 5s) during the kill and workflow runs: stopped, then started on its port and data (default: never; not with --url)"
         ),
       duration("heartbeat")
         .action((d, s) => s.copy(heartbeat = d))
@@ -146,8 +164,10 @@ object DurableLab extends Experiment:
         )
         .action((ps, s) => s.copy(only = Some(ps.flatMap(Phase.named).toSet)))
         .text(
-          "run only these phases: enqueue, throughput (and --river), latency, kill, history, control (default: all but history and control)"
+          "run only these phases: enqueue, throughput (and --river), latency, kill, history, control, workflow (default: all but history, control and workflow)"
         ),
+      opt[Long]("seed").valueName("N").action((n, s) => s.copy(seed = Some(n)))
+        .text("the seed of the workflow run's random graphs and batches (default: drawn, and printed)"),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
         .text("also write the results as JSON (default: none)"),
       checkConfig(s =>
@@ -161,8 +181,8 @@ object DurableLab extends Experiment:
             "--restart-every restarts the embedded server the lab starts; it cannot restart the server at " +
               s"${weir.postgres.DatabaseConfig(s.url.get).redactedUrl} (--url or $$WEIR_DATABASE_URL), which it did not start"
           )
-        else if s.restartEvery.isDefined && !s.runs(Phase.Kill) then
-          failure("--restart-every restarts the server during the kill run, which --only leaves out")
+        else if s.restartEvery.isDefined && !s.runs(Phase.Kill) && !s.runs(Phase.Workflow) then
+          failure("--restart-every restarts the server during the kill and workflow runs, which --only leaves out")
         else success
       )
     )
@@ -175,7 +195,8 @@ object DurableLab extends Experiment:
       idlePoll: Vector[Phases.Latency],
       killRun: Option[KillPhase.KillRun],
       history: Option[HistoryPhase.History],
-      control: Option[ControlPhase.Control] = None
+      control: Option[ControlPhase.Control] = None,
+      workflow: Option[WorkflowPhase.WorkflowRun] = None
   ):
     /** weir's median throughput round, tasks per second. */
     def workedPerSecond: Option[Double] =
@@ -220,7 +241,7 @@ object DurableLab extends Experiment:
             s"${c.cancelledSeen} task(s) cancelled in finished of ${c.cancels} cancels"
           )
         ).flatten
-      )
+      ) ++ workflow.toList.flatMap(WorkflowReport.failures)
 
   override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
@@ -304,7 +325,24 @@ object DurableLab extends Experiment:
             )
             control <-
               phase(Phase.Control)(timed("control")(ControlPhase.run(db, 4, s.rateWindow, s.cancels)))
-          yield Results(enq, rounds.orEmpty, notify.orEmpty, poll.orEmpty, kill, history, control)
+            seed <- s.seed.fold(IO(java.util.concurrent.ThreadLocalRandom.current().nextLong()))(IO.pure)
+            workflow <- phase(Phase.Workflow)(timed("workflow")(WorkflowPhase.run(
+              lab,
+              db,
+              "workflow",
+              s.workflowSizes(seed),
+              s.workers,
+              s.limit,
+              Some(s.workflowKills),
+              s.heartbeat,
+              s.deadAfter,
+              s.restartEvery,
+              timedTasks = s.timedTasks,
+              rounds = s.throughputRounds,
+              timedWorkers = s.throughputWorkers,
+              minKills = s.minKills
+            )))
+          yield Results(enq, rounds.orEmpty, notify.orEmpty, poll.orEmpty, kill, history, control, workflow)
         }
         _ <- in("report")(
           IO.println(DurableReport.table(s, results)) *>
