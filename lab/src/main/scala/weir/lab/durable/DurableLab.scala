@@ -21,7 +21,9 @@ import scala.concurrent.duration.*
  * also restarted every D during that run. With `--history N`, claim time as the `finished` history grows
  * to N rows ([[HistoryPhase]]); with `--only control`, the queue controls: pause → last claim, the most
  * running tasks seen under a queue's limit, the rate achieved against the one asked ([[ControlPhase]]);
- * `--only` runs some phases alone. An error the run cannot survive ends it with one line naming the phase
+ * with `--only workflow`, task graphs and batches on worker JVMs SIGKILLed (and the server restarted) as in
+ * the kill run, checked against their plan, and a graph's throughput against independent tasks'
+ * ([[WorkflowPhase]]); `--only` runs some phases alone. An error the run cannot survive ends it with one line naming the phase
  * and the cause ([[DurableLab.PhaseFailed]]), exit code 1.
  */
 object DurableLab extends Experiment:
@@ -150,7 +152,9 @@ object DurableLab extends Experiment:
         .text(s"where River's benchmark script is (default ${Settings().riverScript})"),
       opt[Unit](
         "quick"
-      ).action((_, s) => s.copy(quick = true)).text("under a minute: 20000 tasks, a kill every 2s"),
+      ).action((_, s) => s.copy(quick = true)).text(
+        "under a minute: 20000 tasks, a kill every 2s; the workflow run's scenarios a tenth as large, its timed rounds 2000 tasks"
+      ),
       opt[Long]("history").valueName("N").validate(positive("--history"))
         .action((n, s) => s.copy(history = Some(n)))
         .text(

@@ -5,7 +5,7 @@ import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import weir.lab.Stats
-import weir.lab.durable.WorkflowPlan.{Node, Part, Plan, Scenario}
+import weir.lab.durable.WorkflowPlan.{Node, Part, Scenario}
 import weir.postgres.*
 
 import scala.concurrent.duration.*
@@ -182,7 +182,8 @@ object WorkflowPhase:
     val ended = (Fragment.const(
       s"""SELECT abs((payload #>> '{}')::int), id, state::text, (extract(epoch FROM finished_at) * 1000)::float8
           FROM ${s("finished")} WHERE queue = """
-    ) ++ fr0"$queue").query[(Int, Long, String, Double)].map(WorkflowCheck.Ended.apply).to[Vector]
+    ) ++ fr0"$queue").query[(Int, Long, String, Double)].map((k, id, state, at) => WorkflowCheck.Ended(k, id, state, at))
+      .to[Vector]
     val runs = Fragment.const(
       s"""SELECT abs(payload), task_id, worker, (extract(epoch FROM started_at) * 1000)::float8, batch_completed,
                  batch_dead, batch_cancelled

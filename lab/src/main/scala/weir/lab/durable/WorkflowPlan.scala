@@ -95,10 +95,8 @@ object WorkflowPlan:
    */
   def of(sizes: Sizes): Plan =
     val random = new Random(sizes.seed)
-    var next = 0
-    def key(): Int =
-      next += 1
-      next
+    val keys = Iterator.from(1)
+    def key(): Int = keys.next()
     val fanOut =
       val root = Node(key(), Scenario.FanOut, Vector.empty, fails = false)
       val middle = Vector.fill(sizes.fanOut)(Node(key(), Scenario.FanOut, Vector(Edge(root.key, false)), false))

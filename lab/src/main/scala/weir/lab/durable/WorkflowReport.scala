@@ -36,7 +36,7 @@ object WorkflowReport:
       ),
       Vector(
         "workflow: scenario times (fan-out, chain, dags, batches)",
-        w.timings.map(t => f"${t.seconds}%.1f s${if t.stalled then " (stalled)" else ""}").mkString(", ")
+        w.timings.map(t => f"${t.seconds}%.1f s" + (if t.stalled then " (stalled)" else "")).mkString(", ")
       ),
       Vector("workflow: workers killed; server restarts", s"${w.kills.size}; ${w.restarts.size}"),
       Vector("workflow: dependents started early", f.early.size.toString),
