@@ -119,16 +119,17 @@ object Chaos:
         firstUp.get *> loop
       }
       stop = live.get.flatMap(_.traverse_(c => IO.blocking(c._1.process.destroy())))
-      result <- (Supervisor[IO](await = true), Resource.make(IO.unit)(_ => live.get.flatMap(_.traverse_(_._2))))
-        .tupled.use { (watchers, _) =>
-          // the killer and the restarter are stopped as soon as the body returns, rather than after their
-          // next nap; the first workers start together: one started after another would find its elder
-          // already working through the backlog on both cores, and take seconds to come up
-          (killer(watchers), restarter).parTupled.background.surround(
-            List.fill(workers)(spawn).parSequence_ *> body
-          ) <*
-            stop.whenA(end == End.Terminated) <*
-            live.get.flatMap(_.traverse_(c => IO.interruptible(c._1.process.waitFor()).void))
-        }
+      result <-
+        (Supervisor[IO](await = true), Resource.make(IO.unit)(_ => live.get.flatMap(_.traverse_(_._2))))
+          .tupled.use { (watchers, _) =>
+            // the killer and the restarter are stopped as soon as the body returns, rather than after their
+            // next nap; the first workers start together: one started after another would find its elder
+            // already working through the backlog on both cores, and take seconds to come up
+            (killer(watchers), restarter).parTupled.background.surround(
+              List.fill(workers)(spawn).parSequence_ *> body
+            ) <*
+              stop.whenA(end == End.Terminated) <*
+              live.get.flatMap(_.traverse_(c => IO.interruptible(c._1.process.waitFor()).void))
+          }
       record <- (kills.get, restarts.get, freed.get).mapN(Record.apply)
     yield (result, record)

@@ -83,8 +83,26 @@ object DurableLab extends Experiment:
 
     /** The workflow run's scenarios, their random graphs and batches drawn from `seed`. */
     def workflowSizes(seed: Long): WorkflowPlan.Sizes =
-      if quick then WorkflowPlan.Sizes(fanOut = 1000, chain = 100, dags = 5, dagTasks = 50, batches = 3, batchMembers = 40, seed = seed)
-      else WorkflowPlan.Sizes(fanOut = 10000, chain = 1000, dags = 20, dagTasks = 200, batches = 10, batchMembers = 200, seed = seed)
+      if quick then
+        WorkflowPlan.Sizes(
+          fanOut = 1000,
+          chain = 100,
+          dags = 5,
+          dagTasks = 50,
+          batches = 3,
+          batchMembers = 40,
+          seed = seed
+        )
+      else
+        WorkflowPlan.Sizes(
+          fanOut = 10000,
+          chain = 1000,
+          dags = 20,
+          dagTasks = 200,
+          batches = 10,
+          batchMembers = 200,
+          seed = seed
+        )
 
     /** The workflow run kills a worker about every 2 s unless `--kill-every` says otherwise. */
     def workflowKills: FiniteDuration = killEvery.getOrElse(2.seconds)
@@ -186,7 +204,9 @@ object DurableLab extends Experiment:
               s"${weir.postgres.DatabaseConfig(s.url.get).redactedUrl} (--url or $$WEIR_DATABASE_URL), which it did not start"
           )
         else if s.restartEvery.isDefined && !s.runs(Phase.Kill) && !s.runs(Phase.Workflow) then
-          failure("--restart-every restarts the server during the kill and workflow runs, which --only leaves out")
+          failure(
+            "--restart-every restarts the server during the kill and workflow runs, which --only leaves out"
+          )
         else success
       )
     )

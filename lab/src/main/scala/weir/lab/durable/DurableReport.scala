@@ -135,7 +135,8 @@ object DurableReport:
         Vector("control: cancelled tasks in finished", s"${c.cancelledSeen} of ${c.cancels}")
       )
     )
-    val rows = enqueue ++ throughput ++ idle ++ kill ++ control ++ r.workflow.toVector.flatMap(WorkflowReport.rows)
+    val rows = enqueue ++ throughput ++ idle ++ kill ++ control ++
+      r.workflow.toVector.flatMap(WorkflowReport.rows)
     val main = if rows.isEmpty then ""
     else "\n" + Table.grid(Vector("measure", "value") +: rows, rightAligned = Set(1))
     main + r.history.fold("")(h => "\n" + historyTable(h))

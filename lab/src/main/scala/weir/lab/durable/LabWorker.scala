@@ -33,7 +33,8 @@ object LabWorker extends WeirApp:
   val callbackBase: Int = 1000000000
 
   /** What a `workflow` task with a negative payload fails with. */
-  final class FailsByDesign(payload: Int) extends RuntimeException(s"task with payload $payload fails by design")
+  final class FailsByDesign(payload: Int)
+      extends RuntimeException(s"task with payload $payload fails by design")
 
   /**
    * Says on standard output, which the lab passes on, when this worker rescued tasks of others and when its
@@ -92,7 +93,9 @@ object LabWorker extends WeirApp:
           // retried in place would reach the server after the outage, behind runs of the task's key that
           // started later, and its place in the record would no longer be its run's
           val insertRun =
-            s"""INSERT INTO ${schema("wf_executions")} (task_id, payload, attempt, worker, batch_completed, batch_dead,
+            s"""INSERT INTO ${schema(
+                "wf_executions"
+              )} (task_id, payload, attempt, worker, batch_completed, batch_dead,
                   batch_cancelled) VALUES (?, ?, ?, ?, ?, ?, ?)"""
           def recordRun(owner: Long, job: Job[Int], batch: Option[BatchProgress]): IO[Unit] = IO.blocking {
             val c = ds.getConnection

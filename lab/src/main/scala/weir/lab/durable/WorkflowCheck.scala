@@ -13,7 +13,13 @@ object WorkflowCheck:
   final case class Ended(key: Int, id: Long, state: String, atMillis: Double)
 
   /** One run of a task as a worker recorded it; a callback's run carries the counts its batch ended with. */
-  final case class Run(key: Int, taskId: Long, worker: Long, atMillis: Double, counts: Option[(Long, Long, Long)])
+  final case class Run(
+      key: Int,
+      taskId: Long,
+      worker: Long,
+      atMillis: Double,
+      counts: Option[(Long, Long, Long)]
+  )
 
   /**
    * The checks' findings. `lost`: each task that did not end as the plan says (or ended twice, or never);
@@ -60,7 +66,8 @@ object WorkflowCheck:
     val rows = ended.groupBy(_.key)
     val end = rows.view.mapValues(_.head).toMap
     val members = plan.batches.map(b => b.callback -> b.nodes.map(n => Edge(n.key, anyOutcome = true))).toMap
-    def parentsOf(key: Int): Vector[Edge] = plan.byKey.get(key).fold(members.getOrElse(key, Vector.empty))(_.parents)
+    def parentsOf(key: Int): Vector[Edge] =
+      plan.byKey.get(key).fold(members.getOrElse(key, Vector.empty))(_.parents)
     val lost = plan.expected.toVector.sortBy(_._1).flatMap { (key, outcome) =>
       rows.get(key) match
         case None => Some(s"task $key never ended (expected ${outcome.state})")
@@ -71,11 +78,17 @@ object WorkflowCheck:
     val early = runs.flatMap { r =>
       parentsOf(r.key).flatMap { e =>
         end.get(e.parent) match
-          case None => Some(s"task ${r.key} (id ${r.taskId}) started at ${r.atMillis} though task ${e.parent} never ended")
+          case None => Some(
+              s"task ${r.key} (id ${r.taskId}) started at ${r.atMillis} though task ${e.parent} never ended"
+            )
           case Some(p) if p.atMillis > r.atMillis =>
-            Some(s"task ${r.key} (id ${r.taskId}) started at ${r.atMillis}, before task ${e.parent} ended at ${p.atMillis}")
+            Some(
+              s"task ${r.key} (id ${r.taskId}) started at ${r.atMillis}, before task ${e.parent} ended at ${p.atMillis}"
+            )
           case Some(p) if !e.anyOutcome && p.state != Outcome.Completed.state =>
-            Some(s"task ${r.key} (id ${r.taskId}) started though task ${e.parent}, which it needs completed, ended ${p.state}")
+            Some(
+              s"task ${r.key} (id ${r.taskId}) started though task ${e.parent}, which it needs completed, ended ${p.state}"
+            )
           case _ => None
       }.take(1)
     }
@@ -98,7 +111,8 @@ object WorkflowCheck:
     val latencies = firstStart.toVector.flatMap { (key, start) =>
       val edges = parentsOf(key)
       val parentEnds = edges.flatMap(e => end.get(e.parent).map(_.atMillis))
-      Option.when(edges.nonEmpty && parentEnds.size == edges.size)(kindOf(plan, key) -> (start - parentEnds.max))
+      Option.when(edges.nonEmpty && parentEnds.size == edges.size)(kindOf(plan, key) ->
+        (start - parentEnds.max))
     }.groupMap(_._1)(_._2)
     Findings(
       tasks = plan.expected.size,

@@ -60,8 +60,15 @@ object WorkflowPhase:
       minKills: Int
   ): IO[WorkflowRun] =
     val s = lab.schema
-    val args = List(lab.url, s.name, queue, limit.toString, "workflow", heartbeat.toMillis.toString,
-      deadAfter.toMillis.toString)
+    val args = List(
+      lab.url,
+      s.name,
+      queue,
+      limit.toString,
+      "workflow",
+      heartbeat.toMillis.toString,
+      deadAfter.toMillis.toString
+    )
     val plan = WorkflowPlan.of(sizes)
     val restarting = restartEvery.traverse(every =>
       lab.restart.map((every, _)).liftTo[IO](new IllegalArgumentException(
@@ -98,7 +105,13 @@ object WorkflowPhase:
     yield WorkflowRun(sizes, findings, record.kills, record.restarts, timings, timedTasks, timed, minKills)
 
   /** Enqueues a scenario's parts in turn, then waits until none of its tasks is left (or it stalls). */
-  private def scenarioRun(lab: LabDatabase, db: Database[IO], queue: String, scenario: Scenario, parts: Vector[Part])
+  private def scenarioRun(
+      lab: LabDatabase,
+      db: Database[IO],
+      queue: String,
+      scenario: Scenario,
+      parts: Vector[Part]
+  )
       : IO[Timing] =
     val left = lab.read("the tasks left")(
       (Fragment.const(s"SELECT count(*) FROM ${lab.schema("tasks")} WHERE queue = ") ++ fr0"$queue")
@@ -167,10 +180,16 @@ object WorkflowPhase:
         for
           batch <- once("a batch's open", opened)(batches.open(q, NewTask(callback)))
           _ <- plain.headOption.traverse_(first =>
-            once("a batch's members", having(first.payload).map(_.void))(batches.add(batch, q, plain.map(task)).void)
+            once(
+              "a batch's members",
+              having(first.payload).map(_.void)
+            )(batches.add(batch, q, plain.map(task)).void)
           )
           _ <- graph.headOption.traverse_(first =>
-            once("a batch's graph", having(first.payload).map(_.void))(batches.addGraph(batch, graphOf(q, graph)).void)
+            once(
+              "a batch's graph",
+              having(first.payload).map(_.void)
+            )(batches.addGraph(batch, graphOf(q, graph)).void)
           )
           _ <- Retrying("a batch's close")(batches.close(batch))
         yield ()
@@ -179,17 +198,21 @@ object WorkflowPhase:
   private def records(lab: LabDatabase, queue: String)
       : ConnectionIO[(Vector[WorkflowCheck.Ended], Vector[WorkflowCheck.Run])] =
     val s = lab.schema
-    val ended = (Fragment.const(
-      s"""SELECT abs((payload #>> '{}')::int), id, state::text, (extract(epoch FROM finished_at) * 1000)::float8
+    val ended =
+      (Fragment.const(
+        s"""SELECT abs((payload #>> '{}')::int), id, state::text, (extract(epoch FROM finished_at) * 1000)::float8
           FROM ${s("finished")} WHERE queue = """
-    ) ++ fr0"$queue").query[(Int, Long, String, Double)].map((k, id, state, at) => WorkflowCheck.Ended(k, id, state, at))
-      .to[Vector]
+      ) ++ fr0"$queue").query[(Int, Long, String, Double)].map((k, id, state, at) =>
+        WorkflowCheck.Ended(k, id, state, at)
+      )
+        .to[Vector]
     val runs = Fragment.const(
       s"""SELECT abs(payload), task_id, worker, (extract(epoch FROM started_at) * 1000)::float8, batch_completed,
                  batch_dead, batch_cancelled
           FROM ${s("wf_executions")} ORDER BY seq"""
-    ).query[(Int, Long, Long, Double, Option[Long], Option[Long], Option[Long])].map((k, id, w, at, c, d, x) =>
-      WorkflowCheck.Run(k, id, w, at, (c, d, x).tupled)
+    ).query[(Int, Long, Long, Double, Option[Long], Option[Long], Option[Long])].map(
+      (k, id, w, at, c, d, x) =>
+        WorkflowCheck.Run(k, id, w, at, (c, d, x).tupled)
     ).to[Vector]
     (ended, runs).tupled
 
@@ -229,7 +252,10 @@ object WorkflowPhase:
           Node(n - 1, Scenario.FanOut, middle.map(WorkflowPlan.Edge(_, false)), false)
       )
     def round(n: Int): IO[Round] =
-      (rate(n)(q.enqueueMany((1 to n).map(NewTask(_))).void), rate(n)(fan(n).enqueue(db).void)).mapN(Round.apply)
+      (
+        rate(n)(q.enqueueMany((1 to n).map(NewTask(_))).void),
+        rate(n)(fan(n).enqueue(db).void)
+      ).mapN(Round.apply)
     List.fill(workers)(Children.start(args)).parSequence.use { children =>
       round((tasks / 5).max(3)) *>
         (1 to rounds).toVector.traverse(r =>

@@ -36,7 +36,7 @@ object WorkflowPlan:
 
   /** What the lab enqueues in one go: a graph (one transaction), or a batch (open, adds, close). */
   enum Part:
-    case Graph(nodes: Vector[Node])
+    case Graph(tasks: Vector[Node])
 
     /**
      * A batch: its callback's key, members added one by one in one enqueue (`plain`, without parents) and a
@@ -49,7 +49,15 @@ object WorkflowPlan:
       case Batch(_, plain, graph) => plain ++ graph
 
   /** The sizes of a run's scenarios and the seed of its random graphs and batches. */
-  final case class Sizes(fanOut: Int, chain: Int, dags: Int, dagTasks: Int, batches: Int, batchMembers: Int, seed: Long)
+  final case class Sizes(
+      fanOut: Int,
+      chain: Int,
+      dags: Int,
+      dagTasks: Int,
+      batches: Int,
+      batchMembers: Int,
+      seed: Long
+  )
 
   /** A run's plan: its units in the order they are enqueued, each scenario's units together. */
   final case class Plan(units: Vector[(Scenario, Vector[Part])]):
@@ -99,19 +107,23 @@ object WorkflowPlan:
     def key(): Int = keys.next()
     val fanOut =
       val root = Node(key(), Scenario.FanOut, Vector.empty, fails = false)
-      val middle = Vector.fill(sizes.fanOut)(Node(key(), Scenario.FanOut, Vector(Edge(root.key, false)), false))
+      val middle =
+        Vector.fill(sizes.fanOut)(Node(key(), Scenario.FanOut, Vector(Edge(root.key, false)), false))
       val sink = Node(key(), Scenario.FanOut, middle.map(m => Edge(m.key, false)), fails = false)
       Part.Graph(root +: middle :+ sink)
     val chain = Part.Graph((1 to sizes.chain).foldLeft(Vector.empty[Node]) { (acc, _) =>
       acc :+ Node(key(), Scenario.Chain, acc.lastOption.map(p => Edge(p.key, false)).toVector, false)
     })
-    def dag(size: Int, scenario: Scenario, failRate: Double): Vector[Node] =
-      (0 until size).foldLeft(Vector.empty[Node]) { (acc, i) =>
-        val window = acc.takeRight(10)
-        val parents = random.shuffle(window).take(if i == 0 then 0 else random.nextInt(4))
-          .map(p => Edge(p.key, anyOutcome = random.nextInt(3) == 0)).sortBy(_.parent)
-        acc :+ Node(key(), scenario, parents, fails = random.nextDouble() < failRate)
-      }
+    def dag(
+        size: Int,
+        scenario: Scenario,
+        failRate: Double
+    ): Vector[Node] = (0 until size).foldLeft(Vector.empty[Node]) { (acc, i) =>
+      val window = acc.takeRight(10)
+      val parents = random.shuffle(window).take(if i == 0 then 0 else random.nextInt(4))
+        .map(p => Edge(p.key, anyOutcome = random.nextInt(3) == 0)).sortBy(_.parent)
+      acc :+ Node(key(), scenario, parents, fails = random.nextDouble() < failRate)
+    }
     val dags = Vector.fill(sizes.dags)(Part.Graph(dag(sizes.dagTasks, Scenario.Dag, 0.05)))
     val batches = Vector.fill(sizes.batches) {
       val callback = LabWorker.callbackBase + key()

@@ -161,7 +161,11 @@ class DurableLabSuite extends CatsEffectSuite:
       assertEquals(w.get[Int]("callback_duplicates"), Right(0), text)
       assertEquals(w.get[Int]("callback_wrong_counts"), Right(0), text)
       assert(w.downField("parent_to_child_start_ms").get[Double]("p50").exists(_ > 0), text)
-      assertEquals(w.downField("parent_to_child_start_ms_by_kind").downField("chain").get[Int]("n"), Right(99), text)
+      assertEquals(
+        w.downField("parent_to_child_start_ms_by_kind").downField("chain").get[Int]("n"),
+        Right(99),
+        text
+      )
       assertEquals(w.get[Vector[io.circe.Json]]("timed_rounds").map(_.size), Right(1), text)
       assert(w.get[Double]("graph_over_independent").exists(_ > 0), text)
       assertEquals(w.get[Vector[String]]("stalled"), Right(Vector.empty), text)

@@ -11,7 +11,15 @@ class WorkflowCheckSuite extends ScalaCheckSuite:
   override def scalaCheckTestParameters = super.scalaCheckTestParameters.withMinSuccessfulTests(30)
 
   private def sizes(seed: Long) =
-    WorkflowPlan.Sizes(fanOut = 5, chain = 4, dags = 3, dagTasks = 30, batches = 2, batchMembers = 12, seed = seed)
+    WorkflowPlan.Sizes(
+      fanOut = 5,
+      chain = 4,
+      dags = 3,
+      dagTasks = 30,
+      batches = 2,
+      batchMembers = 12,
+      seed = seed
+    )
 
   /**
    * The records of a faithful run of `plan`: each task that runs starts 1 ms after its last parent's end
@@ -39,7 +47,9 @@ class WorkflowCheckSuite extends ScalaCheckSuite:
 
   private val seeds = Gen.choose(Long.MinValue, Long.MaxValue)
 
-  property("a plan: unique keys, every edge to an earlier task of its own part, each scenario as large as asked") {
+  property(
+    "a plan: unique keys, every edge to an earlier task of its own part, each scenario as large as asked"
+  ) {
     Prop.forAll(seeds) { seed =>
       val plan = WorkflowPlan.of(sizes(seed))
       val keys = plan.nodes.map(_.key) ++ plan.batches.map(_.callback)
@@ -120,11 +130,16 @@ class WorkflowCheckSuite extends ScalaCheckSuite:
 
   test("hand-made records of a clean run: nothing found, and each dependent's latency") {
     val f = WorkflowCheck(small, clean._1, clean._2, Vector.empty, Vector.empty)
-    assertEquals((f.lost, f.early, f.unexplainedCancels, f.callbackDuplicates, f.callbackCounts),
-      (Vector.empty, Vector.empty, Vector.empty, Vector.empty, Vector.empty))
+    assertEquals(
+      (f.lost, f.early, f.unexplainedCancels, f.callbackDuplicates, f.callbackCounts),
+      (Vector.empty, Vector.empty, Vector.empty, Vector.empty, Vector.empty)
+    )
     assertEquals(f.callbacks, 1L)
     // b and d start 5 ms after their parent's end, c 2 ms; the callback 15 ms after its last member's
-    assertEquals(f.latencies.view.mapValues(_.sorted).toMap, Map("dag" -> Vector(2.0, 5.0, 5.0), "callback" -> Vector(15.0)))
+    assertEquals(
+      f.latencies.view.mapValues(_.sorted).toMap,
+      Map("dag" -> Vector(2.0, 5.0, 5.0), "callback" -> Vector(15.0))
+    )
     assertEquals(f.parentToChild.sorted, Vector(2.0, 5.0, 5.0))
   }
 
@@ -138,7 +153,12 @@ class WorkflowCheckSuite extends ScalaCheckSuite:
   test("an early start is found: a dependent ran though the parent it needs completed ended dead") {
     val ended = clean._1.map(e => if e.key == 2 then e.copy(state = "dead") else e)
     val f = WorkflowCheck(small, ended, clean._2, Vector.empty, Vector.empty)
-    assert(f.early.exists(_.contains("task 4 (id 14) started though task 2, which it needs completed, ended dead")), f.early)
+    assert(
+      f.early.exists(
+        _.contains("task 4 (id 14) started though task 2, which it needs completed, ended dead")
+      ),
+      f.early
+    )
     // and task 2, expected completed, ended dead: lost too
     assert(f.lost.contains("task 2 (id 12) ended dead, expected completed"), f.lost)
   }
@@ -149,9 +169,12 @@ class WorkflowCheckSuite extends ScalaCheckSuite:
     assertEquals(f.early, Vector(s"task $callback (id 15) started at 18.0, before task 2 ended at 20.0"))
   }
 
-  test("a lost task is found: one that never ended, one ended twice, one ended otherwise than the graph says") {
-    val ended = clean._1.filterNot(_.key == 3).map(e => if e.key == 4 then e.copy(state = "cancelled") else e) :+
-      Ended(1, 99, "completed", 12)
+  test(
+    "a lost task is found: one that never ended, one ended twice, one ended otherwise than the graph says"
+  ) {
+    val ended =
+      clean._1.filterNot(_.key == 3).map(e => if e.key == 4 then e.copy(state = "cancelled") else e) :+
+        Ended(1, 99, "completed", 12)
     val f = WorkflowCheck(small, ended, clean._2, Vector.empty, Vector.empty)
     assertEquals(
       f.lost,
@@ -172,23 +195,32 @@ class WorkflowCheckSuite extends ScalaCheckSuite:
     val again = clean._2 :+ Run(callback, 15, 1, 45, Some((2L, 0L, 0L)))
     val f = WorkflowCheck(small, clean._1, again, Vector.empty, Vector.empty)
     assertEquals(f.callbackDuplicates.size, 1, f.callbackDuplicates)
-    assert(f.callbackDuplicates.head.startsWith(s"task $callback: run on worker 1 at 35.0, again on worker 1 at 45.0"))
+    assert(f.callbackDuplicates.head.startsWith(
+      s"task $callback: run on worker 1 at 35.0, again on worker 1 at 45.0"
+    ))
     assertEquals(f.callbacks, 1L)
     val killed = Vector(KillPhase.Kill(workerId = 1, atMillis = 40, sessionHeld = true, othersAlive = 1))
     assertEquals(WorkflowCheck(small, clean._1, again, killed, Vector.empty).callbackDuplicates, Vector.empty)
     val restarted = Vector(KillPhase.Restart(downMillis = 38, upMillis = 39))
-    assertEquals(WorkflowCheck(small, clean._1, again, Vector.empty, restarted).callbackDuplicates, Vector.empty)
+    assertEquals(
+      WorkflowCheck(small, clean._1, again, Vector.empty, restarted).callbackDuplicates,
+      Vector.empty
+    )
   }
 
   test("a callback that read other counts than its batch's is found") {
     val runs = clean._2.map(r => if r.key == callback then r.copy(counts = Some((1L, 1L, 0L))) else r)
     val f = WorkflowCheck(small, clean._1, runs, Vector.empty, Vector.empty)
-    assertEquals(f.callbackCounts, Vector(s"callback $callback read (completed, dead, cancelled) = (1,1,0), expected (2,0,0)"))
+    assertEquals(
+      f.callbackCounts,
+      Vector(s"callback $callback read (completed, dead, cancelled) = (1,1,0), expected (2,0,0)")
+    )
   }
 
   test("the run's failures list each broken promise, and too few kills on the full setting") {
     val runs = clean._2.map(r => if r.key == 4 then r.copy(atMillis = 19) else r)
-    val findings = WorkflowCheck(small, clean._1.filterNot(_.key == 3), runs :+ runs.last, Vector.empty, Vector.empty)
+    val findings =
+      WorkflowCheck(small, clean._1.filterNot(_.key == 3), runs :+ runs.last, Vector.empty, Vector.empty)
     val run = WorkflowPhase.WorkflowRun(
       sizes(1),
       findings,
@@ -196,15 +228,25 @@ class WorkflowCheckSuite extends ScalaCheckSuite:
       restarts = Vector.empty,
       timings = Vector.empty,
       timedTasks = 10,
-      rounds = Vector(WorkflowPhase.Round(100, 80), WorkflowPhase.Round(100, 90), WorkflowPhase.Round(100, 40)),
+      rounds =
+        Vector(WorkflowPhase.Round(100, 80), WorkflowPhase.Round(100, 90), WorkflowPhase.Round(100, 40)),
       minKills = 3
     )
     val failures = WorkflowReport.failures(run)
     assertEquals(failures.size, 4, failures)
-    assert(failures.exists(_.startsWith("1 dependent run(s) started before a parent ended as asked")), failures)
+    assert(
+      failures.exists(_.startsWith("1 dependent run(s) started before a parent ended as asked")),
+      failures
+    )
     assert(failures.exists(_.startsWith("1 workflow task(s) lost")), failures)
     assert(failures.exists(_.startsWith("1 callback(s) run again")), failures)
     assert(failures.contains("only 0 kill(s) landed in the workflow run, fewer than the 3 asked"), failures)
     assertEquals(run.graphOverIndependent, Some(0.8))
-    assertEquals(WorkflowReport.failures(run.copy(findings = WorkflowCheck(small, clean._1, clean._2, Vector.empty, Vector.empty), minKills = 0)), Nil)
+    assertEquals(
+      WorkflowReport.failures(run.copy(
+        findings = WorkflowCheck(small, clean._1, clean._2, Vector.empty, Vector.empty),
+        minKills = 0
+      )),
+      Nil
+    )
   }
