@@ -81,34 +81,27 @@ object DurableLab extends Experiment:
     def rateWindow: FiniteDuration = if quick then 5.seconds else 30.seconds
     def cancels: Int = if quick then 30 else 200
 
-    /** The workflow run's scenarios, their random graphs and batches drawn from `seed`. */
+    /**
+     * The workflow run's scenarios, fractions of the tasks per phase (`n`; 200,000 give a 1 → 10,000 → 1
+     * fan-out, a chain of 1,000, 20 graphs of 200 tasks and 10 batches of 200 members), their random graphs
+     * and batches drawn from `seed`.
+     */
     def workflowSizes(seed: Long): WorkflowPlan.Sizes =
-      if quick then
-        WorkflowPlan.Sizes(
-          fanOut = 1000,
-          chain = 100,
-          dags = 5,
-          dagTasks = 50,
-          batches = 3,
-          batchMembers = 40,
-          seed = seed
-        )
-      else
-        WorkflowPlan.Sizes(
-          fanOut = 10000,
-          chain = 1000,
-          dags = 20,
-          dagTasks = 200,
-          batches = 10,
-          batchMembers = 200,
-          seed = seed
-        )
+      WorkflowPlan.Sizes(
+        fanOut = (n / 20).max(2),
+        chain = (n / 200).max(2),
+        dags = (n / 10000).max(2),
+        dagTasks = (n / 400).max(10).min(200),
+        batches = (n / 20000).max(2),
+        batchMembers = (n / 400).max(8).min(200),
+        seed = seed
+      )
 
     /** The workflow run kills a worker about every 2 s unless `--kill-every` says otherwise. */
     def workflowKills: FiniteDuration = killEvery.getOrElse(2.seconds)
 
     /** Tasks of each of the workflow run's timed rounds (independent tasks, then a graph as large). */
-    def timedTasks: Int = if quick then 2000 else 20000
+    def timedTasks: Int = (n / 10).max(3)
 
     /** The fewest kills the full workflow run must see land (none asked of a quick one). */
     def minKills: Int = if quick then 0 else 3
@@ -126,7 +119,9 @@ object DurableLab extends Experiment:
           "a PostgreSQL server (default: $WEIR_DATABASE_URL, else an embedded server started for the run)"
         ),
       opt[Int]("tasks").valueName("N").validate(positive("--tasks")).action((n, s) => s.copy(tasks = n))
-        .text("tasks per phase (default 200000; 20000 with --quick)"),
+        .text(
+          "tasks per phase (default 200000; 20000 with --quick); the workflow run's scenarios are fractions of it"
+        ),
       opt[Int]("workers").valueName("W").validate(positive("--workers")).action((n, s) => s.copy(workers = n))
         .text("worker processes (default 2)"),
       opt[Int]("throughput-workers").valueName("W").validate(positive("--throughput-workers"))
@@ -171,7 +166,7 @@ object DurableLab extends Experiment:
       opt[Unit](
         "quick"
       ).action((_, s) => s.copy(quick = true)).text(
-        "under a minute: 20000 tasks, a kill every 2s; the workflow run's scenarios a tenth as large, its timed rounds 2000 tasks"
+        "under a minute: 20000 tasks, a kill every 2s (so the workflow run's scenarios are a tenth as large)"
       ),
       opt[Long]("history").valueName("N").validate(positive("--history"))
         .action((n, s) => s.copy(history = Some(n)))
