@@ -19,10 +19,6 @@ import scala.concurrent.duration.*
  */
 object WorkflowPhase:
 
-  /** One timed round: tasks per second of `tasks` independent tasks, then of a 1 → n → 1 graph as many. */
-  final case class Round(independent: Double, graph: Double):
-    def ratio: Double = graph / independent
-
   /** How long each scenario took, from its first enqueue to its last task's end (as the lab saw it). */
   final case class Timing(scenario: Scenario, seconds: Double, stalled: Boolean)
 
@@ -33,8 +29,9 @@ object WorkflowPhase:
       restarts: Vector[KillPhase.Restart],
       timings: Vector[Timing],
       timedTasks: Int,
-      rounds: Vector[Round],
-      minKills: Int
+      rounds: Vector[GraphRounds.Round],
+      minKills: Int,
+      killEvery: Option[FiniteDuration] = None
   ):
     /** The median of the rounds' ratios, graph over independent (each round's pair run back to back). */
     def graphOverIndependent: Option[Double] =
@@ -86,7 +83,7 @@ object WorkflowPhase:
               payload int, attempt int, worker bigint, batch_completed bigint, batch_dead bigint,
               batch_cancelled bigint, started_at timestamptz DEFAULT clock_timestamp())"""
       ).update.run)
-      timed <- timedRounds(lab, db, s"$queue-timed", timedTasks, rounds, timedWorkers, limit)
+      timed <- GraphRounds.run(lab, db, s"$queue-timed", timedTasks, rounds, timedWorkers, limit)
       chaos <- Chaos.run(
         lab,
         db,
@@ -102,7 +99,17 @@ object WorkflowPhase:
       findings <- lab.read("the workflow run's records")(records(lab, queue)).map((ended, runs) =>
         WorkflowCheck(plan, ended, runs, record.kills, record.restarts)
       )
-    yield WorkflowRun(sizes, findings, record.kills, record.restarts, timings, timedTasks, timed, minKills)
+    yield WorkflowRun(
+      sizes,
+      findings,
+      record.kills,
+      record.restarts,
+      timings,
+      timedTasks,
+      timed,
+      minKills,
+      killEvery
+    )
 
   /** Enqueues a scenario's parts in turn, then waits until none of its tasks is left (or it stalls). */
   private def scenarioRun(
@@ -139,7 +146,8 @@ object WorkflowPhase:
   private def task(n: Node): NewTask[Int] =
     NewTask(n.payload, maxAttempts = if n.fails then 1 else NewTask.defaultMaxAttempts)
 
-  private def graphOf(q: TaskQueue[IO, Int], nodes: Vector[Node]): TaskGraph =
+  /** The tasks `nodes` as a graph of `q`, each under its key as handle. */
+  private[durable] def graphOf(q: TaskQueue[IO, Int], nodes: Vector[Node]): TaskGraph =
     nodes.foldLeft(TaskGraph.empty)((g, n) =>
       g.add(
         n.key.toString,
@@ -215,56 +223,3 @@ object WorkflowPhase:
         WorkflowCheck.Run(k, id, w, at, (c, d, x).tupled)
     ).to[Vector]
     (ended, runs).tupled
-
-  /**
-   * `rounds` rounds, each `tasks` independent no-op tasks and then a 1 → (tasks - 2) → 1 graph, worked by
-   * `workers` worker JVMs that nobody kills, each timed from its enqueue's commit to an empty queue; after
-   * a first round of a fifth the size, not timed, which compiles the workers' paths.
-   */
-  private def timedRounds(
-      lab: LabDatabase,
-      db: Database[IO],
-      queue: String,
-      tasks: Int,
-      rounds: Int,
-      workers: Int,
-      limit: Int
-  ): IO[Vector[Round]] =
-    val q = TaskQueue[IO, Int](db, queue)
-    val args = List(lab.url, lab.schema.name, queue, limit.toString, "noop", "1000", "3000")
-    val empty = lab.read("whether the queue is empty")(
-      (Fragment.const(s"SELECT NOT EXISTS (SELECT 1 FROM ${lab.schema("tasks")} WHERE queue = ") ++
-        fr0"$queue)").query[Boolean].unique
-    )
-    def rate(n: Int)(enqueue: IO[Unit]): IO[Double] =
-      for
-        _ <- enqueue
-        t0 <- IO.monotonic
-        _ <- (IO.sleep(10.millis) *> empty).iterateUntil(identity)
-        t1 <- IO.monotonic
-      yield n / ((t1 - t0).toNanos / 1e9)
-    def fan(n: Int): TaskGraph =
-      val middle = (1 to n - 2).toVector
-      graphOf(
-        q,
-        Node(0, Scenario.FanOut, Vector.empty, false) +:
-          middle.map(i => Node(i, Scenario.FanOut, Vector(WorkflowPlan.Edge(0, false)), false)) :+
-          Node(n - 1, Scenario.FanOut, middle.map(WorkflowPlan.Edge(_, false)), false)
-      )
-    def round(n: Int): IO[Round] =
-      (
-        rate(n)(q.enqueueMany((1 to n).map(NewTask(_))).void),
-        rate(n)(fan(n).enqueue(db).void)
-      ).mapN(Round.apply)
-    List.fill(workers)(Children.start(args)).parSequence.use { children =>
-      round((tasks / 5).max(3)) *>
-        (1 to rounds).toVector.traverse(r =>
-          round(tasks).flatTap(x =>
-            IO.println(
-              f"  workflow timed round $r: independent ${x.independent}%.0f tasks/s, graph ${x.graph}%.0f tasks/s (${x.ratio}%.2f×)"
-            )
-          )
-        ) <*
-        children.traverse_(c => IO.blocking(c.process.destroy())) <*
-        children.traverse_(c => IO.interruptible(c.process.waitFor()).void)
-    }

@@ -81,6 +81,7 @@ object WorkflowReport:
       "tasks" -> f.tasks.asJson,
       "scenario_seconds" -> Json.obj(w.timings.map(t => t.scenario.label -> number(t.seconds))*),
       "stalled" -> w.timings.filter(_.stalled).map(_.scenario.label).asJson,
+      "kill_every_ms" -> w.killEvery.map(_.toMillis).asJson,
       "kills" -> w.kills.size.asJson,
       "min_kills" -> w.minKills.asJson,
       "restarts" -> w.restarts.size.asJson,

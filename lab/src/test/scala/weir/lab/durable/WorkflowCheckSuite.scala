@@ -229,7 +229,7 @@ class WorkflowCheckSuite extends ScalaCheckSuite:
       timings = Vector.empty,
       timedTasks = 10,
       rounds =
-        Vector(WorkflowPhase.Round(100, 80), WorkflowPhase.Round(100, 90), WorkflowPhase.Round(100, 40)),
+        Vector(GraphRounds.Round(100, 80), GraphRounds.Round(100, 90), GraphRounds.Round(100, 40)),
       minKills = 3
     )
     val failures = WorkflowReport.failures(run)
