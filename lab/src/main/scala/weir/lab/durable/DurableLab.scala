@@ -21,7 +21,9 @@ import scala.concurrent.duration.*
  * also restarted every D during that run. With `--history N`, claim time as the `finished` history grows
  * to N rows ([[HistoryPhase]]); with `--only control`, the queue controls: pause → last claim, the most
  * running tasks seen under a queue's limit, the rate achieved against the one asked ([[ControlPhase]]);
- * `--only` runs some phases alone. An error the run cannot survive ends it with one line naming the phase
+ * with `--only workflow`, task graphs and batches on worker JVMs SIGKILLed (and the server restarted) as in
+ * the kill run, checked against their plan, and a graph's throughput against independent tasks'
+ * ([[WorkflowPhase]]); `--only` runs some phases alone. An error the run cannot survive ends it with one line naming the phase
  * and the cause ([[DurableLab.PhaseFailed]]), exit code 1.
  */
 object DurableLab extends Experiment:
@@ -36,6 +38,7 @@ object DurableLab extends Experiment:
     case Kill extends Phase("kill")
     case History extends Phase("history")
     case Control extends Phase("control")
+    case Workflow extends Phase("workflow")
 
   object Phase:
     def named(label: String): Option[Phase] = values.find(_.label == label)
@@ -58,15 +61,18 @@ object DurableLab extends Experiment:
       riverScript: String = "../shared/peers/river/run.sh",
       quick: Boolean = false,
       history: Option[Long] = None,
+      seed: Option[Long] = None,
       only: Option[Set[Phase]] = None,
       json: Option[Path] = None
   ):
     /**
-     * Whether `phase` runs: every phase but the history one (which needs `--history`) and the control one,
-     * or those of `--only`.
+     * Whether `phase` runs: every phase but the history one (which needs `--history`), the control one and
+     * the workflow one, or those of `--only`.
      */
     def runs(phase: Phase): Boolean =
-      only.fold(phase != Phase.Control && (phase != Phase.History || history.isDefined))(_.contains(phase))
+      only.fold(
+        phase != Phase.Control && phase != Phase.Workflow && (phase != Phase.History || history.isDefined)
+      )(_.contains(phase))
     def n: Int = if quick then tasks.min(20000) else tasks
     def kills: Option[FiniteDuration] = killEvery.orElse(Option.when(quick)(2.seconds))
     def samples: Int = if quick then latencySamples.min(50) else latencySamples
@@ -74,6 +80,31 @@ object DurableLab extends Experiment:
     def throughputRounds: Int = if quick then 1 else rounds
     def rateWindow: FiniteDuration = if quick then 5.seconds else 30.seconds
     def cancels: Int = if quick then 30 else 200
+
+    /**
+     * The workflow run's scenarios, fractions of the tasks per phase (`n`; 200,000 give a 1 → 10,000 → 1
+     * fan-out, a chain of 1,000, 20 graphs of 200 tasks and 10 batches of 200 members), their random graphs
+     * and batches drawn from `seed`.
+     */
+    def workflowSizes(seed: Long): WorkflowPlan.Sizes =
+      WorkflowPlan.Sizes(
+        fanOut = (n / 20).max(2),
+        chain = (n / 200).max(2),
+        dags = (n / 10000).max(2),
+        dagTasks = (n / 400).max(10).min(200),
+        batches = (n / 20000).max(2),
+        batchMembers = (n / 400).max(8).min(200),
+        seed = seed
+      )
+
+    /** The workflow run kills a worker about every 2 s unless `--kill-every` says otherwise. */
+    def workflowKills: FiniteDuration = killEvery.getOrElse(2.seconds)
+
+    /** Tasks of each of the workflow run's timed rounds (independent tasks, then a graph as large). */
+    def timedTasks: Int = (n / 10).max(3)
+
+    /** The fewest kills the full workflow run must see land (none asked of a quick one). */
+    def minKills: Int = if quick then 0 else 3
 
   private val builder = OParser.builder[Settings]
   val parser: OParser[Unit, Settings] =
@@ -88,7 +119,9 @@ object DurableLab extends Experiment:
           "a PostgreSQL server (default: $WEIR_DATABASE_URL, else an embedded server started for the run)"
         ),
       opt[Int]("tasks").valueName("N").validate(positive("--tasks")).action((n, s) => s.copy(tasks = n))
-        .text("tasks per phase (default 200000; 20000 with --quick)"),
+        .text(
+          "tasks per phase (default 200000; 20000 with --quick); the workflow run's scenarios are fractions of it"
+        ),
       opt[Int]("workers").valueName("W").validate(positive("--workers")).action((n, s) => s.copy(workers = n))
         .text("worker processes (default 2)"),
       opt[Int]("throughput-workers").valueName("W").validate(positive("--throughput-workers"))
@@ -111,12 +144,12 @@ object DurableLab extends Experiment:
       duration("kill-every")
         .action((d, s) => s.copy(killEvery = Some(d)))
         .text(
-          "SIGKILL a random worker about every DURATION (e.g. 3s) and start another (default: never; 2s with --quick)"
+          "SIGKILL a random worker about every DURATION (e.g. 3s) and start another (default: never; 2s with --quick, and in the workflow run)"
         ),
       duration("restart-every")
         .action((d, s) => s.copy(restartEvery = Some(d)))
         .text(
-          "restart the embedded server every DURATION (e.g. 5s) during the kill run: stopped, then started on its port and data (default: never; not with --url)"
+          "restart the embedded server every DURATION (e.g. 5s) during the kill and workflow runs: stopped, then started on its port and data (default: never; not with --url)"
         ),
       duration("heartbeat")
         .action((d, s) => s.copy(heartbeat = d))
@@ -132,7 +165,9 @@ object DurableLab extends Experiment:
         .text(s"where River's benchmark script is (default ${Settings().riverScript})"),
       opt[Unit](
         "quick"
-      ).action((_, s) => s.copy(quick = true)).text("under a minute: 20000 tasks, a kill every 2s"),
+      ).action((_, s) => s.copy(quick = true)).text(
+        "under a minute: 20000 tasks, a kill every 2s (so the workflow run's scenarios are a tenth as large)"
+      ),
       opt[Long]("history").valueName("N").validate(positive("--history"))
         .action((n, s) => s.copy(history = Some(n)))
         .text(
@@ -146,8 +181,10 @@ object DurableLab extends Experiment:
         )
         .action((ps, s) => s.copy(only = Some(ps.flatMap(Phase.named).toSet)))
         .text(
-          "run only these phases: enqueue, throughput (and --river), latency, kill, history, control (default: all but history and control)"
+          "run only these phases: enqueue, throughput (and --river), latency, kill, history, control, workflow (default: all but history, control and workflow)"
         ),
+      opt[Long]("seed").valueName("N").action((n, s) => s.copy(seed = Some(n)))
+        .text("the seed of the workflow run's random graphs and batches (default: drawn, and printed)"),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
         .text("also write the results as JSON (default: none)"),
       checkConfig(s =>
@@ -161,8 +198,10 @@ object DurableLab extends Experiment:
             "--restart-every restarts the embedded server the lab starts; it cannot restart the server at " +
               s"${weir.postgres.DatabaseConfig(s.url.get).redactedUrl} (--url or $$WEIR_DATABASE_URL), which it did not start"
           )
-        else if s.restartEvery.isDefined && !s.runs(Phase.Kill) then
-          failure("--restart-every restarts the server during the kill run, which --only leaves out")
+        else if s.restartEvery.isDefined && !s.runs(Phase.Kill) && !s.runs(Phase.Workflow) then
+          failure(
+            "--restart-every restarts the server during the kill and workflow runs, which --only leaves out"
+          )
         else success
       )
     )
@@ -175,7 +214,8 @@ object DurableLab extends Experiment:
       idlePoll: Vector[Phases.Latency],
       killRun: Option[KillPhase.KillRun],
       history: Option[HistoryPhase.History],
-      control: Option[ControlPhase.Control] = None
+      control: Option[ControlPhase.Control] = None,
+      workflow: Option[WorkflowPhase.WorkflowRun] = None
   ):
     /** weir's median throughput round, tasks per second. */
     def workedPerSecond: Option[Double] =
@@ -220,7 +260,7 @@ object DurableLab extends Experiment:
             s"${c.cancelledSeen} task(s) cancelled in finished of ${c.cancels} cancels"
           )
         ).flatten
-      )
+      ) ++ workflow.toList.flatMap(WorkflowReport.failures)
 
   override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
@@ -304,7 +344,24 @@ object DurableLab extends Experiment:
             )
             control <-
               phase(Phase.Control)(timed("control")(ControlPhase.run(db, 4, s.rateWindow, s.cancels)))
-          yield Results(enq, rounds.orEmpty, notify.orEmpty, poll.orEmpty, kill, history, control)
+            seed <- s.seed.fold(IO(java.util.concurrent.ThreadLocalRandom.current().nextLong()))(IO.pure)
+            workflow <- phase(Phase.Workflow)(timed("workflow")(WorkflowPhase.run(
+              lab,
+              db,
+              "workflow",
+              s.workflowSizes(seed),
+              s.workers,
+              s.limit,
+              Some(s.workflowKills),
+              s.heartbeat,
+              s.deadAfter,
+              s.restartEvery,
+              timedTasks = s.timedTasks,
+              rounds = s.throughputRounds,
+              timedWorkers = s.throughputWorkers,
+              minKills = s.minKills
+            )))
+          yield Results(enq, rounds.orEmpty, notify.orEmpty, poll.orEmpty, kill, history, control, workflow)
         }
         _ <- in("report")(
           IO.println(DurableReport.table(s, results)) *>

@@ -135,7 +135,8 @@ object DurableReport:
         Vector("control: cancelled tasks in finished", s"${c.cancelledSeen} of ${c.cancels}")
       )
     )
-    val rows = enqueue ++ throughput ++ idle ++ kill ++ control
+    val rows = enqueue ++ throughput ++ idle ++ kill ++ control ++
+      r.workflow.toVector.flatMap(WorkflowReport.rows)
     val main = if rows.isEmpty then ""
     else "\n" + Table.grid(Vector("measure", "value") +: rows, rightAligned = Set(1))
     main + r.history.fold("")(h => "\n" + historyTable(h))
@@ -280,6 +281,7 @@ object DurableReport:
             "cancelled_seen" -> c.cancelledSeen.asJson
           )
         ),
+        "workflow" -> r.workflow.fold(Json.Null)(WorkflowReport.json),
         "status" -> (if r.failures.isEmpty then "ok" else "failed").asJson,
         "failures" -> r.failures.asJson
       )

@@ -1,14 +1,12 @@
 package weir.lab.durable
 
-import cats.effect.{IO, Ref, Resource}
-import cats.effect.std.Supervisor
+import cats.effect.IO
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import doobie.postgres.implicits.*
 import weir.postgres.*
 
-import java.util.concurrent.ThreadLocalRandom
 import scala.concurrent.duration.*
 
 /**
@@ -97,8 +95,6 @@ object KillPhase:
       heartbeat.toMillis.toString,
       deadAfter.toMillis.toString
     )
-    val clock =
-      Fragment.const("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8").query[Double].unique
     // whether any task is left: a count would scan the backlog every time, on the cores the workers need
     val anyLeft = lab.read("whether tasks remain")(
       (Fragment.const(s"SELECT EXISTS (SELECT 1 FROM ${s("tasks")} WHERE queue = ") ++ fr0"$queue)")
@@ -119,90 +115,20 @@ object KillPhase:
         .update.run)
       enqueued <-
         enqueueOnce(lab, db, queue, (1 to n).map(i => NewTask(i, orderingKey = Phases.key(i, keys))))
-      kills <- Ref[IO].of(Vector.empty[Kill])
-      restarts <- Ref[IO].of(Vector.empty[Restart])
-      freed <- Ref[IO].of(Map.empty[Long, Double])
-      live <- Ref[IO].of(Vector.empty[(Children.Child, IO[Unit])])
-      // the kills and restarts are timed from the first worker's start, not from the last one's: on a loaded
-      // machine one JVM may come up seconds after the other, which meanwhile works through the whole backlog
-      firstUp <- IO.deferred[Unit]
-      spawn = Children.start(args).allocated.flatMap(c => live.update(_ :+ c) *> firstUp.complete(()).void)
-      // each kill's watch (see `KillWatch`) outlives the kill; the run waits for the watches before it is analysed
-      killer = (watchers: Supervisor[IO]) =>
-        killEvery.fold(IO.unit) { every =>
-          def loop: IO[Unit] =
-            IO(ThreadLocalRandom.current().nextLong(every.toMillis / 2, every.toMillis * 3 / 2 + 1)).flatMap(
-              ms =>
-                IO.sleep(ms.millis)
-            ) *> anyLeft.flatMap { left =>
-              if !left then IO.unit
-              else
-                live.get.flatMap { cs =>
-                  val alive = cs.filter(_._1.process.isAlive)
-                  if alive.isEmpty then loop
-                  else
-                    val (victim, release) = alive(ThreadLocalRandom.current().nextInt(alive.size))
-                    // the kill's time is read before the signal, so a rescue is never timed short; a kill and
-                    // its replacement are not interrupted, so that every started child is in `live`
-                    // what the other workers see of the victim: whether its session holds its lock (then its
-                    // death is seen within a heartbeat), and how many others are alive to rescue its tasks
-                    IO.uncancelable(_ =>
-                      Retrying("the workers' sessions")(TaskAdmin(db).overview.workers).flatMap { ws =>
-                        val held = ws.exists(w => w.id == victim.workerId && w.sessionHeld)
-                        val others = ws.count(w => w.id != victim.workerId && w.sessionHeld)
-                        lab.read("the clock")(clock).flatMap(at =>
-                          IO.blocking(victim.process.destroyForcibly().waitFor()) *>
-                            kills.update(_ :+ Kill(victim.workerId, at, held, others)) *>
-                            watchers.supervise(
-                              KillWatch.follow(lab, victim.workerId, at, deadAfter * 3).flatMap(
-                                _.traverse_(ms => freed.update(_ + (victim.workerId -> ms)))
-                              )
-                            ) *>
-                            IO.realTimeInstant.flatMap(now =>
-                              IO.consoleForIO.errorln(s"  [lab] $now SIGKILL of worker ${victim.workerId}")
-                            )
-                        )
-                      } *> release *> live.update(_.filterNot(_._1 eq victim)) *> spawn
-                    ) *> loop
-                }
-            }
-          firstUp.get *> loop
-        }
-      // a restart every `every` while tasks remain; the restart itself is never interrupted (see LabDatabase)
-      restarter = restartWith.fold(IO.unit) { (every, restart) =>
-        def loop: IO[Unit] =
-          IO.sleep(every) *> anyLeft.flatMap { left =>
-            if !left then IO.unit
-            else
-              for
-                down <- IO.realTime
-                _ <- restart
-                up <- IO.realTime
-                _ <- restarts.update(_ :+ Restart(down.toMillis.toDouble, up.toMillis.toDouble))
-                _ <- IO.realTimeInstant.flatMap(now =>
-                  IO.consoleForIO.errorln(s"  [lab] $now server restarted (down ${(up - down).toMillis} ms)")
-                )
-                _ <- loop
-              yield ()
-          }
-        firstUp.get *> loop
-      }
-      _ <- (Supervisor[IO](await = true), Resource.make(IO.unit)(_ => live.get.flatMap(_.traverse_(_._2))))
-        .tupled.use { (watchers, _) =>
-          // the killer and the restarter are stopped as soon as the queue is empty, rather than after their
-          // next nap
-          // the first workers start together: one started after another would find its elder already
-          // working through the backlog on both cores, and take seconds to come up
-          (killer(watchers), restarter).parTupled.background.surround(
-            List.fill(workers)(spawn).parSequence_ *> (IO.sleep(200.millis) *> anyLeft).iterateUntil(!_)
-          ) *>
-            live.get.flatMap(_.traverse_(c => IO.interruptible(c._1.process.waitFor()).void))
-        }
-      killed <- kills.get
-      restarted <- restarts.get
-      lockFreed <- freed.get
+      chaos <- Chaos.run(
+        lab,
+        db,
+        args,
+        workers,
+        killEvery,
+        restartWith,
+        deadAfter,
+        active = anyLeft,
+        end = Chaos.End.OnTheirOwn
+      )((IO.sleep(200.millis) *> anyLeft).iterateUntil(!_).void)
+      record = chaos._2
       result <- lab.read("the kill run's records")(
-        analyse(lab, queue, enqueued, killed, restarted, lockFreed, deadAfter)
+        analyse(lab, queue, enqueued, record.kills, record.restarts, record.lockFreed, deadAfter)
       )
     yield result
 

@@ -2,6 +2,7 @@ package weir.lab.durable
 
 import cats.effect.{ExitCode, IO, Resource}
 import cats.syntax.all.*
+import doobie.implicits.*
 import com.zaxxer.hikari.{HikariConfig, HikariDataSource}
 import weir.{Limit, Pipeline, Retry}
 import weir.runtime.WeirApp
@@ -13,16 +14,27 @@ import scala.concurrent.duration.*
  * One worker process of `./weir lab durable`, started by the lab as a child JVM. It prints `worker <id>`
  * once registered, then serves the queue: with `record`, each task's handler first writes one execution
  * row (task, attempt, worker, key, the database's clock) so that the lab can count duplicates and check
- * key order; with `noop` the handler does nothing (the throughput run). It ends when the queue is empty
- * (`record`) or when it is told to stop (SIGTERM: the worker drains and hands back what it holds).
+ * key order; with `noop` the handler does nothing (the throughput run); with `workflow` (the workflow
+ * phase, [[WorkflowPhase]]) it writes a row of `wf_executions` (task, payload, attempt, worker, the
+ * database's clock, and for a batch's callback the counts its batch ended with), then fails the task if
+ * its payload is negative (the lab enqueues such tasks with one attempt, so they end dead). It ends when
+ * the queue is empty (`record`) or when it is told to stop (SIGTERM: the worker drains and hands back what
+ * it holds).
  *
  * It rides out a restart of the server as the lab does ([[Retrying]]): its start (the pools, the worker's
  * registration) is retried; weir's worker retries its own calls, and runs again a task whose record failed. An error it cannot
  * survive ends it with one line on standard output (which the lab passes on) and exit code 1.
  *
- * args: url schema queue limit record|noop heartbeatMillis deadAfterMillis
+ * args: url schema queue limit record|noop|workflow heartbeatMillis deadAfterMillis
  */
 object LabWorker extends WeirApp:
+
+  /** Payloads from here on are batches' callbacks (`workflow`): their handler reads the batch they ended. */
+  val callbackBase: Int = 1000000000
+
+  /** What a `workflow` task with a negative payload fails with. */
+  final class FailsByDesign(payload: Int)
+      extends RuntimeException(s"task with payload $payload fails by design")
 
   /**
    * Says on standard output, which the lab passes on, when this worker rescued tasks of others and when its
@@ -47,6 +59,7 @@ object LabWorker extends WeirApp:
       case List(url, schemaName, queue, limit, mode, heartbeat, deadAfter) =>
         val schema = Schema(schemaName)
         val record = mode == "record"
+        val workflow = mode == "workflow"
         val config = WorkerConfig(
           queue = queue,
           heartbeat = heartbeat.toLong.millis,
@@ -54,7 +67,7 @@ object LabWorker extends WeirApp:
           pollInterval = 200.millis,
           backoff =
             Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
-          keepCompleted = record,
+          keepCompleted = record || workflow,
           stopWhenEmpty = record
         )
         // the recording INSERTs are the lab's, not weir's: they need not wait for the WAL flush (a killed
@@ -79,8 +92,35 @@ object LabWorker extends WeirApp:
           // here: one that fails fails the run, which weir runs again (a new run, with its own record). A record
           // retried in place would reach the server after the outage, behind runs of the task's key that
           // started later, and its place in the record would no longer be its run's
+          val insertRun =
+            s"""INSERT INTO ${schema(
+                "wf_executions"
+              )} (task_id, payload, attempt, worker, batch_completed, batch_dead,
+                  batch_cancelled) VALUES (?, ?, ?, ?, ?, ?, ?)"""
+          def recordRun(owner: Long, job: Job[Int], batch: Option[BatchProgress]): IO[Unit] = IO.blocking {
+            val c = ds.getConnection
+            try
+              val ps = c.prepareStatement(insertRun)
+              ps.setLong(1, job.id)
+              ps.setInt(2, job.payload)
+              ps.setInt(3, job.attempt)
+              ps.setLong(4, owner)
+              batch match
+                case Some(b) =>
+                  ps.setLong(5, b.completed)
+                  ps.setLong(6, b.dead)
+                  ps.setLong(7, b.cancelled)
+                case None => (5 to 7).foreach(ps.setNull(_, java.sql.Types.BIGINT))
+              ps.executeUpdate(): Unit
+            finally c.close()
+          }
           def handle(owner: Long)(job: Job[Int]): IO[Unit] =
-            if !record then IO.unit
+            if workflow then
+              val batch =
+                if job.payload >= callbackBase then job.batch.transact(db.transactor) else IO.none
+              batch.flatMap(recordRun(owner, job, _)) *>
+                IO.raiseError(new FailsByDesign(job.payload)).whenA(job.payload < 0)
+            else if !record then IO.unit
             else
               IO.blocking {
                 val c = ds.getConnection
@@ -111,6 +151,6 @@ object LabWorker extends WeirApp:
         )
       case _ =>
         IO.consoleForIO.errorln(
-          s"usage: LabWorker url schema queue limit record|noop heartbeatMs deadAfterMs, was: $args"
+          s"usage: LabWorker url schema queue limit record|noop|workflow heartbeatMs deadAfterMs, was: $args"
         )
           .as(ExitCode(2))

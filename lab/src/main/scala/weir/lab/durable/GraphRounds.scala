@@ -1,0 +1,73 @@
+package weir.lab.durable
+
+import cats.effect.IO
+import cats.syntax.all.*
+import doobie.*
+import doobie.implicits.*
+import weir.lab.durable.WorkflowPlan.{Edge, Node, Scenario}
+import weir.postgres.*
+
+import scala.concurrent.duration.*
+
+/**
+ * The workflow run's timed rounds: a graph's tasks per second against as many independent tasks', on
+ * worker JVMs that nobody kills (see [[WorkflowPhase]]).
+ */
+object GraphRounds:
+
+  /** One timed round: tasks per second of `tasks` independent tasks, then of a 1 → n → 1 graph as many. */
+  final case class Round(independent: Double, graph: Double):
+    def ratio: Double = graph / independent
+
+  /**
+   * `rounds` rounds, each `tasks` independent no-op tasks and then a 1 → (tasks - 2) → 1 graph, worked by
+   * `workers` worker JVMs that nobody kills, each timed from its enqueue's commit to an empty queue; after
+   * a first round of a fifth the size, not timed, which compiles the workers' paths.
+   */
+  def run(
+      lab: LabDatabase,
+      db: Database[IO],
+      queue: String,
+      tasks: Int,
+      rounds: Int,
+      workers: Int,
+      limit: Int
+  ): IO[Vector[Round]] =
+    val q = TaskQueue[IO, Int](db, queue)
+    val args = List(lab.url, lab.schema.name, queue, limit.toString, "noop", "1000", "3000")
+    val empty = lab.read("whether the queue is empty")(
+      (Fragment.const(s"SELECT NOT EXISTS (SELECT 1 FROM ${lab.schema("tasks")} WHERE queue = ") ++
+        fr0"$queue)").query[Boolean].unique
+    )
+    def rate(n: Int)(enqueue: IO[Unit]): IO[Double] =
+      for
+        _ <- enqueue
+        t0 <- IO.monotonic
+        _ <- (IO.sleep(10.millis) *> empty).iterateUntil(identity)
+        t1 <- IO.monotonic
+      yield n / ((t1 - t0).toNanos / 1e9)
+    def fan(n: Int): TaskGraph =
+      val middle = (1 to n - 2).toVector
+      WorkflowPhase.graphOf(
+        q,
+        Node(0, Scenario.FanOut, Vector.empty, false) +:
+          middle.map(i => Node(i, Scenario.FanOut, Vector(Edge(0, false)), false)) :+
+          Node(n - 1, Scenario.FanOut, middle.map(Edge(_, false)), false)
+      )
+    def round(n: Int): IO[Round] =
+      (
+        rate(n)(q.enqueueMany((1 to n).map(NewTask(_))).void),
+        rate(n)(fan(n).enqueue(db).void)
+      ).mapN(Round.apply)
+    List.fill(workers)(Children.start(args)).parSequence.use { children =>
+      round((tasks / 5).max(3)) *>
+        (1 to rounds).toVector.traverse(r =>
+          round(tasks).flatTap(x =>
+            IO.println(
+              f"  workflow timed round $r: independent ${x.independent}%.0f tasks/s, graph ${x.graph}%.0f tasks/s (${x.ratio}%.2f×)"
+            )
+          )
+        ) <*
+        children.traverse_(c => IO.blocking(c.process.destroy())) <*
+        children.traverse_(c => IO.interruptible(c.process.waitFor()).void)
+    }
