@@ -3,7 +3,8 @@ package weir.cli
 import cats.effect.{ExitCode, IO}
 import scopt.OParser
 import weir.postgres.{
-  BatchId, BatchView, Batches, Database, DatabaseConfig, TaskBrowser, TaskState, WorkflowId, WorkflowView,
+  BatchId, BatchView, Batches, Database, DatabaseConfig, GroupCancel, TaskBrowser, TaskState, WorkflowId,
+  WorkflowView,
   Workflows
 }
 import weir.cli.DurableCli.{DurableCommand, Options, builder}
@@ -61,10 +62,7 @@ private[cli] object DurableGroups:
         if o.cancel then
           val flows = Workflows(db)
           o.reason.fold(flows.cancel(id))(flows.cancel(id, _)).flatMap(c =>
-            IO.println(
-              s"workflow ${id.value}: ${c.cancelled} cancelled, ${c.requested} running told to stop, " +
-                s"${c.ended} had ended"
-            )
+            IO.println(s"workflow ${id.value}: ${cancelled(c)}")
           )
         else TaskBrowser(db).workflow(id, o.first).flatMap(v => IO.print(workflow(v)))
       }.as(ExitCode.Success)
@@ -89,13 +87,14 @@ private[cli] object DurableGroups:
         if o.cancel then
           val batches = Batches(db)
           o.reason.fold(batches.cancel(id))(batches.cancel(id, _)).flatMap(c =>
-            IO.println(
-              s"batch ${id.value}: closed; ${c.cancelled} cancelled, ${c.requested} running told to stop, " +
-                s"${c.ended} had ended"
-            )
+            IO.println(s"batch ${id.value}: closed; ${cancelled(c)}")
           )
         else TaskBrowser(db).batch(id, o.after, o.first).flatMap(v => IO.print(batch(v)))
       }.as(ExitCode.Success)
+
+  /** What a cancel of a workflow or a batch did, as one line. */
+  private def cancelled(c: GroupCancel): String =
+    s"${c.cancelled} cancelled, ${c.requested} running told to stop, ${c.ended} had ended"
 
   /** The counts of `counts` in the states' order, those above 0. */
   private def counted(counts: Map[TaskState, Long]): String =

@@ -180,7 +180,7 @@ final class Batches[F[_]] private (db: Database[F], val operator: Operator)(usin
    * [[BatchProgress.callback]]) if it must not run. What the cancels did; cancelling again cancels what is
    * left. Errors: [[weir.InvalidSettings]] for an empty `reason` or a bad [[operator]], [[UnknownBatch]].
    */
-  def cancel(batch: BatchId, reason: String = defaultReason): F[BatchCancel] =
+  def cancel(batch: BatchId, reason: String = defaultReason): F[GroupCancel] =
     val actions = new ActionSql(db.schema)
     val cancelUnfinished = sql.unfinished(batch).flatMap(ids =>
       if ids.isEmpty then FC.pure(Vector.empty[Cancel]) else actions.cancel(ids, reason, operator)
@@ -192,13 +192,7 @@ final class Batches[F[_]] private (db: Database[F], val operator: Operator)(usin
         s"a cancel's reason must not be empty, was: '$reason'"
       )
     ) *> Validation.raise("Operator", operator.errors) *> Deadlocks.retried(db.run(closeIn(batch))) *>
-      Deadlocks.retried(db.run(cancelUnfinished)).map { outcomes =>
-        BatchCancel(
-          cancelled = outcomes.count(_ == Cancel.Cancelled),
-          requested = outcomes.count(_ == Cancel.Requested),
-          ended = outcomes.count(o => o != Cancel.Cancelled && o != Cancel.Requested)
-        )
-      }
+      Deadlocks.retried(db.run(cancelUnfinished)).map(GroupCancel.of)
 
   /**
    * Deletes the batches that ended more than `olderThan` ago and whose callback has left `tasks` (it has

@@ -34,7 +34,7 @@ final class Workflows[F[_]] private (db: Database[F], val operator: Operator)(us
    * nothing. Errors: [[weir.InvalidSettings]] for an empty `reason` or a bad [[operator]], [[UnknownWorkflow]]
    * when no task names the workflow; nothing is changed or recorded then.
    */
-  def cancel(workflow: WorkflowId, reason: String = defaultReason): F[WorkflowCancel] =
+  def cancel(workflow: WorkflowId, reason: String = defaultReason): F[GroupCancel] =
     val run = sql.exists(workflow).flatMap { known =>
       if !known then FC.raiseError[Vector[Cancel]](new UnknownWorkflow(workflow, db.schema))
       else
@@ -49,13 +49,7 @@ final class Workflows[F[_]] private (db: Database[F], val operator: Operator)(us
         s"a cancel's reason must not be empty, was: '$reason'"
       )
     ) *> Validation.raise("Operator", operator.errors) *>
-      Deadlocks.retried(db.run(run)).map { outcomes =>
-        WorkflowCancel(
-          cancelled = outcomes.count(_ == Cancel.Cancelled),
-          requested = outcomes.count(_ == Cancel.Requested),
-          ended = outcomes.count(o => o != Cancel.Cancelled && o != Cancel.Requested)
-        )
-      }
+      Deadlocks.retried(db.run(run)).map(GroupCancel.of)
 
   /** The reason of a cancel that gives none: who asked for it. */
   private def defaultReason: String =

@@ -270,7 +270,7 @@ class BatchesSuite extends DbSuite:
       )
       again <- batches.cancel(batch, "again")
     yield
-      assertEquals(answer, BatchCancel(cancelled = 2, requested = 1, ended = 0))
+      assertEquals(answer, GroupCancel(cancelled = 2, requested = 1, ended = 0))
       assertEquals(
         (mid.closed, mid.completed, mid.cancelled, mid.pending, mid.ended),
         (true, 1L, 2L, 1L, false)
@@ -284,7 +284,7 @@ class BatchesSuite extends DbSuite:
           (ids(3), "done", "batch cancelled by ops")
         )
       )
-      assertEquals(again, BatchCancel(0, 0, 0))
+      assertEquals(again, GroupCancel(0, 0, 0))
   }
 
   withDb(

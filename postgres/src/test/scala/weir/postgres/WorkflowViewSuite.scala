@@ -84,7 +84,7 @@ class WorkflowViewSuite extends DbSuite:
     yield
       assertEquals(requested, Vector.fill(3)(Cancel.Requested))
       assertEquals(rescued, (0, 1, 0))
-      assertEquals(cancel, WorkflowCancel(cancelled = 1, requested = 0, ended = 0))
+      assertEquals(cancel, GroupCancel(cancelled = 1, requested = 0, ended = 0))
       val mine = rows.filter(_._2.contains(w.value))
       assertEquals(mine.map(_._1).toSet, ids.values.toSet, "one finished row per task, each in the workflow")
       assertEquals(mine.size, ids.size)
@@ -214,9 +214,9 @@ class WorkflowViewSuite extends DbSuite:
       view <- TaskBrowser(db).workflow(w)
       bad <- Workflows(db).cancel(w, "").attempt
     yield
-      assertEquals(answer, WorkflowCancel(cancelled = 2, requested = 1, ended = 0))
+      assertEquals(answer, GroupCancel(cancelled = 2, requested = 1, ended = 0))
       assertEquals(requested, Vector(Some("workflow cancelled by ops")))
-      assertEquals(again, WorkflowCancel(0, 0, 0))
+      assertEquals(again, GroupCancel(0, 0, 0))
       assertEquals(retried, Retry.Retried)
       assertEquals(back, Vector((Some(w.value), Some(s"{${g("b")}}"))))
       assertEquals(view.counts, Map(TaskState.Cancelled -> 2L, TaskState.Available -> 1L))
@@ -247,7 +247,7 @@ class WorkflowViewSuite extends DbSuite:
       finalized <- interrupted.get
       view <- TaskBrowser(db).workflow(WorkflowId(g("a")))
     yield
-      assertEquals(answer, WorkflowCancel(cancelled = 1, requested = 1, ended = 0))
+      assertEquals(answer, GroupCancel(cancelled = 1, requested = 1, ended = 0))
       assert(finalized, "the running task's handler was not interrupted")
       assertEquals(view.counts, Map(TaskState.Cancelled -> 2L))
   }

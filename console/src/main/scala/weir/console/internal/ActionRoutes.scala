@@ -6,7 +6,8 @@ import org.http4s.*
 import org.http4s.dsl.Http4sDsl
 import weir.console.ConsoleAccess
 import weir.postgres.{
-  BatchId, Batches, Cancel, Database, Discard, Operator, QueueRate, Retry, TaskAdmin, TaskState, UnknownBatch,
+  BatchId, Batches, Cancel, Database, Discard, GroupCancel, Operator, QueueRate, Retry, TaskAdmin, TaskState,
+  UnknownBatch,
   UnknownQueue, UnknownWorkflow, WorkflowId, Workflows
 }
 
@@ -31,9 +32,9 @@ private[console] final class ActionRoutes[F[_]](
   private def admin(who: ConsoleAccess.Act): TaskAdmin[F] = TaskAdmin(db, operator(who))
 
   /** What a cancel of a group's unfinished tasks did, for the page it returns to. */
-  private def summary(cancelled: Int, requested: Int, ended: Int): String =
-    s"$cancelled cancelled, $requested running told to stop" +
-      (if ended > 0 then s", $ended had ended" else "")
+  private def summary(c: GroupCancel): String =
+    s"${c.cancelled} cancelled, ${c.requested} running told to stop" +
+      (if c.ended > 0 then s", ${c.ended} had ended" else "")
 
   /** Answers a group's cancel: back to its page, saying what it did, or 404 for an unknown group. */
   private def groupCancel(req: Request[F], id: Long, what: String)(run: F[String]): F[Response[F]] =
@@ -133,9 +134,7 @@ private[console] final class ActionRoutes[F[_]](
         idText match
           case TaskId(id) =>
             groupCancel(req, id, "workflow")(
-              Workflows(db, operator(who)).cancel(WorkflowId(id)).map(c =>
-                summary(c.cancelled, c.requested, c.ended)
-              )
+              Workflows(db, operator(who)).cancel(WorkflowId(id)).map(summary)
             )
           case _ => badRequest(req, s"malformed workflow id: '$idText'")
       }
@@ -144,9 +143,7 @@ private[console] final class ActionRoutes[F[_]](
         idText match
           case TaskId(id) =>
             groupCancel(req, id, "batch")(
-              Batches(db, operator(who)).cancel(BatchId(id)).map(c =>
-                "closed; " + summary(c.cancelled, c.requested, c.ended)
-              )
+              Batches(db, operator(who)).cancel(BatchId(id)).map(c => "closed; " + summary(c))
             )
           case _ => badRequest(req, s"malformed batch id: '$idText'")
       }

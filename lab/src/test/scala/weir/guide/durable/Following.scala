@@ -12,4 +12,4 @@ final class Following(db: Database[IO]):
   // a batch's progress, its callback's state and 500 of its members after the member `after`, by id
   def members(batch: BatchId, after: Long): IO[BatchView] = TaskBrowser(db).batch(batch, after, limit = 500)
   // cancels every task of the workflow that has not ended, an audit entry each, as ada's
-  def cancel(id: WorkflowId): IO[WorkflowCancel] = Workflows(db, Operator("ada")).cancel(id, "wrong input")
+  def cancel(id: WorkflowId): IO[GroupCancel] = Workflows(db, Operator("ada")).cancel(id, "wrong input")
