@@ -39,7 +39,11 @@ class DurableControlLabSuite extends CatsEffectSuite:
       assert(c.rateSeen > 0, c.toString)
       assert(c.scheduleTicks >= 100L, c.toString)
       assertEquals((c.scheduleDuplicates, c.scheduleGaps), (0L, 0L))
-      assertEquals((c.revokedStarted, c.revokedRefused), (0L, 39L))
+      // none of the 39 waiting claims revoked from the held-up worker starts there; each is refused, and one
+      // the rescue put back may be claimed by that worker again, while its heartbeat is still held up, and
+      // refused again: the refusals are at least the claims revoked, not exactly them
+      assertEquals(c.revokedStarted, 0L)
+      assert(c.revokedRefused >= 39L, c.toString)
       assertEquals((c.cancelToInterruptMillis.size, c.cancelledSeen), (30, 30L))
       val json = parse(text).fold(
         e => fail(s"not JSON: $e"),
