@@ -70,7 +70,10 @@ object Service:
 
   /**
    * The wait after the `n`-th failed round in a row: `first`, doubled after each further failure, never
-   * longer than `max`; a round that succeeds starts the count again.
+   * longer than `max`. A round that succeeds starts the count again, and so does one that fails after
+   * running at least `max`: a round that lives long (a session held until its connection drops) failing
+   * after hours is the first failure of a new streak, reopened after `first`, however many such ends came
+   * before it.
    */
   final case class Backoff(first: FiniteDuration, max: FiniteDuration):
 
@@ -156,18 +159,28 @@ object Service:
   ): Resource[F, Unit] =
     // nothing starts before the settings are checked
     Validation.resource(s"Service.Settings of '${settings.name}'", settings.errors) *> {
-      // `failures`: the rounds failed in a row before this one
+      // `failures`: the rounds failed in a row before this one. Only a round that follows a failure is
+      // timed: after any other, a failure is the first of its streak whatever the round's length
       def loop(failures: Long): F[Unit] =
-        round.attempt.flatMap {
-          case Right(Next.Done) => faults.succeeded
-          case Right(next) =>
-            val wait = next match
-              case Next.After(d) => d
-              case _ => settings.every
-            faults.succeeded *> pause(wait) *> loop(0L)
-          case Left(e) => faults.failed(e) *> pause(settings.backoff.after(failures + 1L)) *>
-              loop(failures + 1L)
-        }
+        val started = if failures == 0L then F.pure(0L) else F.monotonic.map(_.toNanos)
+        started.flatMap(start =>
+          round.attempt.flatMap {
+            case Right(Next.Done) => faults.succeeded
+            case Right(next) =>
+              val wait = next match
+                case Next.After(d) => d
+                case _ => settings.every
+              faults.succeeded *> pause(wait) *> loop(0L)
+            case Left(e) =>
+              val inARow =
+                if failures == 0L then F.pure(1L)
+                else
+                  F.monotonic.map(end =>
+                    if end.toNanos - start >= settings.backoff.max.toNanos then 1L else failures + 1L
+                  )
+              inARow.flatMap(n => faults.failed(e) *> pause(settings.backoff.after(n)) *> loop(n))
+          }
+        )
       val body = pause(settings.firstAfter) *> loop(0L)
       Resource.make(F.start(body))(fiber =>
         if settings.finishWithin == Duration.Zero then fiber.cancel

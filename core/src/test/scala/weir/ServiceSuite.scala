@@ -89,6 +89,39 @@ class ServiceSuite extends CatsEffectSuite:
     )
   }
 
+  test(
+    "a round that fails after running at least the backoff's max starts a new count: a long session reopens after first"
+  ) {
+    // each round fails: at once, or after running `length` (a session that held for a while, then dropped)
+    val lengths = Vector(0, 0, 0, 300, 1000, 0, 0, 299).map(_.millis)
+    val program =
+      for
+        s <- seen
+        left <- Ref[IO].of(lengths)
+        round = s.note("round") *>
+          left.modify(l => (l.drop(1), l.headOption.getOrElse(1.hour))).flatMap(IO.sleep) *>
+          IO.raiseError[Service.Next](new RuntimeException("dropped"))
+        _ <- Service.run(failing, Service.Faults.ignored[IO])(round).surround(IO.sleep(3400.millis))
+        lines <- s.lines.get
+      yield lines
+    TestControl.executeEmbed(program).map(lines =>
+      assertEquals(
+        lines,
+        Vector(
+          "0 round", // fails at once: 100 ms
+          "100 round", // again: 200 ms
+          "300 round", // again: 300 ms (max)
+          "600 round", // held 300 ms (= max) before failing: counted the first again, 100 ms
+          "1000 round", // held 1 s: the first again, 100 ms
+          "2100 round", // fails at once after it: 200 ms
+          "2300 round", // 300 ms
+          "2600 round", // held 299 ms, under max: still in the streak, 300 ms
+          "3199 round"
+        )
+      )
+    )
+  }
+
   test("a round says when the next runs: After its wait, Again after every, Done never again") {
     val answers = Vector(
       Right(Service.Next.After(250.millis)),

@@ -475,6 +475,11 @@ object Database:
     hikari.setDataSourceProperties(props)
     hikari.setMaximumPoolSize(config.poolSize)
     hikari.setConnectionTimeout(config.connectTimeout.toMillis.max(250L))
+    // HikariCP checks an idle connection before handing it out with `isValid`, which waits its own
+    // validationTimeout (5 s) whatever the socket's timeout: a worker's pool whose idle connections all went
+    // silent would make a claim wait that long per connection, so the check waits no longer than readTimeout
+    if worker then
+      hikari.setValidationTimeout(config.readTimeout.toMillis.min(config.connectTimeout.toMillis).max(250L))
     hikari.setPoolName(s"weir-${config.schema.name}")
     hikari
 

@@ -213,7 +213,11 @@ object DurableWorker:
               counters
             )
           ).flatMap(faults =>
-            db.sessions.use(WorkerSession.hub(db.dedicated, db.schema, WorkerSession.checkEvery))
+            db.sessions.use(WorkerSession.hub(
+              db.dedicated,
+              db.schema,
+              WorkerSession.checkEvery(db.readTimeout)
+            ))
               .flatMap(_.join(new WorkerSession.Member(worker, gate, wake, faults)))
           )
         else Resource.unit[F]

@@ -41,8 +41,12 @@ import scala.concurrent.duration.*
  */
 private[postgres] object WorkerSession:
 
-  /** How often the session is checked with a query. */
-  val checkEvery: FiniteDuration = 5.seconds
+  /**
+   * How often the session is checked with a query: every 5 s, or every `readTimeout` when that is shorter,
+   * so that a session gone silent is found within `readTimeout` plus this, at most twice the `readTimeout`
+   * of a database that asks to find dead connections fast.
+   */
+  def checkEvery(readTimeout: FiniteDuration): FiniteDuration = readTimeout.min(5.seconds)
 
   /** How long one wait for notifications blocks its thread (and so how long a join or leave may wait). */
   val waitSlice: FiniteDuration = 250.millis
