@@ -1,9 +1,9 @@
 package weir.internal
 
-import cats.effect.kernel.{Async, Poll}
-import cats.effect.syntax.all.*
+import cats.effect.kernel.{Async, Outcome as FiberOutcome, Poll}
 import cats.syntax.all.*
-import weir.TaskInterrupted
+import weir.{TaskInterrupted, TaskTimedOut}
+import weir.internal.Worker.Resume
 
 import scala.annotation.tailrec
 import scala.concurrent.duration.*
@@ -37,11 +37,17 @@ import scala.concurrent.duration.*
  * ([[UnsafeInterruptibleAttempt]]): the finalizer records the task failed with the interruption's reason, and
  * leaves the task in its slot, where the pool finds it and starts a worker in this one's place that goes on
  * after it ([[life]]), as this one would have after recording it: its key's next task, then any.
+ *
+ * ==Task timeout==
+ * In a run with a task timeout, the worker arms its attempts' deadline and keeps one standby, a worker that
+ * watches it ([[DeadlineTimer]]). An attempt that overruns is cancelled with this worker's fiber; the
+ * finalizer leaves the task to the standby ([[Resume.TimedOut]]), which takes this worker's place and goes
+ * on from the attempt's end, failed with [[weir.TaskTimedOut]]: retried, or recorded.
  */
 private[weir] final class Worker[F[_], A, B](
     path: TaskPath[F, A, B],
-    pool: WorkerPool[F, Entry[A]],
-    slot: WorkerPool.Slot[F, Entry[A]],
+    pool: WorkerPool[F, Resume[F, A]],
+    slot: WorkerPool.Slot[F, Resume[F, A]],
     poll: Poll[F]
 )(using
     F: Async[F]
@@ -58,6 +64,8 @@ private[weir] final class Worker[F[_], A, B](
   private var result: Either[Throwable, B] = scala.compiletime.uninitialized // the last attempt's end
   // the interruptible attempt of the task last started, which the finalizer asks why the fiber was cancelled
   private var interruptible: UnsafeInterruptibleAttempt.Registration = UnsafeInterruptibleAttempt.Unregistered
+  private var attemptAt = 0L // when the attempt running started, in a run with a task timeout
+  private val timer = path.timeout.map(limit => new DeadlineTimer(limit, pool)) // none: no task timeout
 
   def attempting(attempt: UnsafeInterruptibleAttempt): Unit = interruptible = attempt
 
@@ -95,8 +103,11 @@ private[weir] final class Worker[F[_], A, B](
       case Attempting =>
         val entry = held
         path.register(entry.task, asked = tries > 1, this) match
-          case UnsafeInterruptibleAttempt.Unregistered => poll(path.attempt(entry.task)).flatMap(ended)
-          case _: UnsafeInterruptibleAttempt => poll(path.attempt(entry.task)).flatMap(endedRegistered)
+          case UnsafeInterruptibleAttempt.Unregistered if timer.isEmpty =>
+            poll(path.attempt(entry.task)).flatMap(ended)
+          case _: UnsafeInterruptibleAttempt | UnsafeInterruptibleAttempt.Unregistered =>
+            timer.foreach(_.arm(attemptAt)) // right before the attempt: no effect lies between
+            poll(path.attempt(entry.task)).flatMap(endedGuarded)
           case UnsafeInterruptibleAttempt.Refused(reason) =>
             result = Left(new TaskInterrupted(reason))
             step(Ended)
@@ -152,6 +163,7 @@ private[weir] final class Worker[F[_], A, B](
 
   private def begin(at: Long): Unit =
     t0 = at
+    attemptAt = at
     path.waited(held, at)
 
   private val startedAt: FiniteDuration => F[Boolean] = at =>
@@ -163,18 +175,26 @@ private[weir] final class Worker[F[_], A, B](
     step(Ended)
 
   /**
-   * After a registered attempt: its end if the end came before its interruption; otherwise the
-   * interruption's cancellation of this fiber is under way, and it lands here, in `poll`.
+   * After an attempt that was registered with its interruption or ran against its deadline: its end if the
+   * end came before both; otherwise the interruption's or the standby's cancellation of this fiber is under
+   * way, and it lands here, in `poll`.
    */
-  private val endedRegistered: Either[Throwable, B] => F[Boolean] = r =>
-    interruptible match
-      case attempt: UnsafeInterruptibleAttempt => if attempt.ended() then ended(r) else awaitCancellation
-      case _ => ended(r)
+  private val endedGuarded: Either[Throwable, B] => F[Boolean] = r =>
+    timer match
+      case Some(t) if !t.disarm() => awaitCancellation
+      case _ =>
+        interruptible match
+          case attempt: UnsafeInterruptibleAttempt => if attempt.ended() then ended(r) else awaitCancellation
+          case _ => ended(r)
 
   private val awaitCancellation: F[Boolean] = poll(F.never)
 
   private val retried: Unit => F[Boolean] = _ =>
     tries += 1
+    if timer.isEmpty then step(Attempting) else clockThenRetry
+
+  private val retryAt: FiniteDuration => F[Boolean] = at =>
+    attemptAt = at.toNanos
     step(Attempting)
 
   private val endedAt: FiniteDuration => F[Boolean] = at =>
@@ -188,23 +208,65 @@ private[weir] final class Worker[F[_], A, B](
   // built once per worker, after the continuations they use (a `val` reads them when it is built)
   private val clockThenAttempting: F[Boolean] = F.monotonic.flatMap(startedAt)
   private val clockThenRecording: F[Boolean] = F.monotonic.flatMap(endedAt)
+  private val clockThenRetry: F[Boolean] = F.monotonic.flatMap(retryAt)
 
-  /** The worker's life: from the task its slot says to go on after (see the class comment), or from a take. */
+  /**
+   * The worker's life: from a take, from what its slot says to go on from (see the class comment), or, for
+   * a standby, from its watch of another worker's deadline; with its own standby in a run with a timeout.
+   */
   def life: F[Boolean] =
     val first = F.defer(slot.resumeAfter() match
-      case None => step(Taking)
-      case Some(entry) =>
+      case None => keepStandby(step(Taking))
+      case Some(Resume.After(entry)) =>
         task = entry
-        afterEffect(()))
-    first.onCancel(F.defer(cancelled))
+        keepStandby(afterEffect(()))
+      case Some(Resume.Watch(deadline, of)) =>
+        DeadlineTimer.watch(deadline, poll).flatMap(fired => if fired then takeOver(of) else F.pure(false))
+      case Some(other) => F.raiseError(new IllegalStateException(s"a worker cannot start from $other")))
+    F.guaranteeCase(first) {
+      case FiberOutcome.Canceled() => F.defer(cancelled)
+      case _ => dismiss.void
+    }
+
+  private def keepStandby(next: F[Boolean]): F[Boolean] =
+    timer match
+      case None => next
+      case Some(t) => t.start(Resume.Watch(t.deadline, slot)) *> next
+
+  private val dismiss: F[Boolean] = timer.fold(F.pure(true))(_.dismiss)
+
+  /**
+   * A standby whose watch fired: cancels the worker it watched (waiting for its finalizers, which leave
+   * this one the task: [[cancelled]]) and goes on in its place, counted in its stead, from what it left.
+   * Not cancelable until the task is this worker's: a cancellation then lands in the next `poll`, and the
+   * finalizer records the task.
+   */
+  private def takeOver(of: WorkerPool.Slot[F, Resume[F, A]]): F[Boolean] =
+    pool.fiberOf(of).flatMap(_.cancel) *> F.defer {
+      slot.counted = true
+      of.successor match
+        case Some(Resume.TimedOut(entry, n, start)) =>
+          task = entry
+          tries = n
+          t0 = start
+          phase = Ended
+          result = Left(new TaskTimedOut(path.timeout.getOrElse(Duration.Zero)))
+          keepStandby(step(Ended))
+        case Some(Resume.After(entry)) =>
+          task = entry
+          keepStandby(afterEffect(()))
+        case other => F.raiseError(new IllegalStateException(s"a standby took over from $other"))
+    }
 
   /**
    * What a cancelled worker leaves: the task it was running, if any, is recorded interrupted, with its
    * interruption's reason when that is why the fiber was cancelled (the task is then left in the slot, for
-   * the worker that takes this one's place).
+   * the worker that takes this one's place); or, when its standby fired the attempt's deadline, it is left
+   * to the standby, which takes this one's place: recorded first if its interruption came too, else as an
+   * attempt that timed out. The interruption is asked first, so that a task told to stop is not retried.
    */
   private def cancelled: F[Unit] =
-    if !phase.holdsTask then F.unit
+    if !phase.holdsTask then dismiss.void
     else
       val entry = held
       phase = Recording
@@ -212,10 +274,37 @@ private[weir] final class Worker[F[_], A, B](
         case attempt: UnsafeInterruptibleAttempt => attempt.cancelled()
         case _ => None
       interruptible = UnsafeInterruptibleAttempt.Unregistered
-      F.monotonic.flatMap { at =>
-        val latency = (at.toNanos - t0).nanos
-        reason match
-          case None => record.interrupted(entry, latency, tries)
-          case Some(why) => record.failed(entry, new TaskInterrupted(why), latency, tries) *>
-              F.delay(slot.interrupted = Some(entry))
+      dismiss.flatMap { dismissed =>
+        if !dismissed && reason.isEmpty then F.delay(slot.successor = Some(Resume.TimedOut(entry, tries, t0)))
+        else
+          F.monotonic.flatMap { at =>
+            val latency = (at.toNanos - t0).nanos
+            reason match
+              case None => record.interrupted(entry, latency, tries)
+              case Some(why) =>
+                record.failed(entry, new TaskInterrupted(why), latency, tries) *> F.delay {
+                  if dismissed then slot.interrupted = Some(Resume.After(entry))
+                  else slot.successor = Some(Resume.After(entry))
+                }
+          }
       }
+
+private[weir] object Worker:
+
+  /**
+   * What a worker starts from other than a take ([[WorkerPool.Slot]]): what a cancelled worker left the
+   * worker in its place, or the worker a standby watches. Made only when a worker is replaced or a standby
+   * started, never per task.
+   */
+  sealed trait Resume[F[_], A]
+
+  object Resume:
+    /** Go on after `entry`, which the cancelled worker recorded: its key's next task, then any. */
+    final case class After[F[_], A](entry: Entry[A]) extends Resume[F, A]
+
+    /** Attempt `tries` of `entry`, started at `start` (nanoseconds), overran its deadline: go on from its end. */
+    final case class TimedOut[F[_], A](entry: Entry[A], tries: Int, start: Long) extends Resume[F, A]
+
+    /** A standby: watch `deadline`, that of the worker in `of`, and take its place when an attempt overruns. */
+    final case class Watch[F[_], A](deadline: UnsafeDeadline, of: WorkerPool.Slot[F, Resume[F, A]])
+        extends Resume[F, A]
