@@ -27,7 +27,7 @@ import scala.concurrent.duration.*
  * interruption, if it came before the attempt's end, is recorded (the task is not retried), and the
  * standby, if it fired, then goes on after the task as the interruption's replacement would.
  */
-private[weir] final class DeadlineTimer[F[_], R](limit: FiniteDuration, pool: WorkerPool[F, R])(using
+private[weir] final class DeadlineTimer[F[_], R](val limit: FiniteDuration, pool: WorkerPool[F, R])(using
     F: Async[F]
 ):
   private val limitNanos = limit.toNanos
@@ -58,6 +58,22 @@ private[weir] final class DeadlineTimer[F[_], R](limit: FiniteDuration, pool: Wo
     }
 
 private[weir] object DeadlineTimer:
+
+  /**
+   * A standby whose watch fired relieves the worker in `of`: cancels it, waiting for its finalizers, which
+   * leave the task ([[WorkerPool.Slot.successor]]), and counts the standby in `standby` in its stead.
+   * Returns what the worker left. Not cancelable: a cancellation lands in the standby's next `poll`, once
+   * the task is the standby's, and its finalizer records the task.
+   */
+  def relieve[F[_], R](pool: WorkerPool[F, R], of: WorkerPool.Slot[F, R], standby: WorkerPool.Slot[F, R])(
+      using F: Async[F]
+  ): F[R] =
+    pool.fiberOf(of).flatMap(_.cancel) *> F.defer {
+      standby.counted = true
+      of.successor match
+        case Some(left) => F.pure(left)
+        case None => F.raiseError(new IllegalStateException("a relieved worker left its standby nothing"))
+    }
 
   /**
    * A standby's watch of `deadline`: true once it fired (an attempt overran: the standby owns its end, and

@@ -64,7 +64,7 @@ private[weir] final class Engine[F[_], A, B] private (
   private val record = new Recorder(settings.policy, emit, ledger, window, requested, request)
   private val pool =
     val path = new TaskPath(settings, buffer, ledger, window, record, requested)
-    WorkerPool.unsafe[F, Worker.Resume[F, A]](
+    WorkerPool.unsafe[F, Resume[F, A]](
       settings.limit.initial,
       workers,
       onExit = signal(Event.WorkersLeft).void

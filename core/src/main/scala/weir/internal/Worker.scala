@@ -1,9 +1,8 @@
 package weir.internal
 
-import cats.effect.kernel.{Async, Outcome as FiberOutcome, Poll}
+import cats.effect.kernel.{Async, Poll}
 import cats.syntax.all.*
 import weir.{TaskInterrupted, TaskTimedOut}
-import weir.internal.Worker.Resume
 
 import scala.annotation.tailrec
 import scala.concurrent.duration.*
@@ -13,36 +12,23 @@ import scala.concurrent.duration.*
  * record it, hand its key on, take the next — until the buffer is finished (`life` ends with false) or the
  * pool has too many workers (true: it retired).
  *
- * ==One transition function==
- * [[step]] is the machine's transition: it runs a phase's step and goes on to the next phase, as a plain
- * call while the phase needs no wait and no effect, and otherwise returns the phase's effect, whose
- * continuation (built once per worker: the `val`s below) steps on. The stages' plain steps
- * ([[TaskPath.tryTake]], [[TaskPath.ready]], [[Recorder.succeeded]], [[TaskPath.handOn]]) complete when their
- * stage has nothing to wait for, so a run whose settings use no stage runs each task as the handler and one
- * clock reading, which ends a task and serves as the next one's start (the register `clocked`).
+ * [[step]], the transition, runs a phase's step and goes on to the next phase, as a plain call while the
+ * phase needs no wait and no effect, else returns the phase's effect, whose continuation (a `val` below)
+ * steps on; a run whose settings use no stage runs each task as the handler and one clock reading. The
+ * registers are written and read by [[step]] and its continuations only, on this worker's fiber.
  *
- * The registers — the task, its attempts, its start, its result, its interruption's registration — are
- * written and read by [[step]] and its continuations only, which run one after another on this worker's
- * fiber.
- *
- * ==Cancellation==
  * Its whole life is masked: it can be cancelled only where it waits (a take, an admission, a permit, a
- * retry's backoff) or runs the handler, all inside `poll`. One finalizer for the worker's life records the
- * task interrupted when the phase holds it ([[RunPhase.holdsTask]]: from its start to its record); a
- * cancellation before the start is recorded by the stage that waited ([[TaskPath.enter]], not started) or by
- * the buffer (a take's element goes back). No poll lies between a start and the handler, or between the
- * end of an attempt and the record, so every task taken ends recorded or not started exactly once.
+ * retry's backoff) or runs the handler, all inside `poll`. One finalizer records the task interrupted when
+ * the phase holds it ([[RunPhase.holdsTask]]); before the start, the stage that waited records it
+ * ([[TaskPath.enter]]) or the buffer takes it back. No poll lies between a start and the handler, or
+ * between an attempt's end and the record, so every task taken ends recorded or not started exactly once.
  *
- * An [[weir.Interruptible]] task's interruption cancels this worker's fiber while the task's attempt runs
- * ([[UnsafeInterruptibleAttempt]]): the finalizer records the task failed with the interruption's reason, and
- * leaves the task in its slot, where the pool finds it and starts a worker in this one's place that goes on
- * after it ([[life]]), as this one would have after recording it: its key's next task, then any.
- *
- * ==Task timeout==
- * In a run with a task timeout, the worker arms its attempts' deadline and keeps one standby, a worker that
- * watches it ([[DeadlineTimer]]). An attempt that overruns is cancelled with this worker's fiber; the
- * finalizer leaves the task to the standby ([[Resume.TimedOut]]), which takes this worker's place and goes
- * on from the attempt's end, failed with [[weir.TaskTimedOut]]: retried, or recorded.
+ * An [[weir.Interruptible]] task's interruption cancels this worker's fiber while its attempt runs
+ * ([[UnsafeInterruptibleAttempt]]): the finalizer records the task failed with the interruption's reason and
+ * leaves it in the slot, where the pool finds it and starts a worker in this one's place that goes on after
+ * it ([[resumeFrom]]): its key's next task, then any. In a run with a task timeout, an attempt that overruns
+ * its deadline cancels the fiber the same way, but the task is left to the worker's standby, which takes
+ * this one's place and goes on from the attempt's end, a [[weir.TaskTimedOut]] ([[DeadlineTimer]]).
  */
 private[weir] final class Worker[F[_], A, B](
     path: TaskPath[F, A, B],
@@ -77,10 +63,7 @@ private[weir] final class Worker[F[_], A, B](
       case entry: Entry[A] => entry
       case NoTask => throw new IllegalStateException(s"a worker in phase $phase holds no task")
 
-  /**
-   * The transition: runs `p`'s step, plain while it needs no effect, and returns the first effect, whose
-   * continuation steps on. A plain call, made inside an effect.
-   */
+  /** The transition: runs `p`'s step, plain while it needs no effect; returns the first effect. A plain call. */
   @tailrec private def step(p: RunPhase): F[Boolean] =
     phase = p
     p match
@@ -175,27 +158,21 @@ private[weir] final class Worker[F[_], A, B](
     step(Ended)
 
   /**
-   * After an attempt that was registered with its interruption or ran against its deadline: its end if the
-   * end came before both; otherwise the interruption's or the standby's cancellation of this fiber is under
-   * way, and it lands here, in `poll`.
+   * After an attempt registered with its interruption or run against its deadline: its end if that came
+   * first; otherwise the cancellation of this fiber is under way, and it lands here, in `poll`.
    */
   private val endedGuarded: Either[Throwable, B] => F[Boolean] = r =>
-    timer match
-      case Some(t) if !t.disarm() => awaitCancellation
-      case _ =>
-        interruptible match
-          case attempt: UnsafeInterruptibleAttempt => if attempt.ended() then ended(r) else awaitCancellation
-          case _ => ended(r)
+    val first = timer.forall(_.disarm()) &&
+      (interruptible match
+        case attempt: UnsafeInterruptibleAttempt => attempt.ended()
+        case _ => true)
+    if first then ended(r) else awaitCancellation
 
   private val awaitCancellation: F[Boolean] = poll(F.never)
 
   private val retried: Unit => F[Boolean] = _ =>
     tries += 1
     if timer.isEmpty then step(Attempting) else clockThenRetry
-
-  private val retryAt: FiniteDuration => F[Boolean] = at =>
-    attemptAt = at.toNanos
-    step(Attempting)
 
   private val endedAt: FiniteDuration => F[Boolean] = at =>
     now = at.toNanos
@@ -208,62 +185,44 @@ private[weir] final class Worker[F[_], A, B](
   // built once per worker, after the continuations they use (a `val` reads them when it is built)
   private val clockThenAttempting: F[Boolean] = F.monotonic.flatMap(startedAt)
   private val clockThenRecording: F[Boolean] = F.monotonic.flatMap(endedAt)
-  private val clockThenRetry: F[Boolean] = F.monotonic.flatMap(retryAt)
+  private val clockThenRetry: F[Boolean] = F.monotonic.flatMap { at =>
+    attemptAt = at.toNanos; step(Attempting)
+  }
+
+  /** The worker's life: from a take, or from what its slot says ([[resumeFrom]]); with its standby, if timed. */
+  def life: F[Boolean] =
+    val first = F.defer(slot.resumeAfter().fold(keepStandby(step(Taking)))(resumeFrom))
+    F.guaranteeCase(first)(outcome => if outcome.isCanceled then F.defer(cancelled) else dismiss.void)
 
   /**
-   * The worker's life: from a take, from what its slot says to go on from (see the class comment), or, for
-   * a standby, from its watch of another worker's deadline; with its own standby in a run with a timeout.
+   * Goes on from what a cancelled worker left: after a task it recorded; from the end of an attempt that
+   * overran its deadline; or, for a standby, from its watch of a worker's deadline, then what that one left.
    */
-  def life: F[Boolean] =
-    val first = F.defer(slot.resumeAfter() match
-      case None => keepStandby(step(Taking))
-      case Some(Resume.After(entry)) =>
+  private def resumeFrom(from: Resume[F, A]): F[Boolean] =
+    from match
+      case Resume.After(entry) =>
         task = entry
         keepStandby(afterEffect(()))
-      case Some(Resume.Watch(deadline, of)) =>
-        DeadlineTimer.watch(deadline, poll).flatMap(fired => if fired then takeOver(of) else F.pure(false))
-      case Some(other) => F.raiseError(new IllegalStateException(s"a worker cannot start from $other")))
-    F.guaranteeCase(first) {
-      case FiberOutcome.Canceled() => F.defer(cancelled)
-      case _ => dismiss.void
-    }
+      case Resume.TimedOut(entry, n, start, limit) =>
+        task = entry; tries = n; t0 = start
+        result = Left(new TaskTimedOut(limit))
+        phase = Ended // holds the task: a cancellation from here on is recorded
+        keepStandby(step(Ended))
+      case Resume.Watch(deadline, of) =>
+        DeadlineTimer.watch(deadline, poll).flatMap(fired =>
+          if fired then DeadlineTimer.relieve(pool, of, slot).flatMap(resumeFrom) else F.pure(false)
+        )
 
-  private def keepStandby(next: F[Boolean]): F[Boolean] =
-    timer match
-      case None => next
-      case Some(t) => t.start(Resume.Watch(t.deadline, slot)) *> next
+  private def keepStandby(next: => F[Boolean]): F[Boolean] =
+    timer.fold(next)(t => t.start(Resume.Watch(t.deadline, slot)).flatMap(_ => next))
 
   private val dismiss: F[Boolean] = timer.fold(F.pure(true))(_.dismiss)
 
   /**
-   * A standby whose watch fired: cancels the worker it watched (waiting for its finalizers, which leave
-   * this one the task: [[cancelled]]) and goes on in its place, counted in its stead, from what it left.
-   * Not cancelable until the task is this worker's: a cancellation then lands in the next `poll`, and the
-   * finalizer records the task.
-   */
-  private def takeOver(of: WorkerPool.Slot[F, Resume[F, A]]): F[Boolean] =
-    pool.fiberOf(of).flatMap(_.cancel) *> F.defer {
-      slot.counted = true
-      of.successor match
-        case Some(Resume.TimedOut(entry, n, start)) =>
-          task = entry
-          tries = n
-          t0 = start
-          phase = Ended
-          result = Left(new TaskTimedOut(path.timeout.getOrElse(Duration.Zero)))
-          keepStandby(step(Ended))
-        case Some(Resume.After(entry)) =>
-          task = entry
-          keepStandby(afterEffect(()))
-        case other => F.raiseError(new IllegalStateException(s"a standby took over from $other"))
-    }
-
-  /**
-   * What a cancelled worker leaves: the task it was running, if any, is recorded interrupted, with its
-   * interruption's reason when that is why the fiber was cancelled (the task is then left in the slot, for
-   * the worker that takes this one's place); or, when its standby fired the attempt's deadline, it is left
-   * to the standby, which takes this one's place: recorded first if its interruption came too, else as an
-   * attempt that timed out. The interruption is asked first, so that a task told to stop is not retried.
+   * What a cancelled worker leaves: the task it ran, if any, recorded interrupted, with its interruption's
+   * reason if that is why (then left to the worker in its place, to go on after); or, if its standby fired
+   * the attempt's deadline, left to the standby: recorded first if the interruption came too (asked first:
+   * a task told to stop is not retried), else as a timed-out attempt.
    */
   private def cancelled: F[Unit] =
     if !phase.holdsTask then dismiss.void
@@ -275,36 +234,17 @@ private[weir] final class Worker[F[_], A, B](
         case _ => None
       interruptible = UnsafeInterruptibleAttempt.Unregistered
       dismiss.flatMap { dismissed =>
-        if !dismissed && reason.isEmpty then F.delay(slot.successor = Some(Resume.TimedOut(entry, tries, t0)))
-        else
-          F.monotonic.flatMap { at =>
-            val latency = (at.toNanos - t0).nanos
-            reason match
-              case None => record.interrupted(entry, latency, tries)
-              case Some(why) =>
-                record.failed(entry, new TaskInterrupted(why), latency, tries) *> F.delay {
-                  if dismissed then slot.interrupted = Some(Resume.After(entry))
-                  else slot.successor = Some(Resume.After(entry))
-                }
-          }
+        (reason, timer) match
+          case (None, Some(t)) if !dismissed =>
+            F.delay(slot.successor = Some(Resume.TimedOut(entry, tries, t0, t.limit)))
+          case _ =>
+            F.monotonic.flatMap { at =>
+              val latency = (at.toNanos - t0).nanos
+              reason match
+                case None => record.interrupted(entry, latency, tries)
+                case Some(why) =>
+                  val after: Option[Resume[F, A]] = Some(Resume.After(entry))
+                  record.failed(entry, new TaskInterrupted(why), latency, tries) *>
+                    F.delay(if dismissed then slot.interrupted = after else slot.successor = after)
+            }
       }
-
-private[weir] object Worker:
-
-  /**
-   * What a worker starts from other than a take ([[WorkerPool.Slot]]): what a cancelled worker left the
-   * worker in its place, or the worker a standby watches. Made only when a worker is replaced or a standby
-   * started, never per task.
-   */
-  sealed trait Resume[F[_], A]
-
-  object Resume:
-    /** Go on after `entry`, which the cancelled worker recorded: its key's next task, then any. */
-    final case class After[F[_], A](entry: Entry[A]) extends Resume[F, A]
-
-    /** Attempt `tries` of `entry`, started at `start` (nanoseconds), overran its deadline: go on from its end. */
-    final case class TimedOut[F[_], A](entry: Entry[A], tries: Int, start: Long) extends Resume[F, A]
-
-    /** A standby: watch `deadline`, that of the worker in `of`, and take its place when an attempt overruns. */
-    final case class Watch[F[_], A](deadline: UnsafeDeadline, of: WorkerPool.Slot[F, Resume[F, A]])
-        extends Resume[F, A]
