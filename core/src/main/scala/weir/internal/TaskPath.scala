@@ -21,9 +21,9 @@ import scala.util.control.NonFatal
  * no wait and no effect, and an effect for the rest. The worker's machine ([[RunPhase]], applied by
  * [[Worker]]) runs the plain steps in its transitions and turns to a stage's effect only when the plain step
  * cannot complete. A stage a run does not use has a plain step that always completes and an effect that is
- * never run, so a run pays only for what its settings ask for, and a run without a permit, a retry, a
- * timeout or an outcome stream runs its tasks without a single effect besides the handler, its clock
- * readings and what a wait or a wake-up needs.
+ * never run, so a run pays only for what its settings ask for, and a run without a permit, a retry or an
+ * outcome stream runs its tasks without a single effect besides the handler, its clock readings and what a
+ * wait or a wake-up needs (a task timeout adds two plain calls per attempt: [[DeadlineTimer]]).
  *
  * | stage | plain step | effect |
  * |---|---|---|

@@ -26,9 +26,8 @@ import scala.concurrent.duration.*
  * An [[weir.Interruptible]] task's interruption cancels this worker's fiber while its attempt runs
  * ([[UnsafeInterruptibleAttempt]]): the finalizer records the task failed with the interruption's reason and
  * leaves it in the slot, where the pool finds it and starts a worker in this one's place that goes on after
- * it ([[resumeFrom]]): its key's next task, then any. In a run with a task timeout, an attempt that overruns
- * its deadline cancels the fiber the same way, but the task is left to the worker's standby, which takes
- * this one's place and goes on from the attempt's end, a [[weir.TaskTimedOut]] ([[DeadlineTimer]]).
+ * it ([[resumeFrom]]): its key's next task, then any. An attempt that overruns its task timeout cancels the
+ * fiber the same way; the worker's standby takes this one's place and goes on with it ([[DeadlineTimer]]).
  */
 private[weir] final class Worker[F[_], A, B](
     path: TaskPath[F, A, B],
@@ -89,7 +88,9 @@ private[weir] final class Worker[F[_], A, B](
           case UnsafeInterruptibleAttempt.Unregistered if timer.isEmpty =>
             poll(path.attempt(entry.task)).flatMap(ended)
           case _: UnsafeInterruptibleAttempt | UnsafeInterruptibleAttempt.Unregistered =>
-            timer.foreach(_.arm(attemptAt)) // right before the attempt: no effect lies between
+            timer match // armed right before the attempt, no effect between (a match: no closure per attempt)
+              case Some(t) => t.arm(attemptAt)
+              case None => ()
             poll(path.attempt(entry.task)).flatMap(endedGuarded)
           case UnsafeInterruptibleAttempt.Refused(reason) =>
             result = Left(new TaskInterrupted(reason))
@@ -215,7 +216,6 @@ private[weir] final class Worker[F[_], A, B](
 
   private def keepStandby(next: => F[Boolean]): F[Boolean] =
     timer.fold(next)(t => t.start(Resume.Watch(t.deadline, slot)).flatMap(_ => next))
-
   private val dismiss: F[Boolean] = timer.fold(F.pure(true))(_.dismiss)
 
   /**

@@ -17,7 +17,8 @@ import scala.annotation.tailrec
  * Every worker is a fiber of `workers`; cancelling them all is closing it. A worker that ends in any
  * way (left, retired, failed, cancelled) is counted out exactly once, except one cancelled for an
  * interruption ([[interrupt]]): another worker takes its place, counted in its stead, and goes on from the
- * task it was running ([[Slot.resumeAfter]]).
+ * task it was running ([[Slot.resumeAfter]]); and one cancelled by its standby ([[standby]], a worker
+ * started uncounted to keep its task timeout), which takes its place, counted in its stead from then on.
  *
  * The pool's part in the run's end ([[RunEnd]]): the run arms it ([[finishing]]) when the sources end or a
  * stop is requested, and from then on its last worker's exit is reported to the run (`onExit`, the event
