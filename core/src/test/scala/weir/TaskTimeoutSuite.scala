@@ -215,6 +215,76 @@ class TaskTimeoutSuite extends CatsEffectSuite with ScalaCheckSuite:
     }
   }
 
+  test("an interruption at the very instant of the deadline: one outcome, interrupted, never run again") {
+    // which of the two cancels the attempt is the scheduler's choice; either way the task is told to stop:
+    // interrupted at once, or timed out and its retry refused, recorded interrupted with attempt 2
+    val task = new Task(0)
+    val run =
+      for
+        _ <- (IO.sleep(2.seconds) *> IO(task.interruption.request("stop"))).start
+        s <- Pipeline(Source.refusable(Stream.emit(task).covary[IO]))
+          .process(_ => IO.never[Unit])
+          .withTaskTimeout(2.seconds)
+          .withRetry(noJitter)
+          .run
+      yield s
+    TestControl.executeEmbed(run).map { s =>
+      val attempts = s.failures.map(f => (f.error, f.disposition, f.attempts)) match
+        case Vector((e: TaskInterrupted, Disposition.Interrupted, n)) if e.reason == "stop" => n
+        case other => fail(s"expected one interrupted task, got $other")
+      assert(attempts == 1 || attempts == 2, attempts.toString)
+      assertEquals(
+        (s.failed, s.timeouts, s.retries, s.elapsed),
+        (1L, attempts - 1L, attempts - 1L, 2.seconds)
+      )
+    }
+  }
+
+  property("with interruptions: a task stopped before its deadline is interrupted, else it times out") {
+    // durations are even ms, stops odd ms, the timeout 40.5 ms: no two of them meet
+    val limit = 40500.micros
+    Prop.forAllNoShrink(
+      Gen.choose(1, 20).flatMap(n =>
+        Gen.listOfN(n, Gen.zip(Gen.choose(0, 40).map(_ * 2), Gen.option(Gen.choose(0, 50).map(_ * 2 + 1))))
+      ),
+      Gen.choose(1, 6)
+    ) { (plan, workers) =>
+      val tasks = plan.indices.toList.map(new Task(_))
+      val run = Pipeline(Source.refusable(Stream.emits(tasks).covary[IO]))
+        .process { t =>
+          val (takes, stopAt) = plan(t.id)
+          // each stop is timed from the task's own start, so that the answer does not depend on the limit
+          stopAt.fold(IO.unit)(at =>
+            (IO.sleep(at.millis) *> IO(t.interruption.request("stop"))).start.void
+          ) *>
+            IO.sleep(takes.millis)
+        }
+        .withLimit(Limit.fixed(workers))
+        .withTaskTimeout(limit)
+        .outcomes
+        .compile
+        .toVector
+      import cats.effect.unsafe.implicits.global
+      TestControl.executeEmbed(run).map { outcomes =>
+        val seen = outcomes.map {
+          case TaskOutcome.Succeeded(t, _, 1) => (t.id, "succeeded")
+          case TaskOutcome.Failed(t, _: TaskInterrupted, Disposition.Interrupted, 1) => (t.id, "interrupted")
+          case TaskOutcome.Failed(t, e, Disposition.Skipped, 1) if timedOut(e, limit) => (t.id, "timed out")
+          case other => fail(s"unexpected $other")
+        }.sorted
+        val expected = plan.zipWithIndex.map { case ((takes, stop), i) =>
+          val ends = math.min(takes * 1000, limit.toMicros.toInt) // when the attempt ends, in µs
+          if stop.exists(_ * 1000 < ends) then (i, "interrupted")
+          else if takes.millis < limit then (i, "succeeded")
+          else (i, "timed out")
+        }.toVector
+        assertEquals(seen, expected)
+        assert(tasks.forall(_.registered.get == 1))
+      }.unsafeRunSync()
+      true
+    }
+  }
+
   property("each task ends once, as its attempts' durations and the timeout say, whatever the limit") {
     // durations are whole seconds and the timeout 2.5 s: no attempt ends at its deadline
     val limit = 2500.millis
