@@ -71,9 +71,14 @@ final class Pipeline[F[_], A, B] private (settings: Settings[F, A, B])(using F: 
     copy(settings.copy(rateLimit = Some(limiter)))
 
   /**
-   * Fails any attempt that runs longer than `timeout` with [[TaskTimedOut]] (the attempt is cancelled); a
-   * timed-out attempt is retried like any other failure. A `timeout <= 0` fails the run's start with
-   * [[InvalidSettings]].
+   * Fails any attempt that runs longer than `timeout` with [[TaskTimedOut]]: the attempt is cancelled at
+   * its deadline, `timeout` after its own start, and its finalizers run before it fails; a timed-out
+   * attempt is retried like any other failure, in the same slot. A task told to stop ([[Interruptible]])
+   * before its attempt's deadline is recorded interrupted, not timed out. A `timeout <= 0` fails the run's
+   * start with [[InvalidSettings]].
+   *
+   * Each worker keeps the deadline of its attempts with one timer, not one per attempt: a timeout costs
+   * little per task however short the tasks.
    */
   def withTaskTimeout(timeout: FiniteDuration): Pipeline[F, A, B] =
     copy(settings.copy(taskTimeout = Some(timeout)))

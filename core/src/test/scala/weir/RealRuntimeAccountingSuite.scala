@@ -16,7 +16,9 @@ import scala.util.Random
  * Runs of random shape are drained at a random moment, some with a deadline that interrupts what still
  * runs; every task the source gave must end exactly once: succeeded, interrupted or returned unstarted, no
  * handler may begin twice, and no worker may be left counted. (It found a producer growing the pool while a
- * deadline killed the workers: the failed start lost the rest of the producer's chunk.)
+ * deadline killed the workers: the failed start lost the rest of the producer's chunk.) The same under a
+ * task timeout, where an attempt's end, its deadline, the standby that takes the worker's place and a kill
+ * race.
  */
 class RealRuntimeAccountingSuite extends CatsEffectSuite:
 
@@ -80,4 +82,62 @@ class RealRuntimeAccountingSuite extends CatsEffectSuite:
 
   test("drained at random moments on the real runtime, every task ends exactly once") {
     (1L to 150L).toList.traverse_(once)
+  }
+
+  /*
+   * The same under a task timeout that some attempts overrun, with retries: an attempt's end and its
+   * deadline, the standby's take-over and a drain's kill race on two threads.
+   */
+  private def timedOnce(seed: Long): IO[Unit] =
+    val r = new Random(seed)
+    val n = 200 + r.nextInt(800)
+    val limit = 1 + r.nextInt(32)
+    val timeout = (50 + r.nextInt(150)).micros
+    val attempts = 1 + r.nextInt(3)
+    val retry = Retry.exponential(r.nextInt(100).micros, attempts, factor = 1.0, jitter = Retry.Jitter.Off)
+    val drainAfter = r.nextInt(8000).micros
+    val deadline = if r.nextBoolean() then Duration.Zero else r.nextInt(2000).micros
+    val begun = new AtomicIntegerArray(n)
+    val handler = (i: Int) =>
+      IO(begun.incrementAndGet(i)) *>
+        (i % 4 match
+          case 0 => IO.unit
+          case 1 => IO.cede
+          case 2 => IO.sleep((i % 300).micros)
+          case _ => IO.never)
+    val run = Pipeline(Stream.range(0, n).covary[IO])
+      .process(handler)
+      .withLimit(Limit.fixed(limit))
+      .withTaskTimeout(timeout)
+      .withRetry(retry)
+      .withFailureSample(n)
+      .start
+      .use(running =>
+        IO.sleep(drainAfter) *> running.drain(deadline).product(running.snapshot.map(_.workers))
+      )
+    run.map { (s, workersLeft) =>
+      val shape = s"seed $seed: n=$n limit=$limit timeout=$timeout attempts=$attempts " +
+        s"drain after $drainAfter within $deadline: $s"
+      val started = (0 until n).filter(begun.get(_) > 0).toSet
+      val failed = s.failures.map(_.task).toSet
+      val unstarted = s.unstarted.toSet
+      assert((0 until n).forall(begun.get(_) <= attempts), s"a handler began too often: $shape")
+      assert(
+        s.failures.forall(f =>
+          f.error.isInstanceOf[TaskTimedOut] || f.disposition == Disposition.Interrupted
+        ),
+        shape
+      )
+      assertEquals(s.failed, failed.size.toLong, s"a task failed twice: $shape")
+      assertEquals(s.unstarted.size, unstarted.size, s"an unstarted task twice: $shape")
+      assertEquals(s.succeeded, (started -- failed).size.toLong, shape)
+      assertEquals(unstarted.intersect(started), Set.empty[Int], shape)
+      // an attempt cancelled (by a kill or its deadline) before its handler's first step never began
+      assertEquals(started ++ failed ++ unstarted, (0 until s.received.toInt).toSet, shape)
+      assertEquals(s.received, s.succeeded + s.failed + s.notStarted, shape)
+      assertEquals(workersLeft, 0, s"workers still counted after the run: $shape")
+    }
+
+  test("under a task timeout, with retries, drained at random moments, every task ends exactly once") {
+    (1L to 150L).toList.traverse_(timedOnce)
   }

@@ -64,9 +64,12 @@ private[weir] final class Engine[F[_], A, B] private (
   private val record = new Recorder(settings.policy, emit, ledger, window, requested, request)
   private val pool =
     val path = new TaskPath(settings, buffer, ledger, window, record, requested)
-    WorkerPool.unsafe[F, Entry[A]](settings.limit.initial, workers, onExit = signal(Event.WorkersLeft).void)(
-      (pool, slot) =>
-        F.uncancelable(poll => new Worker(path, pool, slot, poll).life)
+    WorkerPool.unsafe[F, Resume[F, A]](
+      settings.limit.initial,
+      workers,
+      onExit = signal(Event.WorkersLeft).void
+    )((pool, slot) =>
+      F.uncancelable(poll => new Worker(path, pool, slot, poll).life)
     )
   private val produce: F[Unit] =
     new Producer(ledger, buffer, pool, sourceErrors).all(settings.source.producers) *>

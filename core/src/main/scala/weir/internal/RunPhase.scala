@@ -49,7 +49,7 @@ private[weir] enum RunPhase(val holdsTask: Boolean):
   /** Admitted: counted started, its start read from the clock (or the reading that ended the last task). */
   case Starting extends RunPhase(true)
 
-  /** An attempt runs: the handler, under the timeout if any, registered with the task's interruption. */
+  /** An attempt runs: the handler, its deadline armed if any, registered with the task's interruption. */
   case Attempting extends RunPhase(true)
 
   /** The attempt ended: a retry's wait if it failed and may be tried again, else the clock for its record. */

@@ -21,15 +21,15 @@ import scala.util.control.NonFatal
  * no wait and no effect, and an effect for the rest. The worker's machine ([[RunPhase]], applied by
  * [[Worker]]) runs the plain steps in its transitions and turns to a stage's effect only when the plain step
  * cannot complete. A stage a run does not use has a plain step that always completes and an effect that is
- * never run, so a run pays only for what its settings ask for, and a run without a permit, a retry, a
- * timeout or an outcome stream runs its tasks without a single effect besides the handler, its clock
- * readings and what a wait or a wake-up needs.
+ * never run, so a run pays only for what its settings ask for, and a run without a permit, a retry or an
+ * outcome stream runs its tasks without a single effect besides the handler, its clock readings and what a
+ * wait or a wake-up needs (a task timeout adds two plain calls per attempt: [[DeadlineTimer]]).
  *
  * | stage | plain step | effect |
  * |---|---|---|
  * | admit | [[ready]]: the window admits the position (no window: always) | [[enter]]: wait for the window; a failed key is recorded |
  * | permit | [[ready]]: no rate limiter | [[enter]]: the limiter's permit, or a stop |
- * | attempt | [[register]] with the task's interruption; one try: [[attempt]] (the handler, under the timeout if any); [[retrying]] | [[backoff]]: a backoff and a permit |
+ * | attempt | [[register]] with the task's interruption; one try: [[attempt]] (the handler; the worker arms its deadline if any); [[retrying]] | [[backoff]]: a backoff and a permit |
  * | record | [[Recorder.succeeded]]: ledger and window | what it returns; the failure policy ([[Recorder.failed]]) |
  * | the key's chain | [[handOn]]: the next task parked behind the key | [[handOnLater]]: wakes a waiting producer |
  *
@@ -49,7 +49,9 @@ private[weir] final class TaskPath[F[_], A, B](
   import TaskPath.Front
 
   private val retries = settings.retry
-  private val timeout = settings.taskTimeout
+
+  /** The task timeout, whose deadlines the workers keep ([[DeadlineTimer]]). */
+  val timeout: Option[FiniteDuration] = settings.taskTimeout
   private val unlimited = settings.rateLimit.isEmpty
   private val once = retries.maxAttempts == 1 && timeout.isEmpty // an attempt is one plain try
   private val refusable = settings.source.refusable
@@ -185,13 +187,11 @@ private[weir] final class TaskPath[F[_], A, B](
         case _ => UnsafeInterruptibleAttempt.Unregistered
     else UnsafeInterruptibleAttempt.Unregistered
 
-  /** One try of `task`, and how it ended: the handler, under the task timeout if there is one. */
-  def attempt(task: A): F[Either[Throwable, B]] = F.attempt(timed(task))
-
-  private def timed(task: A): F[B] =
-    timeout match
-      case None => handle(task)
-      case Some(limit) => F.timeoutTo(handle(task), limit, F.raiseError(new TaskTimedOut(limit)))
+  /**
+   * One try of `task`, and how it ended: the handler. Its timeout, if any, is the worker's, which arms the
+   * attempt's deadline around it ([[DeadlineTimer]]) rather than racing it against a sleep.
+   */
+  def attempt(task: A): F[Either[Throwable, B]] = F.attempt(handle(task))
 
   /**
    * Whether a task whose attempt `n` failed with `error` is tried again; counts a timeout. A plain call, in

@@ -1,9 +1,8 @@
 package weir.internal
 
 import cats.effect.kernel.{Async, Poll}
-import cats.effect.syntax.all.*
 import cats.syntax.all.*
-import weir.TaskInterrupted
+import weir.{TaskInterrupted, TaskTimedOut}
 
 import scala.annotation.tailrec
 import scala.concurrent.duration.*
@@ -13,35 +12,27 @@ import scala.concurrent.duration.*
  * record it, hand its key on, take the next — until the buffer is finished (`life` ends with false) or the
  * pool has too many workers (true: it retired).
  *
- * ==One transition function==
- * [[step]] is the machine's transition: it runs a phase's step and goes on to the next phase, as a plain
- * call while the phase needs no wait and no effect, and otherwise returns the phase's effect, whose
- * continuation (built once per worker: the `val`s below) steps on. The stages' plain steps
- * ([[TaskPath.tryTake]], [[TaskPath.ready]], [[Recorder.succeeded]], [[TaskPath.handOn]]) complete when their
- * stage has nothing to wait for, so a run whose settings use no stage runs each task as the handler and one
- * clock reading, which ends a task and serves as the next one's start (the register `clocked`).
+ * [[step]], the transition, runs a phase's step and goes on to the next phase, as a plain call while the
+ * phase needs no wait and no effect, else returns the phase's effect, whose continuation (a `val` below)
+ * steps on; a run whose settings use no stage runs each task as the handler and one clock reading. The
+ * registers are written and read by [[step]] and its continuations only, on this worker's fiber.
  *
- * The registers — the task, its attempts, its start, its result, its interruption's registration — are
- * written and read by [[step]] and its continuations only, which run one after another on this worker's
- * fiber.
- *
- * ==Cancellation==
  * Its whole life is masked: it can be cancelled only where it waits (a take, an admission, a permit, a
- * retry's backoff) or runs the handler, all inside `poll`. One finalizer for the worker's life records the
- * task interrupted when the phase holds it ([[RunPhase.holdsTask]]: from its start to its record); a
- * cancellation before the start is recorded by the stage that waited ([[TaskPath.enter]], not started) or by
- * the buffer (a take's element goes back). No poll lies between a start and the handler, or between the
- * end of an attempt and the record, so every task taken ends recorded or not started exactly once.
+ * retry's backoff) or runs the handler, all inside `poll`. One finalizer records the task interrupted when
+ * the phase holds it ([[RunPhase.holdsTask]]); before the start, the stage that waited records it
+ * ([[TaskPath.enter]]) or the buffer takes it back. No poll lies between a start and the handler, or
+ * between an attempt's end and the record, so every task taken ends recorded or not started exactly once.
  *
- * An [[weir.Interruptible]] task's interruption cancels this worker's fiber while the task's attempt runs
- * ([[UnsafeInterruptibleAttempt]]): the finalizer records the task failed with the interruption's reason, and
- * leaves the task in its slot, where the pool finds it and starts a worker in this one's place that goes on
- * after it ([[life]]), as this one would have after recording it: its key's next task, then any.
+ * An [[weir.Interruptible]] task's interruption cancels this worker's fiber while its attempt runs
+ * ([[UnsafeInterruptibleAttempt]]): the finalizer records the task failed with the interruption's reason and
+ * leaves it in the slot, where the pool finds it and starts a worker in this one's place that goes on after
+ * it ([[resumeFrom]]): its key's next task, then any. An attempt that overruns its task timeout cancels the
+ * fiber the same way; the worker's standby takes this one's place and goes on with it ([[DeadlineTimer]]).
  */
 private[weir] final class Worker[F[_], A, B](
     path: TaskPath[F, A, B],
-    pool: WorkerPool[F, Entry[A]],
-    slot: WorkerPool.Slot[F, Entry[A]],
+    pool: WorkerPool[F, Resume[F, A]],
+    slot: WorkerPool.Slot[F, Resume[F, A]],
     poll: Poll[F]
 )(using
     F: Async[F]
@@ -58,6 +49,8 @@ private[weir] final class Worker[F[_], A, B](
   private var result: Either[Throwable, B] = scala.compiletime.uninitialized // the last attempt's end
   // the interruptible attempt of the task last started, which the finalizer asks why the fiber was cancelled
   private var interruptible: UnsafeInterruptibleAttempt.Registration = UnsafeInterruptibleAttempt.Unregistered
+  private var attemptAt = 0L // when the attempt running started, in a run with a task timeout
+  private val timer = path.timeout.map(limit => new DeadlineTimer(limit, pool)) // none: no task timeout
 
   def attempting(attempt: UnsafeInterruptibleAttempt): Unit = interruptible = attempt
 
@@ -69,10 +62,7 @@ private[weir] final class Worker[F[_], A, B](
       case entry: Entry[A] => entry
       case NoTask => throw new IllegalStateException(s"a worker in phase $phase holds no task")
 
-  /**
-   * The transition: runs `p`'s step, plain while it needs no effect, and returns the first effect, whose
-   * continuation steps on. A plain call, made inside an effect.
-   */
+  /** The transition: runs `p`'s step, plain while it needs no effect; returns the first effect. A plain call. */
   @tailrec private def step(p: RunPhase): F[Boolean] =
     phase = p
     p match
@@ -95,8 +85,13 @@ private[weir] final class Worker[F[_], A, B](
       case Attempting =>
         val entry = held
         path.register(entry.task, asked = tries > 1, this) match
-          case UnsafeInterruptibleAttempt.Unregistered => poll(path.attempt(entry.task)).flatMap(ended)
-          case _: UnsafeInterruptibleAttempt => poll(path.attempt(entry.task)).flatMap(endedRegistered)
+          case UnsafeInterruptibleAttempt.Unregistered if timer.isEmpty =>
+            poll(path.attempt(entry.task)).flatMap(ended)
+          case _: UnsafeInterruptibleAttempt | UnsafeInterruptibleAttempt.Unregistered =>
+            timer match // armed right before the attempt, no effect between (a match: no closure per attempt)
+              case Some(t) => t.arm(attemptAt)
+              case None => ()
+            poll(path.attempt(entry.task)).flatMap(endedGuarded)
           case UnsafeInterruptibleAttempt.Refused(reason) =>
             result = Left(new TaskInterrupted(reason))
             step(Ended)
@@ -152,6 +147,7 @@ private[weir] final class Worker[F[_], A, B](
 
   private def begin(at: Long): Unit =
     t0 = at
+    attemptAt = at
     path.waited(held, at)
 
   private val startedAt: FiniteDuration => F[Boolean] = at =>
@@ -163,19 +159,21 @@ private[weir] final class Worker[F[_], A, B](
     step(Ended)
 
   /**
-   * After a registered attempt: its end if the end came before its interruption; otherwise the
-   * interruption's cancellation of this fiber is under way, and it lands here, in `poll`.
+   * After an attempt registered with its interruption or run against its deadline: its end if that came
+   * first; otherwise the cancellation of this fiber is under way, and it lands here, in `poll`.
    */
-  private val endedRegistered: Either[Throwable, B] => F[Boolean] = r =>
-    interruptible match
-      case attempt: UnsafeInterruptibleAttempt => if attempt.ended() then ended(r) else awaitCancellation
-      case _ => ended(r)
+  private val endedGuarded: Either[Throwable, B] => F[Boolean] = r =>
+    val first = timer.forall(_.disarm()) &&
+      (interruptible match
+        case attempt: UnsafeInterruptibleAttempt => attempt.ended()
+        case _ => true)
+    if first then ended(r) else awaitCancellation
 
   private val awaitCancellation: F[Boolean] = poll(F.never)
 
   private val retried: Unit => F[Boolean] = _ =>
     tries += 1
-    step(Attempting)
+    if timer.isEmpty then step(Attempting) else clockThenRetry
 
   private val endedAt: FiniteDuration => F[Boolean] = at =>
     now = at.toNanos
@@ -188,23 +186,46 @@ private[weir] final class Worker[F[_], A, B](
   // built once per worker, after the continuations they use (a `val` reads them when it is built)
   private val clockThenAttempting: F[Boolean] = F.monotonic.flatMap(startedAt)
   private val clockThenRecording: F[Boolean] = F.monotonic.flatMap(endedAt)
+  private val clockThenRetry: F[Boolean] = F.monotonic.flatMap { at =>
+    attemptAt = at.toNanos; step(Attempting)
+  }
 
-  /** The worker's life: from the task its slot says to go on after (see the class comment), or from a take. */
+  /** The worker's life: from a take, or from what its slot says ([[resumeFrom]]); with its standby, if timed. */
   def life: F[Boolean] =
-    val first = F.defer(slot.resumeAfter() match
-      case None => step(Taking)
-      case Some(entry) =>
-        task = entry
-        afterEffect(()))
-    first.onCancel(F.defer(cancelled))
+    val first = F.defer(slot.resumeAfter().fold(keepStandby(step(Taking)))(resumeFrom))
+    F.guaranteeCase(first)(outcome => if outcome.isCanceled then F.defer(cancelled) else dismiss.void)
 
   /**
-   * What a cancelled worker leaves: the task it was running, if any, is recorded interrupted, with its
-   * interruption's reason when that is why the fiber was cancelled (the task is then left in the slot, for
-   * the worker that takes this one's place).
+   * Goes on from what a cancelled worker left: after a task it recorded; from the end of an attempt that
+   * overran its deadline; or, for a standby, from its watch of a worker's deadline, then what that one left.
+   */
+  private def resumeFrom(from: Resume[F, A]): F[Boolean] =
+    from match
+      case Resume.After(entry) =>
+        task = entry
+        keepStandby(afterEffect(()))
+      case Resume.TimedOut(entry, n, start, limit) =>
+        task = entry; tries = n; t0 = start
+        result = Left(new TaskTimedOut(limit))
+        phase = Ended // holds the task: a cancellation from here on is recorded
+        keepStandby(step(Ended))
+      case Resume.Watch(deadline, of) =>
+        DeadlineTimer.watch(deadline, poll).flatMap(fired =>
+          if fired then DeadlineTimer.relieve(pool, of, slot).flatMap(resumeFrom) else F.pure(false)
+        )
+
+  private def keepStandby(next: => F[Boolean]): F[Boolean] =
+    timer.fold(next)(t => t.start(Resume.Watch(t.deadline, slot)).flatMap(_ => next))
+  private val dismiss: F[Boolean] = timer.fold(F.pure(true))(_.dismiss)
+
+  /**
+   * What a cancelled worker leaves: the task it ran, if any, recorded interrupted, with its interruption's
+   * reason if that is why (then left to the worker in its place, to go on after); or, if its standby fired
+   * the attempt's deadline, left to the standby: recorded first if the interruption came too (asked first:
+   * a task told to stop is not retried), else as a timed-out attempt.
    */
   private def cancelled: F[Unit] =
-    if !phase.holdsTask then F.unit
+    if !phase.holdsTask then dismiss.void
     else
       val entry = held
       phase = Recording
@@ -212,10 +233,18 @@ private[weir] final class Worker[F[_], A, B](
         case attempt: UnsafeInterruptibleAttempt => attempt.cancelled()
         case _ => None
       interruptible = UnsafeInterruptibleAttempt.Unregistered
-      F.monotonic.flatMap { at =>
-        val latency = (at.toNanos - t0).nanos
-        reason match
-          case None => record.interrupted(entry, latency, tries)
-          case Some(why) => record.failed(entry, new TaskInterrupted(why), latency, tries) *>
-              F.delay(slot.interrupted = Some(entry))
+      dismiss.flatMap { dismissed =>
+        (reason, timer) match
+          case (None, Some(t)) if !dismissed =>
+            F.delay(slot.successor = Some(Resume.TimedOut(entry, tries, t0, t.limit)))
+          case _ =>
+            F.monotonic.flatMap { at =>
+              val latency = (at.toNanos - t0).nanos
+              reason match
+                case None => record.interrupted(entry, latency, tries)
+                case Some(why) =>
+                  val after: Option[Resume[F, A]] = Some(Resume.After(entry))
+                  record.failed(entry, new TaskInterrupted(why), latency, tries) *>
+                    F.delay(if dismissed then slot.interrupted = after else slot.successor = after)
+            }
       }

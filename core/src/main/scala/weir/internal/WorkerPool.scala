@@ -17,7 +17,8 @@ import scala.annotation.tailrec
  * Every worker is a fiber of `workers`; cancelling them all is closing it. A worker that ends in any
  * way (left, retired, failed, cancelled) is counted out exactly once, except one cancelled for an
  * interruption ([[interrupt]]): another worker takes its place, counted in its stead, and goes on from the
- * task it was running ([[Slot.resumeAfter]]).
+ * task it was running ([[Slot.resumeAfter]]); and one cancelled by its standby ([[standby]], a worker
+ * started uncounted to keep its task timeout), which takes its place, counted in its stead from then on.
  *
  * The pool's part in the run's end ([[RunEnd]]): the run arms it ([[finishing]]) when the sources end or a
  * stop is requested, and from then on its last worker's exit is reported to the run (`onExit`, the event
@@ -139,30 +140,52 @@ private[weir] final class WorkerPool[F[_], R] private (
       fiberOf(slot).flatMap(f => workers.start(f.cancel).void)
     ).compile.drain
 
+  /** The fiber of the worker in `slot`, once the fiber that started it has published it. */
   // published by the fiber that started it, which may run after the worker's first attempt
-  private def fiberOf(slot: Slot[F, R]): F[Fiber[F, Throwable, ?]] =
+  def fiberOf(slot: Slot[F, R]): F[Fiber[F, Throwable, ?]] =
     F.defer {
       slot.fiber match
         case Some(f) => F.pure(f)
         case None => F.cede *> fiberOf(slot)
     }
 
+  /**
+   * Starts a standby: a worker not counted in the pool, which starts from `watch` and counts in the stead
+   * of the worker it watches once it takes that one's place ([[Slot.successor]]); its slot, if it started.
+   * A worker of a run with a task timeout keeps one, its one timer ([[DeadlineTimer]]). Not cancelable.
+   */
+  def standby(watch: R): F[Option[Slot[F, R]]] =
+    F.defer {
+      val slot = new Slot[F, R](Some(watch))
+      slot.counted = false
+      start(slot).map(started => if started then Some(slot) else None)
+    }
+
   /*
    * A worker counted in by `growBy` and then not started — its group was closed meanwhile, which happens
    * when a drain's deadline kills the workers while a producer is growing the pool — is counted out again.
    * A worker cancelled for an interruption hands its place, uncounted, to a new one that goes on after its
-   * task (the slot's `interrupted`, set by the worker's finalizer).
+   * task (the slot's `interrupted`, set by the worker's finalizer); one whose standby took its place
+   * (`successor`) hands it to the standby. A standby is counted in nothing until it takes a place.
    */
   private def spawn(resumeAfter: Option[R]): F[Unit] =
-    F.defer {
-      val slot = new Slot[F, R](resumeAfter)
-      workers.startThen(F.unit.flatMap(_ => body(this, slot)), f => slot.fiber = Some(f)) {
-        case FiberOutcome.Succeeded(retired) => retired.flatMap(r => leave.unlessA(r))
-        // decided when it runs: a finalizer for the cancelled case may be built before the fiber even starts
-        case FiberOutcome.Canceled() =>
-          F.defer(if slot.interrupted.isDefined then spawn(slot.interrupted) else leave)
-        case _ => leave
-      }.flatMap(started => leave.unlessA(started))
+    F.defer(start(new Slot[F, R](resumeAfter)).flatMap(started => leave.unlessA(started)))
+
+  private def start(slot: Slot[F, R]): F[Boolean] =
+    workers.startThen(F.unit.flatMap(_ => body(this, slot)), f => slot.fiber = Some(f)) {
+      outcome =>
+        // decided when it ends: a finalizer for the cancelled case may be built before the fiber even starts
+        F.defer {
+          if !slot.counted then F.unit
+          else
+            outcome match
+              case FiberOutcome.Succeeded(retired) => retired.flatMap(r => leave.unlessA(r))
+              case FiberOutcome.Canceled() =>
+                if slot.successor.isDefined then F.unit
+                else if slot.interrupted.isDefined then spawn(slot.interrupted)
+                else leave
+              case _ => leave
+        }
     }
 
 private[weir] object WorkerPool:
@@ -174,14 +197,18 @@ private[weir] object WorkerPool:
   final case class State(limit: Int, live: Int, open: Boolean, draining: Boolean, killed: Boolean = false)
 
   /**
-   * One worker's place: its fiber, once started, and the task it goes on from. `resume` is the task a
-   * worker cancelled for an interruption was running, for the worker that takes its place (none for a new
-   * worker); `interrupted` is set by a worker's finalizer when it was cancelled so, to the task it ran.
-   * A slot is made for each worker started, never for a task: its options cost nothing per task.
+   * One worker's place: its fiber, once started, and what it starts from. `resume` is what a worker
+   * cancelled for an interruption left, for the worker that takes its place, or what a standby watches
+   * (none for a new worker); `interrupted` is set by a worker's finalizer when it was cancelled so, to what
+   * it leaves its replacement; `successor`, when its standby cancelled it to take its place, to what it
+   * leaves the standby; `counted` is false for a standby until it takes a place. A slot is made for each
+   * worker started, never for a task: its fields cost nothing per task.
    */
   final class Slot[F[_], R](private var resume: Option[R]):
     @volatile var fiber: Option[Fiber[F, Throwable, ?]] = None
     @volatile var interrupted: Option[R] = None
+    @volatile var successor: Option[R] = None
+    @volatile var counted: Boolean = true
 
     /** The task to go on after, once: read by the slot's worker as it starts, then forgotten. */
     def resumeAfter(): Option[R] =
