@@ -73,19 +73,16 @@ class RescueSuite extends DbSuite:
       // every heartbeat 2 s old (two periods) except the punctual one's, far from deadAfter = 1 minute
       _ <- Rows.exec(s"UPDATE $w SET heartbeat_at = now() - interval '2 seconds', session_since = now()")
       _ <- Rows.exec(
-        s"UPDATE $w SET heartbeat_at = now() - interval '500 milliseconds' WHERE id = ${byName("punctual")}"
-      )
-      _ <- Rows.exec(
         s"UPDATE $w SET session_since = pg_postmaster_start_time() - interval '1 second' WHERE id = ${byName("before-restart")}"
       )
       _ <- Rows.exec(s"UPDATE $w SET session_since = NULL WHERE id = ${byName("no-session")}")
-      rescued <- holding(byName("held")).surround(run(db, sql.rescue(60000, 1000)))
+      // the punctual heartbeat beats right before the rescue, once the lock is held: opening the holding
+      // session on a loaded machine must not age it past its period
+      punctual = Rows.exec(s"UPDATE $w SET heartbeat_at = now() WHERE id = ${byName("punctual")}")
+      rescued <- holding(byName("held")).surround(punctual *> run(db, sql.rescue(60000, 1000)))
       rows <- Rows.tasks(db)
       // the same rows with deadAfter below the late heartbeats: every late one goes, whatever its lock
-      _ <- Rows.exec(
-        s"UPDATE $w SET heartbeat_at = now() - interval '500 milliseconds' WHERE id = ${byName("punctual")}"
-      )
-      late <- run(db, sql.rescue(1500, 1000))
+      late <- punctual *> run(db, sql.rescue(1500, 1000))
     yield
       assertEquals(rescued, (1, 0, 0))
       val freed = rows.filter(_._2 == "available")
