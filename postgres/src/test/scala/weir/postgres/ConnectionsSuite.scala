@@ -39,8 +39,12 @@ class ConnectionsSuite extends DbSuite:
     TestWorkers.config(queue).copy(stopWhenEmpty = false, pollInterval = 1.second)
 
   /** Workers of `db` on `qs`, each handling its tasks at once. */
-  private def workers(db: Database[IO], qs: Vector[String]): Resource[IO, Vector[DurableWorker[IO, Int]]] =
-    qs.traverse(q => DurableWorker.start[IO, Int, Unit](db, config(q))(Pipeline(_).process(_ => IO.unit)))
+  private def workers(
+      db: Database[IO],
+      qs: Vector[String],
+      configOf: String => WorkerConfig = config
+  ): Resource[IO, Vector[DurableWorker[IO, Int]]] =
+    qs.traverse(q => DurableWorker.start[IO, Int, Unit](db, configOf(q))(Pipeline(_).process(_ => IO.unit)))
 
   /** Enqueues `n` tasks on each of `qs` and waits until every one has completed. */
   private def served(db: Database[IO], qs: Vector[String], n: Int): IO[Unit] =
@@ -185,8 +189,13 @@ class ConnectionsSuite extends DbSuite:
     // a connection per transaction (DriverManager: no pool), each a TLS handshake on a server that offers
     // it: a few tasks per queue show the workers run on it, as many would
     val xa = Transactor.fromDriverManager[IO]("org.postgresql.Driver", jdbc, props, None)
+    // and a connection per heartbeat and rescue: at the suites' usual 200 ms heartbeat, three workers opened
+    // about 90 a second, which a loaded machine could not keep up with before the wait ran out; a heartbeat
+    // a second leaves the claims and results room
+    val relaxed =
+      (q: String) => config(q).copy(heartbeat = 1.second, deadAfter = 15.seconds, lease = 1.minute)
     Database.fromTransactor[IO](xa, db.schema).use(on =>
-      workers(on, queues.take(3)).use(_ => served(on, queues.take(3), 5))
+      workers(on, queues.take(3), relaxed).use(_ => served(on, queues.take(3), 5))
     )
   }
 
