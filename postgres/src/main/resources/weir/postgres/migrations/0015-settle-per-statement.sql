@@ -1,5 +1,5 @@
 -- weir: compatible-with-previous: yes
---   functions replaced with the same signatures, and three row triggers on `tasks` replaced by one statement
+--   a function replaced with the same signature, and three row triggers on `tasks` replaced by one statement
 --   trigger that does what they did; no table, column or index changes. Earlier releases' statements are
 --   unchanged, and the tasks their workers end are settled, counted and kept by the new trigger as the old
 --   ones did.
@@ -24,10 +24,12 @@
 -- A statement that removes no such row pays one pass over its transition table and nothing else; the rows
 -- a cascade cancels are removed by `parents_ended`'s own statement, whose trigger keeps and counts them.
 --
--- `parents_ended` keeps its meaning and loses its planner settings: it locks the dependents it changes in id
--- order itself (`ORDER BY ... FOR UPDATE`), whatever plan reads them, so that two statements releasing the
--- same dependents take their locks in one order; its statements read by key through `= ANY`, which the
--- planner reads through the keys' indexes at every size it meets here (ADR 0054).
+-- `parents_ended` keeps its meaning and its planner settings, now entered once per statement rather than
+-- once per ended task: without them, statistics taken while the tables were small make the planner read
+-- `finished` (the whole history) and `dependencies` by sequential scans for a statement's thousand parents
+-- (ADR 0054). It now locks the dependents it counts down in id order itself (`ORDER BY ... FOR UPDATE`),
+-- whatever plan finds them, so that two statements counting down the same dependents (two workers' batches
+-- ending parents of the same fan-ins) wait for each other rather than deadlock.
 --
 -- Workers of version 14 go on working: their statements name nothing changed here.
 
@@ -38,14 +40,18 @@ DROP FUNCTION weir_schema.task_left();
 DROP FUNCTION weir_schema.batch_member_left();
 DROP FUNCTION weir_schema.task_kept();
 
--- The end of the tasks `p_parents`, which have left `tasks`, for their dependents, as migration 12 wrote it:
--- each edge is consumed by the statement that deletes it, so a parent is settled once, whichever of the
--- trigger and an enqueue gets there; the edges out of the tasks a cascade cancels are consumed before their
--- rows go, so that the trigger their removal fires finds none left, and a cascade of any depth runs here,
--- level by level, never nested. The dependents that edges met are locked in id order, then each is
--- decremented once by the number of its edges met.
+-- The end of the tasks `p_parents`, which have left `tasks`, for their dependents, as migration 12 wrote it,
+-- planned as the claim is, with bitmap and sequential scans off (every statement reads rows by key): each
+-- edge is consumed by the statement that deletes it, so a parent is settled once, whichever of the trigger
+-- and an enqueue gets there; the edges out of the tasks a cascade cancels are consumed before their rows go,
+-- so that the trigger their removal fires finds none left, and a cascade of any depth runs here, level by
+-- level, never nested. The dependents that edges met are locked in id order, then each is counted down once
+-- by the number of its edges met.
 CREATE OR REPLACE FUNCTION weir_schema.parents_ended(p_parents bigint[]) RETURNS void
 LANGUAGE plpgsql
+SET enable_bitmapscan = off
+SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
   v_met bigint[];      -- a child for each edge met: its parent completed, or the edge takes any outcome
@@ -58,8 +64,12 @@ BEGIN
     DELETE FROM weir_schema.dependencies AS d WHERE d.parent = ANY (p_parents)
     RETURNING d.parent, d.child, d.any_outcome
   ), judged AS (
-    SELECT e.parent, e.child, e.any_outcome, coalesce(f.state::text, 'completed') AS outcome
-    FROM ended AS e LEFT JOIN weir_schema.finished AS f ON f.id = e.parent
+    -- each parent's row read by its key: a join could read all of `finished` (the whole history) when its
+    -- statistics are stale, planner settings or not
+    SELECT e.parent, e.child, e.any_outcome,
+           coalesce((SELECT f.state::text FROM weir_schema.finished AS f WHERE f.id = e.parent), 'completed')
+             AS outcome
+    FROM ended AS e
   ), doomed AS (
     SELECT DISTINCT ON (j.child) j.child,
            'task ' || j.parent || ', which it waits for, ended ' || j.outcome AS reason
@@ -167,13 +177,16 @@ BEGIN
   -- No batch is locked here: the statements of two transactions would lock them in no common order.
   IF v_members THEN
     INSERT INTO weir_schema.batch_ends AS e (xact, batch, completed, dead, cancelled)
-    SELECT txid_current(), g.batch,
-           count(*) FILTER (WHERE f.state IS NULL OR f.state = 'completed'),
-           count(*) FILTER (WHERE f.state = 'dead'),
-           count(*) FILTER (WHERE f.state = 'cancelled')
-    FROM gone AS g LEFT JOIN weir_schema.finished AS f ON f.id = g.id
-    WHERE g.batch IS NOT NULL
-    GROUP BY g.batch
+    SELECT txid_current(), m.batch,
+           count(*) FILTER (WHERE m.state IS NULL OR m.state = 'completed'),
+           count(*) FILTER (WHERE m.state = 'dead'),
+           count(*) FILTER (WHERE m.state = 'cancelled')
+    FROM (
+      -- each member's row read by its key, whatever the statistics of `finished` (the whole history) say
+      SELECT g.batch, (SELECT f.state FROM weir_schema.finished AS f WHERE f.id = g.id) AS state
+      FROM gone AS g WHERE g.batch IS NOT NULL
+    ) AS m
+    GROUP BY m.batch
     ON CONFLICT (xact, batch) DO UPDATE
     SET completed = e.completed + excluded.completed, dead = e.dead + excluded.dead,
         cancelled = e.cancelled + excluded.cancelled;
