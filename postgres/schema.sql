@@ -491,6 +491,9 @@ $function$;
 CREATE OR REPLACE FUNCTION weir.parents_ended(p_parents bigint[])
  RETURNS void
  LANGUAGE plpgsql
+ SET enable_bitmapscan TO 'off'
+ SET enable_seqscan TO 'off'
+ SET jit TO 'off'
 AS $function$
 DECLARE
   v_met bigint[];      -- a child for each edge met: its parent completed, or the edge takes any outcome
@@ -503,8 +506,12 @@ BEGIN
     DELETE FROM weir.dependencies AS d WHERE d.parent = ANY (p_parents)
     RETURNING d.parent, d.child, d.any_outcome
   ), judged AS (
-    SELECT e.parent, e.child, e.any_outcome, coalesce(f.state::text, 'completed') AS outcome
-    FROM ended AS e LEFT JOIN weir.finished AS f ON f.id = e.parent
+    -- each parent's row read by its key: a join could read all of `finished` (the whole history) when its
+    -- statistics are stale, planner settings or not
+    SELECT e.parent, e.child, e.any_outcome,
+           coalesce((SELECT f.state::text FROM weir.finished AS f WHERE f.id = e.parent), 'completed')
+             AS outcome
+    FROM ended AS e
   ), doomed AS (
     SELECT DISTINCT ON (j.child) j.child,
            'task ' || j.parent || ', which it waits for, ended ' || j.outcome AS reason
@@ -612,13 +619,16 @@ BEGIN
   -- No batch is locked here: the statements of two transactions would lock them in no common order.
   IF v_members THEN
     INSERT INTO weir.batch_ends AS e (xact, batch, completed, dead, cancelled)
-    SELECT txid_current(), g.batch,
-           count(*) FILTER (WHERE f.state IS NULL OR f.state = 'completed'),
-           count(*) FILTER (WHERE f.state = 'dead'),
-           count(*) FILTER (WHERE f.state = 'cancelled')
-    FROM gone AS g LEFT JOIN weir.finished AS f ON f.id = g.id
-    WHERE g.batch IS NOT NULL
-    GROUP BY g.batch
+    SELECT txid_current(), m.batch,
+           count(*) FILTER (WHERE m.state IS NULL OR m.state = 'completed'),
+           count(*) FILTER (WHERE m.state = 'dead'),
+           count(*) FILTER (WHERE m.state = 'cancelled')
+    FROM (
+      -- each member's row read by its key, whatever the statistics of `finished` (the whole history) say
+      SELECT g.batch, (SELECT f.state FROM weir.finished AS f WHERE f.id = g.id) AS state
+      FROM gone AS g WHERE g.batch IS NOT NULL
+    ) AS m
+    GROUP BY m.batch
     ON CONFLICT (xact, batch) DO UPDATE
     SET completed = e.completed + excluded.completed, dead = e.dead + excluded.dead,
         cancelled = e.cancelled + excluded.cancelled;
