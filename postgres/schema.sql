@@ -494,6 +494,7 @@ CREATE OR REPLACE FUNCTION weir.parents_ended(p_parents bigint[])
  SET enable_bitmapscan TO 'off'
  SET enable_seqscan TO 'off'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 DECLARE
   v_met bigint[];      -- a child for each edge met: its parent completed, or the edge takes any outcome

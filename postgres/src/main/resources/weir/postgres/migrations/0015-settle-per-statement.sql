@@ -27,7 +27,10 @@
 -- `parents_ended` keeps its meaning and its planner settings, now entered once per statement rather than
 -- once per ended task: without them, statistics taken while the tables were small make the planner read
 -- `finished` (the whole history) and `dependencies` by sequential scans for a statement's thousand parents
--- (ADR 0054). It now locks the dependents it counts down in id order itself (`ORDER BY ... FOR UPDATE`),
+-- (ADR 0054). It also plans each statement for the arrays it is given and the tables as they are now
+-- (`plan_cache_mode`): a plan cached in a worker's session while `finished` was nearly empty read a parent's
+-- row through a whole index rather than by its key once the table had grown. JIT is off: the same
+-- estimates made PostgreSQL compile statements that run in milliseconds. It now locks the dependents it counts down in id order itself (`ORDER BY ... FOR UPDATE`),
 -- whatever plan finds them, so that two statements counting down the same dependents (two workers' batches
 -- ending parents of the same fan-ins) wait for each other rather than deadlock.
 --
@@ -52,6 +55,7 @@ LANGUAGE plpgsql
 SET enable_bitmapscan = off
 SET enable_seqscan = off
 SET jit = off
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
   v_met bigint[];      -- a child for each edge met: its parent completed, or the edge takes any outcome
