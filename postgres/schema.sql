@@ -619,20 +619,23 @@ BEGIN
   -- keepCompleted), noted for the commit, which applies the transaction's ends batch by batch in id order.
   -- No batch is locked here: the statements of two transactions would lock them in no common order.
   IF v_members THEN
-    INSERT INTO weir.batch_ends AS e (xact, batch, completed, dead, cancelled)
-    SELECT txid_current(), m.batch,
-           count(*) FILTER (WHERE m.state IS NULL OR m.state = 'completed'),
-           count(*) FILTER (WHERE m.state = 'dead'),
-           count(*) FILTER (WHERE m.state = 'cancelled')
-    FROM (
-      -- each member's row read by its key, whatever the statistics of `finished` (the whole history) say
-      SELECT g.batch, (SELECT f.state FROM weir.finished AS f WHERE f.id = g.id) AS state
-      FROM gone AS g WHERE g.batch IS NOT NULL
-    ) AS m
-    GROUP BY m.batch
-    ON CONFLICT (xact, batch) DO UPDATE
-    SET completed = e.completed + excluded.completed, dead = e.dead + excluded.dead,
-        cancelled = e.cancelled + excluded.cancelled;
+    -- planned at each run (EXECUTE), for the size `finished` has now: a plan cached in the session while it
+    -- was nearly empty could read each member's row through a whole index instead of by its key
+    EXECUTE $sql$
+      INSERT INTO weir.batch_ends AS e (xact, batch, completed, dead, cancelled)
+      SELECT txid_current(), m.batch,
+             count(*) FILTER (WHERE m.state IS NULL OR m.state = 'completed'),
+             count(*) FILTER (WHERE m.state = 'dead'),
+             count(*) FILTER (WHERE m.state = 'cancelled')
+      FROM (
+        SELECT g.batch, (SELECT f.state FROM weir.finished AS f WHERE f.id = g.id) AS state
+        FROM gone AS g WHERE g.batch IS NOT NULL
+      ) AS m
+      GROUP BY m.batch
+      ON CONFLICT (xact, batch) DO UPDATE
+      SET completed = e.completed + excluded.completed, dead = e.dead + excluded.dead,
+          cancelled = e.cancelled + excluded.cancelled
+    $sql$;
   END IF;
 
   -- A task of a workflow or a batch keeps its workflow, parents and batch in the `finished` row its
