@@ -7,7 +7,11 @@
 #   one     1,000 parents, each with a dependent of its own (1 -> 1)
 #   fanin   1,000 parents of one dependent (a fan-in)
 # Each DELETE runs in a session that ended 1,000 tasks of the same shape just before (functions compiled,
-# plans cached); the root's, in a fresh session. Needs psql and a server you may create schemas on:
+# plans cached); the root's, in a fresh session. Last, the server's side of the lab's timed round without
+# workers: 20,000 independent tasks, then a 1 -> 19,998 -> 1 graph, each claimed 500 at a time by the claim
+# function and completed by one DELETE per claim, every statement in its own transaction, in one session;
+# the claims' and the completions' milliseconds are summed apart. Needs psql and a server you may create
+# schemas on:
 #   scripts/settle-figures.sh postgresql://postgres:weir@127.0.0.1:5432/postgres [VERSION_A VERSION_B]
 # The schemas (weir_settle_14, weir_settle_15) are dropped at the end.
 set -euo pipefail
@@ -71,6 +75,38 @@ fanout() {
   "${P[@]}" -c "DELETE FROM $s.tasks" -c "DELETE FROM $s.dependencies" -c "DELETE FROM $s.finished"
 }
 
+# the claims' and completions' milliseconds of `queue`'s tasks, claimed 500 at a time until none is left
+drain() {
+  local s=$1 q=$2 i
+  {
+    echo '\timing on'
+    for i in $(seq 1 45); do
+      echo "SELECT 'claim', count(*) FROM $s.claim('$q', 1, 500, 60000);"
+      echo "WITH d AS (DELETE FROM $s.tasks AS t WHERE t.lease_token = ANY(ARRAY(SELECT r.lease_token FROM $s.tasks AS r
+        WHERE r.queue = '$q' AND r.state = 'running' AND r.lease_owner = 1)) AND t.state = 'running' RETURNING 1)
+        SELECT 'complete', count(*) FROM d;"
+    done
+  } | "${P[@]}" | awk '/^claim\|/ { k = "claim" } /^complete\|/ { k = "complete" } /^Time:/ { t[k] += $2 }
+      END { printf "claims %.0f ms, completions %.0f ms", t["claim"], t["complete"] }'
+}
+
+# the loop: independent tasks, then a graph of as many
+rounds() {
+  local s=$1
+  "${P[@]}" -c "INSERT INTO $s.tasks (queue, payload) SELECT 'ind', '{\"n\":1}' FROM generate_series(1, 20000)"
+  echo "independent: $(drain "$s" ind)"
+  "${P[@]}" -c "WITH r AS (INSERT INTO $s.tasks (queue, payload, dependents) VALUES ('gr', '{}', true) RETURNING id),
+      m AS (INSERT INTO $s.tasks (queue, payload, after, parents_left, state, workflow, dependents)
+        SELECT 'gr', '{\"n\":1}', ARRAY[r.id], 1, 'waiting', r.id, true FROM r, generate_series(1, 19998)
+        RETURNING id, after[1] AS parent),
+      e AS (INSERT INTO $s.dependencies (parent, child, any_outcome) SELECT parent, id, false FROM m),
+      f AS (INSERT INTO $s.tasks (queue, payload, after, parents_left, state, workflow)
+        SELECT 'gr', '{}', (SELECT array_agg(id ORDER BY id) FROM m), 19998, 'waiting', (SELECT id FROM r) RETURNING id)
+      INSERT INTO $s.dependencies (parent, child, any_outcome) SELECT m.id, f.id, false FROM m, f"
+  echo "graph: $(drain "$s" gr)"
+  "${P[@]}" -c "DELETE FROM $s.tasks" -c "DELETE FROM $s.dependencies" -c "DELETE FROM $s.finished"
+}
+
 for v in "${versions[@]}"; do setup "weir_settle_$v" "$v"; done
 date -u '+%Y-%m-%d %H:%M UTC'
 uptime
@@ -80,5 +116,8 @@ for v in "${versions[@]}"; do
     echo "migration $v, $shape: $(timed "$s" "$shape") ms, $(timed "$s" "$shape") ms"
   done
   echo "migration $v, root of 19,998: $(fanout "$s") ms, $(fanout "$s") ms"
+done
+for v in "${versions[@]}"; do
+  rounds "weir_settle_$v" | sed "s/^/migration $v, /"
 done
 for v in "${versions[@]}"; do "${P[@]}" -c "DROP SCHEMA weir_settle_$v CASCADE"; done
