@@ -51,7 +51,8 @@ object Migrations:
       "0011-audit",
       "0012-workflows",
       "0013-batches",
-      "0014-workflow-identity"
+      "0014-workflow-identity",
+      "0015-settle-per-statement"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))

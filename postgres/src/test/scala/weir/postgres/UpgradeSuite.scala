@@ -178,7 +178,7 @@ class UpgradeSuite extends DbSuite:
   }
 
   test(
-    "a worker of the previous release, running across migration 14, completes a workflow's tasks in a batch and the callback last; the triggers keep their workflow, parents and batch, and count them"
+    "a worker of the previous release, running across the newest migration, completes a workflow's tasks in a batch and the callback last; the triggers keep their workflow, parents and batch, and count them"
   ) {
     // the worker's claim and completion statements are the previous release's (this release left them as
     // they were), none naming a column of migration 14, and its completions keep no row (keepCompleted is
