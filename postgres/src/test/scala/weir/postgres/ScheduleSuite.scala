@@ -50,9 +50,12 @@ class ScheduleSuite extends DbSuite:
         Scheduler.resource(own, Vector(schedule), checkEvery = 100.millis)
       )
       for
-        stats <- List.fill(4)(scheduler).parSequence.use { schedulers =>
-          Eventually.until("25 ticks of beat", row(db, "beat"))(_.ticks >= 25) *> schedulers.traverse(_.stats)
+        // the stats are read once the schedulers have stopped, as the table is: read while they ran, a tick
+        // committed after the read would be in the table and not in the stats
+        schedulers <- List.fill(4)(scheduler).parSequence.use { schedulers =>
+          Eventually.until("25 ticks of beat", row(db, "beat"))(_.ticks >= 25).as(schedulers)
         }
+        stats <- schedulers.traverse(_.stats)
         byTick <- tasksByTick(db, "beat")
         info <- row(db, "beat")
         payloads <-

@@ -44,18 +44,31 @@ private[postgres] object ScheduleTicker:
     def tickAll(left: Array[String], clean: Boolean): F[Boolean] =
       if left.isEmpty then F.pure(clean)
       else
-        run(sql.lockDue(left, idleMillis).flatMap {
-          case None => FC.pure(Option.empty[Either[(String, Throwable), Int]])
-          case Some(due) =>
-            Either.catchNonFatal(Schedule.Timing.fromColumns(due.name, due.cron, due.zone, due.everyMs)) match
-              case Left(e) => FC.pure(Some(Left((due.name, e))))
-              case Right(timing) =>
-                val plan = Ticks.plan(timing, due.nextTick, due.lastTick, due.now, due.maxMissed)
-                sql.tick(due.name, plan.ticks.map(_.toEpochMilli).toArray, plan.next).map(n => Some(Right(n)))
-        }).flatMap {
+        // a tick's transaction and its count are one step: a release cannot land between a tick committed
+        // and counted, so that the stats say every tick this scheduler enqueued
+        F.uncancelable(_ =>
+          run(sql.lockDue(left, idleMillis).flatMap {
+            case None => FC.pure(Option.empty[Either[(String, Throwable), Int]])
+            case Some(due) =>
+              Either.catchNonFatal(Schedule.Timing.fromColumns(
+                due.name,
+                due.cron,
+                due.zone,
+                due.everyMs
+              )) match
+                case Left(e) => FC.pure(Some(Left((due.name, e))))
+                case Right(timing) =>
+                  val plan = Ticks.plan(timing, due.nextTick, due.lastTick, due.now, due.maxMissed)
+                  sql.tick(due.name, plan.ticks.map(_.toEpochMilli).toArray, plan.next).map(n =>
+                    Some(Right(n))
+                  )
+          }).flatTap {
+            case Some(Right(inserted)) => F.delay(counters.ticks.addAndGet(inserted.toLong)).void
+            case _ => F.unit
+          }
+        ).flatMap {
           case None => F.pure(clean)
-          case Some(Right(inserted)) =>
-            F.delay(counters.ticks.addAndGet(inserted.toLong)) *> tickAll(left, clean)
+          case Some(Right(_)) => tickAll(left, clean)
           case Some(Left((name, e))) =>
             faults.failed(e) *> tickAll(left.filterNot(_ == name), clean = false)
         }
