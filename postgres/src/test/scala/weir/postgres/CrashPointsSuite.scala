@@ -23,8 +23,11 @@ class CrashPointsSuite extends DbSuite:
   /** A session whose transaction is never committed, and its server process id. */
   private def doomed: Resource[IO, (Transactor[IO], Int)] = TestDatabase.doomed
 
+  // waits until the process has exited (PostgreSQL 14+), its transaction aborted and its row locks gone:
+  // the one-argument form returns once the signal is sent, and a rescue right after it skipped the rows the
+  // dying transaction still held
   private def kill(pid: Int): IO[Unit] =
-    Rows.select(s"SELECT pg_terminate_backend($pid)").void
+    Rows.select(s"SELECT pg_terminate_backend($pid, 10000)").void
 
   /**
    * Sessions waiting for the one-integer advisory lock `key`, which the server shows as the key's two
