@@ -1,6 +1,6 @@
 package weir
 
-import cats.effect.IO
+import cats.effect.{IO, Resource}
 import cats.effect.unsafe.IORuntime
 import cats.syntax.all.*
 import fs2.Stream
@@ -29,6 +29,17 @@ class RealRuntimeAccountingSuite extends CatsEffectSuite:
     val (scheduler, stopScheduler) = IORuntime.createDefaultScheduler()
     IORuntime.builder().setScheduler(scheduler, stopScheduler).build()
 
+  /**
+   * Runs `start`, drains it `drainAfter` later with `deadline`: its summary, and the workers still counted
+   * once the drain returned.
+   */
+  private def drainedAt(drainAfter: FiniteDuration, deadline: FiniteDuration)(
+      start: Resource[IO, Running[IO, Int]]
+  ): IO[(Summary[Int], Int)] =
+    start.use(running =>
+      IO.sleep(drainAfter) *> running.drain(deadline).product(running.snapshot.map(_.workers))
+    )
+
   private def once(seed: Long): IO[Unit] =
     val r = new Random(seed)
     val n = 500 + r.nextInt(1500)
@@ -49,16 +60,13 @@ class RealRuntimeAccountingSuite extends CatsEffectSuite:
           case 1 => IO.cede
           case _ => IO.sleep((i % 200).micros))
     val source = if oneChunk then Stream.emits(0 until n).covary[IO] else Stream.range(0, n).covary[IO]
-    val run = Pipeline(source)
+    val run = drainedAt(drainAfter, deadline)(Pipeline(source)
       .process(handler)
       .withLimit(Limit.fixed(limit))
       .withBuffer(buffer)
       .withOrder(order)
       .withFailureSample(n) // every interrupted task, to check each is accounted for
-      .start
-      .use(running =>
-        IO.sleep(drainAfter) *> running.drain(deadline).product(running.snapshot.map(_.workers))
-      )
+      .start)
     run.map { (s, workersLeft) =>
       val shape = s"seed $seed: n=$n limit=$limit buffer=$buffer oneChunk=$oneChunk $order " +
         s"drain after $drainAfter within $deadline: $s"
@@ -105,16 +113,13 @@ class RealRuntimeAccountingSuite extends CatsEffectSuite:
           case 1 => IO.cede
           case 2 => IO.sleep((i % 300).micros)
           case _ => IO.never)
-    val run = Pipeline(Stream.range(0, n).covary[IO])
+    val run = drainedAt(drainAfter, deadline)(Pipeline(Stream.range(0, n).covary[IO])
       .process(handler)
       .withLimit(Limit.fixed(limit))
       .withTaskTimeout(timeout)
       .withRetry(retry)
       .withFailureSample(n)
-      .start
-      .use(running =>
-        IO.sleep(drainAfter) *> running.drain(deadline).product(running.snapshot.map(_.workers))
-      )
+      .start)
     run.map { (s, workersLeft) =>
       val shape = s"seed $seed: n=$n limit=$limit timeout=$timeout attempts=$attempts " +
         s"drain after $drainAfter within $deadline: $s"

@@ -34,6 +34,8 @@ object Compare extends Experiment:
    * @param orderedWindow how many tasks the write-up's ordered approaches may have started and not yet
    *                  emitted (default: the slots, as fs2 3's `parEvalMap(slots)`); see [[Bench.ordered]]
    * @param html      the self-contained HTML page, rewritten every `htmlEvery` while the run goes
+   * @param peaks     report each run's peak threads and heap (never with `parallel`): the peaks are reset
+   *                  before each run, with a collection of the whole heap
    */
   final case class Settings(
       clock: Clock = Clock.Real,
@@ -48,7 +50,8 @@ object Compare extends Experiment:
       htmlEvery: FiniteDuration = 2.seconds,
       live: Boolean = true,
       parallel: Boolean = false,
-      orderedWindow: Option[Int] = None
+      orderedWindow: Option[Int] = None,
+      peaks: Boolean = true
   ):
     require(timeScale > 0, s"time scale must be > 0, was: $timeScale")
     require(runs > 0, s"runs must be > 0, was: $runs")
@@ -186,7 +189,7 @@ object Compare extends Experiment:
       stall,
       live,
       w.name,
-      peaks = !s.parallel
+      peaks = s.peaks && !s.parallel
     )
 
   private def progressLine(m: Measurement): String =

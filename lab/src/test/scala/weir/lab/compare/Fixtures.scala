@@ -40,9 +40,9 @@ object Fixtures:
       burst = Option.when(rng.nextBoolean())(Burst(1 + rng.nextInt(3), rng.nextInt(300).toLong))
     )
 
-  // `parallel`: no JVM peaks, whose reset collects the whole heap before every run (a full GC per measure);
-  // the suites check each run's outcome and times, and CompareCliSuite the peaks of the CLI's own runs
-  val virtual: Compare.Settings = Compare.Settings(clock = Clock.Virtual, live = false, parallel = true)
+  // no JVM peaks, whose reset collects the whole heap before every run (a full GC per measure): the suites
+  // check each run's outcome and times, and CompareCliSuite the peaks of the CLI's own runs
+  val virtual: Compare.Settings = Compare.Settings(clock = Clock.Virtual, live = false, peaks = false)
 
   def measure(approach: Approach, plan: Plan, settings: Compare.Settings = virtual): IO[Measurement] =
     Compare.measureOne(settings, plan, approach, Ideal.of(plan, approach.producers(plan.workload)).makespan)
