@@ -5,8 +5,6 @@ import fs2.Chunk
 import weir.internal.BufferState.Appended
 import weir.internal.UnsafeTaker.Served
 
-import scala.collection.immutable.Queue as ScalaQueue
-
 /**
  * The offers of a [[BufferState]]: appending a producer's chunk, serving waiting takers on the way, and the
  * producers that wait for room ([[Offerers]]). Transitions under the buffer's lock, like every method of the state.
@@ -40,30 +38,25 @@ private[weir] trait BufferOffers[F[_], A]:
           accepted += stored
         if served.isEmpty then served = serveTakers(1)
         progress = stored > 0 && accepted < chunk.size
-      val appended = Appended(served, accepted, unserved(size - before, takers), refused = false)
+      val appended = Appended(served, accepted, unserved(size - before), refused = false)
       space match
         case Some(d) if accepted < chunk.size =>
           offerers = if resumed then offerers.requeuedFirst(d) else offerers.queued(d)
         case _ => ()
       appended
 
-  /**
-   * Of `left` entries an append left queued, those no parked taker will get through the wake chain. The
-   * takers are counted only when entries were left, which is rare: a queue's `size` walks its lists, and
-   * this runs on every append.
-   */
-  private def unserved(left: Int, takers: ScalaQueue[UnsafeTaker[A]]): Int =
-    if left <= 0 then 0 else if takers.isEmpty then left else math.max(0, left - takers.size)
+  /** Of `left` entries an append left queued, those no parked taker will get through the wake chain. */
+  private def unserved(left: Int): Int = if left <= 0 then 0 else math.max(0, left - takers.size)
 
   private[internal] def enqueue(c: Chunk[A], now: Long): Unit =
     if size == 0 && front.isEmpty then
       head = c
       pos = 0
       headSeq = next
-      rest = ScalaQueue.empty
+      rest.clear()
       times = times.appended(now, asHead = true)
     else
-      rest = rest.enqueue(c)
+      rest.append(c)
       times = times.appended(now, asHead = false)
     size += c.size
     next += c.size

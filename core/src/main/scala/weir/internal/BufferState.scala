@@ -4,7 +4,7 @@ import cats.effect.kernel.Async
 import cats.syntax.all.*
 import fs2.Chunk
 
-import scala.collection.immutable.Queue as ScalaQueue
+import scala.collection.mutable.ArrayDeque
 
 /*
  * The state of one [[TaskBuffer]], held by its [[UnsafeTaskBuffer]] and changed only under that buffer's lock.
@@ -37,13 +37,15 @@ private[weir] final class BufferState[F[_], A](
   private[internal] var head: Chunk[A] = Chunk.empty
   private[internal] var pos = 0
   private[internal] var headSeq = 0L // input position of head(0)
-  private[internal] var rest = ScalaQueue.empty[Chunk[A]]
+  // the chunks after `head`, changed in place (an append allocates no node); its array shrinks as it empties
+  private[internal] val rest = new ArrayDeque[Chunk[A]]
   private[internal] var times = EnqueueTimes(measured)
   private[internal] var size = 0
   private[internal] val claimed = new UnsafeKeyClaims[A]
   private[internal] var parked = 0
   private[internal] var next = 0L
-  private[internal] var takers = ScalaQueue.empty[UnsafeTaker[A]]
+  // changed in place, like `rest`; its `size`, read on every append that leaves entries queued, is a field
+  private[internal] val takers = new ArrayDeque[UnsafeTaker[A]]
   private[internal] var parks = 0L // takers that found nothing and parked, since the run began
   private[internal] var offerers = Offerers.none[F](capacity)
   private[internal] var closed = false
@@ -84,11 +86,9 @@ private[weir] final class BufferState[F[_], A](
           put
         case Nil =>
           if pos >= head.size then // the head chunk is used up: the next one becomes the head
-            val (c, more) = rest.dequeue
             headSeq += pos
-            head = c
+            head = rest.removeHead(resizeInternalRepr = true)
             pos = 0
-            rest = more
             times = times.nextHead
           val queued = entryOf(headSeq + pos, head(pos))
           pos += 1
@@ -132,7 +132,7 @@ private[weir] final class BufferState[F[_], A](
     head = Chunk.empty
     pos = 0
     headSeq = next
-    rest = ScalaQueue.empty
+    rest.clear()
     times = EnqueueTimes(measured)
     size = 0
     claimed.clear()

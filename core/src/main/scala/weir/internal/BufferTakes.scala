@@ -78,7 +78,7 @@ private[weir] trait BufferTakes[F[_], A]:
   def takeOrWait(taker: UnsafeTaker[A])(using F: Async[F]): Answer[F, A] =
     answered match
       case waiting @ (Wait, _) =>
-        takers = takers.enqueue(taker)
+        takers.append(taker)
         parks += 1
         waiting
       case other => other
@@ -93,9 +93,7 @@ private[weir] trait BufferTakes[F[_], A]:
     while left > 0 && takers.nonEmpty && size > spinning do
       popClaimable(releasing = NoKey) match
         case entry: Entry[A] =>
-          val (taker, more) = takers.dequeue
-          takers = more
-          served = (taker, entry) :: served
+          served = (takers.removeHead(resizeInternalRepr = true), entry) :: served
           left -= 1
         case _ => ()
     served

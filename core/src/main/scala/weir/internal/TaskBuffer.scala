@@ -6,8 +6,6 @@ import cats.syntax.all.*
 import fs2.Chunk
 import weir.internal.BufferState.*
 
-import scala.collection.immutable.Queue as ScalaQueue
-
 /**
  * The bounded buffer between producers and workers: FIFO, counted in elements (never in chunks), at
  * most `capacity` elements held. Each element is numbered in the order it entered (its input
@@ -177,26 +175,23 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   /** Wakes up to `n` waiting takers with `None`, so they look at the world again. */
   def wake(n: Int): F[Unit] =
     modify { s =>
-      val (woken, kept) = s.takers.splitAt(n)
-      s.takers = kept
+      val woken = s.takers.take(n)
+      s.takers.dropInPlace(n)
       woken
     }.flatMap(lookAgain)
 
   /** No more offers: takers get `None` once the buffer is empty. */
   def close: F[Unit] =
     modify { s =>
-      val woken = s.takers
       s.closed = true
-      s.takers = ScalaQueue.empty
-      woken
+      s.takers.removeAll()
     }.flatMap(lookAgain)
 
   /** No more takes; offers are refused from now on. Wakes every waiter. */
   def stop: F[Unit] =
     modify { s =>
-      val woken = (s.takers, s.offerers)
+      val woken = (s.takers.removeAll(), s.offerers)
       s.stopped = true
-      s.takers = ScalaQueue.empty
       s.offerers = s.offerers.cleared
       woken
     }.flatMap((takers, offerers) => lookAgain(takers) *> offerers.waiting.traverse_(_.complete(()).void))
@@ -216,7 +211,10 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   private def abandonTake(taker: UnsafeTaker[A]): F[Unit] =
     F.delay {
       taker.abandon()
-      unsafe.modify(s => if s.takers.exists(_ eq taker) then s.takers = s.takers.filterNot(_ eq taker))
+      unsafe.modify { s =>
+        val at = s.takers.indexWhere(_ eq taker)
+        if at >= 0 then s.takers.remove(at): Unit
+      }
     }
 
   private def lookAgain(takers: Iterable[UnsafeTaker[A]]): F[Unit] =
