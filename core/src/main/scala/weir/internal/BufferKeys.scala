@@ -19,15 +19,17 @@ private[weir] trait BufferKeys[F[_], A]:
    */
   def finishKey(key: Any, andTake: Boolean): Handout[A] =
     if stopped then Released
-    else if claimed.hasParked(key) then
-      parked -= 1
-      claimed.next(key)
-    // a take frees a place: one that would let a waiting producer in is left to the shell's take
-    else if !andTake || size == 0 || offerers.due(free + 1) then
-      claimed.unclaim(key)
-      Released
     else
-      // the common case of a per-key task: the release and the take in one change of the claims
-      popClaimable(releasing = key) match
-        case e: Entry[A] => e
-        case _ => Released // released by the pop
+      claimed.nextParked(key) match
+        case e: Entry[A] =>
+          parked -= 1
+          e
+        // a take frees a place: one that would let a waiting producer in is left to the shell's take
+        case NoTask if !andTake || size == 0 || offerers.due(free + 1) =>
+          claimed.unclaim(key)
+          Released
+        case NoTask =>
+          // the common case of a per-key task: the release and the take in one change of the claims
+          popClaimable(releasing = key) match
+            case e: Entry[A] => e
+            case _ => Released // released by the pop

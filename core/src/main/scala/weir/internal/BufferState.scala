@@ -95,16 +95,17 @@ private[weir] final class BufferState[F[_], A](
           queued
       size -= 1
       if !e.keyed then found = e
+      // the key being released is free to the entry popped, without a look in the claims: it keeps the claim
+      else if isKey(handing) && e.key == handing then
+        handing = NoKey
+        found = e
+      else if claimed.tryClaim(e.key) then
+        if isKey(handing) then claimed.unclaim(handing) // claimed first: the claims hold both for a moment
+        handing = NoKey
+        found = e
       else
-        val handingOn = isKey(handing)
-        // the key being released is free to the entry popped, without a look in the claims
-        if (handingOn && e.key == handing) || !claimed.isClaimed(e.key) then
-          if handingOn then claimed.handOver(handing, e.key) else claimed.claim(e.key)
-          handing = NoKey
-          found = e
-        else
-          claimed.park(e)
-          parked += 1
+        claimed.park(e)
+        parked += 1
     if isKey(handing) then claimed.unclaim(handing)
     found
 

@@ -11,7 +11,7 @@ import scala.jdk.CollectionConverters.*
  *
  * An open-addressing table (linear probing, deletion by shifting back the entries after the gap, so that no
  * tombstone is ever left), keyed by Scala's `##` and `==` as a `Map` is (an `Int` key equals the `Long` of the
- * same value): claiming and releasing a key, which every per-key task does, write two slots and allocate
+ * same value): claiming and releasing a key, which every per-key task does, look at the table once each, write a slot each and allocate
  * nothing; the first entry parked behind a key allocates the key's queue. At most half the table's slots
  * are used, and at least an eighth unless it is at its least (16 slots), so that it is bounded by the keys
  * claimed now: by the number of workers, not by the number of keys.
@@ -32,25 +32,24 @@ private[weir] final class UnsafeKeyClaims[A]:
   /** Slots in the table now (for its suite: bounded by the keys claimed). */
   private[internal] def slots: Int = keys.length
 
-  /** Whether `key` is claimed. Every take under per-key admission asks this. */
+  /** Whether `key` is claimed. */
   def isClaimed(key: Any): Boolean = keys(find(key)) != null
 
-  /** Claims the free `key` (see [[isClaimed]]). */
-  def claim(key: Any): Unit =
-    if 2 * (claimed + 1) > keys.length then resize(keys.length * 2)
-    val i = find(key)
-    keys(i) = key
-    queues(i) = null
-    claimed += 1
-
   /**
-   * The claimant of `from`, with nothing parked behind it, is done with it and claims the free `to` instead
-   * (nothing changes when `to` is `from`).
+   * Claims `key` if it is free and says so; false, and nothing changes, if it is claimed. One look at the
+   * table: every take under per-key admission makes it.
    */
-  def handOver(from: Any, to: Any): Unit =
-    if to != from then
-      unclaim(from)
-      claim(to)
+  def tryClaim(key: Any): Boolean =
+    var i = find(key)
+    if keys(i) != null then false
+    else
+      if 2 * (claimed + 1) > keys.length then
+        resize(keys.length * 2)
+        i = find(key)
+      keys(i) = key
+      queues(i) = null
+      claimed += 1
+      true
 
   /** Parks `e` behind its claimed key. */
   def park(e: Entry[A]): Unit =
@@ -62,16 +61,12 @@ private[weir] final class UnsafeKeyClaims[A]:
     queue.addLast(e)
 
   /**
-   * What the claimant of `key` gets next: the first entry parked behind it, which leaves the key's queue (the
-   * key stays claimed); or [[Released]], and the key is freed.
+   * The first entry parked behind the claimed `key`, which leaves the key's queue (the key stays claimed); or
+   * [[NoTask]], and nothing changes. One look at the table: every hand-on of a key makes it.
    */
-  def next(key: Any): Handout[A] =
-    val i = find(key)
-    val queue = queues(i)
-    if queue == null || queue.isEmpty then
-      if keys(i) != null then remove(i)
-      Released
-    else queue.pollFirst()
+  def nextParked(key: Any): Held[A] =
+    val queue = queues(find(key))
+    if queue == null || queue.isEmpty then NoTask else queue.pollFirst()
 
   /** Releases `key`, with nothing parked behind it, if it is claimed. */
   def unclaim(key: Any): Unit =

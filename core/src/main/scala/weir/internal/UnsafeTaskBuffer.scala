@@ -83,7 +83,7 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](state: BufferState[F, A]):
   def tryFinishKey(key: Any, andTake: Boolean): Handout[A] =
     lock.lock()
     try
-      if !state.stopped && state.claimed.hasParked(key) && state.offerers.due(state.free + 1) then Later
+      if !state.stopped && state.offerers.due(state.free + 1) && state.claimed.hasParked(key) then Later
       else state.finishKey(key, andTake)
     finally lock.unlock()
 

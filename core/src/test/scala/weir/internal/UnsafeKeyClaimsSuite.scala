@@ -9,12 +9,18 @@ class UnsafeKeyClaimsSuite extends ScalaCheckSuite:
 
   /** Claims `e`'s key if free, else parks `e`, as the buffer's take does; true when it parked. */
   private def claimOrPark(claims: UnsafeKeyClaims[Int], e: Entry[Int]): Boolean =
-    if claims.isClaimed(e.key) then
+    if claims.tryClaim(e.key) then false
+    else
       claims.park(e)
       true
-    else
-      claims.claim(e.key)
-      false
+
+  /** What the claimant of `key` gets next, as the buffer's hand-on does: a parked entry, or the key released. */
+  private def next(claims: UnsafeKeyClaims[Int], key: Any): Held[Int] =
+    claims.nextParked(key) match
+      case e: Entry[Int] => e
+      case NoTask =>
+        claims.unclaim(key)
+        NoTask
 
   private def claimed(entries: List[Entry[Int]]): (UnsafeKeyClaims[Int], Int) =
     val claims = new UnsafeKeyClaims[Int]
@@ -25,18 +31,18 @@ class UnsafeKeyClaimsSuite extends ScalaCheckSuite:
     else
       // read by releasing and re-claiming: the only way to look at a queue without handing it on
       val behind = claims.release(entry(-1, key))
-      claims.claim(key)
+      assert(claims.tryClaim(key))
       behind.foreach(claims.park)
       Some(behind.map(_.seq).toVector)
 
   test("the first entry of a key claims it; the next ones park behind it and are handed on in input order") {
     val (claims, parked) = claimed(List(entry(0, "a"), entry(1, "a"), entry(2, "b"), entry(3, "a")))
     assertEquals(parked, 2) // 1 and 3 behind "a"; 0 and 2 claimed their keys
-    val first = claims.next("a")
-    val second = claims.next("a")
-    val last = claims.next("a")
+    val first = next(claims, "a")
+    val second = next(claims, "a")
+    val last = next(claims, "a")
     assertEquals(List(first, second).collect { case e: Entry[Int] => e.seq }, List(1L, 3L))
-    assertEquals(last, Released)
+    assertEquals(last, NoTask)
     assert(!claims.isClaimed("a")) // "a" is free again
     assert(claims.isClaimed("b"))
     assertEquals(claims.tasks.toList, Nil)
@@ -57,11 +63,16 @@ class UnsafeKeyClaimsSuite extends ScalaCheckSuite:
     assertEquals(claims.count, 1)
   }
 
-  test("a hand-over releases one key and claims another in one step; to itself it changes nothing") {
+  test(
+    "a claim is taken only when the key is free; looking behind a key with nothing parked changes nothing"
+  ) {
     val (claims, _) = claimed(List(entry(0, "a")))
-    claims.handOver("a", "a")
+    assert(!claims.tryClaim("a"))
+    assertEquals(claims.count, 1)
+    assertEquals(claims.nextParked("a"), NoTask)
     assert(claims.isClaimed("a"))
-    claims.handOver("a", "b")
+    assert(claims.tryClaim("b"))
+    claims.unclaim("a")
     assert(!claims.isClaimed("a"))
     assert(claims.isClaimed("b"))
     assertEquals(claims.count, 1)
@@ -74,9 +85,9 @@ class UnsafeKeyClaimsSuite extends ScalaCheckSuite:
       val firsts = entries.groupBy(_.key).values.map(_.head.seq).toSet
       assertEquals(parked, entries.size - firsts.size)
       def drain(key: Any, got: List[Long]): List[Long] =
-        claims.next(key) match
+        next(claims, key) match
           case e: Entry[Int] => drain(key, e.seq :: got)
-          case _ => got.reverse
+          case NoTask => got.reverse
       val handed = entries.map(_.key).distinct.map(key => key -> drain(key, Nil)).toMap
       assertEquals(claims.count, 0)
       assertEquals(claims.tasks.toList, Nil)
@@ -116,17 +127,20 @@ class UnsafeKeyClaimsSuite extends ScalaCheckSuite:
               val to = keyOf(i % 300)
               if model(key).isEmpty && i % 2 == 0 && (to == key || !model.contains(to)) then
                 // done with a key with nothing parked, its claimant takes an entry of a free key
-                claims.handOver(key, to)
+                // as the buffer's take does: the free key claimed first, then the other released
+                if to != key then
+                  assert(claims.tryClaim(to), s"$to was free")
+                  claims.unclaim(key)
                 model = (model - key).updated(to, Vector.empty)
               else
-                val turn = claims.next(key)
+                val turn = next(claims, key)
                 model(key) match
                   case first +: rest =>
                     assertEquals(turn.asInstanceOf[Entry[Int]].seq, first)
                     parked -= 1
                     model = model.updated(key, rest)
                   case _ =>
-                    assertEquals(turn, Released)
+                    assertEquals(turn, NoTask)
                     model = model - key
         // the table follows the claims down as well as up: its size is bounded by the keys claimed now
         assert(claims.slots >= 2 * claims.count, s"${claims.slots} slots for ${claims.count} claims")
