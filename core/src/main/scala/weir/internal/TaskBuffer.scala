@@ -137,21 +137,28 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
    * ([[BufferTakes.relay]]), and a spinner that gets one relays too; a spinner that finds nothing parks like
    * any taker.
    */
-  // built once: a spin allocates only what `poll`, `onCancel` and the continuation need; true when the look
-  // found nothing to take and the buffer neither stopped nor closed
-  private val cedeAndLook: F[Boolean] = F.cede *> modify(s => s.size == 0 && !s.stopped && !s.closed)
+  // built once: a look is a cede and a read of the buffer without its lock ([[UnsafeTaskBuffer.mayTake]]); the
+  // looks of one spin run inside one `poll` and one `onCancel`, and only a look that saw something takes the lock
+  private val cedeAndLook: F[Boolean] = F.cede *> F.delay(unsafe.mayTake)
   private val leaveSpinning: F[Unit] = modify(_.unspin).flatten
+  private val spinAgain: F[Answer[F, A]] = modify(_.spinAgain)
+
+  /** Up to `left` looks: how many were left, the one that saw something included, or 0 if none did. */
+  private def looks(left: Int): F[Int] =
+    cedeAndLook.flatMap(seen =>
+      if seen then F.pure(left) else if left == 1 then F.pure(0) else looks(left - 1)
+    )
 
   private def spin(poll: Poll[F], left: Int): F[Option[Entry[A]]] =
     if left == 0 then park(poll, spinner = true).flatMap(relayed)
     else
-      poll(cedeAndLook).onCancel(leaveSpinning).flatMap { nothing =>
-        if nothing then spin(poll, left - 1)
+      poll(looks(left)).onCancel(leaveSpinning).flatMap { rest =>
+        if rest == 0 then spin(poll, 0)
         else
-          modify(_.spinAgain).flatMap {
+          spinAgain.flatMap {
             case (entry: Entry[A], wake) => wake.as(Some(entry))
             case (Finished, _) => F.pure(None)
-            case _ => spin(poll, left - 1)
+            case _ => spin(poll, rest - 1) // another taker got there first
           }
       }
 

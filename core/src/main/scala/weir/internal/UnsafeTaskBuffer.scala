@@ -87,6 +87,13 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](state: BufferState[F, A]):
       else state.finishKey(key, andTake)
     finally lock.unlock()
 
+  /**
+   * Whether a take may find something now: entries queued, or the buffer stopped or closed. Read without the
+   * lock, so it may be stale: a hint for a spinning taker, whose take, under the lock, decides (a stale "no"
+   * costs it a look more, or a park, which looks under the lock before it waits).
+   */
+  def mayTake: Boolean = state.size > 0 || state.stopped || state.closed
+
   /** Puts back an entry a cancelled taker never received, serving it again at once if someone waits. */
   val giveBack: Entry[A] => Unit = entry => UnsafeTaker.handOver(modify(_.putBack(entry)))
 

@@ -86,6 +86,27 @@ class TaskBufferSuite extends CatsEffectSuite with ScalaCheckSuite:
       assertEquals(size, 0)
   }
 
+  property("a spinning taker cancelled at any point of its spin leaves no element held back for it") {
+    // the first taker spins on the empty buffer (one spinner at most), the second parks; the first is
+    // cancelled after `steps` cedes of the test's fiber, spinning or parked by then; an element offered after
+    // reaches the parked one (an element left for a spinner that is gone would stay in the buffer)
+    Prop.forAll(Gen.choose(0, 40)) { steps =>
+      val run =
+        for
+          b <- TaskBuffer[IO, Int](4)
+          spinner <- take(b).start
+          parked <- take(b).start
+          _ <- IO.cede.replicateA_(steps)
+          _ <- spinner.cancel
+          _ <- IO.sleep(1.second)
+          _ <- offer(b, Chunk(42))
+          got <- parked.joinWithNever
+          left <- b.size
+        yield (got, left)
+      TestControl.executeEmbed(run).map(assertEquals(_, (Some(0L -> 42), 0))).unsafeRunSync()
+    }
+  }
+
   test("a burst wakes one parked taker, and each woken taker wakes the next as it resumes") {
     val run =
       for
