@@ -10,8 +10,7 @@ import scala.concurrent.duration.FiniteDuration
  * tasks and the unstarted ones themselves, the task latencies, and the queue waits when the run measures them (`measured`). Every
  * method is a plain call, safe from any thread, to be made inside an effect (the worker's and the
  * producer's fast paths make them in their continuations, the stages in `F.delay`): a counter is a
- * `LongAdder` increment (the two counted for every task, an add to the thread's own cell:
- * [[UnsafeStripedCounter]]), a latency a plain write to the recording thread's own histogram
+ * `LongAdder` increment, a latency a plain write to the recording thread's own histogram
  * ([[LatencyRecorder]]), so the ledger is always on.
  *
  * Invariant at the end of a run: `received == succeeded + failed + notStarted`.
@@ -22,9 +21,8 @@ import scala.concurrent.duration.FiniteDuration
  */
 private[weir] final class Ledger[A](measured: Boolean, failureSample: Int):
   private val receivedN = new LongAdder
-  // counted by every worker once per task: cells of their own per thread (see UnsafeStripedCounter)
-  private val startedN = new UnsafeStripedCounter
-  private val succeededN = new UnsafeStripedCounter
+  private val startedN = new LongAdder
+  private val succeededN = new LongAdder
   private val failedN = new LongAdder
   private val notStartedN = new LongAdder
   private val refusedN = new LongAdder
