@@ -109,15 +109,22 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   /**
    * Takes the oldest element (whose key is not claimed, under per-key admission), waiting while there is
    * none. `None` means "look again": the buffer was closed and emptied, stopped, or this taker was woken
-   * by [[wake]]. The wait is wrapped in `poll`, so call this inside `uncancelable`.
+   * by [[wake]]. The wait is wrapped in `poll`, so call this inside `uncancelable`. The effect may be kept
+   * and run again, each run a take of its own.
    */
   def take(poll: Poll[F]): F[Option[Entry[A]]] =
-    modify(_.takeOrSpin).flatMap {
+    // built once per take: a caller that keeps the take and runs it again (a worker) builds its waits once
+    val spinning = spin(poll, TaskBuffer.Spins)
+    val parking = park(poll, spinner = false).flatMap(relayed)
+    takeOrSpin.flatMap {
       case (entry: Entry[A], wake) => wake.as(Some(entry))
-      case (Finished, _) => F.pure(None)
-      case (Spin, _) => spin(poll, TaskBuffer.Spins)
-      case _ => park(poll, spinner = false).flatMap(relayed) // Wait
+      case (Finished, _) => none
+      case (Spin, _) => spinning
+      case _ => parking // Wait
     }
+
+  private val takeOrSpin: F[Answer[F, A]] = modify(_.takeOrSpin)
+  private val none: F[Option[Entry[A]]] = F.pure(None)
 
   /*
    * The wake chain ([[BufferTakes.relay]]): a taker that waited and got an entry hands the next one to the

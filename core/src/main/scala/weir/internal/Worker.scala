@@ -70,7 +70,9 @@ private[weir] final class Worker[F[_], A, B](
         val took = if pool.overLimit then Later else path.tryTake()
         took match
           case entry: Entry[A] => task = entry; step(Taken)
-          case _ => clocked = false; slowTake
+          case _ =>
+            clocked = false
+            if pool.overLimit then retireOrTake else slowTake
       case Taken =>
         if path.ready(held) then step(Starting)
         else path.enter(poll, held).flatMap(entered)
@@ -125,13 +127,16 @@ private[weir] final class Worker[F[_], A, B](
       case Retired => F.pure(true)
       case Finished => F.pure(false)
 
-  /** The slow take: retires if the pool is over its limit; otherwise waits for a task. */
-  private val slowTake: F[Boolean] =
-    pool.tryRetire.flatMap(retired => if retired then step(Retired) else path.take(poll).flatMap(slowTook))
-
   private val slowTook: Option[Entry[A]] => F[Boolean] =
     case Some(entry) => task = entry; step(Taken)
     case None => path.isFinished.flatMap(done => step(if done then Finished else Taking))
+
+  /** The slow take: waits for a task. Built once (a take's effect runs again as it is). */
+  private val slowTake: F[Boolean] = path.take(poll).flatMap(slowTook)
+
+  /** The pool looked over its limit: the worker retires, unless another did first; then the slow take. */
+  private val retireOrTake: F[Boolean] =
+    pool.tryRetire.flatMap(retired => if retired then step(Retired) else slowTake)
 
   /** After the stages' effects: the task starts, or it was recorded and its key goes on. */
   private val entered: Boolean => F[Boolean] = admitted =>
