@@ -11,13 +11,13 @@ import scala.jdk.CollectionConverters.*
  *
  * An open-addressing table (linear probing, deletion by shifting back the entries after the gap, so that no
  * tombstone is ever left), keyed by Scala's `##` and `==` as a `Map` is (an `Int` key equals the `Long` of the
- * same value): claiming and releasing a key, which every per-key task does, look at the table once each, write a slot each and allocate
- * nothing; the first entry parked behind a key allocates the key's queue. At most half the table's slots
- * are used, and at least an eighth unless it is at its least (16 slots), so that it is bounded by the keys
- * claimed now: by the number of workers, not by the number of keys.
+ * same value): claiming and releasing a key, which every per-key task does, look at the table once each,
+ * write a slot each and allocate nothing; the first entry parked behind a key allocates the key's queue. At
+ * most half the table's slots are used, and at least an eighth unless it is at its least (16 slots), so that
+ * it is bounded by the keys claimed now: by the number of workers, not by the number of keys.
  *
  * Empty slots are `null` keys, and a claimed key with nothing parked has a `null` queue: the nulls stay in
- * this class; its answers are [[Handout]]s, Booleans and lists.
+ * this class; its answers are [[Held]] tasks, Booleans and lists.
  */
 private[weir] final class UnsafeKeyClaims[A]:
   import UnsafeKeyClaims.*
