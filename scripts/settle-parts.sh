@@ -62,9 +62,14 @@ graph
 } | psql "$url" -q -At -v ON_ERROR_STOP=1 2>&1 >/dev/null |
   awk '/duration: [0-9.]+ ms/ { match($0, /duration: [0-9.]+/); d = substr($0, RSTART + 10, RLENGTH - 10); want = 1; next }
        want && /Query Text:/ {
-         sub(/.*Query Text: */, ""); k = substr($0, 1, 100); want = 0
+         sub(/.*Query Text: */, ""); want = 0
+         if ($0 ~ /^[ \t]*$/) { blank = 1; next }
+         k = substr($0, 1, 100)
+         add() }
+       blank { blank = 0; sub(/^[ \t]*/, ""); k = substr($0, 1, 100); add() }
+       function add() {
          if (k ~ /^SELECT .claim/) ph = "claims"
          else { if (k ~ /^WITH d AS \(DELETE/) ncomp++; ph = (ncomp == 0 || (ncomp == 1 && k ~ /^WITH d AS \(DELETE/)) ? "root" : "rest" }
-         t[ph "\t" k] += d; c[ph "\t" k]++; next }
+         t[ph "\t" k] += d; c[ph "\t" k]++ }
        END { for (k in t) printf "%10.1f ms %6d  %s\n", t[k], c[k], k }' | sort -rn
 "${P[@]}" -c "DROP SCHEMA $s CASCADE"
