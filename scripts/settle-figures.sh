@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cost of ending tasks with dependents, in the server alone (docs/lab/durable.md, "What made a graph's
 # tasks slower, and what changed"): for each of two scratch schemas, migrated up to VERSION_A and VERSION_B
-# (default 14 and 15), times one DELETE of 1,000 tasks (how a worker's batch of results ends them) for three
+# (default 15 and 16), times one DELETE of 1,000 tasks (how a worker's batch of results ends them) for three
 # shapes, twice each, then the end of one root that releases 19,998 dependents:
 #   plain   1,000 tasks without dependents
 #   one     1,000 parents, each with a dependent of its own (1 -> 1)
@@ -13,10 +13,10 @@
 # the claims' and the completions' milliseconds are summed apart. Needs psql and a server you may create
 # schemas on:
 #   scripts/settle-figures.sh postgresql://postgres:weir@127.0.0.1:5432/postgres [VERSION_A VERSION_B]
-# The schemas (weir_settle_14, weir_settle_15) are dropped at the end.
+# The schemas (weir_settle_15, weir_settle_16 by default) are dropped at the end.
 set -euo pipefail
 url=${1:?usage: scripts/settle-figures.sh URL [VERSION_A VERSION_B]}
-versions=("${2:-14}" "${3:-15}")
+versions=("${2:-15}" "${3:-16}")
 cd "$(dirname "$0")/.."
 migrations=postgres/src/main/resources/weir/postgres/migrations
 P=(env PGOPTIONS="-c client_min_messages=warning" psql "$url" -q -At -v ON_ERROR_STOP=1)

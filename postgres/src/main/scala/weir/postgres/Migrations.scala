@@ -52,7 +52,8 @@ object Migrations:
       "0012-workflows",
       "0013-batches",
       "0014-workflow-identity",
-      "0015-settle-per-statement"
+      "0015-settle-per-statement",
+      "0016-cheaper-settle"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))
