@@ -21,17 +21,7 @@ cd "$(dirname "$0")/.."
 migrations=postgres/src/main/resources/weir/postgres/migrations
 P=(env PGOPTIONS="-c client_min_messages=warning" psql "$url" -q -At -v ON_ERROR_STOP=1)
 
-# a schema with migrations 1..version applied as Database.migrate applies them (its table of versions too)
-setup() {
-  local s=$1 upto=$2 f n
-  "${P[@]}" -c "DROP SCHEMA IF EXISTS $s CASCADE" -c "CREATE SCHEMA $s" \
-    -c "CREATE TABLE $s.migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-  for f in "$migrations"/*.sql; do
-    n=$(basename "$f" | cut -c1-4)
-    [ $((10#$n)) -le "$upto" ] || continue
-    sed "s/weir_schema/$s/g" "$f" | "${P[@]}" -1 -f - >/dev/null
-  done
-}
+. scripts/lib/scratch-schema.sh
 
 # 1,000 tasks of `shape` in queue `q` of schema `s`
 populate() {
@@ -107,7 +97,7 @@ rounds() {
   "${P[@]}" -c "DELETE FROM $s.tasks" -c "DELETE FROM $s.dependencies" -c "DELETE FROM $s.finished"
 }
 
-for v in "${versions[@]}"; do setup "weir_settle_$v" "$v"; done
+for v in "${versions[@]}"; do scratch_schema "weir_settle_$v" "$v"; done
 date -u '+%Y-%m-%d %H:%M UTC'
 uptime
 for v in "${versions[@]}"; do

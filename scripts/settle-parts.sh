@@ -19,13 +19,8 @@ v=$((10#$v))
 s=weir_parts_$v
 P=(env PGOPTIONS="-c client_min_messages=warning" psql "$url" -q -At -v ON_ERROR_STOP=1)
 
-"${P[@]}" -c "DROP SCHEMA IF EXISTS $s CASCADE" -c "CREATE SCHEMA $s" \
-  -c "CREATE TABLE $s.migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-for f in "$migrations"/*.sql; do
-  n=$(basename "$f" | cut -c1-4)
-  [ $((10#$n)) -le "$v" ] || continue
-  sed "s/weir_schema/$s/g" "$f" | "${P[@]}" -1 -f - >/dev/null
-done
+. scripts/lib/scratch-schema.sh
+scratch_schema "$s" "$v"
 
 graph() {
   "${P[@]}" -c "WITH r AS (INSERT INTO $s.tasks (queue, payload, dependents) VALUES ('gr', '{}', true) RETURNING id),

@@ -1,7 +1,7 @@
 package weir.postgres
 
 import cats.effect.std.CyclicBarrier
-import cats.effect.{IO, Resource}
+import cats.effect.IO
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
@@ -35,18 +35,6 @@ class SharedDependentsSettleSuite extends DbSuite:
     Iterator.from(1).map(k => scenarios(Gen.Parameters.default, Seed(20261129L).reseed(k.toLong)))
       .collect { case Some(s) => s }.take(8).toVector
 
-  /** A session of its own, outside any pool, whose transaction this suite commits itself. */
-  private val session: Resource[IO, (Transactor[IO], java.sql.Connection)] =
-    Resource
-      .make(IO.blocking {
-        val (jdbc, props) = DatabaseConfig.toJdbc(TestDatabase.url)
-        java.sql.DriverManager.getConnection(jdbc, props)
-      })(c => IO.blocking(c.close()))
-      .evalMap(c =>
-        IO.blocking(c.setAutoCommit(false))
-          .as((Transactor.fromConnection[IO](c, None).copy(strategy0 = util.transactor.Strategy.void), c))
-      )
-
   drawn.zipWithIndex.foreach { (sc, k) =>
     withDb(
       s"draw $k: ${sc.waits.size} dependents of ${sc.parents} parents ended by as many concurrent statements, ${sc.dies.size} dead"
@@ -68,7 +56,9 @@ class SharedDependentsSettleSuite extends DbSuite:
           val end =
             if sc.dies.contains(i) then sql.fail(t, Array("boom"), Array(-1L)).void
             else sql.complete(t, keep = false, keyed = false).void
-          session.use((xa, conn) => barrier.await *> end.transact(xa) *> IO.blocking(conn.commit()))
+          TestDatabase.session.use((xa, conn) =>
+            barrier.await *> end.transact(xa) *> IO.blocking(conn.commit())
+          )
         }
         live <- Rows.query[(Long, String, Int)](
           s"SELECT id, state::text, parents_left FROM ${db.schema("tasks")} WHERE queue = 'c' ORDER BY id"

@@ -82,16 +82,24 @@ object TestDatabase:
    * session (`pg_terminate_backend`) is what the server sees when a process dies inside a transaction.
    */
   def doomed: Resource[IO, (Transactor[IO], Int)] =
+    session.evalMap((xa, _) =>
+      sql"SELECT pg_backend_pid()".query[Int].unique.transact(xa).map(pid => (xa, pid))
+    )
+
+  /**
+   * A session of its own, outside any pool, in a transaction its user ends (`commit` or `rollback` on the
+   * connection): the transactor runs statements in it and commits nothing.
+   */
+  def session: Resource[IO, (Transactor[IO], java.sql.Connection)] =
     Resource
       .make(IO.blocking {
         val (jdbc, props) = DatabaseConfig.toJdbc(url)
         java.sql.DriverManager.getConnection(jdbc, props)
       })(c => IO.blocking(c.close()))
-      .evalMap { c =>
-        val xa = Transactor.fromConnection[IO](c, None).copy(strategy0 = util.transactor.Strategy.void)
-        IO.blocking(c.setAutoCommit(false)) *>
-          sql"SELECT pg_backend_pid()".query[Int].unique.transact(xa).map(pid => (xa, pid))
-      }
+      .evalMap(c =>
+        IO.blocking(c.setAutoCommit(false))
+          .as((Transactor.fromConnection[IO](c, None).copy(strategy0 = util.transactor.Strategy.void), c))
+      )
 
   /** Drops a test's schema with everything in it. */
   def drop(schema: Schema): IO[Unit] =
