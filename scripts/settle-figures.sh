@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 migrations=postgres/src/main/resources/weir/postgres/migrations
 P=(env PGOPTIONS="-c client_min_messages=warning" psql "$url" -q -At -v ON_ERROR_STOP=1)
 
-. scripts/lib/scratch-schema.sh
+. scripts/lib/settle.sh
 
 # 1,000 tasks of `shape` in queue `q` of schema `s`
 populate() {
@@ -67,16 +67,9 @@ fanout() {
 
 # the claims' and completions' milliseconds of `queue`'s tasks, claimed 500 at a time until none is left
 drain() {
-  local s=$1 q=$2 i
-  {
-    echo '\timing on'
-    for i in $(seq 1 45); do
-      echo "SELECT 'claim', count(*) FROM $s.claim('$q', 1, 500, 60000);"
-      echo "WITH d AS (DELETE FROM $s.tasks AS t WHERE t.lease_token = ANY(ARRAY(SELECT r.lease_token FROM $s.tasks AS r
-        WHERE r.queue = '$q' AND r.state = 'running' AND r.lease_owner = 1)) AND t.state = 'running' RETURNING 1)
-        SELECT 'complete', count(*) FROM d;"
-    done
-  } | "${P[@]}" | awk '/^claim\|/ { k = "claim" } /^complete\|/ { k = "complete" } /^Time:/ { t[k] += $2 }
+  local s=$1 q=$2
+  { echo '\timing on'; claims_and_completions "$s" "$q"; } |
+    "${P[@]}" | awk '/^claim\|/ { k = "claim" } /^complete\|/ { k = "complete" } /^Time:/ { t[k] += $2 }
       END { printf "claims %.0f ms, completions %.0f ms", t["claim"], t["complete"] }'
 }
 
@@ -85,14 +78,7 @@ rounds() {
   local s=$1
   "${P[@]}" -c "INSERT INTO $s.tasks (queue, payload) SELECT 'ind', '{\"n\":1}' FROM generate_series(1, 20000)"
   echo "independent: $(drain "$s" ind)"
-  "${P[@]}" -c "WITH r AS (INSERT INTO $s.tasks (queue, payload, dependents) VALUES ('gr', '{}', true) RETURNING id),
-      m AS (INSERT INTO $s.tasks (queue, payload, after, parents_left, state, workflow, dependents)
-        SELECT 'gr', '{\"n\":1}', ARRAY[r.id], 1, 'waiting', r.id, true FROM r, generate_series(1, 19998)
-        RETURNING id, after[1] AS parent),
-      e AS (INSERT INTO $s.dependencies (parent, child, any_outcome) SELECT parent, id, false FROM m),
-      f AS (INSERT INTO $s.tasks (queue, payload, after, parents_left, state, workflow)
-        SELECT 'gr', '{}', (SELECT array_agg(id ORDER BY id) FROM m), 19998, 'waiting', (SELECT id FROM r) RETURNING id)
-      INSERT INTO $s.dependencies (parent, child, any_outcome) SELECT m.id, f.id, false FROM m, f"
+  fan_graph "$s"
   echo "graph: $(drain "$s" gr)"
   "${P[@]}" -c "DELETE FROM $s.tasks" -c "DELETE FROM $s.dependencies" -c "DELETE FROM $s.finished"
 }

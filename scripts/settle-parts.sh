@@ -19,36 +19,18 @@ v=$((10#$v))
 s=weir_parts_$v
 P=(env PGOPTIONS="-c client_min_messages=warning" psql "$url" -q -At -v ON_ERROR_STOP=1)
 
-. scripts/lib/scratch-schema.sh
+. scripts/lib/settle.sh
 scratch_schema "$s" "$v"
 
-graph() {
-  "${P[@]}" -c "WITH r AS (INSERT INTO $s.tasks (queue, payload, dependents) VALUES ('gr', '{}', true) RETURNING id),
-      m AS (INSERT INTO $s.tasks (queue, payload, after, parents_left, state, workflow, dependents)
-        SELECT 'gr', '{\"n\":1}', ARRAY[r.id], 1, 'waiting', r.id, true FROM r, generate_series(1, 19998)
-        RETURNING id, after[1] AS parent),
-      e AS (INSERT INTO $s.dependencies (parent, child, any_outcome) SELECT parent, id, false FROM m),
-      f AS (INSERT INTO $s.tasks (queue, payload, after, parents_left, state, workflow)
-        SELECT 'gr', '{}', (SELECT array_agg(id ORDER BY id) FROM m), 19998, 'waiting', (SELECT id FROM r) RETURNING id)
-      INSERT INTO $s.dependencies (parent, child, any_outcome) SELECT m.id, f.id, false FROM m, f"
-}
 
-drain() {
-  local i
-  for i in $(seq 1 45); do
-    echo "SELECT 'claim', count(*) FROM $s.claim('gr', 1, 500, 60000);"
-    echo "WITH d AS (DELETE FROM $s.tasks AS t WHERE t.lease_token = ANY(ARRAY(SELECT r.lease_token FROM $s.tasks AS r
-      WHERE r.queue = 'gr' AND r.state = 'running' AND r.lease_owner = 1)) AND t.state = 'running' RETURNING 1)
-      SELECT 'complete', count(*) FROM d;"
-  done
-}
+drain() { claims_and_completions "$s" gr; }
 
 date -u '+%Y-%m-%d %H:%M UTC'
 uptime
-graph
+fan_graph "$s"
 drain | "${P[@]}" >/dev/null
 "${P[@]}" -c "DELETE FROM $s.tasks" -c "DELETE FROM $s.dependencies" -c "DELETE FROM $s.finished"
-graph
+fan_graph "$s"
 {
   echo "LOAD 'auto_explain';"
   echo "SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on;"
