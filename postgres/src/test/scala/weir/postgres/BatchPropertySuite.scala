@@ -5,7 +5,6 @@ import cats.syntax.all.*
 import doobie.implicits.*
 import doobie.postgres.implicits.*
 import org.scalacheck.Gen
-import org.scalacheck.rng.Seed
 import weir.{Limit, Pipeline}
 import weir.testkit.Eventually
 
@@ -65,8 +64,7 @@ class BatchPropertySuite extends DbSuite:
    * dealt in turn over the draws' batches, so that each appears whatever the seed.
    */
   val drawn: Vector[Scenario] =
-    val draws = Iterator.from(1).map(k => scenarios(Gen.Parameters.default, Seed(20261206L).reseed(k.toLong)))
-      .collect { case Some(s) => s }.take(8).toVector
+    val draws = FixedDraws(scenarios, 20261206L, 8)
     val closes = Iterator.continually(Close.values).flatten
     draws.map(sc =>
       sc.copy(batches = sc.batches.map { p =>

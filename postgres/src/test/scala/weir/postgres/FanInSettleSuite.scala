@@ -6,7 +6,6 @@ import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import org.scalacheck.Gen
-import org.scalacheck.rng.Seed
 import weir.postgres.internal.Sql
 
 /**
@@ -32,9 +31,7 @@ class FanInSettleSuite extends DbSuite:
     yield Scenario(parents, statements, group, dies.take(3))
 
   /** Draws from a fixed seed, so that a failure names a scenario that can be run again. */
-  val drawn: Vector[Scenario] =
-    Iterator.from(1).map(k => scenarios(Gen.Parameters.default, Seed(20261129L).reseed(k.toLong)))
-      .collect { case Some(s) => s }.take(6).toVector
+  val drawn: Vector[Scenario] = FixedDraws(scenarios, 20261129L, 6)
 
   drawn.zipWithIndex.foreach { (sc, k) =>
     withDb(

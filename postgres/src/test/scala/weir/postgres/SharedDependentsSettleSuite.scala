@@ -6,7 +6,6 @@ import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import org.scalacheck.Gen
-import org.scalacheck.rng.Seed
 import weir.postgres.internal.Sql
 
 /**
@@ -31,9 +30,7 @@ class SharedDependentsSettleSuite extends DbSuite:
     yield Scenario(parents, waits.toVector, dies)
 
   /** Draws from a fixed seed, so that a failure names a scenario that can be run again. */
-  val drawn: Vector[Scenario] =
-    Iterator.from(1).map(k => scenarios(Gen.Parameters.default, Seed(20261129L).reseed(k.toLong)))
-      .collect { case Some(s) => s }.take(8).toVector
+  val drawn: Vector[Scenario] = FixedDraws(scenarios, 20261129L, 8)
 
   drawn.zipWithIndex.foreach { (sc, k) =>
     withDb(
