@@ -114,8 +114,8 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
    */
   def take(poll: Poll[F]): F[Option[Entry[A]]] =
     // built once per take: a caller that keeps the take and runs it again (a worker) builds its waits once
-    val spinning = spin(poll, TaskBuffer.Spins)
-    val parking = park(poll, spinner = false).flatMap(relayed)
+    val spinning = waits.spin(poll)
+    val parking = waits.park(poll)
     takeOrSpin.flatMap {
       case (entry: Entry[A], wake) => wake.as(Some(entry))
       case (Finished, _) => none
@@ -124,67 +124,8 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
     }
 
   private val takeOrSpin: F[Answer[F, A]] = modify(_.takeOrSpin)
+  private val waits = new TakerWait(unsafe)
   private val none: F[Option[Entry[A]]] = F.pure(None)
-
-  /*
-   * The wake chain ([[BufferTakes.relay]]): a taker that waited and got an entry hands the next one to the
-   * next parked taker before it runs its own.
-   */
-  private val relay: F[Unit] = modify(s => if s.relayDue then s.relay else F.unit).flatten
-
-  private val relayed: Option[Entry[A]] => F[Option[Entry[A]]] =
-    got => if got.isEmpty then F.pure(got) else relay.as(got)
-
-  /*
-   * The spinning taker. When the buffer is empty, one taker (at most `MaxSpinners`) does not park at once:
-   * it yields its thread (`cede`) and looks again, a few times, before it parks. While it spins, producers
-   * leave one element for it instead of waking a parked taker, so a producer that is only a little slower
-   * than the workers hands each task over without a `Deferred`, a park and a wake-up per task. Elements
-   * beyond the number of spinners still wake a parked taker at once, the first link of the wake chain
-   * ([[BufferTakes.relay]]), and a spinner that gets one relays too; a spinner that finds nothing parks like
-   * any taker.
-   */
-  // built once: a look is a cede and a read of the buffer without its lock ([[UnsafeTaskBuffer.mayTake]]); the
-  // looks of one spin run inside one `poll` and one `onCancel`, and only a look that saw something takes the lock
-  private val cedeAndLook: F[Boolean] = F.cede *> F.delay(unsafe.mayTake)
-  private val leaveSpinning: F[Unit] = modify(_.unspin).flatten
-  private val spinAgain: F[Answer[F, A]] = modify(_.spinAgain)
-
-  /** Up to `left` looks: how many were left, the one that saw something included, or 0 if none did. */
-  private def looks(left: Int): F[Int] =
-    cedeAndLook.flatMap(seen =>
-      if seen then F.pure(left) else if left == 1 then F.pure(0) else looks(left - 1)
-    )
-
-  private def spin(poll: Poll[F], left: Int): F[Option[Entry[A]]] =
-    if left == 0 then park(poll, spinner = true).flatMap(relayed)
-    else
-      poll(looks(left)).onCancel(leaveSpinning).flatMap { rest =>
-        if rest == 0 then spin(poll, 0)
-        else
-          spinAgain.flatMap {
-            case (entry: Entry[A], wake) => wake.as(Some(entry))
-            case (Finished, _) => F.pure(None)
-            case _ => spin(poll, rest - 1) // another taker got there first
-          }
-      }
-
-  /*
-   * Parks as a callback in the queue of takers. The look and the registration are one state change, made
-   * when the callback exists (inside `async`), so no element can slip past between them. A taker cancelled
-   * while parked gives up its place; an element handed to it in that same instant goes back (see `UnsafeTaker`).
-   */
-  private def park(poll: Poll[F], spinner: Boolean): F[Option[Entry[A]]] =
-    leaveSpinning.whenA(spinner) *> poll(F.async[Option[Entry[A]]] { callback =>
-      F.delay {
-        val taker = new UnsafeTaker[A](callback, unsafe.giveBack)
-        (taker, unsafe.modify(_.takeOrWait(taker)))
-      }.flatMap {
-        case (_, (entry: Entry[A], wake)) => wake.map { _ => callback(Right(Some(entry))); None }
-        case (_, (Finished, _)) => F.delay { callback(Right(None)); None }
-        case (taker, _) => F.pure(Some(abandonTake(taker)))
-      }
-    })
 
   /** Wakes up to `n` waiting takers with `None`, so they look at the world again. */
   def wake(n: Int): F[Unit] =
@@ -221,16 +162,6 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   /** A cancelled wait for room: see [[BufferState.forgetOfferer]]. */
   private def forgetOfferer(d: Deferred[F, Unit]): F[Unit] = modify(_.forgetOfferer(d)).flatten
 
-  /** A parked taker was cancelled: it leaves the queue, and what was handed to it meanwhile goes back. */
-  private def abandonTake(taker: UnsafeTaker[A]): F[Unit] =
-    F.delay {
-      taker.abandon()
-      unsafe.modify { s =>
-        val at = s.takers.indexWhere(_ eq taker)
-        if at >= 0 then s.takers.remove(at): Unit
-      }
-    }
-
   private def lookAgain(takers: Iterable[UnsafeTaker[A]]): F[Unit] =
     if takers.isEmpty then F.unit else F.delay(takers.foreach(_.lookAgain()))
 
@@ -251,6 +182,3 @@ private[weir] object TaskBuffer:
   ): TaskBuffer[F, A] =
     require(capacity > 0, s"buffer capacity must be > 0, was: $capacity")
     new TaskBuffer(capacity, new UnsafeTaskBuffer(new BufferState[F, A](capacity, keyOf, measured)))
-
-  /** How many times a spinning taker yields before it parks. */
-  private val Spins = 16

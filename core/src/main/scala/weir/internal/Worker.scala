@@ -12,10 +12,9 @@ import scala.concurrent.duration.*
  * record it, hand its key on, take the next — until the buffer is finished (`life` ends with false) or the
  * pool has too many workers (true: it retired).
  *
- * [[step]], the transition, runs a phase's step and goes on to the next phase, as a plain call while the
- * phase needs no wait and no effect, else returns the phase's effect, whose continuation (a `val` below)
- * steps on; a run whose settings use no stage runs each task as the handler and one clock reading. The
- * registers are written and read by [[step]] and its continuations only, on this worker's fiber.
+ * [[step]], the transition, runs phases as plain calls while they need no wait and no effect, else returns
+ * the phase's effect, whose continuation (a `val` below) steps on. The registers are written and read by
+ * [[step]] and its continuations only, on this worker's fiber.
  *
  * Its whole life is masked: it can be cancelled only where it waits (a take, an admission, a permit, a
  * retry's backoff) or runs the handler, all inside `poll`. One finalizer records the task interrupted when
@@ -57,10 +56,9 @@ private[weir] final class Worker[F[_], A, B](
   val interrupt: () => Unit = () => pool.interrupt(slot)
 
   /** The task of the phase; every phase after [[RunPhase.Taking]]'s first take has one. */
-  private def held: Entry[A] =
-    task match
-      case entry: Entry[A] => entry
-      case NoTask => throw new IllegalStateException(s"a worker in phase $phase holds no task")
+  private def held: Entry[A] = task match
+    case entry: Entry[A] => entry
+    case NoTask => throw new IllegalStateException(s"a worker in phase $phase holds no task")
 
   /** The transition: runs `p`'s step, plain while it needs no effect; returns the first effect. A plain call. */
   @tailrec private def step(p: RunPhase): F[Boolean] =
@@ -163,18 +161,13 @@ private[weir] final class Worker[F[_], A, B](
     result = r
     step(Ended)
 
-  /**
-   * After an attempt registered with its interruption or run against its deadline: its end if that came
-   * first; otherwise the cancellation of this fiber is under way, and it lands here, in `poll`.
-   */
+  /** After an attempt registered with its interruption or run against its deadline: its end if that came first. */
   private val endedGuarded: Either[Throwable, B] => F[Boolean] = r =>
     val first = timer.forall(_.disarm()) &&
       (interruptible match
         case attempt: UnsafeInterruptibleAttempt => attempt.ended()
         case _ => true)
-    if first then ended(r) else awaitCancellation
-
-  private val awaitCancellation: F[Boolean] = poll(F.never)
+    if first then ended(r) else poll(F.never) // the cancellation lands in this wait
 
   private val retried: Unit => F[Boolean] = _ =>
     tries += 1
