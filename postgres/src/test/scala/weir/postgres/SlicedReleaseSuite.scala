@@ -5,6 +5,9 @@ import cats.syntax.all.*
 import doobie.implicits.*
 import org.scalacheck.Gen
 import weir.postgres.internal.Sql
+import weir.testkit.Eventually
+
+import scala.concurrent.duration.*
 
 /**
  * A wide fan-out released in slices (migration 17): the end of a completed parent consumes at most 1,000 of
@@ -122,4 +125,41 @@ class SlicedReleaseSuite extends DbSuite:
         assertEquals(afterOther, children.take(3 * Slice))
         assertEquals(afterRescuer, children)
         assertEquals((settling, edges), (0L, 0L))
+  }
+
+  withDb(
+    "an enqueue naming a parent whose last slice another transaction is releasing leaves its tasks to settle"
+  ) {
+    db =>
+      val sql = new Sql(db.schema)
+      val c = TaskQueue[IO, String](db, "c")
+      for
+        fan <- fanOut(db, 2 * Slice)
+        (root, children) = fan
+        _ <- endRoot(sql, root)
+        // the last slice's release, not committed: it consumed every edge it could see and forgot the parent
+        settler <- TestDatabase.session.allocated
+        ((xa, conn), close) = settler
+        _ <- sql.settleNext.transact(xa)
+        // an enqueue naming the ended parent inserts its edges and settles them, waiting for the slice's rows
+        late <-
+          c.enqueueMany((0 until 10).map(i => NewTask(s"late$i", after = Vector(After.completed(root)))))
+            .start
+        _ <- Eventually.until(
+          "the enqueue waiting for the slice's locks",
+          Rows.query[Long](
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+          ).map(_.head),
+          30.seconds
+        )(_ >= 1L)
+        _ <- IO.blocking(conn.commit()) *> close
+        lateIds <- late.joinWithNever.map(_.map(_.taskId))
+        settling <- Rows.count(db, "settling")
+        _ <- sql.settleNext.transact(TestDatabase.admin)
+        all <- released(db)
+        edges <- Rows.count(db, "dependencies")
+      yield
+        assertEquals(settling, 1L, "the enqueue's edges were left without a parent to settle")
+        assertEquals(all, (children ++ lateIds).sorted)
+        assertEquals(edges, 0L)
   }

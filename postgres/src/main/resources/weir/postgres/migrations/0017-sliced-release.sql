@@ -40,7 +40,8 @@ DECLARE
   v_level bigint[];    -- the children cancelled next, by id
   v_reasons text[];    -- why, in the order of v_level
   v_n bigint;
-  v_edges integer;     -- edges met by this statement, when every parent completed
+  v_picked integer;    -- edges picked to consume, when every parent completed (another transaction may
+                       -- consume some of them first)
 BEGIN
   -- each parent's end read once, by its key; a parent without a row completed
   SELECT EXISTS (SELECT 1 FROM weir_schema.finished AS f
@@ -50,17 +51,22 @@ BEGIN
   IF NOT v_failed THEN
     -- every parent completed, so every edge out of them is met: the first 1,000 in key order now, and the
     -- rest by `settle_next`, which the claims call while `settling` names a parent (see the header)
-    WITH ended AS (
-      DELETE FROM weir_schema.dependencies AS d
-      WHERE (d.parent, d.child) IN (
-        SELECT x.parent, x.child FROM weir_schema.dependencies AS x
-        WHERE x.parent = ANY (ARRAY(SELECT unnest(p_parents)))
-        ORDER BY x.parent, x.child LIMIT 1000)
+    WITH picked AS (
+      SELECT x.parent, x.child FROM weir_schema.dependencies AS x
+      WHERE x.parent = ANY (ARRAY(SELECT unnest(p_parents)))
+      ORDER BY x.parent, x.child LIMIT 1000
+    ), ended AS (
+      DELETE FROM weir_schema.dependencies AS d USING picked AS k
+      WHERE d.parent = k.parent AND d.child = k.child
       RETURNING d.child
     )
-    SELECT array_agg(e.child), count(DISTINCT e.child) = count(*), count(*)
-    INTO v_met, v_once, v_edges FROM ended AS e;
-    IF v_edges >= 1000 THEN
+    SELECT array_agg(e.child), count(DISTINCT e.child) = count(*), (SELECT count(*) FROM picked)
+    INTO v_met, v_once, v_picked FROM ended AS e;
+    -- edges may be left when the slice picked was full, even if this statement consumed none of it: a
+    -- `settle_next` of the same parent may have consumed those it picked and forgotten the parent before this
+    -- statement's own edges (an enqueue naming the ended parent) were visible to it. A slice picked short
+    -- held every edge this statement could see, and those it did not consume, another transaction did.
+    IF v_picked >= 1000 THEN
       INSERT INTO weir_schema.settling (parent)
       SELECT p.id FROM unnest(p_parents) AS p(id)
       WHERE EXISTS (SELECT 1 FROM weir_schema.dependencies AS d WHERE d.parent = p.id)
