@@ -513,8 +513,7 @@ DECLARE
   v_level bigint[];    -- the children cancelled next, by id
   v_reasons text[];    -- why, in the order of v_level
   v_n bigint;
-  v_picked integer;    -- edges picked to consume, when every parent completed (another transaction may
-                       -- consume some of them first)
+  v_full bigint[];     -- the parents whose slice of edges was full, when every parent completed
 BEGIN
   -- each parent's end read once, by its key; a parent without a row completed
   SELECT EXISTS (SELECT 1 FROM weir.finished AS f
@@ -522,26 +521,29 @@ BEGIN
   INTO v_failed;
 
   IF NOT v_failed THEN
-    -- every parent completed, so every edge out of them is met: the first 1,000 in key order now, and the
-    -- rest by `settle_next`, which the claims call while `settling` names a parent (see the header)
+    -- every parent completed, so every edge out of them is met: of each parent, its first 1,000 edges in
+    -- key order now, and the rest by `settle_next`, which the claims call while `settling` names the parent
     WITH picked AS (
-      SELECT x.parent, x.child FROM weir.dependencies AS x
-      WHERE x.parent = ANY (ARRAY(SELECT unnest(p_parents)))
-      ORDER BY x.parent, x.child LIMIT 1000
+      SELECT k.parent, k.child
+      FROM unnest(p_parents) AS p(id),
+           LATERAL (SELECT x.parent, x.child FROM weir.dependencies AS x
+                    WHERE x.parent = p.id ORDER BY x.child LIMIT 1000) AS k
     ), ended AS (
       DELETE FROM weir.dependencies AS d USING picked AS k
       WHERE d.parent = k.parent AND d.child = k.child
       RETURNING d.child
     )
-    SELECT array_agg(e.child), count(DISTINCT e.child) = count(*), (SELECT count(*) FROM picked)
-    INTO v_met, v_once, v_picked FROM ended AS e;
-    -- edges may be left when the slice picked was full, even if this statement consumed none of it: a
-    -- `settle_next` of the same parent may have consumed those it picked and forgotten the parent before this
+    SELECT array_agg(e.child), count(DISTINCT e.child) = count(*),
+           (SELECT array_agg(f.parent) FROM (SELECT k.parent FROM picked AS k GROUP BY k.parent
+                                             HAVING count(*) >= 1000) AS f)
+    INTO v_met, v_once, v_full FROM ended AS e;
+    -- A parent whose slice was full may have edges left, even if this statement consumed none of that slice:
+    -- a `settle_next` of the same parent may have consumed them and forgotten the parent before this
     -- statement's own edges (an enqueue naming the ended parent) were visible to it. A slice picked short
-    -- held every edge this statement could see, and those it did not consume, another transaction did.
-    IF v_picked >= 1000 THEN
+    -- held every edge of its parent this statement could see, and those it did not consume, another did.
+    IF v_full IS NOT NULL THEN
       INSERT INTO weir.settling (parent)
-      SELECT p.id FROM unnest(p_parents) AS p(id)
+      SELECT p.id FROM unnest(v_full) AS p(id)
       WHERE EXISTS (SELECT 1 FROM weir.dependencies AS d WHERE d.parent = p.id)
       ON CONFLICT DO NOTHING;
     END IF;

@@ -163,3 +163,26 @@ class SlicedReleaseSuite extends DbSuite:
         assertEquals(all, (children ++ lateIds).sorted)
         assertEquals(edges, 0L)
   }
+
+  withDb(
+    "a statement that ends many parents of one dependent each releases them all: the slice is per parent"
+  ) {
+    db =>
+      val sql = new Sql(db.schema)
+      val p = TaskQueue[IO, String](db, "p")
+      val c = TaskQueue[IO, String](db, "c")
+      val n = Slice + 500
+      for
+        parents <- p.enqueueMany((0 until n).map(i => NewTask(s"p$i"))).map(_.map(_.taskId))
+        children <- c.enqueueMany(parents.map(id => NewTask(s"c$id", after = Vector(After.completed(id)))))
+          .map(_.map(_.taskId).sorted)
+        claimed <- sql.claim("p", 1L, n, 600000L).transact(TestDatabase.admin)
+        _ <- sql.complete(claimed.rows.map(_.token).toArray, keep = false, keyed = false)
+          .transact(TestDatabase.admin)
+        all <- released(db)
+        settling <- Rows.count(db, "settling")
+      yield
+        assertEquals(claimed.rows.size, n)
+        assertEquals(all, children)
+        assertEquals(settling, 0L)
+  }
