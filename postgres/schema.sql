@@ -523,14 +523,17 @@ BEGIN
   IF NOT v_failed THEN
     -- every parent completed, so every edge out of them is met: of each parent, its first 1,000 edges in
     -- key order now, and the rest by `settle_next`, which the claims call while `settling` names the parent
+    -- The picked edges are deleted by their row addresses (a TID scan), not joined back: with statistics
+    -- taken while `dependencies` was nearly empty, the planner joins the picked rows to a whole scan of the
+    -- table's key, once per picked row. An edge another transaction deleted meanwhile is skipped, and no
+    -- address can be reused while this statement's snapshot may still see the row that had it.
     WITH picked AS (
-      SELECT k.parent, k.child
+      SELECT k.parent, k.at
       FROM unnest(p_parents) AS p(id),
-           LATERAL (SELECT x.parent, x.child FROM weir.dependencies AS x
+           LATERAL (SELECT x.parent, x.ctid AS at FROM weir.dependencies AS x
                     WHERE x.parent = p.id ORDER BY x.child LIMIT 1000) AS k
     ), ended AS (
-      DELETE FROM weir.dependencies AS d USING picked AS k
-      WHERE d.parent = k.parent AND d.child = k.child
+      DELETE FROM weir.dependencies AS d WHERE d.ctid = ANY (ARRAY(SELECT k.at FROM picked AS k))
       RETURNING d.child
     )
     SELECT array_agg(e.child), count(DISTINCT e.child) = count(*),
