@@ -35,7 +35,9 @@ import scala.concurrent.duration.*
  * seconds, at least 1): past it the connection is dropped and the statement retried on a new one. It is
  * what frees a worker from a connection that died without a word, where the kernel would wait many minutes
  * (a network partition, a server host gone, a NAT forgetting the flow); so it must be longer than any of
- * weir's own statements may take, a claim or a batch of results waiting on a lock included. It never applies
+ * weir's own statements may take, a claim or a batch of results waiting on a lock included. It is also the
+ * server's idle timeout of a worker's own transactions, so that one such a connection left open on the
+ * server, its commit never sent, does not hold its rows until the server's TCP gives up. It never applies
  * to the connections of [[Database.transactor]]: your transactions take as long as they need.
  *
  * Building or copying a config never throws: [[Database.connect]] and [[Database.migrate]] check it
