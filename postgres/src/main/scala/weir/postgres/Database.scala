@@ -35,7 +35,9 @@ import scala.concurrent.duration.*
  * seconds, at least 1): past it the connection is dropped and the statement retried on a new one. It is
  * what frees a worker from a connection that died without a word, where the kernel would wait many minutes
  * (a network partition, a server host gone, a NAT forgetting the flow); so it must be longer than any of
- * weir's own statements may take, a claim or a batch of results waiting on a lock included. It never applies
+ * weir's own statements may take, a claim or a batch of results waiting on a lock included. It is also the
+ * server's idle timeout of a worker's own transactions, so that one such a connection left open on the
+ * server, its commit never sent, does not hold its rows until the server's TCP gives up. It never applies
  * to the connections of [[Database.transactor]]: your transactions take as long as they need.
  *
  * Building or copying a config never throws: [[Database.connect]] and [[Database.migrate]] check it
@@ -345,7 +347,7 @@ object Database:
     val connections = new Connections[F]:
       val workerPoolSize: Int = 1
       def workerRun(size: Int): Resource[F, Run[F]] =
-        Run.resource(timed.copy(strategy0 = asyncCommitStrategy), s"${schema.name}-worker")
+        Run.resource(timed.copy(strategy0 = workerStrategy(readTimeout)), s"${schema.name}-worker")
       def session: Resource[F, Connection] =
         timed.connect(timed.kernel).adaptError(unreachable).flatTap(c =>
           Resource.onFinalize(F.blocking(undoSession(c)))
@@ -447,22 +449,40 @@ object Database:
         .evalTap(xa =>
           sql"SELECT 1".query[Int].unique.transact(xa).adaptError { case e => unreachable(config, e) }
         )
-        .map(xa => if worker then xa.copy(strategy0 = asyncCommitStrategy) else xa)
+        .map(xa => if worker then xa.copy(strategy0 = workerStrategy(config.readTimeout)) else xa)
     )
 
   /**
-   * doobie's default strategy, except that each transaction commits with `synchronous_commit = off`, set
-   * with `SET LOCAL` so that it ends with the transaction: a session setting would outlive it on the
-   * server connection, which PgBouncer in transaction mode hands to other clients. The setting is read
-   * at commit, so it is sent with the `COMMIT`, as one statement, which costs no round trip of its own;
-   * the driver's commit that follows finds the transaction already ended and sends nothing.
+   * The strategy of the workers' own transactions (claims' results, rescues, prunes, a worker's last step):
+   * doobie's default, with two settings, each with `SET LOCAL` so that it ends with the transaction (a
+   * session setting would outlive it on the server connection, which PgBouncer in transaction mode hands to
+   * other clients):
+   *
+   *   - first, an idle timeout of `readTimeout` (`idle_in_transaction_session_timeout`). A connection that
+   *     goes silent between a statement and its commit (a partition, a failover, a NAT that forgot the flow)
+   *     leaves its transaction open on the server, holding the rows it wrote until the server's TCP gives up,
+   *     hours by default; every later write of those rows waits on it (the same batch of results written
+   *     again on a new connection, so every finish queued behind it, the hand-backs of refused claims
+   *     included). With the timeout the server ends that session once it has waited `readTimeout` for its
+   *     client, which frees the rows, and the batch written again commits. A live worker sends each
+   *     statement of its transactions right after the last: only a pause longer than `readTimeout` ends one,
+   *     whose writes are then retried like any failed one. It costs a round trip per transaction.
+   *   - at commit, `synchronous_commit = off`: read at commit, so it is sent with the `COMMIT`, as one
+   *     statement, which costs no round trip of its own; the driver's commit that follows finds the
+   *     transaction already ended and sends nothing.
    */
-  private val asyncCommitStrategy: Strategy =
-    Strategy.default.copy(after = FC.raw { c =>
+  private def workerStrategy(readTimeout: FiniteDuration): Strategy =
+    val idleMillis = readTimeout.toMillis.min(Int.MaxValue.toLong).max(1L)
+    def execute(statement: String): ConnectionIO[Unit] = FC.raw { c =>
       val st = c.createStatement()
-      try st.execute("SET LOCAL synchronous_commit = off; COMMIT"): Unit
+      try st.execute(statement): Unit
       finally st.close()
-    } *> FC.commit)
+    }
+    Strategy.default.copy(
+      before = Strategy.default.before *>
+        execute(s"SET LOCAL idle_in_transaction_session_timeout = $idleMillis"),
+      after = execute("SET LOCAL synchronous_commit = off; COMMIT") *> FC.commit
+    )
 
   private def hikariConfig(config: DatabaseConfig, worker: Boolean): HikariConfig =
     val (url, parsed) = config.jdbc

@@ -16,11 +16,20 @@ import java.sql.SQLException
 private[postgres] final class Notifier[F[_]](here: Transactor[F])(using F: Async[F]):
 
   /**
-   * Claims for `member`, or wakes its claimer. Uncancelable: a claim begun here always completes the rows
-   * its claimer waits for. Fails with the connection's error, once the claimer has its (empty) rows.
+   * Claims for `member`, or wakes its claimer. A worker whose heartbeat is late claims nothing here, as its
+   * claimer claims nothing ([[Liveness]]): each of its claims would be refused at its start and handed back,
+   * and the hand-back's notification would bring the next claim, refused again, for as long as the beat is
+   * late. Its claimer is woken instead, and claims once a beat has committed. Uncancelable: a claim begun
+   * here always completes the rows its claimer waits for. Fails with the connection's error, once the
+   * claimer has its (empty) rows.
    */
   def notified(member: WorkerSession.Member[F]): F[Unit] =
-    F.uncancelable(_ => member.gate.sessionClaims.flatMap(_.fold(Notifier.poke(member))(claim(member, _))))
+    F.uncancelable(_ =>
+      F.delay(member.worker.liveness.stale).flatMap(late =>
+        if late then Notifier.poke(member)
+        else member.gate.sessionClaims.flatMap(_.fold(Notifier.poke(member))(claim(member, _)))
+      )
+    )
 
   // the claimer waits for the rows of every claim begun here: none if it failed. A claim refused because
   // another worker's claim took the same key at once is no fault of the connection: the claimer is woken to
