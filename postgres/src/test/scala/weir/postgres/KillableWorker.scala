@@ -14,8 +14,8 @@ import scala.concurrent.duration.*
  * A worker process for [[KillSuite]], [[GraphKillSuite]] and [[BatchKillSuite]] ([[launch]] starts one): serves `queue` until it is empty, recording every execution (task,
  * attempt, worker) in `<schema>.executions` as the handler starts, before a short sleep. `queue` may name
  * several queues, comma-separated: a worker for each, on one `Database` (so one session), each printing
- * its id. With `standby` it connects, prints `ready` and starts its workers only once it reads a line on
- * standard input ([[standby]]).
+ * its id. With `standby` it connects, then starts its workers only once it reads a line on standard input
+ * ([[standby]]).
  *
  * args: url schema queue limit listen deadAfterMillis start (`now` or `standby`)
  */
@@ -33,10 +33,10 @@ object KillableWorker extends IOApp:
         deadAfter = deadAfter.toLong.millis,
         lease = 10.minutes
       )
-    // a replacement started ahead of its kill has booted, loaded its classes and filled its pool by then: no
-    // worker of its own, and so no session or heartbeat, until the suite's line
+    // a replacement started ahead of its kill boots and connects meanwhile, with no worker of its own, and so
+    // no session or heartbeat, until the suite's line
     val go =
-      if start == "standby" then IO.println("ready") *> IO.blocking(Console.in.readLine()).void else IO.unit
+      if start == "standby" then IO.blocking(Console.in.readLine()).void else IO.unit
     Database.connect[IO](DatabaseConfig(url, schema = schema, poolSize = 4)).use { db =>
       val record = (worker: Long, job: Job[Int]) =>
         (Fragment.const(
@@ -80,10 +80,12 @@ object KillableWorker extends IOApp:
     )
 
   /**
-   * A replacement worker JVM started ahead of the kill it follows: booted and connected, with no worker (so
-   * no session, no heartbeat, no claim) until `go`, which starts its workers and returns their ids, as
-   * [[launch]] does. A suite starts it beside the workers it will kill, so that its start-up is not waited
-   * for after the kill. The resource kills it (SIGKILL) if it is still running on release.
+   * A replacement worker JVM started ahead of the kill it follows: it boots and connects meanwhile, with no
+   * worker (so no session, no heartbeat, no claim) until `go`, which sends it the line that starts its
+   * workers and returns their ids once they have started, as [[launch]] does (waiting for the JVM to come up
+   * first if it is not up yet). A suite starts it beside the workers it will kill, so that its start-up is
+   * not waited for after the kill; acquiring it waits for nothing. The resource kills it (SIGKILL) if it is
+   * still running on release.
    */
   def standby(
       db: Database[IO],
@@ -91,14 +93,12 @@ object KillableWorker extends IOApp:
       limit: Int,
       liveness: Liveness
   ): Resource[IO, (Process, IO[Vector[Long]])] =
-    process(db, queues, limit, liveness, standby = true).evalMap { (p, out) =>
+    process(db, queues, limit, liveness, standby = true).map { (p, out) =>
       val go = IO.blocking {
         p.getOutputStream.write("go\n".getBytes(StandardCharsets.UTF_8))
         p.getOutputStream.flush()
       } *> ids(p, out, queues.size)
-      IO.blocking(lines(out).find(_ == "ready")).flatMap(ready =>
-        IO.raiseWhen(ready.isEmpty)(new IllegalStateException("a standby worker exited before it was ready"))
-      ).as((p, go))
+      (p, go)
     }
 
   private def process(
