@@ -40,8 +40,9 @@ class BatchKillSuite extends DbSuite:
         closed <- batches.close(batch)
         killed <- (
           KillableWorker.launch(db, Vector("ka", "kb"), 8, liveness),
-          KillableWorker.launch(db, Vector("ka", "kb"), 8, liveness)
-        ).parTupled.use { case ((victim, victimIds), (survivor, _)) =>
+          KillableWorker.launch(db, Vector("ka", "kb"), 8, liveness),
+          KillableWorker.standby(db, Vector("ka", "kb"), 8, liveness)
+        ).parTupled.use { case ((victim, victimIds), (survivor, _), (replacement, start)) =>
           val holding =
             TaskAdmin(db).overview.workers.map(_.exists(w => victimIds.contains(w.id) && w.running > 0))
           val ran = Rows.count(db, "executions")
@@ -53,10 +54,9 @@ class BatchKillSuite extends DbSuite:
               within = 2.minutes
             )((all, own, held) => all >= size / 4 && own > 0 && held)
             _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
-            _ <- KillableWorker.launch(db, Vector("ka", "kb"), 8, liveness).use { (replacement, _) =>
-              IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS)) *>
-                IO.interruptible(survivor.waitFor(30, TimeUnit.SECONDS))
-            }
+            _ <- start
+            _ <- IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS))
+            _ <- IO.interruptible(survivor.waitFor(30, TimeUnit.SECONDS))
           yield victimIds
         }
         ended <- batches.progress(batch).map(_.getOrElse(fail(s"$batch not found")))

@@ -55,10 +55,11 @@ class GraphKillSuite extends DbSuite:
         ids = parents.indices.toVector.map(i => handles(s"t$i").taskId)
         killed <- (
           KillableWorker.launch(db, Vector("graph"), 8, liveness),
-          KillableWorker.launch(db, Vector("graph"), 8, liveness)
+          KillableWorker.launch(db, Vector("graph"), 8, liveness),
+          KillableWorker.standby(db, Vector("graph"), 8, liveness)
         )
           .parTupled
-          .use { case ((victim, victimIds), (survivor, _)) =>
+          .use { case ((victim, victimIds), (survivor, _), (replacement, start)) =>
             val victimId = victimIds.head
             val holding =
               TaskAdmin(db).overview.workers.map(_.exists(w => w.id == victimId && w.running > 0))
@@ -71,10 +72,9 @@ class GraphKillSuite extends DbSuite:
                 within = 2.minutes
               )((all, own, held) => all >= n / 4 && own > 0 && held)
               _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
-              _ <- KillableWorker.launch(db, Vector("graph"), 8, liveness).use { (replacement, _) =>
-                IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS)) *>
-                  IO.interruptible(survivor.waitFor(30, TimeUnit.SECONDS))
-              }
+              _ <- start
+              _ <- IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS))
+              _ <- IO.interruptible(survivor.waitFor(30, TimeUnit.SECONDS))
             yield victimId
           }
         ended <- Rows.query[(Long, String, Instant)](

@@ -27,15 +27,19 @@ class KillSuite extends DbSuite:
   private def children(db: Database[IO], queues: Vector[String], limit: Int, liveness: Liveness) =
     KillableWorker.launch(db, queues, limit, liveness)
 
+  /** The replacement of the killed worker, started beside it and set to work once it is killed. */
+  private def standby(db: Database[IO], queues: Vector[String], liveness: Liveness) =
+    KillableWorker.standby(db, queues, 8, liveness)
+
   private def executions(db: Database[IO]): IO[Long] = Rows.count(db, "executions")
 
   /**
-   * Two worker JVMs serve `n` tasks; once a quarter has run, one is SIGKILLed and a replacement started.
+   * Two worker JVMs serve `n` tasks; once a quarter has run, one is SIGKILLed and a replacement set to work.
    * Every task must complete once, only what ran on the killed worker may run again, keys keep order, and
    * the killed worker's tasks must be rescued with `reason`.
    */
   private def killMidRun(db: Database[IO], liveness: Liveness, reason: String): IO[Unit] =
-    val n = 2000
+    val n = 1000
     val queue = TaskQueue[IO, Int](db, "kill")
     // every fourth task carries one of 10 ordering keys
     val tasks = (1 to n).map(i => NewTask(i, orderingKey = Option.when(i % 4 == 0)(s"k${i % 10}")))
@@ -44,8 +48,12 @@ class KillSuite extends DbSuite:
         s"CREATE TABLE ${db.schema("executions")} (seq bigserial PRIMARY KEY, task_id bigint, attempt int, worker bigint, ordering_key text)"
       )
       ids <- queue.enqueueMany(tasks).map(_.map(_.taskId))
-      killed <- (child(db, "kill", 8, liveness), child(db, "kill", 8, liveness)).parTupled.use {
-        case ((victim, victimId), (survivor, _)) =>
+      killed <- (
+        child(db, "kill", 8, liveness),
+        child(db, "kill", 8, liveness),
+        standby(db, Vector("kill"), liveness)
+      ).parTupled.use {
+        case ((victim, victimId), (survivor, _), (replacement, start)) =>
           // killed once a quarter has run, once it has run tasks of its own (a JVM slow to start could
           // otherwise be killed before it ran any, leaving nothing to test), and while it holds claims,
           // which only a rescue can then free
@@ -58,10 +66,9 @@ class KillSuite extends DbSuite:
               within = 2.minutes
             )((ran, own, held) => ran >= n / 4 && own > 0 && held)
             _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
-            _ <- child(db, "kill", 8, liveness).use { (replacement, _) =>
-              IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS)) *>
-                IO.interruptible(survivor.waitFor(30, TimeUnit.SECONDS))
-            }
+            _ <- start
+            _ <- IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS))
+            _ <- IO.interruptible(survivor.waitFor(30, TimeUnit.SECONDS))
           yield victimId
       }
       done <- Rows.count(db, "finished", "state = 'completed'")
@@ -142,27 +149,27 @@ class KillSuite extends DbSuite:
       _ <- Rows.exec(
         s"CREATE TABLE ${db.schema("executions")} (seq bigserial PRIMARY KEY, task_id bigint, attempt int, worker bigint, ordering_key text)"
       )
-      _ <- queues.traverse_(q => TaskQueue[IO, Int](db, q).enqueueMany((1 to 1000).map(NewTask(_))))
-      victims <- children(db, queues, 8, liveness).use { (victim, ids) =>
-        // killed while each of its workers holds claims (which only a rescue can then free) and has run tasks
-        val holding =
-          TaskAdmin(db).overview.workers.map(ws =>
-            ids.forall(id => ws.exists(w => w.id == id && w.running > 0))
-          )
-        val ran = ids.traverse(id => Rows.count(db, "executions", s"worker = $id")).map(_.forall(_ > 0))
-        for
-          _ <- Eventually.until(
-            "a task run and one running on each victim worker",
-            (ran, holding).tupled,
-            60.seconds
-          )(
-            _ && _
-          )
-          _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
-          _ <- children(db, queues, 8, liveness).use((replacement, _) =>
-            IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS)).void
-          )
-        yield ids
+      _ <- queues.traverse_(q => TaskQueue[IO, Int](db, q).enqueueMany((1 to 500).map(NewTask(_))))
+      victims <- (children(db, queues, 8, liveness), standby(db, queues, liveness)).parTupled.use {
+        case ((victim, ids), (replacement, start)) =>
+          // killed while each of its workers holds claims (which only a rescue can then free) and has run tasks
+          val holding =
+            TaskAdmin(db).overview.workers.map(ws =>
+              ids.forall(id => ws.exists(w => w.id == id && w.running > 0))
+            )
+          val ran = ids.traverse(id => Rows.count(db, "executions", s"worker = $id")).map(_.forall(_ > 0))
+          for
+            _ <- Eventually.until(
+              "a task run and one running on each victim worker",
+              (ran, holding).tupled,
+              60.seconds
+            )(
+              _ && _
+            )
+            _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
+            _ <- start
+            _ <- IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS))
+          yield ids
       }
       left <- Rows.count(db, "tasks")
       rescued <- victims.traverse(id =>

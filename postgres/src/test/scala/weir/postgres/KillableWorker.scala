@@ -7,20 +7,22 @@ import doobie.implicits.*
 import weir.{Limit, Pipeline}
 
 import java.io.{BufferedReader, InputStreamReader}
+import java.nio.charset.StandardCharsets
 import scala.concurrent.duration.*
 
 /**
  * A worker process for [[KillSuite]], [[GraphKillSuite]] and [[BatchKillSuite]] ([[launch]] starts one): serves `queue` until it is empty, recording every execution (task,
  * attempt, worker) in `<schema>.executions` as the handler starts, before a short sleep. `queue` may name
  * several queues, comma-separated: a worker for each, on one `Database` (so one session), each printing
- * its id.
+ * its id. With `standby` it connects, then starts its workers only once it reads a line on standard input
+ * ([[standby]]).
  *
- * args: url schema queue limit listen deadAfterMillis
+ * args: url schema queue limit listen deadAfterMillis start (`now` or `standby`)
  */
 object KillableWorker extends IOApp:
 
   def run(args: List[String]): IO[ExitCode] =
-    val List(url, schemaName, queues, limit, listen, deadAfter) = args: @unchecked
+    val List(url, schemaName, queues, limit, listen, deadAfter, start) = args: @unchecked
     val schema = Schema(schemaName)
     def config(queue: String) = TestWorkers
       .config(queue)
@@ -31,13 +33,17 @@ object KillableWorker extends IOApp:
         deadAfter = deadAfter.toLong.millis,
         lease = 10.minutes
       )
+    // a replacement started ahead of its kill boots and connects meanwhile, with no worker of its own, and so
+    // no session or heartbeat, until the suite's line
+    val go =
+      if start == "standby" then IO.blocking(Console.in.readLine()).void else IO.unit
     Database.connect[IO](DatabaseConfig(url, schema = schema, poolSize = 4)).use { db =>
       val record = (worker: Long, job: Job[Int]) =>
         (Fragment.const(
           s"INSERT INTO ${schema("executions")} (task_id, attempt, worker, ordering_key) VALUES ("
         ) ++
           fr0"${job.id}, ${job.attempt}, $worker, ${job.orderingKey})").update.run.transact(db.transactor)
-      queues.split(',').toVector.parTraverse { queue =>
+      go *> queues.split(',').toVector.parTraverse { queue =>
         DurableWorker
           .start[IO, Int, Unit](db, config(queue)) { source =>
             Pipeline(source).process(job =>
@@ -69,6 +75,39 @@ object KillableWorker extends IOApp:
       limit: Int,
       liveness: Liveness
   ): Resource[IO, (Process, Vector[Long])] =
+    process(db, queues, limit, liveness, standby = false).evalMap((p, out) =>
+      ids(p, out, queues.size).tupleLeft(p)
+    )
+
+  /**
+   * A replacement worker JVM started ahead of the kill it follows: it boots and connects meanwhile, with no
+   * worker (so no session, no heartbeat, no claim) until `go`, which sends it the line that starts its
+   * workers and returns their ids once they have started, as [[launch]] does (waiting for the JVM to come up
+   * first if it is not up yet). A suite starts it beside the workers it will kill, so that its start-up is
+   * not waited for after the kill; acquiring it waits for nothing. The resource kills it (SIGKILL) if it is
+   * still running on release.
+   */
+  def standby(
+      db: Database[IO],
+      queues: Vector[String],
+      limit: Int,
+      liveness: Liveness
+  ): Resource[IO, (Process, IO[Vector[Long]])] =
+    process(db, queues, limit, liveness, standby = true).map { (p, out) =>
+      val go = IO.blocking {
+        p.getOutputStream.write("go\n".getBytes(StandardCharsets.UTF_8))
+        p.getOutputStream.flush()
+      } *> ids(p, out, queues.size)
+      (p, go)
+    }
+
+  private def process(
+      db: Database[IO],
+      queues: Vector[String],
+      limit: Int,
+      liveness: Liveness,
+      standby: Boolean
+  ): Resource[IO, (Process, BufferedReader)] =
     val command = ChildCommand(
       "weir.postgres.KillableWorker",
       heapMiB = 256,
@@ -78,22 +117,24 @@ object KillableWorker extends IOApp:
         queues.mkString(","),
         limit.toString,
         liveness.listen.toString,
-        liveness.deadAfter.toMillis.toString
+        liveness.deadAfter.toMillis.toString,
+        if standby then "standby" else "now"
       )
     )
     Resource
       .make(IO.blocking(new ProcessBuilder(command*).redirectErrorStream(true).start()))(p =>
         IO.blocking(p.destroyForcibly().waitFor()).void
       )
-      .evalMap { p =>
-        // a line names each worker's id
-        IO.blocking {
-          val reader = new BufferedReader(new InputStreamReader(p.getInputStream))
-          val lines = Iterator.continually(reader.readLine()).takeWhile(_ != null)
-          val ids =
-            lines.filter(_.startsWith("worker ")).take(queues.size).map(_.stripPrefix("worker ").trim.toLong)
-              .toVector
-          if ids.size < queues.size then sys.error("worker exited before starting")
-          (p, ids)
-        }
-      }
+      .map(p => (p, new BufferedReader(new InputStreamReader(p.getInputStream))))
+
+  private def lines(out: BufferedReader): Iterator[String] =
+    Iterator.continually(out.readLine()).takeWhile(_ != null)
+
+  /** The ids of a child's `n` workers, from its `worker <id>` lines. */
+  private def ids(p: Process, out: BufferedReader, n: Int): IO[Vector[Long]] =
+    IO.blocking {
+      val ids =
+        lines(out).filter(_.startsWith("worker ")).take(n).map(_.stripPrefix("worker ").trim.toLong).toVector
+      if ids.size < n then sys.error(s"worker exited (${p.waitFor()}) before starting")
+      ids
+    }

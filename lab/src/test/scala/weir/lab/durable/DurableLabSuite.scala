@@ -18,7 +18,7 @@ class DurableLabSuite extends CatsEffectSuite:
   ) {
     val settings = DurableLab.Settings(
       url = None,
-      tasks = 2000,
+      tasks = 1000,
       workers = 2,
       limit = 16,
       keys = 10,
@@ -38,8 +38,8 @@ class DurableLabSuite extends CatsEffectSuite:
       assertEquals(k.lost, 0L)
       assertEquals(k.keyViolations, 0L)
       assertEquals(k.unexplainedDuplicates, 0L)
-      assertEquals(k.tasks, 2000)
-      assert(k.executions >= 2000L, k.toString)
+      assertEquals(k.tasks, 1000)
+      assert(k.executions >= 1000L, k.toString)
       assert(r.workedPerSecond.exists(_ > 0) && r.enqueue.exists(_.one > 0), r.toString)
       assertEquals(r.enqueue.flatMap(_.concurrent).map(_._1), Some(2))
       assertEquals(r.throughput.size, 1) // --quick: one round
@@ -51,7 +51,7 @@ class DurableLabSuite extends CatsEffectSuite:
 
       val c = parse(text).fold(e => fail(s"not JSON: $e"), identity).hcursor
       assertEquals(c.get[String]("experiment"), Right("durable"))
-      assertEquals(c.downField("settings").get[Int]("tasks"), Right(2000))
+      assertEquals(c.downField("settings").get[Int]("tasks"), Right(1000))
       assertEquals(c.downField("settings").get[Int]("workers"), Right(2))
       val records = c.downField("records")
       val kill = records.downField("kill_run")
@@ -85,7 +85,7 @@ class DurableLabSuite extends CatsEffectSuite:
         "--only",
         "kill",
         "--tasks",
-        "2000",
+        "1000",
         "--limit",
         "16",
         "--keys",
@@ -111,7 +111,7 @@ class DurableLabSuite extends CatsEffectSuite:
       assertEquals(kill.get[Long]("lost"), Right(0L), text)
       assertEquals(kill.get[Long]("key_violations"), Right(0L), text)
       assertEquals(kill.get[Long]("unexplained_duplicates"), Right(0L), text)
-      assert(kill.get[Long]("executions").exists(_ >= 2000L), text)
+      assert(kill.get[Long]("executions").exists(_ >= 1000L), text)
       assertEquals(c.downField("records").get[String]("status"), Right("ok"), text)
       assertEquals(code, ExitCode.Success)
     }
@@ -143,11 +143,11 @@ class DurableLabSuite extends CatsEffectSuite:
   }
 
   test("--only history: claim time measured at every history size, with the ratio largest / empty") {
-    val settings = DurableLab.Settings(url = None, tasks = 2000, history = Some(20000L))
+    val settings = DurableLab.Settings(url = None, tasks = 500, history = Some(20000L))
     val run = IO.blocking(Files.createTempFile("durable-history", ".json")).flatMap { file =>
       DurableLab.run(List(
         "--tasks",
-        "2000",
+        "500",
         "--history",
         "20000",
         "--only",
@@ -169,7 +169,7 @@ class DurableLabSuite extends CatsEffectSuite:
       assert(records.downField("kill_run").focus.exists(_.isNull), text)
       assert(records.downField("enqueue_per_s").focus.exists(_.isNull), text)
       val h = records.downField("history")
-      assertEquals(h.get[Int]("backlog"), Right(2000), text)
+      assertEquals(h.get[Int]("backlog"), Right(500), text)
       val sizes = h.downField("sizes").values.getOrElse(fail(text)).toVector.map(_.hcursor)
       val rows = sizes.map(_.get[Long]("finished_rows").getOrElse(fail(text)))
       assertEquals(rows, HistoryPhase.sizes(20000L), text)
