@@ -53,8 +53,7 @@ object Migrations:
       "0013-batches",
       "0014-workflow-identity",
       "0015-settle-per-statement",
-      "0016-cheaper-settle",
-      "0017-sliced-release"
+      "0016-cheaper-settle"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))

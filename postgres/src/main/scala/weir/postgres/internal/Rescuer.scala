@@ -12,8 +12,7 @@ import weir.postgres.WorkerConfig
  * cancelled if their cancel was requested, with the reason in their errors; a periodic [[weir.Service]].
  * Every worker runs one: there is no leader to lose, the
  * statement skips rows another rescuer holds, and the guarded finishes make a late result of a rescued
- * claim change nothing. Worker rows silent for twenty times `deadAfter` are removed. Each round also releases
- * the next slice of a wide fan-out's dependents ([[WorkerSql.settleNext]]), which claims otherwise carry on.
+ * claim change nothing. Worker rows silent for twenty times `deadAfter` are removed.
  */
 private[postgres] object Rescuer:
 
@@ -50,7 +49,6 @@ private[postgres] object Rescuer:
       ).whenA(rescued + dead + cancelled > 0)
     Resource.eval(log.faults(service.name, "the rescue", counters)).flatMap(faults =>
       Service.periodic(service, faults)(
-        rescueAll((0, 0, 0)).flatMap(told.tupled) *> run(sql.settleNext) *>
-          run(sql.forgetWorkers(deadAfter.toMillis * 20)).void
+        rescueAll((0, 0, 0)).flatMap(told.tupled) *> run(sql.forgetWorkers(deadAfter.toMillis * 20)).void
       )
     )

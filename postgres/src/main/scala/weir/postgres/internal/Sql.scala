@@ -32,8 +32,7 @@ private[postgres] final class Sql(schema: Schema) extends SqlBase(schema):
   export enqueueing.{enqueueMany, enqueueOne, enqueuePlain}
   export finishing.{complete, fail, handBack, handBackAll, record, snooze}
   export working.{
-    beat, deregister, endEarlierSessions, forgetWorkers, holdSession, register, releaseSession, rescue,
-    settleNext
+    beat, deregister, endEarlierSessions, forgetWorkers, holdSession, register, releaseSession, rescue
   }
 
   // ---- claim

@@ -132,12 +132,6 @@ private[postgres] final class WorkerSql(schema: Schema) extends SqlBase(schema):
     SELECT (SELECT count(*) FROM rescued)::int, (SELECT count(*) FILTER (WHERE NOT cancelled) FROM moved)::int,
            (SELECT count(*) FILTER (WHERE cancelled) FROM moved)::int""")).query[(Int, Int, Int)].unique
 
-  /**
-   * The next slice of a wide fan-out's release (migration 17's `settle_next`), which claims make before they
-   * claim: the rescuer's round makes it too, for a schema whose claims are held back (paused queues) or idle.
-   */
-  val settleNext: ConnectionIO[Unit] = const(s"SELECT ${schema("settle_next")}()").query[Unit].unique
-
   /** Removes worker rows whose heartbeat is older than `olderThanMillis`. */
   def forgetWorkers(olderThanMillis: Long): ConnectionIO[Int] =
     (const(s"DELETE FROM $workers WHERE heartbeat_at < now() - ") ++ fr0"$olderThanMillis" ++
