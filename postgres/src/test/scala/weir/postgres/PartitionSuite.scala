@@ -1,6 +1,6 @@
 package weir.postgres
 
-import cats.effect.{Deferred, IO}
+import cats.effect.{Deferred, IO, Sync}
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
@@ -119,10 +119,12 @@ class PartitionSuite extends DbSuite:
         // what the server keeps of a batch of results whose connection went silent once its statement had
         // run, before its commit was sent: a transaction left open, holding the row of `ran`
         val silent = timed.workerPool(size = 1).use(run =>
-          run(held.worker.sql.complete(Array(ran), keep = true, keyed = false) <* FC.delay {
-            entered.countDown()
-            release.await()
-          })
+          // the wait blocks its thread: on the blocking pool, not on one of the runtime's compute threads
+          run(held.worker.sql.complete(Array(ran), keep = true, keyed = false) <*
+            Sync[ConnectionIO].blocking {
+              entered.countDown()
+              release.await()
+            })
         )
         // the test waits for that transaction's own end rather than cancel it: it ends once released, on
         // the connection the server closed (or, had the server not ended it, with its commit)
