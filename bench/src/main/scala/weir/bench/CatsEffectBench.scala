@@ -2,6 +2,7 @@ package weir.bench
 
 import cats.effect.{FiberIO, IO}
 import cats.effect.std.{Queue, Semaphore}
+import cats.syntax.all.*
 import org.openjdk.jmh.annotations.*
 import weir.Defaults
 import weir.bench.Workload.*
@@ -14,6 +15,10 @@ import scala.concurrent.duration.*
  *   - `queueWorkers`: `concurrency` long-lived worker fibers draining a bounded `Queue` (capacity
  *     weir's default buffer, 1024) fed by one producer fiber; each worker stops at a sentinel;
  *   - `semaphore`: a fiber per task, started after acquiring a permit of a `Semaphore`.
+ *   - `queueWorkerBursts`: [[BurstBench]]'s shape by hand, without per-key order: as many worker fibers as a
+ *     burst, parked on an unbounded `Queue`; a burst offered at once, each task's outcome offered to a second
+ *     queue, which a reader drains in chunks and, once a burst's outcomes are all read, offers the next burst.
+ *     The floor of a burst reaching parked fibers with Cats Effect's own queues.
  * Baselines: the same tasks one after another in a single fiber; ten 1 ms sleeps in a row (on weir's runtime,
  * and on Cats Effect's default one, whose timers live in the compute pool); and the sleeps' wave: as many
  * fibers as the concurrency, each sleeping its share of the tasks in a row, so that nothing is handed over
@@ -62,6 +67,29 @@ class CatsEffectBench extends OnWeirRuntime:
   @Benchmark
   @OperationsPerInvocation(Tasks)
   def noopQueueWorkers(): Unit = unsafeRun(queueWorkers(Tasks, Concurrency, noop))
+
+  // the workers stop at a sentinel once the last burst's outcomes are read
+  private def queueWorkerBursts: IO[Long] =
+    import BurstBench.{Burst, Tasks => BurstTasks}
+    (Queue.unbounded[IO, Int], Queue.unbounded[IO, Int]).flatMapN { (tasks, outcomes) =>
+      def burst(n: Int): IO[Unit] =
+        if n * Burst >= BurstTasks then tasks.tryOfferN(List.fill(Burst)(-1)).void
+        else tasks.tryOfferN(List.range(n * Burst, (n + 1) * Burst)).void
+      lazy val work: IO[Unit] =
+        tasks.take.flatMap(i => if i < 0 then IO.unit else noop(i) *> outcomes.offer(i) *> work)
+      def read(seen: Long): IO[Long] =
+        if seen == BurstTasks then IO.pure(seen)
+        else
+          outcomes.take.flatMap(_ => outcomes.tryTakeN(None)).flatMap { more =>
+            val now = seen + 1 + more.size
+            (if now % Burst == 0 then burst((now / Burst).toInt) else IO.unit) *> read(now)
+          }
+      burst(0) *> IO.both(read(0), work.parReplicateA_(Burst)).map(_._1)
+    }
+
+  @Benchmark
+  @OperationsPerInvocation(BurstBench.Tasks)
+  def noopQueueWorkerBursts(): Long = unsafeRun(queueWorkerBursts)
 
   @Benchmark
   @OperationsPerInvocation(Tasks)
