@@ -83,9 +83,9 @@ object DurableLab extends Experiment:
     def cancels: Int = if quick then 30 else 200
 
     /**
-     * The control phase's sizes: the backlog the pause comes into (more than the workers could claim before
-     * it and through the quiet spell after it, were the pause not to hold), and the tasks run under the
-     * queue's limit on running ones.
+     * The control phase's sizes: the backlog the pause comes into (large enough that, were the pause not to
+     * hold, the workers would still find tasks to claim in the quiet spell after it), and the tasks run under
+     * the queue's limit on running ones.
      */
     def pauseBacklog: Int = if quick then 50000 else 200000
     def limitTasks: Int = if quick then 1000 else 4000
