@@ -11,11 +11,11 @@ import java.nio.charset.StandardCharsets
 import scala.concurrent.duration.*
 
 /**
- * A worker process for [[KillSuite]], [[GraphKillSuite]] and [[BatchKillSuite]] ([[launch]] starts one): serves `queue` until it is empty, recording every execution (task,
- * attempt, worker) in `<schema>.executions` as the handler starts, before a short sleep. `queue` may name
- * several queues, comma-separated: a worker for each, on one `Database` (so one session), each printing
- * its id. With `standby` it connects, then starts its workers only once it reads a line on standard input
- * ([[standby]]).
+ * A worker process for [[KillSuite]], [[SharedSessionKillSuite]], [[GraphKillSuite]] and [[BatchKillSuite]]
+ * ([[launch]] starts one): serves `queue` until it is empty, recording every execution (task, attempt, worker)
+ * in `<schema>.executions` as the handler starts, before a short sleep. `queue` may name several queues,
+ * comma-separated: a worker for each, on one `Database` (so one session), each printing its id. With
+ * `standby` it connects, then starts its workers only once it reads a line on standard input ([[standby]]).
  *
  * args: url schema queue limit listen deadAfterMillis start (`now` or `standby`)
  */

@@ -42,12 +42,12 @@ class ScheduleSuite extends DbSuite:
 
   withDb("four schedulers declaring one schedule enqueue each tick exactly once, with no tick left out") {
     db =>
-      val every = 200.millis
+      val every = 100.millis
       val schedule =
         Schedule.every("beat", every, queue = "beats", payload = 7, missed = Schedule.Missed.catchUp(1000))
       val config = TestDatabase.config(db.schema).copy(poolSize = 2)
       val scheduler = Database.connect[IO](config).flatMap(own =>
-        Scheduler.resource(own, Vector(schedule), checkEvery = 100.millis)
+        Scheduler.resource(own, Vector(schedule), checkEvery = 50.millis)
       )
       for
         // the stats are read once the schedulers have stopped, as the table is: read while they ran, a tick

@@ -53,13 +53,20 @@ object ControlPhase:
     /** The achieved rate's distance from the asked one, as a fraction of it. */
     def rateError: Double = (rateSeen - rateAsked).abs / rateAsked
 
-  def run(db: Database[IO], workers: Int, rateWindow: FiniteDuration, cancels: Int): IO[Control] =
+  def run(
+      db: Database[IO],
+      workers: Int,
+      pauseBacklog: Int,
+      limitTasks: Int,
+      rateWindow: FiniteDuration,
+      cancels: Int
+  ): IO[Control] =
     for
-      pause <- pausePhase(db, workers)
+      pause <- pausePhase(db, workers, pauseBacklog)
       _ <- IO.println(
         f"  control: pause → last claim ${pause._1}%.1f ms (the call itself ${pause._2}%.1f ms), claims after the quiet spell ${pause._3}"
       )
-      limit <- limitPhase(db, workers, globalLimit = 8)
+      limit <- limitPhase(db, workers, globalLimit = 8, limitTasks)
       _ <- IO.println(s"  control: limit 8, most running seen ${limit._1} (${limit._2} samples)")
       rate <- ratePhase(db, workers, perSecond = 200, burst = 20, rateWindow)
       _ <- IO.println(f"  control: rate asked 200/s, seen $rate%.1f/s over ${rateWindow.toSeconds} s")
@@ -113,12 +120,12 @@ object ControlPhase:
     p.flatMap(ok => if ok then IO.unit else IO.sleep(10.millis) *> waitUntil(p))
 
   /** `(pause call → last claim ms, the call's own ms, claims after a quiet spell of two poll intervals)`. */
-  private def pausePhase(db: Database[IO], workers: Int): IO[(Double, Double, Long)] =
+  private def pausePhase(db: Database[IO], workers: Int, backlog: Int): IO[(Double, Double, Long)] =
     val queue = "control-pause"
     val admin = TaskAdmin(db)
     for
       _ <- admin.queues.add(queue)
-      _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to 200000).map(NewTask(_)))
+      _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to backlog).map(NewTask(_)))
       result <- workersOf(db, workers, config(queue, claimBatch = 20), limit = 16)(_ =>
         IO.sleep(1.milli)
       ).use {
@@ -152,9 +159,8 @@ object ControlPhase:
     yield result
 
   /** `(most running tasks seen in the database, samples)`, under a queue limit of `globalLimit`. */
-  private def limitPhase(db: Database[IO], workers: Int, globalLimit: Int): IO[(Long, Long)] =
+  private def limitPhase(db: Database[IO], workers: Int, globalLimit: Int, n: Int): IO[(Long, Long)] =
     val queue = "control-limit"
-    val n = 4000
     val admin = TaskAdmin(db)
     import doobie.implicits.*
     val running =

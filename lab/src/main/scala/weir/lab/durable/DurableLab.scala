@@ -57,6 +57,7 @@ object DurableLab extends Experiment:
       heartbeat: FiniteDuration = 1.second,
       deadAfter: FiniteDuration = 10.seconds,
       latencySamples: Int = 200,
+      latencyWarmup: Int = 2000,
       river: Boolean = false,
       riverScript: String = "../shared/peers/river/run.sh",
       quick: Boolean = false,
@@ -76,10 +77,18 @@ object DurableLab extends Experiment:
     def n: Int = if quick then tasks.min(20000) else tasks
     def kills: Option[FiniteDuration] = killEvery.orElse(Option.when(quick)(2.seconds))
     def samples: Int = if quick then latencySamples.min(50) else latencySamples
-    def warmup: Int = if quick then 300 else 2000
+    def warmup: Int = if quick then latencyWarmup.min(300) else latencyWarmup
     def throughputRounds: Int = if quick then 1 else rounds
     def rateWindow: FiniteDuration = if quick then 5.seconds else 30.seconds
     def cancels: Int = if quick then 30 else 200
+
+    /**
+     * The control phase's sizes: the backlog the pause comes into (large enough that, were the pause not to
+     * hold, the workers would still find tasks to claim in the quiet spell after it), and the tasks run under
+     * the queue's limit on running ones.
+     */
+    def pauseBacklog: Int = if quick then 50000 else 200000
+    def limitTasks: Int = if quick then 1000 else 4000
 
     /**
      * The workflow run's scenarios, fractions of the tasks per phase (`n`; 200,000 give a 1 → 10,000 → 1
@@ -343,7 +352,14 @@ object DurableLab extends Experiment:
               in(Phase.History.label)(timed("history")(HistoryPhase.run(lab, h, s.n)))
             )
             control <-
-              phase(Phase.Control)(timed("control")(ControlPhase.run(db, 4, s.rateWindow, s.cancels)))
+              phase(Phase.Control)(timed("control")(ControlPhase.run(
+                db,
+                4,
+                s.pauseBacklog,
+                s.limitTasks,
+                s.rateWindow,
+                s.cancels
+              )))
             seed <- s.seed.fold(IO(java.util.concurrent.ThreadLocalRandom.current().nextLong()))(IO.pure)
             workflow <- phase(Phase.Workflow)(timed("workflow")(WorkflowPhase.run(
               lab,

@@ -23,7 +23,11 @@ class DurableLabSuite extends CatsEffectSuite:
       limit = 16,
       keys = 10,
       killEvery = Some(400.millis),
-      quick = true
+      quick = true,
+      // the idle-latency phases' samples are measures, not checks: a few show that each phase runs and
+      // reports them
+      latencySamples = 10,
+      latencyWarmup = 20
     )
     val run = IO.blocking(Files.createTempFile("durable-lab", ".json")).flatMap { file =>
       DurableLab.execute(settings.copy(json = Some(file)))
@@ -46,7 +50,8 @@ class DurableLabSuite extends CatsEffectSuite:
       assertEquals(r.riverPerSecond, Left("not run (--river)"))
       assertEquals(r.ratio, None)
       assertEquals(r.history, None)
-      assertEquals(r.idleNotify.size, 50)
+      assertEquals(r.idleNotify.size, 10)
+      assertEquals(r.idlePoll.size, 10)
       assert(r.failures.isEmpty, r.failures.toString)
 
       val c = parse(text).fold(e => fail(s"not JSON: $e"), identity).hcursor
@@ -77,46 +82,6 @@ class DurableLabSuite extends CatsEffectSuite:
     }
   }
 
-  test(
-    "--restart-every on the embedded server: restarted mid-run, workers killed too; nothing lost, keys in order, every repeat explained"
-  ) {
-    val run = IO.blocking(Files.createTempFile("durable-restart", ".json")).flatMap { file =>
-      DurableLab.run(List(
-        "--only",
-        "kill",
-        "--tasks",
-        "1000",
-        "--limit",
-        "16",
-        "--keys",
-        "10",
-        "--kill-every",
-        "1s",
-        "--restart-every",
-        "1s",
-        "--json",
-        file.toString
-      ))
-        .flatMap(code => IO.blocking(Files.readString(file)).map(text => (code, text)))
-        .guarantee(IO.blocking(Files.deleteIfExists(file)).void)
-    }
-    run.map { (code, text) =>
-      val c = parse(text).fold(e => fail(s"not JSON: $e"), identity).hcursor
-      assertEquals(c.downField("settings").get[Long]("restart_every_ms"), Right(1000L), text)
-      val kill = c.downField("records").downField("kill_run")
-      val restarts = kill.get[Int]("restarts").getOrElse(fail(text))
-      assert(restarts >= 1, text)
-      assertEquals(kill.get[Vector[Double]]("restart_outage_ms").map(_.size), Right(restarts), text)
-      assert(kill.get[Vector[Double]]("restart_outage_ms").exists(_.forall(_ > 0)), text)
-      assertEquals(kill.get[Long]("lost"), Right(0L), text)
-      assertEquals(kill.get[Long]("key_violations"), Right(0L), text)
-      assertEquals(kill.get[Long]("unexplained_duplicates"), Right(0L), text)
-      assert(kill.get[Long]("executions").exists(_ >= 1000L), text)
-      assertEquals(c.downField("records").get[String]("status"), Right("ok"), text)
-      assertEquals(code, ExitCode.Success)
-    }
-  }
-
   test("an unreachable --url ends the run with one line naming the phase and the cause, exit code 1") {
     val url = "postgresql://postgres:secret@127.0.0.1:1/postgres"
     val err = new java.io.ByteArrayOutputStream()
@@ -140,51 +105,6 @@ class DurableLabSuite extends CatsEffectSuite:
       val e = failed.swap.getOrElse(fail("the run did not fail"))
       assert(e.isInstanceOf[DurableLab.PhaseFailed], e.toString)
       assertEquals(DurableLab.failureLine(e), lines.head)
-  }
-
-  test("--only history: claim time measured at every history size, with the ratio largest / empty") {
-    val settings = DurableLab.Settings(url = None, tasks = 500, history = Some(20000L))
-    val run = IO.blocking(Files.createTempFile("durable-history", ".json")).flatMap { file =>
-      DurableLab.run(List(
-        "--tasks",
-        "500",
-        "--history",
-        "20000",
-        "--only",
-        "history",
-        "--json",
-        file.toString
-      ))
-        .flatMap(code => IO.blocking(Files.readString(file)).map(text => (code, text)))
-        .guarantee(IO.blocking(Files.deleteIfExists(file)).void)
-    }
-    run.map { (code, text) =>
-      assertEquals(code, ExitCode.Success)
-      assert(settings.runs(DurableLab.Phase.History) &&
-        !settings.copy(only = Some(Set.empty)).runs(DurableLab.Phase.History))
-      val c = parse(text).fold(e => fail(s"not JSON: $e"), identity).hcursor
-      assertEquals(c.downField("settings").get[Long]("history"), Right(20000L), text)
-      assertEquals(c.downField("settings").get[Vector[String]]("phases"), Right(Vector("history")), text)
-      val records = c.downField("records")
-      assert(records.downField("kill_run").focus.exists(_.isNull), text)
-      assert(records.downField("enqueue_per_s").focus.exists(_.isNull), text)
-      val h = records.downField("history")
-      assertEquals(h.get[Int]("backlog"), Right(500), text)
-      val sizes = h.downField("sizes").values.getOrElse(fail(text)).toVector.map(_.hcursor)
-      val rows = sizes.map(_.get[Long]("finished_rows").getOrElse(fail(text)))
-      assertEquals(rows, HistoryPhase.sizes(20000L), text)
-      sizes.foreach { z =>
-        val claims = z.get[Int]("claims").getOrElse(fail(text))
-        val p50 = z.downField("claim_ms").get[Double]("p50").getOrElse(fail(text))
-        val p99 = z.downField("claim_ms").get[Double]("p99").getOrElse(fail(text))
-        assert(claims > 0 && p50 > 0 && p99 >= p50, z.focus.toString)
-        assert(z.get[Double]("worked_per_s").exists(_ > 0), z.focus.toString)
-        assert(z.get[Long]("finished_bytes").exists(_ > 0), z.focus.toString)
-      }
-      assert(h.get[Double]("claim_p50_ratio").exists(_ > 0), text)
-      assert(h.get[Double]("claim_p99_ratio").exists(_ > 0), text)
-      assertEquals(records.get[String]("status"), Right("ok"), text)
-    }
   }
 
   test("bad options fail naming the value") {

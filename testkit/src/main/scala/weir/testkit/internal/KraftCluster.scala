@@ -77,6 +77,11 @@ private[testkit] object KraftCluster:
     // members of the consumer protocol's groups hear of a rebalance within half a second
     "group.consumer.heartbeat.interval.ms" -> "500",
     "group.consumer.min.heartbeat.interval.ms" -> "100",
+    // a restarted broker registers again only once the controller has given up its previous session (the
+    // controller refuses a second registration of the same id while the first is live): a 3 s session, not
+    // 9 s, makes a restart take about as long; half-second heartbeats keep a live broker well inside it
+    "broker.session.timeout.ms" -> "3000",
+    "broker.heartbeat.interval.ms" -> "500",
     "offsets.topic.replication.factor" -> "1",
     "offsets.topic.num.partitions" -> "1",
     "transaction.state.log.replication.factor" -> "1"

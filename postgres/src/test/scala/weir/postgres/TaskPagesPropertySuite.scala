@@ -1,26 +1,25 @@
-package weir.console.internal
+package weir.postgres
 
 import cats.effect.IO
 import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import doobie.postgres.implicits.*
-import munit.CatsEffectSuite
 import org.scalacheck.Gen
 import org.scalacheck.rng.Seed
-import weir.console.ConsoleDatabase
-import weir.postgres.{Database, TaskBrowser, TaskCursor, TaskQuery, TaskSort, TaskState}
 
 import java.time.Instant
 import scala.concurrent.duration.*
 
 /**
- * The task list's paging against a real PostgreSQL, on random tables and filters: walking every page of
- * any filter, in either order, with any page size and scan limit, gives each matching task exactly once,
- * in the promised order, and no other; every page holds at most its size and moves strictly on. The scan
- * limits are tiny here so that nearly every walk stops at scan bounds, in both tables.
+ * The console's task list's paging ([[TaskBrowser]]) against a real PostgreSQL, on random tables planted
+ * column by column as the console's filters see them, and random filters: walking every page of any filter,
+ * in either order, with any page size and scan limit, gives each matching task exactly once, in the
+ * promised order, and no other; every page holds at most its size and moves strictly on. The scan limits
+ * are tiny here so that nearly every walk stops at scan bounds, in both tables. [[TaskBrowserPropertySuite]]
+ * walks other tables ([[PlantedTasks]]) and checks each row as shown.
  */
-class TaskPagesPropertySuite extends CatsEffectSuite:
+class TaskPagesPropertySuite extends DbSuite:
 
   override def munitIOTimeout: Duration = 3.minutes
 
@@ -145,8 +144,8 @@ class TaskPagesPropertySuite extends CatsEffectSuite:
       }
     go(None, Vector.empty, 0)
 
-  test("walking the pages of any filter gives every matching task once, in order, and nothing else") {
-    ConsoleDatabase.empty.use { db =>
+  withDb("walking the pages of any filter gives every matching task once, in order, and nothing else") {
+    db =>
       val browser = TaskBrowser(db)
       (1 to 40).toVector.traverse_ { i =>
         val seed = Seed(i.toLong)
@@ -161,5 +160,4 @@ class TaskPagesPropertySuite extends CatsEffectSuite:
           )
         }
       }
-    }
   }
