@@ -75,7 +75,7 @@ class TaskBrowserPropertySuite extends DbSuite:
   ) {
     db =>
       val browser = TaskBrowser(db)
-      (1 to 30).toVector.traverse_ { i =>
+      (1 to 40).toVector.traverse_ { i =>
         val seed = Seed(i.toLong)
         val rs = PlantedTasks.rows(60).pureApply(Gen.Parameters.default, seed)
         PlantedTasks.plant(db, rs) *> (0 until 8).toVector.traverse_ { j =>
