@@ -1,10 +1,9 @@
 package weir.lab.durable
 
-import cats.effect.{ExitCode, IO}
+import cats.effect.ExitCode
 import io.circe.parser.parse
 import munit.CatsEffectSuite
 
-import java.nio.file.Files
 import scala.concurrent.duration.*
 
 /**
@@ -17,20 +16,17 @@ class DurableHistoryLabSuite extends CatsEffectSuite:
 
   test("--only history: claim time measured at every history size, with the ratio largest / empty") {
     val settings = DurableLab.Settings(url = None, tasks = 500, history = Some(20000L))
-    val run = IO.blocking(Files.createTempFile("durable-history", ".json")).flatMap { file =>
-      DurableLab.run(List(
+    val run = LabJson.run(
+      "durable-history",
+      List(
         "--tasks",
         "500",
         "--history",
         "20000",
         "--only",
-        "history",
-        "--json",
-        file.toString
-      ))
-        .flatMap(code => IO.blocking(Files.readString(file)).map(text => (code, text)))
-        .guarantee(IO.blocking(Files.deleteIfExists(file)).void)
-    }
+        "history"
+      )
+    )
     run.map { (code, text) =>
       assertEquals(code, ExitCode.Success)
       assert(settings.runs(DurableLab.Phase.History) &&

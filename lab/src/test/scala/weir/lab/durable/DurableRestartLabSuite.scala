@@ -1,10 +1,9 @@
 package weir.lab.durable
 
-import cats.effect.{ExitCode, IO}
+import cats.effect.ExitCode
 import io.circe.parser.parse
 import munit.CatsEffectSuite
 
-import java.nio.file.Files
 import scala.concurrent.duration.*
 
 /**
@@ -18,8 +17,9 @@ class DurableRestartLabSuite extends CatsEffectSuite:
   test(
     "--restart-every on the embedded server: restarted mid-run, workers killed too; nothing lost, keys in order, every repeat explained"
   ) {
-    val run = IO.blocking(Files.createTempFile("durable-restart", ".json")).flatMap { file =>
-      DurableLab.run(List(
+    val run = LabJson.run(
+      "durable-restart",
+      List(
         "--only",
         "kill",
         "--tasks",
@@ -31,13 +31,9 @@ class DurableRestartLabSuite extends CatsEffectSuite:
         "--kill-every",
         "1s",
         "--restart-every",
-        "1s",
-        "--json",
-        file.toString
-      ))
-        .flatMap(code => IO.blocking(Files.readString(file)).map(text => (code, text)))
-        .guarantee(IO.blocking(Files.deleteIfExists(file)).void)
-    }
+        "1s"
+      )
+    )
     run.map { (code, text) =>
       val c = parse(text).fold(e => fail(s"not JSON: $e"), identity).hcursor
       assertEquals(c.downField("settings").get[Long]("restart_every_ms"), Right(1000L), text)

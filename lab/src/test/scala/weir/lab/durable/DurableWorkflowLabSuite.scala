@@ -1,10 +1,9 @@
 package weir.lab.durable
 
-import cats.effect.{ExitCode, IO}
+import cats.effect.ExitCode
 import io.circe.parser.parse
 import munit.CatsEffectSuite
 
-import java.nio.file.Files
 import scala.concurrent.duration.*
 
 /** The durable lab's workflow phase, in a suite of its own so that two test JVMs can share the lab's runs. */
@@ -15,8 +14,9 @@ class DurableWorkflowLabSuite extends CatsEffectSuite:
   test(
     "--only workflow --quick: graphs and batches on worker JVMs SIGKILLed, the server restarted; no early start, nothing lost, one callback per batch"
   ) {
-    val run = IO.blocking(Files.createTempFile("durable-workflow", ".json")).flatMap { file =>
-      DurableLab.run(List(
+    val run = LabJson.run(
+      "durable-workflow",
+      List(
         "--only",
         "workflow",
         "--quick",
@@ -29,13 +29,9 @@ class DurableWorkflowLabSuite extends CatsEffectSuite:
         "--kill-every",
         "500ms",
         "--restart-every",
-        "1s",
-        "--json",
-        file.toString
-      ))
-        .flatMap(code => IO.blocking(Files.readString(file)).map(text => (code, text)))
-        .guarantee(IO.blocking(Files.deleteIfExists(file)).void)
-    }
+        "1s"
+      )
+    )
     run.map { (code, text) =>
       val c = parse(text).fold(e => fail(s"not JSON: $e"), identity).hcursor
       assertEquals(c.downField("settings").get[Vector[String]]("phases"), Right(Vector("workflow")), text)
