@@ -61,37 +61,45 @@ class NotifierSuite extends CatsEffectSuite:
       _ <- gate.waiting(rows)
     yield new WorkerSession.Member(worker, gate, wake, faults)
 
-  test(
-    "a worker whose heartbeat is late claims nothing on a notification: its claimer is woken, and keeps the turn"
-  ) {
+  /** What a notification did for a member whose beat is `late`: the session's connects, and what the claimer got. */
+  private final case class Notified(
+      connects: Int,
+      result: Either[Throwable, Unit],
+      woken: Option[Unit],
+      resumed: Option[Deferred[IO, Sql.Claim]],
+      handed: Option[Sql.Claim]
+  )
+
+  private def notify(late: Boolean): IO[Notified] =
     val session = new Session
     for
       rows <- Deferred[IO, Sql.Claim]
-      m <- member(late = true, rows)
-      _ <- new Notifier[IO](session.here).notified(m)
+      m <- member(late, rows)
+      result <- new Notifier[IO](session.here).notified(m).attempt
       woken <- m.wake.tryTake
       resumed <- m.gate.resume
       handed <- rows.tryGet
-    yield
-      assertEquals(session.connects.get, 0, "the session claimed for a worker whose beat is late")
-      assertEquals(woken, Some(()))
-      assertEquals(resumed, None, "the claimer claims itself, once a beat has committed")
-      assertEquals(handed, None)
+    yield Notified(session.connects.get, result, woken, resumed, handed)
+
+  test(
+    "a worker whose heartbeat is late claims nothing on a notification: its claimer is woken, and keeps the turn"
+  ) {
+    notify(late = true).map { n =>
+      assertEquals(n.connects, 0, "the session claimed for a worker whose beat is late")
+      assertEquals(n.result, Right(()))
+      assertEquals(n.woken, Some(()))
+      assertEquals(n.resumed, None, "the claimer claims itself, once a beat has committed")
+      assertEquals(n.handed, None)
+    }
   }
 
   test(
     "a worker whose heartbeat is young: the session claims while its claimer waits, and hands it the rows"
   ) {
-    val session = new Session
-    for
-      rows <- Deferred[IO, Sql.Claim]
-      m <- member(late = false, rows)
-      failed <- new Notifier[IO](session.here).notified(m).attempt
-      woken <- m.wake.tryTake
-      handed <- rows.tryGet
-    yield
-      assertEquals(session.connects.get, 1)
-      assert(failed.left.exists(_.getMessage == "no server here"), failed.toString)
-      assertEquals(woken, None)
-      assert(handed.exists(_.rows.isEmpty), "the claimer gets the failed claim's (empty) rows")
+    notify(late = false).map { n =>
+      assertEquals(n.connects, 1)
+      assert(n.result.left.exists(_.getMessage == "no server here"), n.result.toString)
+      assertEquals(n.woken, None)
+      assert(n.handed.exists(_.rows.isEmpty), "the claimer gets the failed claim's (empty) rows")
+    }
   }
