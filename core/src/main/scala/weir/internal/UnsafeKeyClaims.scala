@@ -16,24 +16,28 @@ import scala.jdk.CollectionConverters.*
  * most half the table's slots are used, and at least an eighth unless it is at its least (16 slots), so that
  * it is bounded by the keys claimed now: by the number of workers, not by the number of keys.
  *
+ * A slot is two neighbouring cells of one array, the key and its queue, so that a look at a key touches one
+ * cache line, not one in each of two arrays: the table is written under the buffer's lock by workers on every
+ * compute thread, and each line a turn writes is a line the next turn, on another core, must fetch.
+ *
  * Empty slots are `null` keys, and a claimed key with nothing parked has a `null` queue: the nulls stay in
  * this class; its answers are [[Held]] tasks, Booleans and lists.
  */
 private[weir] final class UnsafeKeyClaims[A]:
   import UnsafeKeyClaims.*
 
-  private var keys = new Array[Any](MinSlots) // null: an empty slot
-  private var queues = new Array[ArrayDeque[Entry[A]]](MinSlots) // null: nothing parked behind the key
+  // slot i: the key at 2i (null: an empty slot), its queue at 2i + 1 (null: nothing parked behind it)
+  private var cells = new Array[AnyRef](2 * MinSlots)
   private var claimed = 0
 
   /** Keys claimed now. */
   def count: Int = claimed
 
   /** Slots in the table now (for its suite: bounded by the keys claimed). */
-  private[internal] def slots: Int = keys.length
+  private[internal] def slots: Int = cells.length / 2
 
   /** Whether `key` is claimed. */
-  def isClaimed(key: Any): Boolean = keys(find(key)) != null
+  def isClaimed(key: Any): Boolean = keyAt(find(key)) != null
 
   /**
    * Claims `key` if it is free and says so; false, and nothing changes, if it is claimed. One look at the
@@ -41,23 +45,23 @@ private[weir] final class UnsafeKeyClaims[A]:
    */
   def tryClaim(key: Any): Boolean =
     var i = find(key)
-    if keys(i) != null then false
+    if keyAt(i) != null then false
     else
-      if 2 * (claimed + 1) > keys.length then
-        resize(keys.length * 2)
+      if 2 * (claimed + 1) > slots then
+        resize(slots * 2)
         i = find(key)
-      keys(i) = key
-      queues(i) = null
+      cells(2 * i) = key.asInstanceOf[AnyRef]
+      cells(2 * i + 1) = null
       claimed += 1
       true
 
   /** Parks `e` behind its claimed key. */
   def park(e: Entry[A]): Unit =
     val i = find(e.key)
-    var queue = queues(i)
+    var queue = queueAt(i)
     if queue == null then
       queue = new ArrayDeque[Entry[A]]
-      queues(i) = queue
+      cells(2 * i + 1) = queue
     queue.addLast(e)
 
   /**
@@ -65,17 +69,17 @@ private[weir] final class UnsafeKeyClaims[A]:
    * [[NoTask]], and nothing changes. One look at the table: every hand-on of a key makes it.
    */
   def nextParked(key: Any): Held[A] =
-    val queue = queues(find(key))
+    val queue = queueAt(find(key))
     if queue == null || queue.isEmpty then NoTask else queue.pollFirst()
 
   /** Releases `key`, with nothing parked behind it, if it is claimed. */
   def unclaim(key: Any): Unit =
     val i = find(key)
-    if keys(i) != null then remove(i)
+    if keyAt(i) != null then remove(i)
 
   /** Whether `key` has an entry parked behind it ([[next]] would hand one on). */
   def hasParked(key: Any): Boolean =
-    val queue = queues(find(key))
+    val queue = queueAt(find(key))
     queue != null && !queue.isEmpty
 
   /** Releases `e`'s key (its claimant gave it back untaken) and returns the entries parked behind it. */
@@ -83,61 +87,64 @@ private[weir] final class UnsafeKeyClaims[A]:
     if !e.keyed then Nil
     else
       val i = find(e.key)
-      if keys(i) == null then Nil
+      if keyAt(i) == null then Nil
       else
-        val queue = queues(i)
+        val queue = queueAt(i)
         val behind = if queue == null then Nil else List.from(queue.iterator.asScala)
         remove(i)
         behind
 
   /** The tasks parked behind every key. */
-  def tasks: Iterator[A] =
-    queues.iterator.filter(_ != null).flatMap(_.iterator.asScala.map(_.task))
+  def tasks: Iterator[A] = (0 until slots).iterator.map(
+    queueAt
+  ).filter(_ != null).flatMap(_.iterator.asScala.map(_.task))
 
   /** Releases every key: what is parked is dropped (the caller has collected it, see [[tasks]]). */
   def clear(): Unit =
-    keys = new Array[Any](MinSlots)
-    queues = new Array[ArrayDeque[Entry[A]]](MinSlots)
+    cells = new Array[AnyRef](2 * MinSlots)
     claimed = 0
+
+  private def keyAt(i: Int): AnyRef = cells(2 * i)
+
+  private def queueAt(i: Int): ArrayDeque[Entry[A]] = cells(2 * i + 1).asInstanceOf[ArrayDeque[Entry[A]]]
 
   // the slot holding `key`, or the empty slot where it would go
   private def find(key: Any): Int =
-    val mask = keys.length - 1
+    val mask = slots - 1
     @tailrec def probe(i: Int): Int =
-      val k = keys(i)
+      val k = keyAt(i)
       if k == null || k == key then i else probe((i + 1) & mask)
     probe(spread(key.##) & mask)
 
   // empties slot `i`, then moves back each entry of the run after it that the gap would hide from its probe
   private def remove(i: Int): Unit =
-    val mask = keys.length - 1
+    val mask = slots - 1
     var gap = i
     var j = (i + 1) & mask
-    while keys(j) != null do
-      val home = spread(keys(j).##) & mask
+    while keyAt(j) != null do
+      val home = spread(keyAt(j).##) & mask
       // the entry at j may fill the gap if its home is not in the cyclic range (gap, j]
       if ((j - home) & mask) >= ((j - gap) & mask) then
-        keys(gap) = keys(j)
-        queues(gap) = queues(j)
+        cells(2 * gap) = cells(2 * j)
+        cells(2 * gap + 1) = cells(2 * j + 1)
         gap = j
       j = (j + 1) & mask
-    keys(gap) = null
-    queues(gap) = null
+    cells(2 * gap) = null
+    cells(2 * gap + 1) = null
     claimed -= 1
-    if keys.length > MinSlots && 8 * claimed < keys.length then resize(keys.length / 2)
+    if slots > MinSlots && 8 * claimed < slots then resize(slots / 2)
 
   private def resize(length: Int): Unit =
-    val (oldKeys, oldQueues) = (keys, queues)
-    keys = new Array[Any](length)
-    queues = new Array[ArrayDeque[Entry[A]]](length)
+    val old = cells
+    cells = new Array[AnyRef](2 * length)
     var i = 0
-    while i < oldKeys.length do
-      val k = oldKeys(i)
+    while i < old.length do
+      val k = old(i)
       if k != null then
         val j = find(k)
-        keys(j) = k
-        queues(j) = oldQueues(i)
-      i += 1
+        cells(2 * j) = k
+        cells(2 * j + 1) = old(i + 1)
+      i += 2
 
 private[weir] object UnsafeKeyClaims:
   private val MinSlots = 16
