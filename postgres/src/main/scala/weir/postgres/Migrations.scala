@@ -53,7 +53,8 @@ object Migrations:
       "0013-batches",
       "0014-workflow-identity",
       "0015-settle-per-statement",
-      "0016-cheaper-settle"
+      "0016-cheaper-settle",
+      "0017-workflow-index-without-running"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))

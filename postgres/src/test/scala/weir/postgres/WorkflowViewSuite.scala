@@ -187,6 +187,37 @@ class WorkflowViewSuite extends DbSuite:
   }
 
   withDb(
+    "a workflow's running tasks, which its index leaves out, are read with it: its view, its cancel, the link from its first task's page"
+  ) { db =>
+    val q = TaskQueue[IO, String](db, "q")
+    val browser = TaskBrowser(db)
+    for
+      root <- q.enqueue(NewTask("root")).map(_.taskId)
+      child <- q.enqueue(NewTask("child", after = Vector(After.completed(root)))).map(_.taskId)
+      w = WorkflowId(root)
+      rootToken <- claim(db, "q")
+      _ <- atSql(new Sql(db.schema).complete(Array(rootToken(root)), keep = false, keyed = false))
+      childToken <- claim(db, "q")
+      // the root (in no workflow of its own) has ended, and the only live task naming the workflow runs
+      indexed <- Rows.query[Long](
+        s"SELECT count(*) FROM ${db.schema("tasks")} WHERE workflow = ${w.value} AND state <> 'running'"
+      )
+      page <- browser.task(root)
+      view <- browser.workflow(w)
+      answer <- Workflows(db, Operator("ops")).cancel(w)
+    yield
+      assertEquals(childToken.keySet, Set(child))
+      assertEquals(indexed, Vector(0L))
+      assertEquals(page.flatMap(_.workflow), Some(w))
+      assertEquals(view.counts, Map(TaskState.Completed -> 1L, TaskState.Running -> 1L))
+      assertEquals(
+        view.tasks.map(t => (t.id, t.state)),
+        Vector(root -> TaskState.Completed, child -> TaskState.Running)
+      )
+      assertEquals(answer, GroupCancel(cancelled = 0, requested = 1, ended = 0))
+  }
+
+  withDb(
     "a workflow's cancel cancels its waiting tasks at once and asks a running one's worker; a retried task keeps its workflow and parents"
   ) { db =>
     val q = TaskQueue[IO, String](db, "q")

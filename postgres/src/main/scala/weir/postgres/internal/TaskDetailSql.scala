@@ -23,11 +23,14 @@ private[postgres] final class TaskDetailSql(schema: Schema) extends SqlBase(sche
 
   /**
    * The task `id`, live or finished: one probe of each table's primary key; for its workflow, when it names
-   * none, a probe of each table's workflow index (is it the first task of one?); for its batch, when it
+   * none, a probe of each table's workflow index and of the running tasks (is it the first task of one?); for its batch, when it
    * names none, a probe of the batches' callbacks.
    */
   def task(id: Long): ConnectionIO[Option[TaskDetail]] =
-    val links = s"""coalesce(t.workflow, CASE WHEN EXISTS (SELECT 1 FROM $tasks AS c WHERE c.workflow = t.id)
+    // the live tasks of a workflow in two probes: `tasks_in_workflow` holds those not running (migration 17)
+    val links = s"""coalesce(t.workflow, CASE WHEN EXISTS (SELECT 1 FROM $tasks AS c
+                                                       WHERE c.workflow = t.id AND c.state <> 'running')
+               OR EXISTS (SELECT 1 FROM $tasks AS c WHERE c.workflow = t.id AND c.state = 'running')
                OR EXISTS (SELECT 1 FROM $finished AS c WHERE c.workflow = t.id) THEN t.id END),
              coalesce(t.batch, (SELECT b.id FROM ${schema("batches")} AS b WHERE b.callback = t.id))"""
     (const(

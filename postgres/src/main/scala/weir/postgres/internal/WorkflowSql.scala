@@ -23,13 +23,13 @@ private[postgres] final class WorkflowSql(schema: Schema) extends SqlBase(schema
 
   /** The rows of both tables in the workflow `w`, with `columns` of each (`t` the alias) and `joined`. */
   private def members(w: Long, live: String, done: String): Fragment =
-    def arm(table: String, columns: String, root: Boolean) =
-      const(s"SELECT $columns, t.workflow IS NOT NULL AS joined FROM $table AS t WHERE ") ++
-        (if root then const("t.id = ") ++ fr0"$w" ++ const(" AND t.workflow IS NULL")
-         else const("t.workflow = ") ++ fr0"$w")
-    arm(tasks, live, root = false) ++ const(" UNION ALL ") ++ arm(tasks, live, root = true) ++
-      const(" UNION ALL ") ++ arm(finished, done, root = false) ++ const(" UNION ALL ") ++
-      arm(finished, done, root = true)
+    def arm(table: String, columns: String, which: Fragment) =
+      const(s"SELECT $columns, t.workflow IS NOT NULL AS joined FROM $table AS t WHERE ") ++ which
+    val root = const("t.id = ") ++ fr0"$w" ++ const(" AND t.workflow IS NULL")
+    arm(tasks, live, idle(w)) ++ const(" UNION ALL ") ++ arm(tasks, live, running(w)) ++
+      const(" UNION ALL ") ++ arm(tasks, live, root) ++ const(" UNION ALL ") ++
+      arm(finished, done, const("t.workflow = ") ++ fr0"$w") ++ const(" UNION ALL ") ++
+      arm(finished, done, root)
 
   /**
    * The workflow `w`: whether some task names it, each state's count over all its tasks, and its first
@@ -55,7 +55,8 @@ private[postgres] final class WorkflowSql(schema: Schema) extends SqlBase(schema
 
   /** Whether some task, live or finished, names the workflow `w`. */
   def exists(w: WorkflowId): ConnectionIO[Boolean] =
-    (const(s"SELECT EXISTS (SELECT 1 FROM $tasks AS t WHERE t.workflow = ") ++ fr0"${w.value}" ++
+    (const(s"SELECT EXISTS (SELECT 1 FROM $tasks AS t WHERE ") ++ idle(w.value) ++
+      const(s") OR EXISTS (SELECT 1 FROM $tasks AS t WHERE ") ++ running(w.value) ++
       const(s") OR EXISTS (SELECT 1 FROM $finished AS t WHERE t.workflow = ") ++ fr0"${w.value}" ++
       const(")"))
       .query[Boolean]
@@ -63,7 +64,8 @@ private[postgres] final class WorkflowSql(schema: Schema) extends SqlBase(schema
 
   /** The tasks of the workflow `w` that have not ended, by id. */
   def unfinished(w: WorkflowId): ConnectionIO[Vector[Long]] =
-    (const(s"SELECT t.id FROM $tasks AS t WHERE t.workflow = ") ++ fr0"${w.value}" ++
+    (const(s"SELECT t.id FROM $tasks AS t WHERE ") ++ idle(w.value) ++
+      const(s" UNION ALL SELECT t.id FROM $tasks AS t WHERE ") ++ running(w.value) ++
       const(s" UNION ALL SELECT t.id FROM $tasks AS t WHERE t.id = ") ++ fr0"${w.value}" ++
       const(" AND t.workflow IS NULL ORDER BY 1")).query[Long].to[Vector]
 
@@ -105,6 +107,20 @@ private[postgres] final class WorkflowSql(schema: Schema) extends SqlBase(schema
       })
 
 private[postgres] object WorkflowSql:
+
+  /**
+   * The live tasks (alias `t`) whose workflow is `w` and that are not running: a range of
+   * `tasks_in_workflow`, which leaves the running ones out (migration 17).
+   */
+  def idle(w: Long): Fragment =
+    Fragment.const0("t.workflow = ") ++ fr0"$w" ++ Fragment.const0(" AND t.state <> 'running'")
+
+  /**
+   * The running tasks (alias `t`) whose workflow is `w`: read from `tasks_running_owner`, which lists the
+   * tasks in flight on every worker, so a bounded read whatever the workflow's size.
+   */
+  def running(w: Long): Fragment =
+    Fragment.const0("t.workflow = ") ++ fr0"$w" ++ Fragment.const0(" AND t.state = 'running'")
 
   /** A read that made no sense of what the statement returned, named. */
   private def decode[A](a: Either[String, A]): ConnectionIO[A] =
