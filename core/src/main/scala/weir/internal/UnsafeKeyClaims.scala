@@ -95,9 +95,8 @@ private[weir] final class UnsafeKeyClaims[A]:
         behind
 
   /** The tasks parked behind every key. */
-  def tasks: Iterator[A] = (0 until slots).iterator.map(
-    queueAt
-  ).filter(_ != null).flatMap(_.iterator.asScala.map(_.task))
+  def tasks: Iterator[A] =
+    Iterator.range(0, slots).map(queueAt).filter(_ != null).flatMap(_.iterator.asScala.map(_.task))
 
   /** Releases every key: what is parked is dropped (the caller has collected it, see [[tasks]]). */
   def clear(): Unit =
