@@ -33,7 +33,7 @@ private[weir] final class UnsafeKeyClaims[A]:
   /** Keys claimed now. */
   def count: Int = claimed
 
-  /** Slots in the table now (for its suite: bounded by the keys claimed). */
+  /** Slots in the table now: bounded by the keys claimed (its suite checks it). */
   private[internal] def slots: Int = cells.length / 2
 
   /** Whether `key` is claimed. */

@@ -27,10 +27,11 @@ private[postgres] final class TaskDetailSql(schema: Schema) extends SqlBase(sche
    * names none, a probe of the batches' callbacks.
    */
   def task(id: Long): ConnectionIO[Option[TaskDetail]] =
-    // the live tasks of a workflow in two probes: `tasks_in_workflow` holds those not running (migration 17)
+    // the live tasks of a workflow in two probes, as `WorkflowSql` reads them: `tasks_in_workflow` holds
+    // those not running
     val links = s"""coalesce(t.workflow, CASE WHEN EXISTS (SELECT 1 FROM $tasks AS c
-                                                       WHERE c.workflow = t.id AND c.state <> 'running')
-               OR EXISTS (SELECT 1 FROM $tasks AS c WHERE c.workflow = t.id AND c.state = 'running')
+                                                       WHERE c.workflow = t.id AND c.${WorkflowSql.NotRunning})
+               OR EXISTS (SELECT 1 FROM $tasks AS c WHERE c.workflow = t.id AND c.${WorkflowSql.Running})
                OR EXISTS (SELECT 1 FROM $finished AS c WHERE c.workflow = t.id) THEN t.id END),
              coalesce(t.batch, (SELECT b.id FROM ${schema("batches")} AS b WHERE b.callback = t.id))"""
     (const(

@@ -113,14 +113,23 @@ private[postgres] object WorkflowSql:
    * `tasks_in_workflow`, which leaves the running ones out (migration 17).
    */
   def idle(w: Long): Fragment =
-    Fragment.const0("t.workflow = ") ++ fr0"$w" ++ Fragment.const0(" AND t.state <> 'running'")
+    Fragment.const0("t.workflow = ") ++ fr0"$w" ++ Fragment.const0(s" AND t.$NotRunning")
 
   /**
-   * The running tasks (alias `t`) whose workflow is `w`: read from `tasks_running_owner`, which lists the
-   * tasks in flight on every worker, so a bounded read whatever the workflow's size.
+   * The running tasks (alias `t`) whose workflow is `w`: read through `tasks_running`, which holds the tasks
+   * in flight on every worker, so a bounded read whatever the workflow's size.
    */
   def running(w: Long): Fragment =
-    Fragment.const0("t.workflow = ") ++ fr0"$w" ++ Fragment.const0(" AND t.state = 'running'")
+    Fragment.const0("t.workflow = ") ++ fr0"$w" ++ Fragment.const0(s" AND t.$Running")
+
+  /**
+   * The condition `tasks_in_workflow` adds to `workflow IS NOT NULL`: a read of a workflow's live tasks is
+   * served by that index only if it states it, and must read the running ones apart, with [[Running]].
+   */
+  val NotRunning = "state <> 'running'"
+
+  /** The running tasks' condition, that of the index `tasks_running`. */
+  val Running = "state = 'running'"
 
   /** A read that made no sense of what the statement returned, named. */
   private def decode[A](a: Either[String, A]): ConnectionIO[A] =
