@@ -7,6 +7,7 @@ import doobie.implicits.*
 import weir.testkit.Eventually
 
 import java.io.{BufferedReader, InputStreamReader}
+import scala.annotation.tailrec
 import scala.concurrent.duration.*
 
 /** Scheduler JVMs SIGKILLed while they tick: no tick lost, none doubled. */
@@ -28,9 +29,13 @@ class ScheduleKillSuite extends DbSuite:
       .evalTap { p =>
         IO.blocking {
           val reader = new BufferedReader(new InputStreamReader(p.getInputStream))
-          val before =
-            Iterator.continually(reader.readLine()).takeWhile(l => l != null && l != "scheduling").toVector
-          if !p.isAlive then sys.error(s"scheduler exited before starting: ${before.mkString("\n")}")
+          // its line, not its being alive, says it runs: a JVM that fails to start may not have exited yet
+          @tailrec def started(before: Vector[String]): Unit =
+            reader.readLine() match
+              case null => sys.error(s"scheduler exited before starting: ${before.mkString("\n")}")
+              case "scheduling" => ()
+              case line => started(before :+ line)
+          started(Vector.empty)
         }.void
       }
 
