@@ -38,9 +38,10 @@ private[kafka] final class Entry(val offset: Long, val state: PartitionState):
  * A record's life is its [[weir.Tracked]] item's: received (handed on) → started (the engine's start, or its
  * dead-letter write, was granted) and busy until its attempt ends or its outcome is known → between attempts
  * (a retry's backoff, or while its outcome is recorded) → its outcome, which ends it, finished or not. A
- * revoke refuses every record of the window, each by one compare-and-set that a start racing it meets: a
- * record that had not started never starts here, and one that had is waited for while it is busy (a record
- * between attempts refuses its next start, so it never runs again here).
+ * revoke first marks the partition revoked, which every later start reads, then refuses every record of the
+ * window, each by one compare-and-set that a start racing it meets: a record that had not started never
+ * starts here, and one that had is waited for while it is busy (a record between attempts refuses its next
+ * start, so it never runs again here). No record starts after an earlier one of the partition was refused.
  *
  * Concurrency: workers (starts, attempt ends), the outcome reader (outcomes, a chunk at a time) and the
  * poller (receipts, revokes, waits, commits) call these methods concurrently. The window (`entries`, each
@@ -60,7 +61,11 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
   private val entries = mutable.ArrayDeque.empty[Entry]
   private var nextOffset = -1L
   @volatile private var waiters = 0
-  private var revoked = false
+  // set (under the lock) before a revoke refuses the window's records one by one, and read by every start: a
+  // key's next record is tried only once the one before it was refused or ran, so a start that follows a
+  // refusal sees it and refuses too, whether or not the revoke's walk has reached its record yet; without it,
+  // a later record could run here while an earlier one of its key, refused, runs after it on the next owner
+  @volatile private var revoked = false
   private var released = false
   // offsets finished by an earlier reader, as [from, until) ranges in increasing order (see `skipping`)
   private var skips = List.empty[(Long, Long)]
@@ -75,7 +80,7 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
   /** A record received: appended to the window, already finished when an earlier reader finished it. */
   def receive(offset: Long): Entry = synchronized {
     val e = new Entry(offset, this)
-    if revoked then e.life.refuse(refusal): Unit
+    refuseIfRevoked(e)
     if !released then
       while skips.nonEmpty && skips.head._2 <= offset do skips = skips.tail
       entries.append(e)
@@ -100,10 +105,15 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
 
   /**
    * The engine's question before each attempt ([[weir.Refusable.tryStart]]): the record's start, refused
-   * once its partition was revoked; granted, it is busy until its attempt ends, and a revoke waits for it.
-   * Lock-free; called by the record's worker only.
+   * once its partition's revoke began (before the revoke reaches the record itself); granted, it is busy
+   * until its attempt ends, and a revoke waits for it. Lock-free; called by the record's worker only.
    */
-  def tryStart(e: Entry): Option[String] = e.life.start()
+  def tryStart(e: Entry): Option[String] =
+    refuseIfRevoked(e)
+    e.life.start()
+
+  private def refuseIfRevoked(e: Entry): Unit =
+    if revoked then e.life.refuse(refusal): Unit
 
   /**
    * An attempt of `e` ended without being interrupted (its registration undone): it is idle until its next
@@ -119,7 +129,7 @@ private[kafka] final class PartitionState(val partition: TopicPartition, counter
    * partition was revoked (the next owner runs it again, and writes it if it fails there too). Called by
    * the record's worker only, as [[tryStart]], and meets a revoke the same way.
    */
-  def deadLettering(e: Entry): Boolean = e.life.start().isEmpty
+  def deadLettering(e: Entry): Boolean = tryStart(e).isEmpty
 
   /**
    * The record's outcome is known: `counts` when it ran to an end that needs no re-run (succeeded, or failed

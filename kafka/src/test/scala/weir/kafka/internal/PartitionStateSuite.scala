@@ -177,6 +177,61 @@ class PartitionStateSuite extends ScalaCheckSuite:
     revoker.join()
   }
 
+  test("a record the revoke's walk has not reached yet refuses to start once the revoke began") {
+    val state = new PartitionState(tp, new Counters)
+    val refused = state.receive(0L)
+    // outside the window, so that the revoke's walk never refuses it itself: as a later record is before the
+    // walk reaches it
+    val notReached = new Entry(1L, state)
+    state.revoke()
+    assert(state.tryStart(refused).nonEmpty)
+    assertEquals(notReached.life.state.refusal, None)
+    assert(state.tryStart(notReached).exists(_.contains("revoked")))
+    assert(!state.deadLettering(new Entry(2L, state)))
+  }
+
+  // The engine tries a key's next record only once the one before it has an outcome, a refusal included: a
+  // revoke refusing the window's records one after the other must not let a later record start after an
+  // earlier one was refused, or the next owner runs the earlier one after it (the key's order broken).
+  test("once a revoke refused a record, no later record of the partition starts") {
+    val rounds = 2000
+    val size = 200
+    val barrier = new CyclicBarrier(2)
+    val states = Vector.fill(rounds)(new PartitionState(tp, new Counters))
+    val entries = states.map(s => Vector.tabulate(size)(i => s.receive(i.toLong)))
+    val revoker = new Thread(() =>
+      (0 until rounds).foreach { i =>
+        barrier.await(): Unit
+        // lets the records' walk get under way first, by a varying amount
+        var spin = i % 64
+        while spin > 0 do
+          Thread.onSpinWait()
+          spin -= 1
+        states(i).revoke()
+        barrier.await(): Unit
+      }
+    )
+    revoker.start()
+    val broken = (0 until rounds).flatMap { i =>
+      barrier.await(): Unit
+      // one key's records, each tried once the one before it ran or was refused
+      val started = entries(i).map { e =>
+        val refused = states(i).tryStart(e).nonEmpty
+        if !refused then
+          attemptEnded(states(i), e)
+          states(i).finish(e, ran, counts = true)
+        !refused
+      }
+      barrier.await(): Unit
+      val firstRefused = started.indexOf(false)
+      Option.when(firstRefused >= 0 && started.lastIndexOf(true) > firstRefused)(
+        s"round $i: record ${started.lastIndexOf(true)} started after record $firstRefused was refused"
+      )
+    }
+    revoker.join()
+    assertEquals(broken.take(3), Vector.empty, s"${broken.size} of $rounds rounds")
+  }
+
   /** Runs `wait` on a thread of its own once a revoke waits on `state`, then `change`: the wait's answer. */
   private def wokenBy(state: PartitionState)(wait: => Boolean)(change: => Unit): Boolean =
     val result = new CompletableFuture[Boolean]

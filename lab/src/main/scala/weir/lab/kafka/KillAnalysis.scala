@@ -86,10 +86,13 @@ object KillAnalysis:
     }
     val violations = Vector.newBuilder[String]
     runs.groupBy(r => (r.partition, r.key)).foreach { (key, rs) =>
-      // the earliest finish of each record of the key, and of every record of the key up to it
-      val firstFinish = rs.groupMapReduce(_.offset)(_.finish)(math.min).toVector.sortBy(_._1)
+      // the first run to finish of each record of the key, and the latest of those up to each record
+      val firstFinish = rs.groupMapReduce(_.offset)(identity)((a, b) => if b.finish < a.finish then b else a)
+        .toVector.sortBy(_._1)
       val offsets = firstFinish.map(_._1).toArray
-      val upTo = firstFinish.map(_._2).scanLeft(Long.MinValue)(math.max).toArray
+      val upTo = firstFinish.map(_._2).scanLeft(Option.empty[Run])((m, r) =>
+        if m.forall(_.finish < r.finish) then Some(r) else m
+      ).toArray
       var busyUntil = Long.MinValue
       var busyWith: Option[Run] = None
       rs.sortBy(r => (r.start, r.finish)).foreach { r =>
@@ -99,10 +102,12 @@ object KillAnalysis:
               s"at ${r.start} µs while offset ${o.offset} ran on consumer ${o.consumer} until $busyUntil µs"
         )
         val earlier = java.util.Arrays.binarySearch(offsets, r.offset)
-        if upTo(earlier) > r.start then
+        upTo(earlier).filter(_.finish > r.start).foreach(late =>
           violations +=
-            s"key ${key._2} of partition ${key._1}: offset ${r.offset} started at ${r.start} µs, " +
-              s"before an earlier record of its key had finished (at ${upTo(earlier)} µs)"
+            s"key ${key._2} of partition ${key._1}: offset ${r.offset} started on consumer ${r.consumer} at " +
+              s"${r.start} µs, before its key's offset ${late.offset} had finished (first at ${late.finish} µs, " +
+              s"on consumer ${late.consumer})"
+        )
         if r.finish > busyUntil then
           busyUntil = r.finish
           busyWith = Some(r)

@@ -40,6 +40,19 @@ class KillAnalysisSuite extends FunSuite:
     assert(r.orderViolations.nonEmpty, r)
   }
 
+  test("a record run only after a later one of its key, elsewhere, is named with both consumers") {
+    // offset 0 first ran to its end on consumer 1, after offset 2 of its key had run on consumer 0
+    val late = clean.updated(0, run(1, 0, "a", 50, 60))
+    val r = KillAnalysis.analyse(ends, late, Set.empty, Map.empty, committed)
+    assertEquals(
+      r.orderViolations,
+      Vector(
+        "key a of partition 0: offset 2 started on consumer 0 at 21 µs, before its key's offset 0 had " +
+          "finished (first at 60 µs, on consumer 1)"
+      )
+    )
+  }
+
   test("a key running on two consumers at once is a violation, even on a record run before") {
     val twice = clean :+ run(1, 0, "a", 22, 28)
     val r = KillAnalysis.analyse(ends, twice, Set(0), Map.empty, committed)
