@@ -39,12 +39,17 @@ object GraphRounds:
       (Fragment.const(s"SELECT NOT EXISTS (SELECT 1 FROM ${lab.schema("tasks")} WHERE queue = ") ++
         fr0"$queue)").query[Boolean].unique
     )
-    def rate(n: Int)(enqueue: IO[Unit]): IO[Double] =
+    // each phase's bounds on the wall clock, in a line scripts/cpu-split.py reads to split the machine's CPU
+    // time by phase
+    def rate(phase: String, n: Int)(enqueue: IO[Unit]): IO[Double] =
       for
         _ <- enqueue
         t0 <- IO.monotonic
+        w0 <- IO.realTime
         _ <- (IO.sleep(10.millis) *> empty).iterateUntil(identity)
         t1 <- IO.monotonic
+        w1 <- IO.realTime
+        _ <- IO.println(s"  phase $phase ${w0.toMillis} ${w1.toMillis}")
       yield n / ((t1 - t0).toNanos / 1e9)
     def fan(n: Int): TaskGraph =
       val middle = (1 to n - 2).toVector
@@ -54,15 +59,15 @@ object GraphRounds:
           middle.map(i => Node(i, Scenario.FanOut, Vector(Edge(0, false)), false)) :+
           Node(n - 1, Scenario.FanOut, middle.map(Edge(_, false)), false)
       )
-    def round(n: Int): IO[Round] =
+    def round(name: String, n: Int): IO[Round] =
       (
-        rate(n)(q.enqueueMany((1 to n).map(NewTask(_))).void),
-        rate(n)(fan(n).enqueue(db).void)
+        rate(s"$name-independent", n)(q.enqueueMany((1 to n).map(NewTask(_))).void),
+        rate(s"$name-graph", n)(fan(n).enqueue(db).void)
       ).mapN(Round.apply)
     List.fill(workers)(Children.start(args)).parSequence.use { children =>
-      round((tasks / 5).max(3)) *>
+      round("warm-up", (tasks / 5).max(3)) *>
         (1 to rounds).toVector.traverse(r =>
-          round(tasks).flatTap(x =>
+          round(s"round-$r", tasks).flatTap(x =>
             IO.println(
               f"  workflow timed round $r: independent ${x.independent}%.0f tasks/s, graph ${x.graph}%.0f tasks/s (${x.ratio}%.2f×)"
             )
