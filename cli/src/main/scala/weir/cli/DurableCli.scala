@@ -3,12 +3,14 @@ package weir.cli
 import cats.effect.{ExitCode, IO}
 import cats.syntax.all.*
 import scopt.OParser
-import weir.postgres.{Database, DatabaseConfig, QueueInfo, QueueRate, Schema, TaskAdmin}
+import weir.postgres.{Database, DatabaseConfig, Operator, QueueInfo, QueueRate, Schema, TaskAdmin}
 
 /**
  * `./weir durable <command>`: weir-postgres's schema, its queues' controls, a task's cancel, workflows and
  * batches ([[DurableGroups]]) and the schedules from the command line, one [[Command]] each. The database
- * comes from `--url` or `WEIR_DATABASE_URL`; the schema from `--schema` (default `weir`).
+ * comes from `--url` or `WEIR_DATABASE_URL`; the schema from `--schema` (default `weir`). A command that acts
+ * (pause, resume, limit, cancel, a workflow's or batch's cancel) is recorded in the audit log as `--as`'s, by
+ * default the OS user's ([[operator]]), in the session `cli`.
  */
 object DurableCli:
 
@@ -24,7 +26,8 @@ object DurableCli:
       reason: Option[String] = None,
       cancel: Boolean = false,
       first: Int = 500,
-      after: Long = 0L
+      after: Long = 0L,
+      as: Option[String] = None
   )
 
   /** The durable commands, in the order `./weir durable --help` lists them. */
@@ -71,6 +74,21 @@ object DurableCli:
 
   private[cli] def admin[A](config: DatabaseConfig)(f: TaskAdmin[IO] => IO[A]): IO[A] =
     Database.connect[IO](config).use(db => f(TaskAdmin(db)))
+
+  /** [[admin]] for a command that acts: its actions recorded as [[operator]]'s. */
+  private[cli] def acting[A](o: Options, config: DatabaseConfig)(f: TaskAdmin[IO] => IO[A]): IO[A] =
+    admin(config)(a => f(a.as(operator(o))))
+
+  /** Who a command that acts is in the audit log: `--as NAME`, or else the OS user, in the session `cli`. */
+  private[cli] def operator(o: Options): Operator =
+    Operator(o.as.getOrElse(sys.props.get("user.name").filter(_.trim.nonEmpty).getOrElse("cli")), Some("cli"))
+
+  /** `--as NAME`, of the commands that act. */
+  private[cli] def asOption: OParser[String, Options] =
+    builder.opt[String]("as").valueName("NAME")
+      .validate(n => Operator(n).errors.headOption.fold(builder.success)(e => builder.failure(s"--as: $e")))
+      .action((n, o) => o.copy(as = Some(n)))
+      .text("who acts, as the audit log records it (default: the OS user)")
 
   private def queueArg =
     builder.arg[String]("QUEUE").action((q, o) => o.copy(queue = q)).text("the queue's name")
@@ -120,14 +138,16 @@ object DurableCli:
 
   private object Pause
       extends DurableCommand("pause", "no worker claims the queue's tasks from now on; running ones finish"):
-    override protected def own = List(queueArg)
+    override protected def own = List(queueArg, asOption)
     protected def act(o: Options, config: DatabaseConfig): IO[ExitCode] =
-      admin(config)(_.queues.pause(o.queue)) *> IO.println(s"queue ${o.queue}: paused").as(ExitCode.Success)
+      acting(o, config)(_.queues.pause(o.queue)) *>
+        IO.println(s"queue ${o.queue}: paused").as(ExitCode.Success)
 
   private object Resume extends DurableCommand("resume", "workers claim the queue's tasks again"):
-    override protected def own = List(queueArg)
+    override protected def own = List(queueArg, asOption)
     protected def act(o: Options, config: DatabaseConfig): IO[ExitCode] =
-      admin(config)(_.queues.resume(o.queue)) *> IO.println(s"queue ${o.queue}: resumed").as(ExitCode.Success)
+      acting(o, config)(_.queues.resume(o.queue)) *>
+        IO.println(s"queue ${o.queue}: resumed").as(ExitCode.Success)
 
   private object Limit
       extends DurableCommand(
@@ -155,7 +175,8 @@ object DurableCli:
           .validate(b => if b > 0 then success else failure(s"--burst must be > 0, was: $b"))
           .action((b, o) => o.copy(burst = Some(b)))
           .text("with --rate: at most N claimed at once after a quiet spell (default: one second's worth)"),
-        opt[Unit]("no-rate").action((_, o) => o.copy(rate = Some(None))).text("remove the rate")
+        opt[Unit]("no-rate").action((_, o) => o.copy(rate = Some(None))).text("remove the rate"),
+        asOption
       )
 
     override protected def valid(o: Options): Either[String, Unit] =
@@ -166,7 +187,7 @@ object DurableCli:
 
     protected def act(o: Options, config: DatabaseConfig): IO[ExitCode] =
       val rate = o.rate.map(_.map(r => QueueRate(r, o.burst.getOrElse(math.ceil(r).toInt.max(1)))))
-      admin(config) { a =>
+      acting(o, config) { a =>
         val change = (o.maxRunning, rate) match
           case (Some(max), Some(r)) => a.queues.limits(o.queue, max, r)
           case _ => o.maxRunning.traverse_(a.queues.limitRunning(o.queue, _)) *>
@@ -186,11 +207,12 @@ object DurableCli:
         opt[String]("reason").valueName("TEXT")
           .validate(r => if r.nonEmpty then success else failure("--reason must not be empty"))
           .action((r, o) => o.copy(reason = Some(r)))
-          .text("kept among the task's errors (default: requested by an operator)")
+          .text("kept among the task's errors (default: requested by the operator --as names)"),
+        asOption
       )
 
     protected def act(o: Options, config: DatabaseConfig): IO[ExitCode] =
-      admin(config)(a => o.reason.fold(a.tasks.cancel(o.task))(a.tasks.cancel(o.task, _))).flatMap {
+      acting(o, config)(a => o.reason.fold(a.tasks.cancel(o.task))(a.tasks.cancel(o.task, _))).flatMap {
         case weir.postgres.Cancel.Cancelled => IO.println(s"task ${o.task}: cancelled").as(ExitCode.Success)
         case weir.postgres.Cancel.Requested =>
           IO.println(s"task ${o.task}: running; its worker is told to interrupt it").as(ExitCode.Success)

@@ -39,10 +39,11 @@ private[cli] object DurableGroups:
         .text("with --cancel: kept among each task's errors (default: who cancelled what)")
     )
 
-  private def validReason(o: Options): Either[String, Unit] =
-    o.reason.filterNot(_ => o.cancel).fold[Either[String, Unit]](Right(()))(r =>
-      Left(s"--reason '$r' needs --cancel")
-    )
+  // --reason and --as are the cancel's
+  private def cancelOnly(o: Options): Either[String, Unit] =
+    (o.reason.map(r => s"--reason '$r'") ++ o.as.map(n => s"--as '$n'")).headOption
+      .filterNot(_ => o.cancel)
+      .fold[Either[String, Unit]](Right(()))(option => Left(s"$option needs --cancel"))
 
   private def connected[A](config: DatabaseConfig)(f: Database[IO] => IO[A]): IO[A] =
     Database.connect[IO](config).use(f)
@@ -53,14 +54,14 @@ private[cli] object DurableGroups:
         "a workflow's progress and its tasks by layer, or --cancel its unfinished tasks"
       ):
     override protected def own: List[OParser[?, Options]] =
-      idArg("WORKFLOW", "the workflow's id (its first task's id)") :: shared("tasks")
-    override protected def valid(o: Options): Either[String, Unit] = validReason(o)
+      idArg("WORKFLOW", "the workflow's id (its first task's id)") :: DurableCli.asOption :: shared("tasks")
+    override protected def valid(o: Options): Either[String, Unit] = cancelOnly(o)
 
     protected def act(o: Options, config: DatabaseConfig): IO[ExitCode] =
       val id = WorkflowId(o.task)
       connected(config) { db =>
         if o.cancel then
-          val flows = Workflows(db)
+          val flows = Workflows(db, DurableCli.operator(o))
           o.reason.fold(flows.cancel(id))(flows.cancel(id, _)).flatMap(c =>
             IO.println(s"workflow ${id.value}: ${cancelled(c)}")
           )
@@ -78,14 +79,14 @@ private[cli] object DurableGroups:
         .validate(a => if a >= 0 then success else failure(s"--after must be >= 0, was: $a"))
         .action((a, o) => o.copy(after = a))
         .text("list the members whose ids are above ID, the next page (default 0: from the first)") ::
-        shared("members")
-    override protected def valid(o: Options): Either[String, Unit] = validReason(o)
+        DurableCli.asOption :: shared("members")
+    override protected def valid(o: Options): Either[String, Unit] = cancelOnly(o)
 
     protected def act(o: Options, config: DatabaseConfig): IO[ExitCode] =
       val id = BatchId(o.task)
       connected(config) { db =>
         if o.cancel then
-          val batches = Batches(db)
+          val batches = Batches(db, DurableCli.operator(o))
           o.reason.fold(batches.cancel(id))(batches.cancel(id, _)).flatMap(c =>
             IO.println(s"batch ${id.value}: closed; ${cancelled(c)}")
           )

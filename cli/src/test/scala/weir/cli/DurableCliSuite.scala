@@ -4,7 +4,8 @@ import cats.effect.{ExitCode, IO, Resource}
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres
 import munit.CatsEffectSuite
 import weir.postgres.{
-  After, AuditFilter, AuditLog, Batches, Database, DatabaseConfig, NewTask, QueueRate, Schedule, Scheduler,
+  After, AuditFilter, AuditLog, Batches, Database, DatabaseConfig, NewTask, Operator, QueueRate, Schedule,
+  Scheduler,
   Schema,
   TaskAdmin, TaskGraph, TaskQueue
 }
@@ -114,11 +115,15 @@ class DurableCliSuite extends CatsEffectSuite:
       page <- cli("batch", batch.toString, "--first", "2")
       next <- cli("batch", batch.toString, "--after", members(1).toString)
       cancelled <- cli("workflow", a.toString, "--cancel", "--reason", "wrong run")
-      batchCancelled <- cli("batch", batch.toString, "--cancel")
+      batchCancelled <- cli("batch", batch.toString, "--cancel", "--as", "alice")
+      asWithoutCancel <- cli("workflow", a.toString, "--as", "bob")
       after <- cli("workflow", a.toString)
       unknown <- cli("workflow", "999999")
       unknownBatch <- cli("batch", "999999")
       audit <- Database.connect[IO](config).use(db => AuditLog(db).entries(AuditFilter(task = Some(c))))
+      memberAudit <- Database.connect[IO](config).use(db =>
+        AuditLog(db).entries(AuditFilter(task = Some(members.head)))
+      )
     yield
       assertEquals(shown._1, ExitCode.Success)
       assert(shown._2.startsWith(s"workflow $a: 3 tasks (1 available, 2 waiting), 3 unfinished\n"), shown._2)
@@ -157,7 +162,14 @@ class DurableCliSuite extends CatsEffectSuite:
         unknown._3
       )
       assert(unknownBatch._3.startsWith("Error: unknown batch 999999:"), unknownBatch._3)
-      assertEquals(audit.map(e => (e.operator.name, e.detail)), Vector(("code", Some("wrong run"))))
+      // without --as, the OS user acts; with it, the name it gives; both in the session `cli`
+      assertEquals(
+        audit.map(e => (e.operator, e.detail)),
+        Vector((Operator(sys.props("user.name"), Some("cli")), Some("wrong run")))
+      )
+      assertEquals(memberAudit.map(_.operator), Vector(Operator("alice", Some("cli"))))
+      assertEquals(asWithoutCancel._1, ExitCode(2))
+      assert(asWithoutCancel._3.contains("--as 'bob' needs --cancel"), asWithoutCancel._3)
   }
 
   test("workflow and batch refuse a bad id with exit code 2, naming it") {
@@ -188,6 +200,7 @@ class DurableCliSuite extends CatsEffectSuite:
       noTask <- Main.run(List("durable", "cancel", "--url", "postgresql://h/db"))
       badTask <- Main.run(List("durable", "cancel", "seven", "--url", "postgresql://h/db"))
       emptyReason <- Main.run(List("durable", "cancel", "7", "--reason", "", "--url", "postgresql://h/db"))
+      emptyAs <- Main.run(List("durable", "pause", "q", "--as", " ", "--url", "postgresql://h/db"))
     yield assertEquals(
       List(
         noCommand,
@@ -200,8 +213,9 @@ class DurableCliSuite extends CatsEffectSuite:
         noQueue,
         noTask,
         badTask,
-        emptyReason
+        emptyReason,
+        emptyAs
       ),
-      List.fill(11)(ExitCode(2))
+      List.fill(12)(ExitCode(2))
     )
   }

@@ -15,7 +15,7 @@ import scopt.OptionDef
 abstract class EveryCommandSuite(commands: => Commands) extends CatsEffectSuite:
 
   /** Value names of options that take free text (a path, a URL, a host), where no value is malformed. */
-  private val freeText = Set("FILE", "FILE.png", "DIR", "PATH", "URL", "TEXT", "SECRET", "HOST")
+  private val freeText = Set("FILE", "FILE.png", "DIR", "PATH", "URL", "TEXT", "SECRET", "HOST", "NAME")
 
   private def options(c: Command): List[OptionDef[?, ?]] =
     c.parser.toList.filter(o => o.shortDescription.startsWith("option ") && !o.isHidden && o.name != "help")
