@@ -15,6 +15,10 @@ class PartitionStateSuite extends ScalaCheckSuite:
   private val ran = TaskOutcome.Succeeded((), (), 1)
   private val interrupted = TaskOutcome.Failed((), new TaskInterrupted("revoked"), Disposition.Interrupted, 1)
 
+  // the two threads of a race test meet here each round; a thread that died fails the other's wait instead of
+  // hanging the suite
+  private def meet(barrier: CyclicBarrier): Unit = barrier.await(10, TimeUnit.SECONDS): Unit
+
   /** What the engine does at the end of an attempt that was not interrupted: its registration undone. */
   private def attemptEnded(state: PartitionState, e: Entry): Unit =
     e.life.onInterrupt(_ => ())()
@@ -156,17 +160,18 @@ class PartitionStateSuite extends ScalaCheckSuite:
     val idleSeen = new Array[Boolean](rounds)
     val revoker = new Thread(() =>
       (0 until rounds).foreach { i =>
-        barrier.await(): Unit
+        meet(barrier)
         states(i).revoke()
         idleSeen(i) = states(i).awaitIdle(System.nanoTime())
-        barrier.await(): Unit
+        meet(barrier)
       }
     )
+    revoker.setDaemon(true)
     revoker.start()
     (0 until rounds).foreach { i =>
-      barrier.await(): Unit
+      meet(barrier)
       val refusal = states(i).tryStart(entries(i))
-      barrier.await(): Unit
+      meet(barrier)
       assert(
         refusal.nonEmpty || !idleSeen(i),
         s"round $i: a record started, and the revoke did not see it busy"
@@ -201,19 +206,20 @@ class PartitionStateSuite extends ScalaCheckSuite:
     val entries = states.map(s => Vector.tabulate(size)(i => s.receive(i.toLong)))
     val revoker = new Thread(() =>
       (0 until rounds).foreach { i =>
-        barrier.await(): Unit
+        meet(barrier)
         // lets the records' walk get under way first, by a varying amount
         var spin = i % 64
         while spin > 0 do
           Thread.onSpinWait()
           spin -= 1
         states(i).revoke()
-        barrier.await(): Unit
+        meet(barrier)
       }
     )
+    revoker.setDaemon(true)
     revoker.start()
     val broken = (0 until rounds).flatMap { i =>
-      barrier.await(): Unit
+      meet(barrier)
       // one key's records, each tried once the one before it ran or was refused
       val started = entries(i).map { e =>
         val refused = states(i).tryStart(e).nonEmpty
@@ -222,7 +228,7 @@ class PartitionStateSuite extends ScalaCheckSuite:
           states(i).finish(e, ran, counts = true)
         !refused
       }
-      barrier.await(): Unit
+      meet(barrier)
       val firstRefused = started.indexOf(false)
       Option.when(firstRefused >= 0 && started.lastIndexOf(true) > firstRefused)(
         s"round $i: record ${started.lastIndexOf(true)} started after record $firstRefused was refused"
