@@ -15,14 +15,15 @@ import scala.concurrent.duration.*
  */
 object GraphRounds:
 
-  /** One timed round: tasks per second of `tasks` independent tasks, then of a 1 → n → 1 graph as many. */
+  /** One timed round: tasks per second of `tasks` independent tasks and of a 1 → n → 1 graph as many. */
   final case class Round(independent: Double, graph: Double):
     def ratio: Double = graph / independent
 
   /**
-   * `rounds` rounds, each `tasks` independent no-op tasks and then a 1 → (tasks - 2) → 1 graph, worked by
+   * `rounds` rounds, each `tasks` independent no-op tasks and a 1 → (tasks - 2) → 1 graph, worked by
    * `workers` worker JVMs that nobody kills, each timed from its enqueue's commit to an empty queue; after
-   * a first round of a fifth the size, not timed, which compiles the workers' paths.
+   * a first round of the same size, not timed, which compiles the workers' paths. The two take turns going
+   * first (the independent tasks in odd rounds), so that neither always runs on the warmer JVMs.
    */
   def run(
       lab: LabDatabase,
@@ -59,15 +60,15 @@ object GraphRounds:
           middle.map(i => Node(i, Scenario.FanOut, Vector(Edge(0, false)), false)) :+
           Node(n - 1, Scenario.FanOut, middle.map(Edge(_, false)), false)
       )
-    def round(name: String, n: Int): IO[Round] =
-      (
-        rate(s"$name-independent", n)(q.enqueueMany((1 to n).map(NewTask(_))).void),
-        rate(s"$name-graph", n)(fan(n).enqueue(db).void)
-      ).mapN(Round.apply)
+    def round(name: String, n: Int, graphFirst: Boolean): IO[Round] =
+      val independent = rate(s"$name-independent", n)(q.enqueueMany((1 to n).map(NewTask(_))).void)
+      val graph = rate(s"$name-graph", n)(fan(n).enqueue(db).void)
+      if graphFirst then (graph, independent).mapN((g, i) => Round(i, g))
+      else (independent, graph).mapN(Round.apply)
     List.fill(workers)(Children.start(args)).parSequence.use { children =>
-      round("warm-up", (tasks / 5).max(3)) *>
+      round("warm-up", tasks, graphFirst = false) *>
         (1 to rounds).toVector.traverse(r =>
-          round(s"round-$r", tasks).flatTap(x =>
+          round(s"round-$r", tasks, graphFirst = r % 2 == 0).flatTap(x =>
             IO.println(
               f"  workflow timed round $r: independent ${x.independent}%.0f tasks/s, graph ${x.graph}%.0f tasks/s (${x.ratio}%.2f×)"
             )
