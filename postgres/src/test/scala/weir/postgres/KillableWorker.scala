@@ -127,14 +127,11 @@ object KillableWorker extends IOApp:
       )
       .map(p => (p, new BufferedReader(new InputStreamReader(p.getInputStream))))
 
-  private def lines(out: BufferedReader): Iterator[String] =
-    Iterator.continually(out.readLine()).takeWhile(_ != null)
-
   /** The ids of a child's `n` workers, from its `worker <id>` lines. */
   private def ids(p: Process, out: BufferedReader, n: Int): IO[Vector[Long]] =
-    IO.blocking {
+    ChildCommand.reading(p, out, 60.seconds) { lines =>
       val ids =
-        lines(out).filter(_.startsWith("worker ")).take(n).map(_.stripPrefix("worker ").trim.toLong).toVector
+        lines.filter(_.startsWith("worker ")).take(n).map(_.stripPrefix("worker ").trim.toLong).toVector
       if ids.size < n then sys.error(s"worker exited (${p.waitFor()}) before starting")
       ids
     }

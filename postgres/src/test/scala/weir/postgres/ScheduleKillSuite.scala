@@ -27,16 +27,18 @@ class ScheduleKillSuite extends DbSuite:
         IO.blocking(p.destroyForcibly().waitFor()).void
       )
       .evalTap { p =>
-        IO.blocking {
-          val reader = new BufferedReader(new InputStreamReader(p.getInputStream))
-          // its line, not its being alive, says it runs: a JVM that fails to start may not have exited yet
-          @tailrec def started(before: Vector[String]): Unit =
-            reader.readLine() match
-              case null => sys.error(s"scheduler exited before starting: ${before.mkString("\n")}")
-              case "scheduling" => ()
-              case line => started(before :+ line)
-          started(Vector.empty)
-        }.void
+        // its line, not its being alive, says it runs: a JVM that fails to start may not have exited yet
+        ChildCommand.reading(p, new BufferedReader(new InputStreamReader(p.getInputStream)), 60.seconds) {
+          lines =>
+            // no read past the line: the child prints nothing more while it runs
+            @tailrec def started(before: Vector[String]): Unit =
+              if !lines.hasNext then sys.error(s"scheduler exited before starting: ${before.mkString("\n")}")
+              else
+                lines.next() match
+                  case "scheduling" => ()
+                  case line => started(before :+ line)
+            started(Vector.empty)
+        }
       }
 
   private def ticks(db: Database[IO], name: String): IO[Long] =
