@@ -10,6 +10,9 @@ first sample that saw it; one that ended inside a phase, up to the last). Linux 
 machine, since every java and postgres process is counted:
 
   scripts/cpu-split.py /tmp/split.log -- ./weir lab durable --only workflow --url postgresql://...
+
+With --by-process first, each phase's java time is also shown per JVM (its pid and main class or
+jar), and PostgreSQL's by process title (the backends together, autovacuum, the checkpointer, ...).
 """
 import os
 import re
@@ -40,6 +43,29 @@ def on_cpu(pid):
         with open(f"/proc/{pid}/task/{task}/schedstat") as f:
             total += int(f.read().split()[0])
     return total
+
+
+def main_class(pid):
+    """The last word of a JVM's command line that names a class or a jar, for --by-process."""
+    try:
+        with open(f"/proc/{pid}/cmdline") as f:
+            words = f.read().split("\0")
+    except OSError:
+        return "?"
+    named = [w for w in words if w.startswith("weir.") or w.endswith(".jar")]
+    return named[-1].rsplit("/", 1)[-1] if named else "?"
+
+
+def server_title(pid):
+    """A PostgreSQL process's title without its client's address and state, for --by-process."""
+    try:
+        with open(f"/proc/{pid}/cmdline") as f:
+            title = f.read().replace("\0", " ").strip()
+    except OSError:
+        return "?"
+    if "(" in title:  # a backend: "postgres: USER DB HOST(PORT) STATE"
+        return " ".join(title.split(" ")[:3]) + " (backends)"
+    return title
 
 
 def sample():
@@ -74,20 +100,32 @@ def split(samples, start, end):
                 lo[pid] = ns if pid in first[1] else 0
             hi[pid] = (k, ns)
     out = {"java": 0, "postgres": 0}
+    javas = {}
     for pid, (k, ns) in hi.items():
         out[k] += ns - lo[pid]
-    return last[0] - first[0], out["java"], out["postgres"], last[2] - first[2]
+        javas[pid] = ns - lo[pid]
+    return last[0] - first[0], out["java"], out["postgres"], last[2] - first[2], javas
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[2] != "--":
+    args = sys.argv[1:]
+    by_process = bool(args) and args[0] == "--by-process"
+    if by_process:
+        args = args[1:]
+    if len(args) < 3 or args[1] != "--":
         sys.exit(__doc__)
-    log, command = sys.argv[1], sys.argv[3:]
+    log, command = args[0], args[2:]
+    names = {}
     samples, stop = [], threading.Event()
 
     def sampler():
         while not stop.is_set():
-            samples.append(sample())
+            s = sample()
+            samples.append(s)
+            if by_process:
+                for pid, (k, _) in s[1].items():
+                    if pid not in names:
+                        names[pid] = (k, main_class(pid) if k == "java" else server_title(pid))
             time.sleep(0.05)
 
     t = threading.Thread(target=sampler, daemon=True)
@@ -113,9 +151,23 @@ def main():
         if s is None:
             print(f"{name:24} too short to sample")
             continue
-        wall, java, pg, idle = s
+        wall, java, pg, idle, javas = s
         other = cores * wall - (java + pg + idle) / 1e6
         print(f"{name:24} {wall:8d} {java / 1e6:8.0f} {pg / 1e6:12.0f} {idle / 1e6:8.0f} {other:9.0f}")
+        if by_process:
+            java_ms = {pid: ns for pid, ns in javas.items() if names.get(pid, ("?",))[0] == "java"}
+            for pid, ns in sorted(java_ms.items(), key=lambda x: -x[1]):
+                if ns >= 1_000_000:
+                    print(f"  java {pid} {names[pid][1]:40} {ns / 1e6:8.0f}")
+            # the server's processes by their title: backends, autovacuum, checkpointer, WAL writer
+            by_title = {}
+            for pid, ns in javas.items():
+                k, title = names.get(pid, ("?", "?"))
+                if k == "postgres":
+                    by_title[title] = by_title.get(title, 0) + ns
+            for title, ns in sorted(by_title.items(), key=lambda x: -x[1]):
+                if ns >= 1_000_000:
+                    print(f"  postgres {title:40} {ns / 1e6:8.0f}")
     sys.exit(rc)
 
 

@@ -30,6 +30,17 @@ final case class LabDatabase(
   /** `cio` on [[admin]], retried across a restart ([[Retrying]]): for reads and idempotent statements only. */
   def read[A](what: String)(cio: ConnectionIO[A]): IO[A] = Retrying(what)(cio.transact(admin))
 
+  /**
+   * Whether `queue` has no task left, read on one connection held as long as the resource: a timed round
+   * asks it every few milliseconds, and a connection opened for each read (a TLS handshake and a SCRAM
+   * exchange on both sides, a server process started) would spend the cores the timed tasks run on.
+   */
+  def emptiness(queue: String): Resource[IO, IO[Boolean]] =
+    Retrying.resource(s"a session watching queue $queue")(session).map(xa =>
+      (Fragment.const(s"SELECT NOT EXISTS (SELECT 1 FROM ${schema("tasks")} WHERE queue = ") ++ fr0"$queue)")
+        .query[Boolean].unique.transact(xa)
+    )
+
   /** One connection for a series of short reads (each a transaction of its own), closed when released. */
   def session: Resource[IO, Transactor[IO]] =
     Resource

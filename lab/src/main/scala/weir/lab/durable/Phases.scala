@@ -2,8 +2,6 @@ package weir.lab.durable
 
 import cats.effect.{IO, Ref, Resource}
 import cats.syntax.all.*
-import doobie.*
-import doobie.implicits.*
 import weir.Pipeline
 import weir.postgres.*
 
@@ -65,28 +63,25 @@ object Phases:
       between: IO[Either[String, Double]]
   ): IO[Vector[Round]] =
     val args = List(lab.url, lab.schema.name, queue, limit.toString, "noop", "1000", "3000")
-    val empty = lab.read("whether the queue is empty")(
-      (Fragment.const(s"SELECT NOT EXISTS (SELECT 1 FROM ${lab.schema("tasks")} WHERE queue = ") ++
-        fr0"$queue)").query[Boolean].unique
-    )
-    def round(tasks: Int): IO[Double] =
-      for
-        _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to tasks).map(NewTask(_)))
-        t0 <- IO.monotonic
-        _ <- (IO.sleep(50.millis) *> empty).iterateUntil(identity)
-        t1 <- IO.monotonic
-      yield tasks / seconds(t0.toNanos, t1.toNanos)
-    List.fill(workers)(Children.start(args)).parSequence.use { children =>
-      round((n / 5).max(1)) *>
-        (1 to rounds).toVector.traverse(r =>
-          round(n).flatMap(w => between.map(Round(w, _))).flatTap(x =>
-            IO.println(
-              f"  round $r: weir ${x.worked}%.0f tasks/s, River ${x.river.fold(identity, d => f"$d%.0f jobs/s")}"
+    (List.fill(workers)(Children.start(args)).parSequence, lab.emptiness(queue)).tupled.use {
+      (children, empty) =>
+        def round(tasks: Int): IO[Double] =
+          for
+            _ <- TaskQueue[IO, Int](db, queue).enqueueMany((1 to tasks).map(NewTask(_)))
+            t0 <- IO.monotonic
+            _ <- (IO.sleep(50.millis) *> empty).iterateUntil(identity)
+            t1 <- IO.monotonic
+          yield tasks / seconds(t0.toNanos, t1.toNanos)
+        round((n / 5).max(1)) *>
+          (1 to rounds).toVector.traverse(r =>
+            round(n).flatMap(w => between.map(Round(w, _))).flatTap(x =>
+              IO.println(
+                f"  round $r: weir ${x.worked}%.0f tasks/s, River ${x.river.fold(identity, d => f"$d%.0f jobs/s")}"
+              )
             )
-          )
-        ) <*
-        children.traverse_(c => IO.blocking(c.process.destroy())) <* // SIGTERM: each drains and deregisters
-        children.traverse_(c => IO.interruptible(c.process.waitFor()).void)
+          ) <*
+          children.traverse_(c => IO.blocking(c.process.destroy())) <* // SIGTERM: each drains and deregisters
+          children.traverse_(c => IO.interruptible(c.process.waitFor()).void)
     }
 
   /** One idle-latency sample: from the enqueue call, and from its commit (the call's return), to the start. */

@@ -146,9 +146,12 @@ private[postgres] object GraphEnqueue:
       ids: Array[Long],
       index: Map[String, Int]
   ): Vector[(Long, Boolean)] =
-    val all = node.parents.map(p => (p.parent, p.anyOutcome)) ++
-      node.after.map(a => (ids(index(a.parent)), a.anyOutcome))
-    all.map(_._1).distinct.map(id => (id, all.filter(_._1 == id).forall(_._2)))
+    // linear in the parents: a fan-in's last task names every task of its graph
+    val strictness = scala.collection.mutable.LinkedHashMap.empty[Long, Boolean]
+    val all = node.parents.iterator.map(p => (p.parent, p.anyOutcome)) ++
+      node.after.iterator.map(a => (ids(index(a.parent)), a.anyOutcome))
+    all.foreach((id, any) => strictness.updateWith(id)(seen => Some(seen.fold(any)(_ && any))))
+    strictness.toVector
 
   /**
    * Whether each node may be its key's head: no task before it in `order`, without a unique key (which may
