@@ -10,20 +10,28 @@ import scala.concurrent.duration.*
 
 /**
  * The workflow run's timed rounds: a graph's tasks per second against as many independent tasks', on
- * worker JVMs that nobody kills (see [[WorkflowPhase]]).
+ * worker JVMs that nobody kills (see [[WorkflowPhase]]); and, between the two, independent tasks whose
+ * completions are kept in `finished`, as a graph's are (its tasks' results and its page need them), which
+ * prices that part of a graph's cost apart from the rest.
  */
 object GraphRounds:
 
-  /** One timed round: tasks per second of `tasks` independent tasks and of a 1 → n → 1 graph as many. */
-  final case class Round(independent: Double, graph: Double):
+  /**
+   * One timed round, tasks per second: `tasks` independent tasks, as many independent tasks kept once
+   * completed (`keepCompleted`), and a 1 → n → 1 graph as large.
+   */
+  final case class Round(independent: Double, kept: Double, graph: Double):
     def ratio: Double = graph / independent
+    def keptRatio: Double = kept / independent
+    def graphOverKept: Double = graph / kept
 
   /**
-   * `rounds` rounds, each `tasks` independent no-op tasks and a 1 → (tasks - 2) → 1 graph, worked by
-   * `workers` worker JVMs that nobody kills, each enqueued into the paused queue and timed from its resume
-   * to an empty queue, so that the round times the tasks' run alone, not their enqueue; after
-   * a first round of the same size, not timed, which compiles the workers' paths. The two take turns going
-   * first (the independent tasks in odd rounds), so that neither always runs on the warmer JVMs.
+   * `rounds` rounds of the three arms, each worked by `workers` worker JVMs of its kind that nobody kills
+   * (the kept arm's keep their completions; a graph's are kept whatever its workers say), each arm enqueued
+   * into its paused queue and timed from its resume to an empty queue, so that a round times the tasks' run
+   * alone, not their enqueue; after a first round of the same size, not timed, which compiles the workers'
+   * paths. The arms take turns going first (round r starts with arm r of three), so that none always runs
+   * on the warmest JVMs.
    */
   def run(
       lab: LabDatabase,
@@ -34,11 +42,12 @@ object GraphRounds:
       workers: Int,
       limit: Int
   ): IO[Vector[Round]] =
-    val q = TaskQueue[IO, Int](db, queue)
-    val args = List(lab.url, lab.schema.name, queue, limit.toString, "noop", "1000", "3000")
+    val keptQueue = s"$queue-kept"
+    def args(queue: String, mode: String) =
+      List(lab.url, lab.schema.name, queue, limit.toString, mode, "1000", "3000")
     val controls = TaskAdmin(db).queues
     // This JVM's compiler goes on compiling the enqueue's code (a graph's most) for up to a second after it
-    // returns, on a core the timed tasks need: a round starts once the compiler's total time has not moved
+    // returns, on a core the timed tasks need: an arm starts once the compiler's total time has not moved
     // for 200 ms (or after 10 s).
     val compiled = IO(ManagementFactory.getCompilationMXBean.getTotalCompilationTime)
     val compilerQuiet =
@@ -46,7 +55,7 @@ object GraphRounds:
         compiled,
         IO.sleep(200.millis) *> compiled
       ).tupled.iterateUntil(_ == _).void.timeoutTo(10.seconds, IO.unit)
-    def fan(n: Int): TaskGraph =
+    def fan(q: TaskQueue[IO, Int], n: Int): TaskGraph =
       val middle = (1 to n - 2).toVector
       WorkflowPhase.graphOf(
         q,
@@ -54,34 +63,44 @@ object GraphRounds:
           middle.map(i => Node(i, Scenario.FanOut, Vector(Edge(0, false)), false)) :+
           Node(n - 1, Scenario.FanOut, middle.map(Edge(_, false)), false)
       )
-    (List.fill(workers)(Children.start(args)).parSequence, lab.emptiness(queue)).tupled.use {
-      (children, empty) =>
-        // each phase's bounds on the wall clock, in a line scripts/cpu-split.py reads to split the machine's
-        // CPU time by phase
-        def rate(phase: String, n: Int)(enqueue: IO[Unit]): IO[Double] =
-          for
-            _ <- controls.pause(queue) *> enqueue *> compilerQuiet
-            _ <- controls.resume(queue)
-            t0 <- IO.monotonic
-            w0 <- IO.realTime
-            _ <- (IO.sleep(10.millis) *> empty).iterateUntil(identity)
-            t1 <- IO.monotonic
-            w1 <- IO.realTime
-            _ <- IO.println(s"  phase $phase ${w0.toMillis} ${w1.toMillis}")
-          yield n / ((t1 - t0).toNanos / 1e9)
-        def round(name: String, n: Int, graphFirst: Boolean): IO[Round] =
-          val independent = rate(s"$name-independent", n)(q.enqueueMany((1 to n).map(NewTask(_))).void)
-          val graph = rate(s"$name-graph", n)(fan(n).enqueue(db).void)
-          if graphFirst then (graph, independent).mapN((g, i) => Round(i, g))
-          else (independent, graph).mapN(Round.apply)
-        controls.add(queue) *> round("warm-up", tasks, graphFirst = false) *>
-          (1 to rounds).toVector.traverse(r =>
-            round(s"round-$r", tasks, graphFirst = r % 2 == 0).flatTap(x =>
-              IO.println(
-                f"  workflow timed round $r: independent ${x.independent}%.0f tasks/s, graph ${x.graph}%.0f tasks/s (${x.ratio}%.2f×)"
-              )
+    val children = (List.fill(workers)(args(queue, "noop")) ++ List.fill(workers)(args(keptQueue, "kept")))
+      .parTraverse(Children.start)
+    (children, lab.emptiness(queue), lab.emptiness(keptQueue)).tupled.use { (children, empty, keptEmpty) =>
+      // each arm's bounds on the wall clock, in a line scripts/cpu-split.py reads to split the machine's CPU
+      // time by phase
+      def rate(phase: String, queue: String, empty: IO[Boolean])(enqueue: IO[Unit]): IO[Double] =
+        for
+          _ <- controls.pause(queue) *> enqueue *> compilerQuiet
+          _ <- controls.resume(queue)
+          t0 <- IO.monotonic
+          w0 <- IO.realTime
+          _ <- (IO.sleep(10.millis) *> empty).iterateUntil(identity)
+          t1 <- IO.monotonic
+          w1 <- IO.realTime
+          _ <- IO.println(s"  phase $phase ${w0.toMillis} ${w1.toMillis}")
+        yield tasks / ((t1 - t0).toNanos / 1e9)
+      def round(name: String, first: Int): IO[Round] =
+        def independent(q: TaskQueue[IO, Int]) = q.enqueueMany((1 to tasks).map(NewTask(_))).void
+        val plain = TaskQueue[IO, Int](db, queue)
+        val arms = Vector(
+          rate(s"$name-independent", queue, empty)(independent(plain)),
+          rate(s"$name-kept", keptQueue, keptEmpty)(independent(TaskQueue[IO, Int](db, keptQueue))),
+          rate(s"$name-graph", queue, empty)(fan(plain, tasks).enqueue(db).void)
+        )
+        val order = Vector.tabulate(3)(i => (first + i) % 3)
+        order.traverse(arms).map(rates => order.zip(rates).sortBy(_._1).map(_._2)).map {
+          case Vector(i, k, g) => Round(i, k, g)
+          case other => throw new IllegalStateException(s"three arms, not ${other.size}")
+        }
+      (controls.add(queue) *> controls.add(keptQueue) *> round("warm-up", 0)) *>
+        (1 to rounds).toVector.traverse(r =>
+          round(s"round-$r", (r - 1) % 3).flatTap(x =>
+            IO.println(
+              f"  workflow timed round $r: independent ${x.independent}%.0f tasks/s, kept ${x.kept}%.0f " +
+                f"(${x.keptRatio}%.2f×), graph ${x.graph}%.0f (${x.ratio}%.2f×; ${x.graphOverKept}%.2f× the kept)"
             )
-          ) <*
-          children.traverse_(c => IO.blocking(c.process.destroy())) <*
-          children.traverse_(c => IO.interruptible(c.process.waitFor()).void)
+          )
+        ) <*
+        children.traverse_(c => IO.blocking(c.process.destroy())) <*
+        children.traverse_(c => IO.interruptible(c.process.waitFor()).void)
     }

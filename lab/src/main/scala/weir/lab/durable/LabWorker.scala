@@ -14,7 +14,8 @@ import scala.concurrent.duration.*
  * One worker process of `./weir lab durable`, started by the lab as a child JVM. It prints `worker <id>`
  * once registered, then serves the queue: with `record`, each task's handler first writes one execution
  * row (task, attempt, worker, key, the database's clock) so that the lab can count duplicates and check
- * key order; with `noop` the handler does nothing (the throughput run); with `workflow` (the workflow
+ * key order; with `noop` the handler does nothing (the throughput run), and with `kept` nothing either, but
+ * the completed tasks are kept (`keepCompleted`, as a workflow's are); with `workflow` (the workflow
  * phase, [[WorkflowPhase]]) it writes a row of `wf_executions` (task, payload, attempt, worker, the
  * database's clock, and for a batch's callback the counts its batch ended with), then fails the task if
  * its payload is negative (the lab enqueues such tasks with one attempt, so they end dead). It ends when
@@ -25,7 +26,7 @@ import scala.concurrent.duration.*
  * registration) is retried; weir's worker retries its own calls, and runs again a task whose record failed. An error it cannot
  * survive ends it with one line on standard output (which the lab passes on) and exit code 1.
  *
- * args: url schema queue limit record|noop|workflow heartbeatMillis deadAfterMillis
+ * args: url schema queue limit record|noop|kept|workflow heartbeatMillis deadAfterMillis
  */
 object LabWorker extends WeirApp:
 
@@ -56,7 +57,8 @@ object LabWorker extends WeirApp:
 
   def run(args: List[String]): IO[ExitCode] =
     args match
-      case List(url, schemaName, queue, limit, mode, heartbeat, deadAfter) =>
+      case List(url, schemaName, queue, limit, mode, heartbeat, deadAfter)
+          if Set("record", "noop", "kept", "workflow")(mode) =>
         val schema = Schema(schemaName)
         val record = mode == "record"
         val workflow = mode == "workflow"
@@ -67,7 +69,7 @@ object LabWorker extends WeirApp:
           pollInterval = 200.millis,
           backoff =
             Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
-          keepCompleted = record || workflow,
+          keepCompleted = record || workflow || mode == "kept",
           stopWhenEmpty = record
         )
         // the recording INSERTs are the lab's, not weir's: they need not wait for the WAL flush (a killed
@@ -151,6 +153,6 @@ object LabWorker extends WeirApp:
         )
       case _ =>
         IO.consoleForIO.errorln(
-          s"usage: LabWorker url schema queue limit record|noop|workflow heartbeatMs deadAfterMs, was: $args"
+          s"usage: LabWorker url schema queue limit record|noop|kept|workflow heartbeatMs deadAfterMs, was: $args"
         )
           .as(ExitCode(2))

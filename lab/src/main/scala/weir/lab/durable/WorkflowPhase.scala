@@ -33,9 +33,17 @@ object WorkflowPhase:
       minKills: Int,
       killEvery: Option[FiniteDuration] = None
   ):
-    /** The median of the rounds' ratios, graph over independent (each round's pair run back to back). */
-    def graphOverIndependent: Option[Double] =
-      Option.when(rounds.nonEmpty)(Stats.of(rounds.map(_.ratio)).median)
+    /** The median of the rounds' ratios, graph over independent (each round's arms run back to back). */
+    def graphOverIndependent: Option[Double] = median(_.ratio)
+
+    /** The median of the rounds' ratios, kept independent tasks over independent ones. */
+    def keptOverIndependent: Option[Double] = median(_.keptRatio)
+
+    /** The median of the rounds' ratios, graph over kept independent tasks. */
+    def graphOverKept: Option[Double] = median(_.graphOverKept)
+
+    private def median(ratio: GraphRounds.Round => Double): Option[Double] =
+      Option.when(rounds.nonEmpty)(Stats.of(rounds.map(ratio)).median)
 
   /** A scenario that makes no progress for this long is given up; its unfinished tasks are reported lost. */
   val stallLimit: FiniteDuration = 60.seconds

@@ -61,6 +61,18 @@ object WorkflowReport:
         w.graphOverIndependent.fold("—")(m =>
           f"$m%.2f× (" + w.rounds.map(r => f"${r.graph}%.0f / ${r.independent}%.0f").mkString(", ") + ")"
         )
+      ),
+      Vector(
+        "workflow:   independent tasks kept once completed / independent, median (each round's)",
+        w.keptOverIndependent.fold("—")(m =>
+          f"$m%.2f× (" + w.rounds.map(r => f"${r.kept}%.0f / ${r.independent}%.0f").mkString(", ") + ")"
+        )
+      ),
+      Vector(
+        "workflow:   graph / independent tasks kept once completed, median (each round's)",
+        w.graphOverKept.fold("—")(m =>
+          f"$m%.2f× (" + w.rounds.map(r => f"${r.graph}%.0f / ${r.kept}%.0f").mkString(", ") + ")"
+        )
       )
     )
 
@@ -100,8 +112,14 @@ object WorkflowReport:
       ),
       "timed_tasks" -> w.timedTasks.asJson,
       "timed_rounds" -> w.rounds.map(r =>
-        Json.obj("independent_per_s" -> number(r.independent), "graph_per_s" -> number(r.graph))
+        Json.obj(
+          "independent_per_s" -> number(r.independent),
+          "kept_per_s" -> number(r.kept),
+          "graph_per_s" -> number(r.graph)
+        )
       ).asJson,
       "graph_over_independent" -> w.graphOverIndependent.fold(Json.Null)(number),
+      "kept_over_independent" -> w.keptOverIndependent.fold(Json.Null)(number),
+      "graph_over_kept" -> w.graphOverKept.fold(Json.Null)(number),
       "failures" -> failures(w).asJson
     )

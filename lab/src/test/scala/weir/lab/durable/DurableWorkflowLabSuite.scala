@@ -62,6 +62,12 @@ class DurableWorkflowLabSuite extends CatsEffectSuite:
       )
       assertEquals(w.get[Vector[io.circe.Json]]("timed_rounds").map(_.size), Right(1), text)
       assert(w.get[Double]("graph_over_independent").exists(_ > 0), text)
+      assert(w.get[Double]("kept_over_independent").exists(_ > 0), text)
+      assert(w.get[Double]("graph_over_kept").exists(_ > 0), text)
+      assert(
+        w.downField("timed_rounds").downN(0).get[Double]("kept_per_s").exists(_ > 0),
+        text
+      )
       assertEquals(w.get[Vector[String]]("stalled"), Right(Vector.empty), text)
       assertEquals(c.downField("records").get[String]("status"), Right("ok"), text)
       assertEquals(code, ExitCode.Success)

@@ -229,7 +229,11 @@ class WorkflowCheckSuite extends ScalaCheckSuite:
       timings = Vector.empty,
       timedTasks = 10,
       rounds =
-        Vector(GraphRounds.Round(100, 80), GraphRounds.Round(100, 90), GraphRounds.Round(100, 40)),
+        Vector(
+          GraphRounds.Round(100, 90, 80),
+          GraphRounds.Round(100, 95, 90),
+          GraphRounds.Round(100, 85, 40)
+        ),
       minKills = 3
     )
     val failures = WorkflowReport.failures(run)
