@@ -26,8 +26,8 @@ object GraphRounds:
     def graphOverKept: Double = graph / kept
 
   /**
-   * `rounds` rounds of the three arms, each worked by `workers` worker JVMs of its kind that nobody kills
-   * (the kept arm's keep their completions; a graph's are kept whatever its workers say), each arm enqueued
+   * `rounds` rounds of the three arms, worked by `workers` worker JVMs that nobody kills, each serving the
+   * arms' two queues (the kept arm's keeps its completions; a graph's are kept whatever its worker says), each arm enqueued
    * into its paused queue and timed from its resume to an empty queue, so that a round times the tasks' run
    * alone, not their enqueue; after a first round of the same size, not timed, which compiles the workers'
    * paths. The arms take turns going first (round r starts with arm r of three), so that none always runs
@@ -43,14 +43,13 @@ object GraphRounds:
       limit: Int
   ): IO[Vector[Round]] =
     val keptQueue = s"$queue-kept"
-    def args(queue: String, mode: String) =
-      List(lab.url, lab.schema.name, queue, limit.toString, mode, "1000", "3000")
+    val args = List(lab.url, lab.schema.name, queue, limit.toString, "pair", "1000", "3000")
     val controls = TaskAdmin(db).queues
     // This JVM's compiler goes on compiling the enqueue's code (a graph's most) for up to a second after it
-    // returns, on a core the timed tasks need: an arm starts once the compiler's total time has not moved
-    // for 200 ms (or after 10 s).
+    // returns, and its collector has what the enqueue left to collect, on a core the timed tasks need: an arm
+    // starts after a full collection, once the compiler's total time has not moved for 200 ms (or after 10 s).
     val compiled = IO(ManagementFactory.getCompilationMXBean.getTotalCompilationTime)
-    val compilerQuiet =
+    val quiet = IO.blocking(System.gc()) *>
       (
         compiled,
         IO.sleep(200.millis) *> compiled
@@ -63,14 +62,14 @@ object GraphRounds:
           middle.map(i => Node(i, Scenario.FanOut, Vector(Edge(0, false)), false)) :+
           Node(n - 1, Scenario.FanOut, middle.map(Edge(_, false)), false)
       )
-    val children = (List.fill(workers)(args(queue, "noop")) ++ List.fill(workers)(args(keptQueue, "kept")))
-      .parTraverse(Children.start)
+    // each JVM serves both queues (LabWorker's `pair`): the kept arm runs on code compiled as the others'
+    val children = List.fill(workers)(Children.start(args)).parSequence
     (children, lab.emptiness(queue), lab.emptiness(keptQueue)).tupled.use { (children, empty, keptEmpty) =>
       // each arm's bounds on the wall clock, in a line scripts/cpu-split.py reads to split the machine's CPU
       // time by phase
       def rate(phase: String, queue: String, empty: IO[Boolean])(enqueue: IO[Unit]): IO[Double] =
         for
-          _ <- controls.pause(queue) *> enqueue *> compilerQuiet
+          _ <- controls.pause(queue) *> enqueue *> quiet
           _ <- controls.resume(queue)
           t0 <- IO.monotonic
           w0 <- IO.realTime

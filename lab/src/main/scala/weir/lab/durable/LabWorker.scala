@@ -14,8 +14,9 @@ import scala.concurrent.duration.*
  * One worker process of `./weir lab durable`, started by the lab as a child JVM. It prints `worker <id>`
  * once registered, then serves the queue: with `record`, each task's handler first writes one execution
  * row (task, attempt, worker, key, the database's clock) so that the lab can count duplicates and check
- * key order; with `noop` the handler does nothing (the throughput run), and with `kept` nothing either, but
- * the completed tasks are kept (`keepCompleted`, as a workflow's are); with `workflow` (the workflow
+ * key order; with `noop` the handler does nothing (the throughput run), and with `pair` nothing either, and a
+ * second worker serves `<queue>-kept` alike but keeps its completed tasks (`keepCompleted`, as a workflow's
+ * are); with `workflow` (the workflow
  * phase, [[WorkflowPhase]]) it writes a row of `wf_executions` (task, payload, attempt, worker, the
  * database's clock, and for a batch's callback the counts its batch ended with), then fails the task if
  * its payload is negative (the lab enqueues such tasks with one attempt, so they end dead). It ends when
@@ -26,7 +27,7 @@ import scala.concurrent.duration.*
  * registration) is retried; weir's worker retries its own calls, and runs again a task whose record failed. An error it cannot
  * survive ends it with one line on standard output (which the lab passes on) and exit code 1.
  *
- * args: url schema queue limit record|noop|kept|workflow heartbeatMillis deadAfterMillis
+ * args: url schema queue limit record|noop|pair|workflow heartbeatMillis deadAfterMillis
  */
 object LabWorker extends WeirApp:
 
@@ -58,7 +59,7 @@ object LabWorker extends WeirApp:
   def run(args: List[String]): IO[ExitCode] =
     args match
       case List(url, schemaName, queue, limit, mode, heartbeat, deadAfter)
-          if Set("record", "noop", "kept", "workflow")(mode) =>
+          if Set("record", "noop", "pair", "workflow")(mode) =>
         val schema = Schema(schemaName)
         val record = mode == "record"
         val workflow = mode == "workflow"
@@ -69,7 +70,7 @@ object LabWorker extends WeirApp:
           pollInterval = 200.millis,
           backoff =
             Retry.exponential(base = Duration.Zero, maxAttempts = Int.MaxValue, maxDelay = Duration.Zero),
-          keepCompleted = record || workflow || mode == "kept",
+          keepCompleted = record || workflow,
           stopWhenEmpty = record
         )
         // the recording INSERTs are the lab's, not weir's: they need not wait for the WAL flush (a killed
@@ -135,17 +136,23 @@ object LabWorker extends WeirApp:
                   ps.executeUpdate(): Unit
                 finally c.close()
               }
-          IO.deferred[Long].flatMap { owner =>
-            Retrying.resource("the worker's start")(
-              DurableWorker.start[IO, Int, Unit](db, config) { source =>
-                Pipeline(
-                  source
-                ).process(job => owner.get.flatMap(handle(_)(job))).withLimit(Limit.fixed(limit.toInt))
-              }
-            )
-              .use(w =>
-                owner.complete(w.id) *> IO.println(s"worker ${w.id}") *>
-                  report(w).background.surround(w.running.join.void)
+          // `pair`: a second worker in this JVM serves `<queue>-kept`, keeping its completions, so that the
+          // two queues' tasks run on code compiled alike
+          val kept = Option.when(mode == "pair")(config.copy(queue = s"$queue-kept", keepCompleted = true))
+          def serve(config: WorkerConfig) =
+            Resource.eval(IO.deferred[Long]).flatMap { owner =>
+              Retrying.resource("the worker's start")(
+                DurableWorker.start[IO, Int, Unit](db, config) { source =>
+                  Pipeline(
+                    source
+                  ).process(job => owner.get.flatMap(handle(_)(job))).withLimit(Limit.fixed(limit.toInt))
+                }
+              ).evalTap(w => owner.complete(w.id))
+            }
+          (serve(config), kept.traverse(serve)).tupled.use { (w, k) =>
+            IO.println(s"worker ${w.id}") *>
+              (report(w).background, k.traverse_(report).background).tupled.surround(
+                (w.running.join.void, k.traverse_(_.running.join.void)).parTupled.void
               )
           }
         }.as(ExitCode.Success).handleErrorWith(e =>
@@ -153,6 +160,6 @@ object LabWorker extends WeirApp:
         )
       case _ =>
         IO.consoleForIO.errorln(
-          s"usage: LabWorker url schema queue limit record|noop|kept|workflow heartbeatMs deadAfterMs, was: $args"
+          s"usage: LabWorker url schema queue limit record|noop|pair|workflow heartbeatMs deadAfterMs, was: $args"
         )
           .as(ExitCode(2))
