@@ -21,7 +21,8 @@ object ServiceMetricsExample:
       engine <- WeirMetrics.register(meter)
       // one count of the queues' depths per process, every 30 s, whatever the number of scrapes
       depths <- QueueDepths.start(db, QueueDepths.Settings(every = 30.seconds))
-      durable <- DurableMetrics.register(meter, Some(depths))
+      // the workers' counts, the depths, and what the Database rode out itself (operators' actions)
+      durable <- DurableMetrics.register(meter, Some(depths), Some(db))
       kafka <- KafkaMetrics.register(meter)
     yield Metrics(engine, durable, kafka)
 

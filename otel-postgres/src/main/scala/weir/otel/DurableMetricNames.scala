@@ -20,6 +20,7 @@ package weir.otel
  * | `weir.durable.rescued` | counter | `{task}` | queue | dead workers' tasks this process rescued |
  * | `weir.durable.taken` | counter | `{task}` | queue | this process's claims rescued by another worker while it lived |
  * | `weir.durable.database_errors` | counter | `{error}` | queue | database errors ridden out (each retried) |
+ * | `weir.durable.action_deadlocks` | counter | `{run}` | (none) | runs of operators' actions the server aborted as deadlocks, each run again (with a `Database` given) |
  * | `weir.queue.depth` | gauge | `{task}` | queue, `weir.task.state` | tasks in the queue by state, at the last count |
  * | `weir.queue.oldest_age` | gauge | `s` | queue | how long the oldest available task has been due (0 when none is) |
  * | `weir.queue.depth.failures` | counter | `{count}` | (none) | shared counts that failed (the gauges keep the last one) |
@@ -40,6 +41,7 @@ object DurableMetricNames:
   val Rescued = "weir.durable.rescued"
   val Taken = "weir.durable.taken"
   val DatabaseErrors = "weir.durable.database_errors"
+  val ActionDeadlocks = "weir.durable.action_deadlocks"
   val Depth = "weir.queue.depth"
   val OldestAge = "weir.queue.oldest_age"
   val DepthFailures = "weir.queue.depth.failures"

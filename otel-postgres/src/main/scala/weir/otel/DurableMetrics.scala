@@ -4,7 +4,7 @@ import cats.effect.kernel.{Async, Resource}
 import cats.syntax.all.*
 import org.typelevel.otel4s.metrics.{Meter, ObservableMeasurement}
 import org.typelevel.otel4s.{Attribute, Attributes}
-import weir.postgres.{DurableWorker, FinishedState, QueueDepths, WorkerStats}
+import weir.postgres.{Database, DurableWorker, FinishedState, QueueDepths, WorkerStats}
 
 import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
 
@@ -65,6 +65,14 @@ object DurableMetrics:
    */
   def register[F[_]](meter: Meter[F], depths: Option[QueueDepths[F]] = None)(using
       F: Async[F]
+  ): Resource[F, DurableMetrics[F]] = register(meter, depths, None)
+
+  /**
+   * [[register]], and, with `database`, its [[weir.postgres.Database.stats]] as counters: the runs of
+   * operators' actions it rode out ([[DurableMetricNames.ActionDeadlocks]]).
+   */
+  def register[F[_]](meter: Meter[F], depths: Option[QueueDepths[F]], database: Option[Database[F]])(using
+      F: Async[F]
   ): Resource[F, DurableMetrics[F]] =
     val workers = new Workers[F]
     def counter(name: String, unit: String, what: String) =
@@ -121,6 +129,13 @@ object DurableMetrics:
                 (Vector[ObservableMeasurement[F, ?]](age, failures) ++ counters.map(_._1))*
               )
             }
+      _ <- database.traverse_(db =>
+        meter
+          .observableCounter[Long](DurableMetricNames.ActionDeadlocks)
+          .withUnit("{run}")
+          .withDescription("Runs of operators' actions the server aborted as deadlocks, each run again")
+          .createWithCallback(m => db.stats.flatMap(s => m.record(s.deadlocksRetried)))
+      )
     yield new DurableMetrics(workers)
 
   private def reportDepths[F[_]](

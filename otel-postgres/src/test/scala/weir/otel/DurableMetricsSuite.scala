@@ -41,7 +41,7 @@ class DurableMetricsSuite extends CatsEffectSuite:
           .withLimit(Limit.fixed(4))
       )
       val depths = QueueDepths.start(db, QueueDepths.Settings(every = 100.millis, finished = all))
-      depths.flatMap(d => DurableMetrics.register(prometheus.meter, Some(d))).use { metrics =>
+      depths.flatMap(d => DurableMetrics.register(prometheus.meter, Some(d), Some(db))).use { metrics =>
         for
           _ <- TaskQueue[IO, Int](db, "mailer").enqueueMany((1 to 50).map(NewTask(_, maxAttempts = 1)))
           _ <- TaskQueue[IO, Int](db, "later").enqueueMany((1 to 3).map(NewTask(_, delay = 1.hour)))
@@ -84,6 +84,8 @@ class DurableMetricsSuite extends CatsEffectSuite:
           assertEquals(scraped.typeOf("weir_queue_depth"), Some("gauge"))
           assertEquals(scraped.value("weir_queue_oldest_age_seconds", queue -> "later"), Some(0.0))
           assertEquals(scraped.value("weir_queue_depth_failures_total"), Some(0.0))
+          // the Database's own counts, given it: no operator's action ran here
+          assertEquals(scraped.value("weir_durable_action_deadlocks_total"), Some(0.0))
       }
     }
   }

@@ -191,8 +191,10 @@ final class Batches[F[_]] private (db: Database[F], val operator: Operator)(usin
         reason != null && reason.nonEmpty,
         s"a cancel's reason must not be empty, was: '$reason'"
       )
-    ) *> Validation.raise("Operator", operator.errors) *> Deadlocks.retried(db.run(closeIn(batch))) *>
-      Deadlocks.retried(db.run(cancelUnfinished)).map(GroupCancel.of)
+    ) *> Validation.raise("Operator", operator.errors) *>
+      Deadlocks.retried(s"${operator.name}'s close of $batch", db.actionFaults)(db.run(closeIn(batch))) *>
+      Deadlocks.retried(s"${operator.name}'s cancel of $batch", db.actionFaults)(db.run(cancelUnfinished))
+        .map(GroupCancel.of)
 
   /**
    * Deletes the batches that ended more than `olderThan` ago and whose callback has left `tasks` (it has

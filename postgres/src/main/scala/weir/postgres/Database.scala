@@ -10,7 +10,7 @@ import doobie.util.transactor.Strategy
 import org.typelevel.log4cats.LoggerFactory
 import org.typelevel.log4cats.noop.NoOpFactory
 import weir.Validation
-import weir.postgres.internal.{ImmediatePeekSocketFactory, Run, Shared, WorkerSession}
+import weir.postgres.internal.{ActionFaults, ImmediatePeekSocketFactory, Run, Shared, WorkerSession}
 
 import java.net.URI
 import java.sql.{Connection, DriverManager}
@@ -141,10 +141,19 @@ final class Database[F[_]] private (
     private[postgres] val readTimeout: FiniteDuration,
     connections: Database.Connections[F],
     private[postgres] val workerPools: Shared[F, Database.WorkerPools[F]],
-    private[postgres] val sessions: Shared[F, WorkerSession.Hub[F]]
+    private[postgres] val sessions: Shared[F, WorkerSession.Hub[F]],
+    private[postgres] val actionFaults: ActionFaults[F]
 )(using
     F: Async[F]
 ):
+
+  /**
+   * What this `Database` has ridden out outside its workers (theirs are each [[DurableWorker.stats]]):
+   * operators' actions ([[TaskAdmin]], [[Workflows]], [[Batches]]) that the server aborted as deadlocks and
+   * that were run again, each also logged once at WARN on the logger `weir.postgres.actions`. Counts since
+   * the `Database` was opened; they only grow.
+   */
+  def stats: F[DatabaseStats] = actionFaults.deadlocksRetried.map(DatabaseStats(_))
 
   /**
    * A connection held for a long time (the workers' session): outside any pool when weir opened the
@@ -368,10 +377,11 @@ object Database:
       run: Run[F],
       readTimeout: FiniteDuration,
       connections: Connections[F]
-  )(using F: Async[F]): Resource[F, Database[F]] =
+  )(using F: Async[F], logs: LoggerFactory[F]): Resource[F, Database[F]] =
     (Shared.resource[F, WorkerPools[F]], Shared.resource[F, WorkerSession.Hub[F]]).tupled.map(
       (pools, sessions) =>
-        new Database(config, schema, transactor, run, readTimeout, connections, pools, sessions)
+        val faults = new ActionFaults[F](logs.getLoggerFromName(ActionFaults.loggerName))
+        new Database(config, schema, transactor, run, readTimeout, connections, pools, sessions, faults)
     )
 
   /**
@@ -420,7 +430,7 @@ object Database:
 
   private[postgres] def pool[F[_]](config: DatabaseConfig, worker: Boolean = false)(using
       F: Async[F]
-  ): Resource[F, Database[F]] =
+  )(using logs: LoggerFactory[F] = NoOpFactory[F]): Resource[F, Database[F]] =
     // checked when the resource is used, not when it is built: bad settings are an error in F
     Validation.resource("DatabaseConfig", config.errors) *>
       transactorOf(config, worker).flatMap { xa =>

@@ -49,7 +49,7 @@ final class TaskActions[F[_]] private[postgres] (db: Database[F], val operator: 
         s"a cancel's reason must not be empty, was: '$reason'"
       )
     ) *> Validation.raise("Operator", operator.errors) *>
-      perform(ids)(sql.cancel(_, reason, operator))
+      perform("cancel", ids)(sql.cancel(_, reason, operator))
 
   /** The reason of a cancel that gives none: who asked for it. */
   private def defaultReason: String =
@@ -64,7 +64,7 @@ final class TaskActions[F[_]] private[postgres] (db: Database[F], val operator: 
 
   /** [[retry]] of each of `ids`, in one transaction, in their order: what each one did. */
   def retryMany(ids: Seq[Long]): F[Vector[Retry]] =
-    Validation.raise("Operator", operator.errors) *> perform(ids)(sql.retry(_, operator))
+    Validation.raise("Operator", operator.errors) *> perform("retry", ids)(sql.retry(_, operator))
 
   /**
    * Deletes a dead or cancelled task for good: [[Discard.Discarded]]. A task in another state is left as it
@@ -74,15 +74,18 @@ final class TaskActions[F[_]] private[postgres] (db: Database[F], val operator: 
 
   /** [[discard]] of each of `ids`, in one transaction, in their order: what each one did. */
   def discardMany(ids: Seq[Long]): F[Vector[Discard]] =
-    Validation.raise("Operator", operator.errors) *> perform(ids)(sql.discard(_, operator))
+    Validation.raise("Operator", operator.errors) *> perform("discard", ids)(sql.discard(_, operator))
 
   /**
    * `statement` on `ids`: one statement per run of distinct ids ([[ActionSql.distinctRuns]]), each one
    * locking, acting and recording at once. One statement runs in autocommit, committed in the same round
    * trip; several share one transaction.
    */
-  private def perform[A](ids: Seq[Long])(statement: Vector[Long] => ConnectionIO[Vector[A]]): F[Vector[A]] =
+  private def perform[A](action: String, ids: Seq[Long])(
+      statement: Vector[Long] => ConnectionIO[Vector[A]]
+  ): F[Vector[A]] =
+    val what = s"${operator.name}'s $action of ${ids.size} task${if ids.size == 1 then "" else "s"}"
     ActionSql.distinctRuns(ids.toVector) match
       case Vector() => F.pure(Vector.empty)
-      case Vector(run) => Deadlocks.retried(db.run.single(statement(run)))
-      case runs => Deadlocks.retried(db.run(runs.flatTraverse(statement)))
+      case Vector(run) => Deadlocks.retried(what, db.actionFaults)(db.run.single(statement(run)))
+      case runs => Deadlocks.retried(what, db.actionFaults)(db.run(runs.flatTraverse(statement)))

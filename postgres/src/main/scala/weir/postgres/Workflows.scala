@@ -49,7 +49,10 @@ final class Workflows[F[_]] private (db: Database[F], val operator: Operator)(us
         s"a cancel's reason must not be empty, was: '$reason'"
       )
     ) *> Validation.raise("Operator", operator.errors) *>
-      Deadlocks.retried(db.run(run)).map(GroupCancel.of)
+      Deadlocks.retried(
+        s"${operator.name}'s cancel of $workflow",
+        db.actionFaults
+      )(db.run(run)).map(GroupCancel.of)
 
   /** The reason of a cancel that gives none: who asked for it. */
   private def defaultReason: String =
