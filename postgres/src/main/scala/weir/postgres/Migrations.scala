@@ -54,7 +54,8 @@ object Migrations:
       "0014-workflow-identity",
       "0015-settle-per-statement",
       "0016-cheaper-settle",
-      "0017-workflow-index-without-running"
+      "0017-workflow-index-without-running",
+      "0018-claim-from-waiting"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))

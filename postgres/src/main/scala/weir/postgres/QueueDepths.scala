@@ -125,6 +125,6 @@ object QueueDepth:
         waiting = total(_._4),
         running = total(_._5),
         finished = done.filter((s, _) => counted(s)),
-        oldestAvailable = rs.flatMap(_._9).headOption.map(s => math.max(0L, (s * 1e9).toLong).nanos)
+        oldestAvailable = rs.flatMap(_._9).maxOption.map(s => math.max(0L, (s * 1e9).toLong).nanos)
       )
     }

@@ -81,11 +81,14 @@ class ClaimSuite extends DbSuite:
           val (claimedIds, plan) = claimed
           assertEquals(stats, 0L, "the planted statistics say the table is empty")
           assertEquals(claimedIds, ids.take(500))
-          val inner = plan.linesIterator.dropWhile(!_.contains("WITH picked")).mkString("\n")
+          // the claim's statement, up to the next statement's plan
+          val inner = plan.linesIterator.dropWhile(!_.contains("WITH avail")).drop(1)
+            .takeWhile(!_.startsWith("duration:")).mkString("\n")
           assert(inner.contains("Index Scan using tasks_claim"), plan)
-          assert(
-            !inner.contains("Bitmap") && !inner.contains("Seq Scan") && !inner.contains("Nested Loop"),
-            plan
-          )
+          assert(!inner.contains("Bitmap") && !inner.contains("Seq Scan"), plan)
+          // its one nested loop is the arm of dependents taken from `waiting`: each completed parent of the
+          // queue, then its dependents through their index
+          assertEquals(inner.linesIterator.count(_.contains("Nested Loop")), 1, plan)
+          assert(inner.contains("Index Scan using tasks_waits_on"), plan)
     }
   }

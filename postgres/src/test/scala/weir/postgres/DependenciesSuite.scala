@@ -18,11 +18,14 @@ import scala.concurrent.duration.*
  */
 class DependenciesSuite extends DbSuite:
 
-  /** `(state, parents_left)` of each of `ids`, read in the caller's transaction. */
+  /**
+   * `(state, parents left)` of each of `ids` as the read models see them ([[Rows.liveState]]), read in the
+   * caller's transaction.
+   */
   private def states(db: Database[IO], ids: Long*): ConnectionIO[Vector[(String, Int)]] =
     Fragment
       .const(
-        s"SELECT state::text, parents_left FROM ${db.schema("tasks")} WHERE id IN (${ids.mkString(", ")}) ORDER BY id"
+        s"SELECT ${Rows.liveState(db)} FROM ${db.schema("tasks")} AS t WHERE t.id IN (${ids.mkString(", ")}) ORDER BY t.id"
       )
       .query[(String, Int)]
       .to[Vector]

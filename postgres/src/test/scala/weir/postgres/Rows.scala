@@ -7,6 +7,15 @@ import doobie.implicits.*
 /** Reads weir's tables directly, outside the library, for assertions. */
 object Rows:
 
+  /**
+   * A live task's state as the read models call it, and the parents it still waits for (0 for a dependent
+   * a claim may take from `waiting`, its parent completed): two columns for a query of `tasks AS t`.
+   */
+  def liveState(db: Database[IO]): String =
+    s"${weir.postgres.internal.TaskStateSql.live(db.schema)}, " +
+      s"CASE WHEN t.waits_on IS NOT NULL AND ${weir.postgres.internal.TaskStateSql.ready(db.schema, "t")} " +
+      "THEN 0 ELSE t.parents_left END"
+
   def count(db: Database[IO], table: String, where: String = "true"): IO[Long] =
     Fragment.const(
       s"SELECT count(*) FROM ${db.schema(table)} WHERE $where"

@@ -58,7 +58,7 @@ class SharedDependentsSettleSuite extends DbSuite:
           )
         }
         live <- Rows.query[(Long, String, Int)](
-          s"SELECT id, state::text, parents_left FROM ${db.schema("tasks")} WHERE queue = 'c' ORDER BY id"
+          s"SELECT t.id, ${Rows.liveState(db)} FROM ${db.schema("tasks")} AS t WHERE t.queue = 'c' ORDER BY t.id"
         )
         ended <- Rows.query[(Long, String, String)](
           s"SELECT id, state::text, errors::text FROM ${db.schema("finished")} WHERE queue = 'c' ORDER BY id"

@@ -143,7 +143,9 @@ private[postgres] final class ActionSql(schema: Schema) extends SqlBase(schema):
    */
   private val live: Fragment = const(
     s"""
-    , live AS (SELECT t.id, t.queue, ${TaskStateSql.live} AS state FROM $tasks AS t WHERE t.id = ANY($picked))"""
+    , live AS (SELECT t.id, t.queue, ${TaskStateSql.live(
+        schema
+      )} AS state FROM $tasks AS t WHERE t.id = ANY($picked))"""
   )
 
   /**

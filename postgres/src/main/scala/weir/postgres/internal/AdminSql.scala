@@ -21,13 +21,19 @@ private[postgres] final class AdminSql(schema: Schema):
   /** The audit log's statements, which every action's transaction writes to. */
   val audit: AuditSql = new AuditSql(schema)
 
+  // a waiting task claimable from `waiting`: its one parent completed (migration 18)
+  private val ready = TaskStateSql.ready(schema, "t")
+
   def stats: ConnectionIO[Vector[QueueStats]] =
     const(s"""WITH live AS (
       SELECT queue,
-             count(*) FILTER (WHERE state = 'available' AND run_at <= now()) AS available,
-             count(*) FILTER (WHERE state = 'available' AND run_at > now()) AS scheduled,
+             count(*) FILTER (WHERE claimable AND run_at <= now()) AS available,
+             count(*) FILTER (WHERE claimable AND run_at > now()) AS scheduled,
              count(*) FILTER (WHERE state = 'running') AS running
-      FROM $tasks GROUP BY queue
+      FROM (SELECT t.queue, t.state, t.run_at,
+                   t.state = 'available' OR (t.state = 'waiting' AND t.waits_on IS NOT NULL AND $ready) AS claimable
+            FROM $tasks AS t) AS t
+      GROUP BY queue
     ), done AS (
       SELECT queue,
              count(*) FILTER (WHERE state = 'completed') AS completed,
@@ -48,7 +54,8 @@ private[postgres] final class AdminSql(schema: Schema):
    * Each queue's tasks by state in one statement (one snapshot), as the console counts its live ones: the
    * tasks a claim may take, split by due time, from `tasks_claim` (with how long the oldest due one has
    * waited); those behind an earlier task of their key from `tasks_waiting`, and the other tasks waiting
-   * for their parents from `tasks_waiting_for_parents`; the running ones from
+   * for their parents from `tasks_waiting_for_parents` (those whose one parent completed, which a claim takes
+   * from `waiting`, counted as available or scheduled); the running ones from
    * `tasks_running`; and the finished ones in `finished` (those counted, none when empty) from `finished_by_state`. Each
    * part reads its index and nothing else while the table's pages are all-visible, so a count costs what
    * it counts: the backlog, plus the history kept in the finished states asked for.
@@ -60,8 +67,12 @@ private[postgres] final class AdminSql(schema: Schema):
       FROM $tasks WHERE state = 'available' AND (ordering_key IS NULL OR head) GROUP BY queue
       UNION ALL SELECT queue, 0, 0, count(*), 0, 0, 0, 0, NULL FROM $tasks
         WHERE ordering_key IS NOT NULL AND NOT head GROUP BY queue
-      UNION ALL SELECT queue, 0, 0, count(*), 0, 0, 0, 0, NULL FROM $tasks
-        WHERE parents_left > 0 AND (ordering_key IS NULL OR head) GROUP BY queue
+      UNION ALL SELECT queue, 0, 0, count(*), 0, 0, 0, 0, NULL FROM $tasks AS t
+        WHERE parents_left > 0 AND (ordering_key IS NULL OR head) AND NOT (t.waits_on IS NOT NULL AND $ready)
+        GROUP BY queue
+      UNION ALL SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0, 0,
+             0, 0, 0, extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8
+      FROM $tasks AS t WHERE parents_left > 0 AND t.waits_on IS NOT NULL AND $ready GROUP BY queue
       UNION ALL SELECT queue, 0, 0, 0, count(*), 0, 0, 0, NULL FROM $tasks WHERE state = 'running' GROUP BY queue"""
     )
     val done =

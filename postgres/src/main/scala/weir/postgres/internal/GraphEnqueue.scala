@@ -97,7 +97,8 @@ private[postgres] object GraphEnqueue:
           parents.map(_._1),
           parents.size,
           hasChildren(i),
-          workflowOf(i)
+          workflowOf(i),
+          Option.when(fromWaiting(nodes(i), parents))(parents.head._1)
         )
       alone = order.filter(i => nodes(i).task.uniqueKey.isDefined && hasChildren(i))
       _ <- alone.traverse_ { i =>
@@ -117,16 +118,19 @@ private[postgres] object GraphEnqueue:
       heldLive <-
         if holders.isEmpty then FC.pure(Vector.empty[Long])
         else sql.holdParents(holders.toArray).map(_.map(_._1))
-      edges = nodes.indices.filter(i => inserted(ids(i))).flatMap(i =>
-        parentsOf(nodes(i), ids, index).map((p, any) => (p, ids(i), any))
-      )
+      edges = nodes.indices.filter(i => inserted(ids(i))).flatMap { i =>
+        val parents = parentsOf(nodes(i), ids, index)
+        val queue = Option.when(fromWaiting(nodes(i), parents))(nodes(i).queue)
+        parents.map((p, any) => (p, ids(i), any, queue))
+      }
       _ <-
         if edges.isEmpty then FC.unit
         else
           sql.insertEdges(
             edges.map(_._1).toArray,
             edges.map(_._2).toArray,
-            edges.map(e => if e._3 then 1 else 0).toArray
+            edges.map(e => if e._3 then 1 else 0).toArray,
+            edges.map(_._4).toArray
           ).void
       settled = ended ++ holders.filterNot(heldLive.toSet)
       _ <- if settled.isEmpty then FC.unit else sql.parentsEnded(settled.toArray).void
@@ -152,6 +156,10 @@ private[postgres] object GraphEnqueue:
       node.after.iterator.map(a => (ids(index(a.parent)), a.anyOutcome))
     all.foreach((id, any) => strictness.updateWith(id)(seen => Some(seen.fold(any)(_ && any))))
     strictness.toVector
+
+  /** Whether `node` is claimed straight from `waiting` once its one parent completed (prototype). */
+  private def fromWaiting(node: Graphs.Node, parents: Vector[(Long, Boolean)]): Boolean =
+    parents.size == 1 && node.task.orderingKey.isEmpty
 
   /**
    * Whether each node may be its key's head: no task before it in `order`, without a unique key (which may

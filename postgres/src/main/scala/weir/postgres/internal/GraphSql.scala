@@ -73,15 +73,16 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
     // doobie sends a Boolean array as bit[], which does not cast to boolean[]
     val dependents = rows.map(r => if r.dependents then 1 else 0).toArray
     val workflows = rows.map(_.workflow).toArray
+    val waitsOn = rows.map(_.waitsOn).toArray
     (const("WITH input AS (SELECT i.* FROM unnest(") ++
       fr0"$ids::bigint[], $queueNames::text[], $payloads::text[], $priorities::int[], $delays::bigint[], " ++
       fr0"$maxAttempts::int[], $orderingKeys::text[], $uniqueKeys::text[], $firsts::int[], $headers::text[], " ++
-      fr0"$afters::text[], $lefts::int[], $dependents::int[], $workflows::bigint[]" ++
+      fr0"$afters::text[], $lefts::int[], $dependents::int[], $workflows::bigint[], $waitsOn::bigint[]" ++
       const(s""") WITH ORDINALITY AS i(id, queue, payload, priority, delay_ms, max_attempts, ordering_key,
-        unique_key, first_of_key, headers, after, parents_left, dependents, workflow, n))
+        unique_key, first_of_key, headers, after, parents_left, dependents, workflow, waits_on, n))
     , ins AS (
       INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key, head,
-                               headers, after, parents_left, dependents, workflow, state""") ++
+                               headers, after, parents_left, dependents, workflow, waits_on, state""") ++
       batch.fold(Fragment.empty)(_ => const(", batch")) ++ const(
         s""")
       SELECT i.id, i.queue, i.payload::jsonb, i.priority::smallint, now() + i.delay_ms * interval '1 millisecond',
@@ -89,7 +90,7 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
              i.ordering_key IS NULL OR (i.first_of_key = 1 AND NOT EXISTS (
                SELECT 1 FROM $tasks AS e
                WHERE e.queue = i.queue AND e.ordering_key = i.ordering_key AND e.id < i.id)),
-             i.headers::jsonb, i.after::bigint[], i.parents_left, i.dependents = 1, i.workflow,
+             i.headers::jsonb, i.after::bigint[], i.parents_left, i.dependents = 1, i.workflow, i.waits_on,
              (CASE WHEN i.parents_left > 0 THEN 'waiting' ELSE 'available' END)::${schema("task_state")}"""
       ) ++
       batch.fold(Fragment.empty)(b => fr0", $b::bigint") ++ const(s"""
@@ -104,11 +105,17 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
     WHERE ins.id IS NOT NULL OR held.id IS NOT NULL""")).query[(Int, Long, Boolean)].to[Vector]
 
   /** The edges of inserted tasks: `children(i)` waits for `parents(i)`, whatever its end if `anyOutcome(i)`. */
-  def insertEdges(parents: Array[Long], children: Array[Long], anyOutcome: Array[Int]): ConnectionIO[Int] =
+  def insertEdges(
+      parents: Array[Long],
+      children: Array[Long],
+      anyOutcome: Array[Int],
+      childQueues: Array[Option[String]]
+  ): ConnectionIO[Int] =
     (const(
-      s"INSERT INTO ${schema("dependencies")} (parent, child, any_outcome) SELECT e.p, e.c, e.a = 1 FROM unnest("
+      s"INSERT INTO ${schema("dependencies")} (parent, child, any_outcome, child_queue) SELECT e.p, e.c, e.a = 1, e.q FROM unnest("
     ) ++
-      fr0"$parents::bigint[], $children::bigint[], $anyOutcome::int[]" ++ const(") AS e(p, c, a)")).update.run
+      fr0"$parents::bigint[], $children::bigint[], $anyOutcome::int[], $childQueues::text[]" ++
+      const(") AS e(p, c, a, q)")).update.run
 
   /**
    * Settles the edges of `ids`, tasks that have already ended (a row in `finished` says how; none, that
@@ -130,7 +137,7 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
    * a task without parents, or one no longer in `tasks`.
    */
   def parentsOf(id: Long): ConnectionIO[Vector[Parent]] =
-    (const(s"""SELECT a.id, coalesce(f.state::text, ${TaskStateSql.live}), f.result::text
+    (const(s"""SELECT a.id, coalesce(f.state::text, ${TaskStateSql.live(schema)}), f.result::text
       FROM unnest((SELECT c.after FROM $tasks AS c WHERE c.id = """) ++ fr0"$id" ++
       const(s""")) WITH ORDINALITY AS a(id, n)
       LEFT JOIN $finished AS f ON f.id = a.id
@@ -153,5 +160,6 @@ private[postgres] object GraphSql:
       after: Vector[Long],
       parentsLeft: Int,
       dependents: Boolean,
-      workflow: Option[Long]
+      workflow: Option[Long],
+      waitsOn: Option[Long] = None
   )

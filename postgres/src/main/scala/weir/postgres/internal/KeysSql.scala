@@ -19,7 +19,7 @@ private[postgres] final class KeysSql(schema: Schema) extends SqlBase(schema):
    */
   def keys(limit: Int, cap: Int): ConnectionIO[Vector[KeyBacklog]] =
     (const(s"""WITH h AS (
-        SELECT t.id, t.queue, t.ordering_key, t.attempt, t.created_at, ${TaskStateSql.live} AS state,
+        SELECT t.id, t.queue, t.ordering_key, t.attempt, t.created_at, ${TaskStateSql.live(schema)} AS state,
                jsonb_array_length(t.errors) > 0 AS failed
         FROM $tasks AS t WHERE t.ordering_key IS NOT NULL AND t.head
         ORDER BY failed DESC, t.created_at, t.id LIMIT """) ++ fr0"${limit * 2}" ++ const(s"""

@@ -16,13 +16,17 @@ private[postgres] final class OverviewSql(schema: Schema) extends SqlBase(schema
   import OverviewSql.*
   import TaskState.*
 
+  // a waiting task claimable from `waiting`: its one parent completed (migration 18)
+  private val ready = TaskStateSql.ready(schema, "t")
+
   /**
    * Every queue with live tasks (or `only` that one), and their counts, exact, with how long its oldest
    * task ready to run has waited, in seconds. Each count reads one of the claim's partial indexes and
    * nothing else, as long as the table's pages are all-visible (the visibility map; a vacuumed backlog
    * is): the tasks a claim may take, split by due time, from `tasks_claim`; those behind an earlier task
    * of their key from `tasks_waiting`, and the other tasks waiting for their parents from
-   * `tasks_waiting_for_parents`; the running ones from `tasks_running`.
+   * `tasks_waiting_for_parents` (those whose one parent completed, which a claim takes from `waiting`, read
+   * from their rows and counted as available or scheduled); the running ones from `tasks_running`.
    */
   def live(only: Option[String]): ConnectionIO[Vector[LiveCounts]] =
     val queue = only.fold(Fragment.empty)(q => fr0" AND queue = $q")
@@ -35,9 +39,15 @@ private[postgres] final class OverviewSql(schema: Schema) extends SqlBase(schema
         s""" GROUP BY queue
       UNION ALL SELECT queue, 0, 0, count(*), 0, NULL FROM $tasks WHERE ordering_key IS NOT NULL AND NOT head"""
       ) ++
+        queue ++ const(
+          s""" GROUP BY queue
+      UNION ALL SELECT queue, 0, 0, count(*), 0, NULL FROM $tasks AS t
+        WHERE parents_left > 0 AND (ordering_key IS NULL OR head) AND NOT (t.waits_on IS NOT NULL AND $ready)"""
+        ) ++
         queue ++ const(s""" GROUP BY queue
-      UNION ALL SELECT queue, 0, 0, count(*), 0, NULL FROM $tasks
-        WHERE parents_left > 0 AND (ordering_key IS NULL OR head)""") ++
+      UNION ALL SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0, 0,
+             extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8
+      FROM $tasks AS t WHERE parents_left > 0 AND t.waits_on IS NOT NULL AND $ready""") ++
         queue ++ const(s""" GROUP BY queue
       UNION ALL SELECT queue, 0, 0, 0, count(*), NULL FROM $tasks WHERE state = '${Running.name}'""") ++
         queue ++
@@ -102,6 +112,6 @@ private[postgres] object OverviewSql:
           scheduled = ps.map(_.scheduled).sum,
           waiting = ps.map(_.waiting).sum,
           running = ps.map(_.running).sum,
-          oldestSeconds = ps.flatMap(_.oldestSeconds).headOption
+          oldestSeconds = ps.flatMap(_.oldestSeconds).maxOption
         )
       }

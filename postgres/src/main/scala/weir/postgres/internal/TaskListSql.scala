@@ -35,13 +35,13 @@ private[postgres] final class TaskListSql(schema: Schema) extends SqlBase(schema
     val liveSide = Option.when(!order.byFinish && q.state.forall(_.live))(
       Side(
         s"$tasks AS t",
-        TaskStateSql.live,
+        TaskStateSql.live(schema),
         "NULL::timestamptz",
         order,
         after,
         Vector(
           q.queue.map(v => fr0"t.queue = $v"),
-          q.state.map(s => const(s"${TaskStateSql.live} = ") ++ fr0"${s.name}"),
+          q.state.map(s => const(s"${TaskStateSql.live(schema)} = ") ++ fr0"${s.name}"),
           q.from.map(t => fr0"t.created_at >= $t"),
           q.to.map(t => fr0"t.created_at < $t")
         ).flatten ++ anywhere(q)

@@ -36,7 +36,7 @@ private[postgres] final class WorkflowSql(schema: Schema) extends SqlBase(schema
    * `limit` tasks by id, as JSON text.
    */
   def view(w: WorkflowId, limit: Int): ConnectionIO[Option[WorkflowView]] =
-    val live = s"t.id, t.queue, ${TaskStateSql.live} AS state, t.after, t.attempt, t.max_attempts, " +
+    val live = s"t.id, t.queue, ${TaskStateSql.live(schema)} AS state, t.after, t.attempt, t.max_attempts, " +
       "false AS result, t.batch"
     val done = s"t.id, t.queue, ${TaskStateSql.finished} AS state, t.after, t.attempt, t.max_attempts, " +
       "t.result IS NOT NULL AS result, t.batch"
@@ -82,10 +82,10 @@ private[postgres] final class WorkflowSql(schema: Schema) extends SqlBase(schema
         FROM $table AS t WHERE t.batch = """
       ) ++ fr0"${b.value}" ++ const(" AND t.id > ") ++ fr0"$after" ++
         const(" ORDER BY t.id LIMIT ") ++ fr0"$more" ++ const(")")
-    (const("WITH page AS (") ++ arm(tasks, TaskStateSql.live, "false") ++ const(" UNION ALL ") ++
+    (const("WITH page AS (") ++ arm(tasks, TaskStateSql.live(schema), "false") ++ const(" UNION ALL ") ++
       arm(finished, TaskStateSql.finished, "t.result IS NOT NULL") ++ const(s""")
     SELECT b.id, b.callback, b.members, b.completed, b.dead, b.cancelled, b.created_at, b.closed_at, b.ended_at,
-           (SELECT ${TaskStateSql.live} FROM $tasks AS t WHERE t.id = b.callback
+           (SELECT ${TaskStateSql.live(schema)} FROM $tasks AS t WHERE t.id = b.callback
             UNION ALL SELECT ${TaskStateSql.finished} FROM $finished AS t WHERE t.id = b.callback LIMIT 1),
            (SELECT json_agg(json_build_object('id', p.id, 'queue', p.queue, 'state', p.state,
                                               'attempt', p.attempt, 'max_attempts', p.max_attempts,
