@@ -20,6 +20,9 @@ import weir.postgres.{Enqueued, Schema, TaskQueue}
  *   4. the edges are inserted, and the parents that had already ended are settled as their end would have
  *      (released, or cancelled: the schema's `parents_ended`); the queues of available tasks are woken.
  *
+ * A task with one parent and no ordering key names that parent in `waits_on`, and its edge its queue: the
+ * parent's completion makes it claimable from `waiting` without a write of its own (migration 18, ADR 0059).
+ *
  * With a `batch`, every task inserted is a member of it (its `batch` column; [[BatchEnqueue]] checks the
  * batch and counts them).
  *
@@ -157,7 +160,11 @@ private[postgres] object GraphEnqueue:
     all.foreach((id, any) => strictness.updateWith(id)(seen => Some(seen.fold(any)(_ && any))))
     strictness.toVector
 
-  /** Whether `node` is claimed straight from `waiting` once its one parent completed (prototype). */
+  /**
+   * Whether `node` is claimed straight from `waiting` once its one parent completed (migration 18): one
+   * parent, no ordering key (a keyed task waits its key's turn through its row's `head` mark, which a
+   * release sets).
+   */
   private def fromWaiting(node: Graphs.Node, parents: Vector[(Long, Boolean)]): Boolean =
     parents.size == 1 && node.task.orderingKey.isEmpty
 

@@ -104,7 +104,10 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
       ON ins.id IS NULL AND held.queue = input.queue AND held.unique_key = input.unique_key
     WHERE ins.id IS NOT NULL OR held.id IS NOT NULL""")).query[(Int, Long, Boolean)].to[Vector]
 
-  /** The edges of inserted tasks: `children(i)` waits for `parents(i)`, whatever its end if `anyOutcome(i)`. */
+  /**
+   * The edges of inserted tasks: `children(i)` waits for `parents(i)`, whatever its end if `anyOutcome(i)`;
+   * `childQueues(i)`, the child's queue when a claim takes it from `waiting` once that parent completed.
+   */
   def insertEdges(
       parents: Array[Long],
       children: Array[Long],
@@ -150,7 +153,8 @@ private[postgres] object GraphSql:
    * A task to insert: its id (drawn beforehand), queue and task; whether it may be its key's head (see
    * [[EnqueueSql]]); its parents' ids, how many of them have not ended (all of them, at insert: the ended
    * ones are settled after the edges exist), whether a task of the same graph waits for it, and the
-   * workflow it is in, if any.
+   * workflow it is in, if any; `waitsOn`, its one parent when a claim takes it from `waiting` once that
+   * parent completed (migration 18).
    */
   final case class Row(
       id: Long,
