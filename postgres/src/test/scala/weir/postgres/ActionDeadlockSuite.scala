@@ -45,23 +45,22 @@ class ActionDeadlockSuite extends DbSuite:
           for
             enqueued <- TaskQueue[IO, Int](db, "locked").enqueueMany(Vector(NewTask(1), NewTask(2)))
             Vector(first, second) = enqueued.map(_.taskId).sorted: @unchecked
-            cancels <- session.use { c =>
-              for
-                _ <- lock(c, second)
-                cancel <- TaskAdmin(db, Operator("ada")).tasks.cancelMany(Vector(first, second), "test").start
-                _ <- Eventually.until(
-                  "the cancel waits for the second task's lock",
-                  cancelWaits,
-                  within = 30.seconds
-                )(
-                  identity
-                )
-                // a cycle: the server aborts the cancel, which waited first, and this lock is granted
-                _ <- lock(c, first)
-                _ <- IO.blocking(c.commit())
-                done <- cancel.joinWithNever
-              yield done
-            }
+            cancel = TaskAdmin(db, Operator("ada")).tasks.cancelMany(Vector(first, second), "test")
+            // the cancel runs owned by the session's scope: a failure before its join cancels it
+            cancels <- session.use(c =>
+              lock(c, second) *> cancel.background.use { running =>
+                for
+                  _ <-
+                    Eventually.until("the cancel waits for the second task's lock", cancelWaits, 30.seconds)(
+                      identity
+                    )
+                  // a cycle: the server aborts the cancel, which waited first, and this lock is granted
+                  _ <- lock(c, first)
+                  _ <- IO.blocking(c.commit())
+                  done <- running.flatMap(_.embedNever)
+                yield done
+              }
+            )
             stats <- db.stats
             lines <- logs.lines
           yield
