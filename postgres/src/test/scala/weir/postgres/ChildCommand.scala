@@ -42,8 +42,10 @@ object ChildCommand:
         .surround(IO.blocking(read(Iterator.continually(out.readLine()).takeWhile(_ != null))))
         .attempt
         .flatMap(result =>
+          // a killed child's output ends before the system has reaped it: wait for its exit, so that the
+          // call fails only once the child is gone
           if killed.get then
-            IO.raiseError(new IllegalStateException(
+            IO.blocking(p.waitFor()) *> IO.raiseError(new IllegalStateException(
               s"child killed: it said nothing awaited within $within",
               result.left.toOption.orNull
             ))
