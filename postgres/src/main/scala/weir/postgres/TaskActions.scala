@@ -84,7 +84,8 @@ final class TaskActions[F[_]] private[postgres] (db: Database[F], val operator: 
   private def perform[A](action: String, ids: Seq[Long])(
       statement: Vector[Long] => ConnectionIO[Vector[A]]
   ): F[Vector[A]] =
-    val what = s"${operator.name}'s $action of ${ids.size} task${if ids.size == 1 then "" else "s"}"
+    // named only when a deadlock is logged
+    def what = s"${operator.name}'s $action of ${ids.size} task${if ids.size == 1 then "" else "s"}"
     ActionSql.distinctRuns(ids.toVector) match
       case Vector() => F.pure(Vector.empty)
       case Vector(run) => Deadlocks.retried(what, db.actionFaults)(db.run.single(statement(run)))

@@ -69,8 +69,8 @@ object GraphRounds:
       // time by phase
       def rate(phase: String, queue: String, empty: IO[Boolean])(enqueue: IO[Unit]): IO[Double] =
         for
-          _ <- controls.pause(queue) *> enqueue *> quiet
-          _ <- controls.resume(queue)
+          // resumed whatever happens, the timed start on success: a failed enqueue leaves no queue paused
+          _ <- (controls.pause(queue) *> enqueue *> quiet).guarantee(controls.resume(queue))
           t0 <- IO.monotonic
           w0 <- IO.realTime
           _ <- (IO.sleep(10.millis) *> empty).iterateUntil(identity)

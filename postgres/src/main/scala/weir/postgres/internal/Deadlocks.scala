@@ -26,7 +26,7 @@ private[postgres] object Deadlocks:
    * `action`, run again when the server aborts it as a deadlock; each such run counted and logged by
    * `faults`, naming the action as `what` ("a cancel of 3 tasks").
    */
-  def retried[F[_], A](what: String, faults: ActionFaults[F])(action: F[A])(using F: Async[F]): F[A] =
+  def retried[F[_], A](what: => String, faults: ActionFaults[F])(action: F[A])(using F: Async[F]): F[A] =
     def attempt(n: Int): F[A] =
       action.recoverWith {
         case e if n < Attempts && isDeadlock(e) =>
