@@ -38,16 +38,23 @@ class BatchKillSuite extends DbSuite:
         // some are cancelled before any worker starts
         cancels <- TaskAdmin(db).tasks.cancelMany(members.take(30), "not needed")
         closed <- batches.close(batch)
+        // paused until both worker JVMs are up: the first one up would otherwise claim every member before a
+        // slow-starting victim made its first claim (then it holds none, and the kill has nothing to test)
+        controls = TaskAdmin(db).queues
+        _ <- Vector("ka", "kb").traverse_(q => controls.add(q) *> controls.pause(q))
         killed <- (
-          KillableWorker.launch(db, Vector("ka", "kb"), 8, liveness),
-          KillableWorker.launch(db, Vector("ka", "kb"), 8, liveness),
-          KillableWorker.standby(db, Vector("ka", "kb"), 8, liveness)
+          // one task at a time per worker: the run lasts seconds, not a fraction of one, so the check below
+          // sees the victim holding claims while a quarter has run, however slowly its probes answer
+          KillableWorker.launch(db, Vector("ka", "kb"), 1, liveness),
+          KillableWorker.launch(db, Vector("ka", "kb"), 1, liveness),
+          KillableWorker.standby(db, Vector("ka", "kb"), 1, liveness)
         ).parTupled.use { case ((victim, victimIds), (survivor, _), (replacement, start)) =>
           val holding =
             TaskAdmin(db).overview.workers.map(_.exists(w => victimIds.contains(w.id) && w.running > 0))
           val ran = Rows.count(db, "executions")
           val ranOnVictim = Rows.count(db, "executions", s"worker IN (${victimIds.mkString(", ")})")
           for
+            _ <- Vector("ka", "kb").traverse_(controls.resume)
             _ <- Eventually.until(
               "a quarter of the members run, some on the victim, which holds a running one",
               (ran, ranOnVictim, holding).tupled,
