@@ -55,7 +55,8 @@ object Migrations:
       "0015-settle-per-statement",
       "0016-cheaper-settle",
       "0017-workflow-index-without-running",
-      "0018-claim-from-waiting"
+      "0018-claim-from-waiting",
+      "0019-one-parent-without-edges"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))

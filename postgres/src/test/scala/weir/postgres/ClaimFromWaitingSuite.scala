@@ -11,8 +11,8 @@ import weir.postgres.internal.Sql
  * A dependent with one parent and no key, claimed straight from `waiting` (migration 18): its parent's
  * completion writes one row in `ready_parents` and leaves the dependent's row as it was; the read models
  * show it available meanwhile; a claim takes it, writing its row once, and the parent's row goes once none
- * of its dependents waits. A keyed dependent is released as before, and a parent that ends dead settles
- * these dependents through their edges, as before.
+ * of its dependents waits. A keyed dependent is released as before, and a parent that ends dead cancels
+ * these dependents, or releases those that run on any outcome (their edges: see [[OneParentWithoutEdgesSuite]]).
  */
 class ClaimFromWaitingSuite extends DbSuite:
 

@@ -36,10 +36,21 @@ final case class LabDatabase(
    * exchange on both sides, a server process started) would spend the cores the timed tasks run on.
    */
   def emptiness(queue: String): Resource[IO, IO[Boolean]] =
-    Retrying.resource(s"a session watching queue $queue")(session).map(xa =>
-      (Fragment.const(s"SELECT NOT EXISTS (SELECT 1 FROM ${schema("tasks")} WHERE queue = ") ++ fr0"$queue)")
-        .query[Boolean].unique.transact(xa)
-    )
+    Retrying.resource(s"a session watching queue $queue")(session).map { xa =>
+      // Asked of the four partial indexes that lead with the queue and between them hold every live task
+      // (available: the claim's or, behind its key, the waiting keys'; running; waiting for parents), each
+      // a probe of one range: `tasks` has no index of all its rows by queue, and a plain `queue = $queue`
+      // read the whole table whenever the statistics were taken before the round's tasks arrived.
+      val tasks = schema("tasks")
+      def none(condition: String) =
+        Fragment.const(s"NOT EXISTS (SELECT 1 FROM $tasks WHERE queue = ") ++ fr0"$queue" ++
+          Fragment.const(s" AND $condition)")
+      (Fragment.const("SELECT ") ++
+        none("state = 'available' AND (ordering_key IS NULL OR head)") ++ Fragment.const(" AND ") ++
+        none("ordering_key IS NOT NULL AND NOT head") ++ Fragment.const(" AND ") ++
+        none("state = 'running'") ++ Fragment.const(" AND ") ++
+        none("parents_left > 0")).query[Boolean].unique.transact(xa)
+    }
 
   /** One connection for a series of short reads (each a transaction of its own), closed when released. */
   def session: Resource[IO, Transactor[IO]] =

@@ -20,8 +20,10 @@ import weir.postgres.{Enqueued, Schema, TaskQueue}
  *   4. the edges are inserted, and the parents that had already ended are settled as their end would have
  *      (released, or cancelled: the schema's `parents_ended`); the queues of available tasks are woken.
  *
- * A task with one parent and no ordering key names that parent in `waits_on`, and its edge its queue: the
- * parent's completion makes it claimable from `waiting` without a write of its own (migration 18, ADR 0059).
+ * A task with one parent and no ordering key names that parent in `waits_on`: the parent's completion makes
+ * it claimable from `waiting` without a write of its own (migration 18, ADR 0059), and finds it through the
+ * index on `waits_on`, so it has no edge unless it runs on any outcome of its parent, which its edge says
+ * (migration 19, ADR 0060).
  *
  * With a `batch`, every task inserted is a member of it (its `batch` column; [[BatchEnqueue]] checks the
  * batch and counts them).
@@ -121,10 +123,13 @@ private[postgres] object GraphEnqueue:
       heldLive <-
         if holders.isEmpty then FC.pure(Vector.empty[Long])
         else sql.holdParents(holders.toArray).map(_.map(_._1))
+      // a dependent claimed from `waiting` that needs its parent completed has no edge: its parent's end
+      // finds it through `tasks_waits_on` (migration 19); one that runs on any outcome keeps its edge
       edges = nodes.indices.filter(i => inserted(ids(i))).flatMap { i =>
         val parents = parentsOf(nodes(i), ids, index)
-        val queue = Option.when(fromWaiting(nodes(i), parents))(nodes(i).queue)
-        parents.map((p, any) => (p, ids(i), any, queue))
+        if fromWaiting(nodes(i), parents) then
+          parents.collect { case (p, true) => (p, ids(i), true, Some(nodes(i).queue)) }
+        else parents.map((p, any) => (p, ids(i), any, None))
       }
       _ <-
         if edges.isEmpty then FC.unit

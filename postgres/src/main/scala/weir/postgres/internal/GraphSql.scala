@@ -18,7 +18,8 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
    * Locks the live tasks among `ids`, so that none ends before the caller commits, and marks those not
    * marked yet as having dependents (their end then runs the trigger); returns their ids, each with the
    * workflow a dependent of it joins (its own, or its id when it is in none: migration 14). A task that
-   * ended meanwhile is not among them: its row was gone once the lock could be taken.
+   * ended meanwhile is not among them: its row was gone once the lock could be taken. When every one is
+   * marked already, the mark reads no row (see [[SqlBase.nextHeads]]).
    */
   def holdParents(ids: Array[Long]): ConnectionIO[Vector[(Long, Long)]] =
     (const(
@@ -27,7 +28,8 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
       const(s""") FOR KEY SHARE)
     , marked AS (
       UPDATE $tasks AS t SET dependents = true
-      WHERE t.id = ANY(ARRAY(SELECT h.id FROM held AS h WHERE NOT h.dependents)) RETURNING 1)
+      WHERE EXISTS (SELECT 1 FROM held AS u WHERE NOT u.dependents)
+        AND t.id = ANY(ARRAY(SELECT h.id FROM held AS h WHERE NOT h.dependents)) RETURNING 1)
     SELECT h.id, h.workflow FROM held AS h""")).query[(Long, Long)].to[Vector]
 
   /**
@@ -106,7 +108,8 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
 
   /**
    * The edges of inserted tasks: `children(i)` waits for `parents(i)`, whatever its end if `anyOutcome(i)`;
-   * `childQueues(i)`, the child's queue when a claim takes it from `waiting` once that parent completed.
+   * `childQueues(i)`, the child's queue when a claim takes it from `waiting` once that parent completed (such
+   * a child has an edge only when it runs on any outcome: migration 19).
    */
   def insertEdges(
       parents: Array[Long],

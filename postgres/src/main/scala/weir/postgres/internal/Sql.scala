@@ -73,7 +73,8 @@ private[postgres] final class Sql(schema: Schema) extends SqlBase(schema):
   /**
    * Marks the head of every key left without a mark (see [[headAtInsert]]): one walk of the waiting
    * tasks' index taking one entry per key, then the key's earliest task. Returns the queue of each task
-   * it marked.
+   * it marked. The update is tested once for a key found before it reads any row (see [[nextHeads]]): the
+   * usual walk finds none, and reads one index page.
    */
   def repairHeads: ConnectionIO[Vector[String]] =
     const(s"""WITH RECURSIVE waiting(queue, ordering_key) AS (
@@ -87,7 +88,7 @@ private[postgres] final class Sql(schema: Schema) extends SqlBase(schema):
         ORDER BY w.queue, w.ordering_key LIMIT 1) AS nx
     )
     UPDATE $tasks AS t SET head = true
-    WHERE NOT t.head AND t.id = ANY(ARRAY(
+    WHERE EXISTS (SELECT 1 FROM waiting) AND NOT t.head AND t.id = ANY(ARRAY(
       SELECT (SELECT e.id FROM $tasks AS e
               WHERE e.queue = k.queue AND e.ordering_key = k.ordering_key
               ORDER BY e.id LIMIT 1)

@@ -1,0 +1,230 @@
+-- weir: compatible-with-previous: yes
+--   one function replaced with the same signature; no table, column, index or trigger changes. Earlier
+--   releases' enqueues write an edge for every dependent, which this function settles as migration 18's
+--   did; the dependents this release enqueues without an edge are settled by it whoever ends their parent.
+--
+-- weir-postgres schema: a dependent with one parent and no key, without an edge (issue 57; ADR 0060).
+--
+-- Migration 18 claims such a dependent straight from `waiting` once its parent's row is in `ready_parents`,
+-- and found it, at its parent's end, through its edge in `dependencies`: the edge said which queue to name.
+-- `tasks_waits_on` already holds what the edge held (the parent, the child's queue), so the enqueue of this
+-- release writes no edge for a dependent with `waits_on` that needs its parent completed (one that runs on
+-- any outcome keeps its edge, which says so), and `parents_ended` finds these dependents through the index:
+--   - for each parent that completed, the queues of its waiting one-parent dependents, one index probe per
+--     queue (a skip over the index's `(waits_on, queue)` prefix: a fan-out's root with 19,998 dependents in
+--     one queue costs two probes, where deleting its edges wrote 19,998 rows), each named in
+--     `ready_parents` and woken;
+--   - for each parent that ended dead or cancelled, its one-parent dependents without an edge, cancelled
+--     with the reason naming it, as the dependents its edges name; so are theirs, level by level. The
+--     cascade takes the mark `dependents` off each task it cancels before removing it, so that the trigger
+--     the removal fires does not settle that task's dependents again, nested, while this loop settles them.
+-- A dependent an earlier release enqueued has both `waits_on` and an edge (with its queue): the index finds
+-- it as the others, and its edge is consumed without counting it down (a completed parent) or settles it
+-- (a parent that ended otherwise, the index then leaving it to its edge).
+
+-- The settle of migration 18, finding the one-parent dependents through `tasks_waits_on` instead of edges.
+CREATE OR REPLACE FUNCTION weir_schema.parents_ended(p_parents bigint[]) RETURNS void
+LANGUAGE plpgsql
+SET enable_bitmapscan = off
+SET enable_seqscan = off
+SET jit = off
+SET plan_cache_mode = force_custom_plan
+AS $$
+DECLARE
+  v_failed boolean;    -- some parent ended other than completed (its row in `finished` says so)
+  v_completed bigint[]; -- the parents that completed
+  v_met bigint[];      -- a child for each edge met: its parent completed, or the edge takes any outcome
+  v_once boolean;      -- no child is in v_met twice
+  v_more bigint[];
+  v_level bigint[];    -- the children cancelled next, by id
+  v_reasons text[];    -- why, in the order of v_level
+  v_n bigint;
+BEGIN
+  -- each parent's end read once, by its key; a parent without a row completed
+  SELECT EXISTS (SELECT 1 FROM weir_schema.finished AS f
+                 WHERE f.id = ANY (ARRAY(SELECT unnest(p_parents))) AND f.state <> 'completed')
+  INTO v_failed;
+
+  IF NOT v_failed THEN
+    -- every parent completed, so every edge out of them is met; an edge naming its child's queue is a
+    -- one-parent dependent's, made claimable below with the others
+    WITH ended AS (
+      DELETE FROM weir_schema.dependencies AS d WHERE d.parent = ANY (ARRAY(SELECT unnest(p_parents)))
+      RETURNING d.child, d.child_queue
+    )
+    SELECT array_agg(e.child) FILTER (WHERE e.child_queue IS NULL),
+           count(DISTINCT e.child) FILTER (WHERE e.child_queue IS NULL) = count(*) FILTER (WHERE e.child_queue IS NULL)
+    INTO v_met, v_once FROM ended AS e;
+    v_completed := p_parents;
+  ELSE
+    WITH ended AS (
+      DELETE FROM weir_schema.dependencies AS d WHERE d.parent = ANY (p_parents)
+      RETURNING d.parent, d.child, d.any_outcome, d.child_queue
+    ), judged AS (
+      -- each parent's row read by its key: a join could read all of `finished` (the whole history) when its
+      -- statistics are stale, planner settings or not
+      SELECT e.parent, e.child, e.any_outcome, e.child_queue,
+             coalesce((SELECT f.state::text FROM weir_schema.finished AS f WHERE f.id = e.parent), 'completed')
+               AS outcome
+      FROM ended AS e
+    ), lone AS (
+      -- the one-parent dependents without an edge of the parents that did not complete (the snapshot of
+      -- this statement still shows the edges it deletes, so a dependent with one is left to it)
+      SELECT t.id AS child, t.waits_on AS parent, f.state::text AS outcome
+      FROM weir_schema.finished AS f
+      JOIN weir_schema.tasks AS t
+        ON t.waits_on = f.id AND t.parents_left > 0 AND t.waits_on IS NOT NULL
+      WHERE f.id = ANY (p_parents) AND f.state <> 'completed'
+        AND NOT EXISTS (SELECT 1 FROM weir_schema.dependencies AS d WHERE d.parent = t.waits_on AND d.child = t.id)
+    ), doomed AS (
+      SELECT DISTINCT ON (x.child) x.child,
+             'task ' || x.parent || ', which it waits for, ended ' || x.outcome AS reason
+      FROM (SELECT j.child, j.parent, j.outcome FROM judged AS j
+            WHERE j.outcome <> 'completed' AND NOT j.any_outcome
+            UNION ALL
+            SELECT l.child, l.parent, l.outcome FROM lone AS l) AS x
+      ORDER BY x.child, x.parent
+    )
+    SELECT (SELECT array_agg(j.child) FROM judged AS j
+            WHERE (j.outcome = 'completed' AND j.child_queue IS NULL)
+               OR (j.outcome <> 'completed' AND j.any_outcome)),
+           (SELECT array_agg(d.child ORDER BY d.child) FROM doomed AS d),
+           (SELECT array_agg(d.reason ORDER BY d.child) FROM doomed AS d),
+           (SELECT array_agg(p.id) FROM unnest(p_parents) AS p(id)
+            WHERE NOT EXISTS (SELECT 1 FROM weir_schema.finished AS f WHERE f.id = p.id AND f.state <> 'completed'))
+    INTO v_met, v_level, v_reasons, v_completed;
+    v_once := false;
+  END IF;
+
+  IF v_completed IS NOT NULL THEN
+    -- The queues of each completed parent's waiting one-parent dependents, read from `tasks_waits_on` one
+    -- probe per queue (the first queue after the last one found), each named for the claims of its queue and
+    -- woken at commit, as a release wakes it, the parent's row new or not (a dependent enqueued after its
+    -- parent ended).
+    WITH RECURSIVE found (parent, queue) AS (
+      SELECT p.id,
+             (SELECT t.queue FROM weir_schema.tasks AS t
+              WHERE t.waits_on = p.id AND t.parents_left > 0 AND t.waits_on IS NOT NULL
+              ORDER BY t.waits_on, t.queue LIMIT 1)
+      FROM unnest(v_completed) AS p(id)
+      UNION ALL
+      SELECT f.parent,
+             (SELECT t.queue FROM weir_schema.tasks AS t
+              WHERE t.waits_on = f.parent AND t.queue > f.queue AND t.parents_left > 0 AND t.waits_on IS NOT NULL
+              ORDER BY t.waits_on, t.queue LIMIT 1)
+      FROM found AS f WHERE f.queue IS NOT NULL
+    ), ready AS (
+      INSERT INTO weir_schema.ready_parents (queue, parent)
+      SELECT f.queue, f.parent FROM found AS f WHERE f.queue IS NOT NULL
+      ON CONFLICT DO NOTHING
+    )
+    -- (a data-modifying CTE runs whether read or not)
+    SELECT count(pg_notify('weir_schema.tasks', q.queue)) INTO v_n
+    FROM (SELECT DISTINCT f.queue FROM found AS f WHERE f.queue IS NOT NULL) AS q;
+  END IF;
+
+  WHILE v_level IS NOT NULL LOOP
+    -- Only a waiting task is cancelled: one that left its wait otherwise (an operator cancelled it, or
+    -- retried it after a cancel) keeps its own edges for its own end. Its mark goes first, so that its
+    -- removal's trigger leaves its dependents to this loop: settled there, nested, a chain's cascade would
+    -- go as deep as the chain is long.
+    PERFORM 1 FROM weir_schema.tasks AS t
+    WHERE t.id = ANY (v_level) AND t.state = 'waiting'
+    ORDER BY t.id FOR UPDATE;
+    UPDATE weir_schema.tasks AS t SET dependents = false
+    WHERE t.id = ANY (v_level) AND t.state = 'waiting' AND t.dependents;
+    WITH lvl AS (
+      SELECT l.id, l.reason FROM unnest(v_level, v_reasons) AS l(id, reason)
+    ), victims AS (
+      SELECT t.id FROM weir_schema.tasks AS t
+      WHERE t.id = ANY (v_level) AND t.state = 'waiting'
+      ORDER BY t.id FOR UPDATE
+    ), out_edges AS (
+      DELETE FROM weir_schema.dependencies AS d WHERE d.parent = ANY (ARRAY(SELECT v.id FROM victims AS v))
+      RETURNING d.parent, d.child, d.any_outcome
+    ), lone_out AS (
+      SELECT t.id AS child, t.waits_on AS parent FROM weir_schema.tasks AS t
+      WHERE t.waits_on = ANY (ARRAY(SELECT v.id FROM victims AS v)) AND t.parents_left > 0
+        AND t.waits_on IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM weir_schema.dependencies AS d WHERE d.parent = t.waits_on AND d.child = t.id)
+    ), gone AS (
+      DELETE FROM weir_schema.tasks AS t WHERE t.id = ANY (ARRAY(SELECT v.id FROM victims AS v))
+      RETURNING t.*
+    ), moved AS (
+      INSERT INTO weir_schema.finished (id, queue, payload, priority, state, attempt, max_attempts, ordering_key,
+                                        unique_key, errors, created_at, headers)
+      SELECT g.id, g.queue, g.payload, g.priority, 'cancelled', g.attempt, g.max_attempts, g.ordering_key,
+             g.unique_key,
+             g.errors || jsonb_build_array(jsonb_build_object('attempt', g.attempt, 'at', now(),
+                                                              'error', 'cancelled: ' || l.reason)),
+             g.created_at, g.headers
+      FROM gone AS g JOIN lvl AS l ON l.id = g.id
+      RETURNING 1
+    ), next_heads AS (
+      -- the next task of each key a cancelled task leaves becomes its head, as after any end
+      UPDATE weir_schema.tasks AS n SET head = true
+      WHERE NOT n.head AND n.id = ANY (ARRAY(
+        SELECT (SELECT e.id FROM weir_schema.tasks AS e
+                WHERE e.queue = g.queue AND e.ordering_key = g.ordering_key
+                  AND NOT EXISTS (SELECT 1 FROM gone AS x WHERE x.id = e.id)
+                ORDER BY e.id LIMIT 1)
+        FROM gone AS g WHERE g.ordering_key IS NOT NULL))
+      RETURNING n.queue
+    ), next_level AS (
+      SELECT DISTINCT ON (x.child) x.child, x.parent
+      FROM (SELECT o.child, o.parent FROM out_edges AS o WHERE NOT o.any_outcome
+            UNION ALL
+            SELECT l.child, l.parent FROM lone_out AS l) AS x
+      ORDER BY x.child, x.parent
+    )
+    SELECT (SELECT array_agg(x.child ORDER BY x.child) FROM next_level AS x),
+           (SELECT array_agg('task ' || x.parent || ', which it waits for, was cancelled' ORDER BY x.child)
+            FROM next_level AS x),
+           (SELECT array_agg(o.child) FROM out_edges AS o WHERE o.any_outcome),
+           (SELECT count(*) FROM moved)
+             + (SELECT count(pg_notify('weir_schema.tasks', q.queue))
+                FROM (SELECT DISTINCT h.queue FROM next_heads AS h) AS q)
+    INTO v_level, v_reasons, v_more, v_n;
+    v_met := v_met || v_more;
+  END LOOP;
+  IF v_met IS NULL THEN
+    RETURN;
+  END IF;
+  IF v_once THEN
+    -- Each dependent met once, so counted down by one. The only path to the rows is the primary key, read
+    -- with `= ANY` of the array, which a btree walks in key order: the rows are locked in id order, as the
+    -- lock below takes them, so this statement and another counting down the same dependents wait for
+    -- each other rather than deadlock; the second counts from the row the first committed.
+    WITH released AS (
+      UPDATE weir_schema.tasks AS t
+      SET parents_left = t.parents_left - 1,
+          state = CASE WHEN t.parents_left > 1 THEN t.state ELSE 'available' END
+      WHERE t.id = ANY (ARRAY(SELECT unnest(v_met))) AND t.state = 'waiting'
+      RETURNING t.queue, t.state
+    )
+    SELECT count(pg_notify('weir_schema.tasks', q.queue)) INTO v_n
+    FROM (SELECT DISTINCT r.queue FROM released AS r WHERE r.state = 'available') AS q;
+  ELSE
+    -- Two statements that met edges of the same dependents (two workers' batches ending parents of one
+    -- fan-in) take their locks in id order, so they wait for each other rather than deadlock; the second
+    -- then reads the count the first left, in this statement's own snapshot, taken after the lock.
+    PERFORM 1 FROM weir_schema.tasks AS t
+    WHERE t.id = ANY (ARRAY(SELECT unnest(v_met))) AND t.state = 'waiting'
+    ORDER BY t.id FOR UPDATE;
+    WITH counts AS (
+      SELECT c.id, count(*)::integer AS n FROM unnest(v_met) AS c(id) GROUP BY c.id
+    ), released AS (
+      UPDATE weir_schema.tasks AS t
+      SET parents_left = t.parents_left - c.n,
+          state = CASE WHEN t.parents_left - c.n > 0 THEN t.state ELSE 'available' END
+      FROM counts AS c
+      WHERE t.id = c.id AND t.state = 'waiting'
+      RETURNING t.queue, t.state
+    )
+    -- the tasks released now are claimable: wake their queues, at commit, as an enqueue does
+    SELECT count(pg_notify('weir_schema.tasks', q.queue)) INTO v_n
+    FROM (SELECT DISTINCT r.queue FROM released AS r WHERE r.state = 'available') AS q;
+  END IF;
+END
+$$;
+
