@@ -170,6 +170,7 @@ CREATE TABLE weir.tasks (
   batch bigint,
   workflow bigint,
   waits_on bigint,
+  waited_on boolean NOT NULL DEFAULT false,
   CONSTRAINT tasks_pkey PRIMARY KEY (id),
   CONSTRAINT tasks_attempt_in_range CHECK (((attempt >= 0) AND (attempt <= max_attempts))),
   CONSTRAINT tasks_headers_strings CHECK (((headers IS NULL) OR ((jsonb_typeof(headers) = 'object'::text) AND (NOT jsonb_path_exists(headers, '$.keyvalue()?(@."key" == "" || @."value".type() != "string")'::jsonpath))))) NOT VALID,
@@ -528,6 +529,15 @@ $function$;
 CREATE OR REPLACE FUNCTION weir.parents_ended(p_parents bigint[])
  RETURNS void
  LANGUAGE plpgsql
+AS $function$
+BEGIN
+  PERFORM weir.parents_ended(p_parents, p_parents);
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION weir.parents_ended(p_parents bigint[], p_waited bigint[])
+ RETURNS void
+ LANGUAGE plpgsql
  SET enable_bitmapscan TO 'off'
  SET enable_seqscan TO 'off'
  SET jit TO 'off'
@@ -535,7 +545,7 @@ CREATE OR REPLACE FUNCTION weir.parents_ended(p_parents bigint[])
 AS $function$
 DECLARE
   v_failed boolean;    -- some parent ended other than completed (its row in `finished` says so)
-  v_completed bigint[]; -- the parents that completed
+  v_completed bigint[]; -- the parents that completed and may have one-parent dependents
   v_met bigint[];      -- a child for each edge met: its parent completed, or the edge takes any outcome
   v_once boolean;      -- no child is in v_met twice
   v_more bigint[];
@@ -553,12 +563,14 @@ BEGIN
     -- one-parent dependent's, made claimable below with the others
     WITH ended AS (
       DELETE FROM weir.dependencies AS d WHERE d.parent = ANY (ARRAY(SELECT unnest(p_parents)))
-      RETURNING d.child, d.child_queue
+      RETURNING d.parent, d.child, d.child_queue
     )
     SELECT array_agg(e.child) FILTER (WHERE e.child_queue IS NULL),
-           count(DISTINCT e.child) FILTER (WHERE e.child_queue IS NULL) = count(*) FILTER (WHERE e.child_queue IS NULL)
-    INTO v_met, v_once FROM ended AS e;
-    v_completed := p_parents;
+           count(DISTINCT e.child) FILTER (WHERE e.child_queue IS NULL) = count(*) FILTER (WHERE e.child_queue IS NULL),
+           array_agg(DISTINCT e.parent) FILTER (WHERE e.child_queue IS NOT NULL)
+    INTO v_met, v_once, v_completed FROM ended AS e;
+    -- (a parent twice names its queues twice: the insert below keeps one row)
+    v_completed := p_waited || v_completed;
   ELSE
     WITH ended AS (
       DELETE FROM weir.dependencies AS d WHERE d.parent = ANY (p_parents)
@@ -593,13 +605,17 @@ BEGIN
                OR (j.outcome <> 'completed' AND j.any_outcome)),
            (SELECT array_agg(d.child ORDER BY d.child) FROM doomed AS d),
            (SELECT array_agg(d.reason ORDER BY d.child) FROM doomed AS d),
-           (SELECT array_agg(p.id) FROM unnest(p_parents) AS p(id)
-            WHERE NOT EXISTS (SELECT 1 FROM weir.finished AS f WHERE f.id = p.id AND f.state <> 'completed'))
+           ARRAY(SELECT DISTINCT p.id FROM (
+                   SELECT w.id FROM unnest(p_waited) AS w(id)
+                   UNION ALL
+                   SELECT j.parent FROM judged AS j WHERE j.child_queue IS NOT NULL) AS p(id)
+                 WHERE NOT EXISTS (SELECT 1 FROM weir.finished AS f
+                                   WHERE f.id = p.id AND f.state <> 'completed'))
     INTO v_met, v_level, v_reasons, v_completed;
     v_once := false;
   END IF;
 
-  IF v_completed IS NOT NULL THEN
+  IF cardinality(v_completed) > 0 THEN
     -- The queues of each completed parent's waiting one-parent dependents, read from `tasks_waits_on` one
     -- probe per queue (the first queue after the last one found), each named for the claims of its queue and
     -- woken at commit, as a release wakes it, the parent's row new or not (a dependent enqueued after its
@@ -737,14 +753,16 @@ CREATE OR REPLACE FUNCTION weir.tasks_ended()
 AS $function$
 DECLARE
   v_parents bigint[];  -- the removed tasks that others wait for, in id order
+  v_waited bigint[];   -- those of them that dependents with one parent wait for (`waited_on`)
   v_members boolean;   -- some removed task is a batch's member
   v_kept boolean;      -- some removed task is kept with its workflow, parents and batch
 BEGIN
   SELECT array_agg(g.id ORDER BY g.id) FILTER (WHERE g.dependents),
+         coalesce(array_agg(g.id) FILTER (WHERE g.dependents AND g.waited_on), '{}'),
          coalesce(bool_or(g.batch IS NOT NULL), false),
          coalesce(bool_or(g.workflow IS NOT NULL OR g.batch IS NOT NULL OR g.after IS NOT NULL OR g.dependents),
                   false)
-  INTO v_parents, v_members, v_kept
+  INTO v_parents, v_waited, v_members, v_kept
   FROM gone AS g;
 
   -- A member's end, by the outcome its statement wrote in `finished` (none: a completion without
@@ -800,7 +818,7 @@ BEGIN
 
   -- their dependents, settled together: a dependent many of them wait for counts them in one write
   IF v_parents IS NOT NULL THEN
-    PERFORM weir.parents_ended(v_parents);
+    PERFORM weir.parents_ended(v_parents, v_waited);
   END IF;
   RETURN NULL;
 END

@@ -7,7 +7,7 @@ import weir.postgres.internal.Sql
 
 /**
  * A dependent with one parent and no key that needs its parent completed has no edge (migration 19): its
- * parent's end finds it through `tasks_waits_on`. Completed, the parent names it for its queue's claims; dead
+ * parent, marked `waited_on`, finds it at its end through `tasks_waits_on`. Completed, the parent names it for its queue's claims; dead
  * or cancelled, it is cancelled naming the parent, and so are its own such dependents, level by level, however
  * long the chain. An edge written the way migration 18 wrote one (an earlier release's enqueue) is settled as
  * before, without a second outcome.
@@ -54,6 +54,7 @@ class OneParentWithoutEdgesSuite extends DbSuite:
         both <-
           q.enqueue(NewTask("both", after = Vector(After.completed(p), After.completed(other)))).map(_.taskId)
         written <- edges(db)
+        marked <- Rows.query[Long](s"SELECT id FROM ${db.schema("tasks")} WHERE waited_on ORDER BY id")
         first <- claim(sql, "ow")
         _ <- complete(sql, first.filter(_.id == p))
         second <- claim(sql, "ow")
@@ -68,6 +69,8 @@ class OneParentWithoutEdgesSuite extends DbSuite:
             (other, both, false, None)
           )
         )
+        // the parent that a dependent waits for without an edge is marked, so that its end looks for it
+        assertEquals(marked, Vector(p))
         assertEquals(first.map(_.id).toSet, Set(p, other))
         // `both` still waits for `other`, which has not ended
         assertEquals(second.map(_.id).toSet, Set(strict, anyway, keyed))
@@ -155,6 +158,28 @@ class OneParentWithoutEdgesSuite extends DbSuite:
         assert(doomedEnd.head._3.contains(s"task $bad, which it waits for, ended dead"), doomedEnd.head._3)
   }
 
+  withDb("a graph's one-parent dependent of a task whose unique key is held waits for the holder, marked") {
+    db =>
+      val q = TaskQueue[IO, String](db, "oh")
+      val sql = new Sql(db.schema)
+      for
+        holder <- q.enqueue(NewTask("holder", uniqueKey = Some("u"))).map(_.taskId)
+        enqueued <- TaskGraph.empty
+          .add("dup", q, NewTask("dup", uniqueKey = Some("u")))
+          .add("child", q, NewTask("child"), after = Vector(After.completed("dup")))
+          .enqueue(db)
+        child = enqueued("child").taskId
+        marked <- Rows.query[Long](s"SELECT id FROM ${db.schema("tasks")} WHERE waited_on ORDER BY id")
+        first <- claim(sql, "oh")
+        _ <- complete(sql, first)
+        second <- claim(sql, "oh")
+      yield
+        assertEquals(enqueued("dup"), Enqueued.Duplicate(holder))
+        assertEquals(marked, Vector(holder))
+        assertEquals(first.map(_.id), Vector(holder))
+        assertEquals(second.map(_.id), Vector(child))
+  }
+
   withDb("an edge written as migration 18 wrote it is settled once, whatever its parent's end") { db =>
     val q = TaskQueue[IO, String](db, "oe")
     val sql = new Sql(db.schema)
@@ -167,7 +192,9 @@ class OneParentWithoutEdgesSuite extends DbSuite:
       bad <- q.enqueue(NewTask("bad", maxAttempts = 1)).map(_.taskId)
       ofGood <- q.enqueue(NewTask("of-good", after = Vector(After.completed(good)))).map(_.taskId)
       ofBad <- q.enqueue(NewTask("of-bad", after = Vector(After.completed(bad)))).map(_.taskId)
+      // as an earlier release enqueued them: an edge naming the child's queue, the parent unmarked
       _ <- oldEdge(good, ofGood) *> oldEdge(bad, ofBad)
+      _ <- Rows.exec(s"UPDATE ${db.schema("tasks")} SET waited_on = false")
       first <- claim(sql, "oe")
       byId = first.map(r => r.id -> r).toMap
       _ <- complete(sql, Vector(byId(good)))

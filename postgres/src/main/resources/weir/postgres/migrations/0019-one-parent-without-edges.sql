@@ -1,7 +1,8 @@
 -- weir: compatible-with-previous: yes
---   one function replaced with the same signature; no table, column, index or trigger changes. Earlier
---   releases' enqueues write an edge for every dependent, which this function settles as migration 18's
---   did; the dependents this release enqueues without an edge are settled by it whoever ends their parent.
+--   a column with a default, a function added, two replaced with the same signatures; no index or trigger
+--   changes. Earlier releases' enqueues write an edge for every dependent, which these functions settle as
+--   migration 18's did; the dependents this release enqueues without an edge are settled by them whoever
+--   ends their parent.
 --
 -- weir-postgres schema: a dependent with one parent and no key, without an edge (issue 57; ADR 0060).
 --
@@ -9,21 +10,30 @@
 -- and found it, at its parent's end, through its edge in `dependencies`: the edge said which queue to name.
 -- `tasks_waits_on` already holds what the edge held (the parent, the child's queue), so the enqueue of this
 -- release writes no edge for a dependent with `waits_on` that needs its parent completed (one that runs on
--- any outcome keeps its edge, which says so), and `parents_ended` finds these dependents through the index:
---   - for each parent that completed, the queues of its waiting one-parent dependents, one index probe per
---     queue (a skip over the index's `(waits_on, queue)` prefix: a fan-out's root with 19,998 dependents in
---     one queue costs two probes, where deleting its edges wrote 19,998 rows), each named in
---     `ready_parents` and woken;
+-- any outcome keeps its edge, which says so), marks its parent `waited_on`, and `parents_ended` finds these
+-- dependents through the index:
+--   - for each parent marked `waited_on` that completed, the queues of its waiting one-parent dependents,
+--     one index probe per queue (a skip over the index's `(waits_on, queue)` prefix: a fan-out's root with
+--     19,998 dependents in one queue costs two probes, where deleting its edges wrote 19,998 rows), each
+--     named in `ready_parents` and woken. A parent without the mark (its dependents all have several
+--     parents, or keys) is not probed;
 --   - for each parent that ended dead or cancelled, its one-parent dependents without an edge, cancelled
 --     with the reason naming it, as the dependents its edges name; so are theirs, level by level. The
 --     cascade takes the mark `dependents` off each task it cancels before removing it, so that the trigger
 --     the removal fires does not settle that task's dependents again, nested, while this loop settles them.
--- A dependent an earlier release enqueued has both `waits_on` and an edge (with its queue): the index finds
--- it as the others, and its edge is consumed without counting it down (a completed parent) or settles it
--- (a parent that ended otherwise, the index then leaving it to its edge).
+-- A dependent an earlier release enqueued has both `waits_on` and an edge (with its queue), and its parent no
+-- mark: the edge, consumed without counting it down, has its completed parent probed as a marked one's; a
+-- parent that ended otherwise settles it through the edge (the index then leaves it to its edge).
+--
+-- The trigger passes the marked parents apart (`parents_ended(parents, waited)`); the function of one
+-- argument, which an enqueue calls for parents that ended before it, probes them all.
 
--- The settle of migration 18, finding the one-parent dependents through `tasks_waits_on` instead of edges.
-CREATE OR REPLACE FUNCTION weir_schema.parents_ended(p_parents bigint[]) RETURNS void
+ALTER TABLE weir_schema.tasks ADD COLUMN waited_on boolean NOT NULL DEFAULT false;
+
+-- The settle of migration 18, finding the one-parent dependents through `tasks_waits_on` instead of edges:
+-- those of the parents among `p_waited` (marked `waited_on`), and of the parents of edges naming their
+-- child's queue.
+CREATE FUNCTION weir_schema.parents_ended(p_parents bigint[], p_waited bigint[]) RETURNS void
 LANGUAGE plpgsql
 SET enable_bitmapscan = off
 SET enable_seqscan = off
@@ -32,7 +42,7 @@ SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
   v_failed boolean;    -- some parent ended other than completed (its row in `finished` says so)
-  v_completed bigint[]; -- the parents that completed
+  v_completed bigint[]; -- the parents that completed and may have one-parent dependents
   v_met bigint[];      -- a child for each edge met: its parent completed, or the edge takes any outcome
   v_once boolean;      -- no child is in v_met twice
   v_more bigint[];
@@ -50,12 +60,14 @@ BEGIN
     -- one-parent dependent's, made claimable below with the others
     WITH ended AS (
       DELETE FROM weir_schema.dependencies AS d WHERE d.parent = ANY (ARRAY(SELECT unnest(p_parents)))
-      RETURNING d.child, d.child_queue
+      RETURNING d.parent, d.child, d.child_queue
     )
     SELECT array_agg(e.child) FILTER (WHERE e.child_queue IS NULL),
-           count(DISTINCT e.child) FILTER (WHERE e.child_queue IS NULL) = count(*) FILTER (WHERE e.child_queue IS NULL)
-    INTO v_met, v_once FROM ended AS e;
-    v_completed := p_parents;
+           count(DISTINCT e.child) FILTER (WHERE e.child_queue IS NULL) = count(*) FILTER (WHERE e.child_queue IS NULL),
+           array_agg(DISTINCT e.parent) FILTER (WHERE e.child_queue IS NOT NULL)
+    INTO v_met, v_once, v_completed FROM ended AS e;
+    -- (a parent twice names its queues twice: the insert below keeps one row)
+    v_completed := p_waited || v_completed;
   ELSE
     WITH ended AS (
       DELETE FROM weir_schema.dependencies AS d WHERE d.parent = ANY (p_parents)
@@ -90,13 +102,17 @@ BEGIN
                OR (j.outcome <> 'completed' AND j.any_outcome)),
            (SELECT array_agg(d.child ORDER BY d.child) FROM doomed AS d),
            (SELECT array_agg(d.reason ORDER BY d.child) FROM doomed AS d),
-           (SELECT array_agg(p.id) FROM unnest(p_parents) AS p(id)
-            WHERE NOT EXISTS (SELECT 1 FROM weir_schema.finished AS f WHERE f.id = p.id AND f.state <> 'completed'))
+           ARRAY(SELECT DISTINCT p.id FROM (
+                   SELECT w.id FROM unnest(p_waited) AS w(id)
+                   UNION ALL
+                   SELECT j.parent FROM judged AS j WHERE j.child_queue IS NOT NULL) AS p(id)
+                 WHERE NOT EXISTS (SELECT 1 FROM weir_schema.finished AS f
+                                   WHERE f.id = p.id AND f.state <> 'completed'))
     INTO v_met, v_level, v_reasons, v_completed;
     v_once := false;
   END IF;
 
-  IF v_completed IS NOT NULL THEN
+  IF cardinality(v_completed) > 0 THEN
     -- The queues of each completed parent's waiting one-parent dependents, read from `tasks_waits_on` one
     -- probe per queue (the first queue after the last one found), each named for the claims of its queue and
     -- woken at commit, as a release wakes it, the parent's row new or not (a dependent enqueued after its
@@ -228,3 +244,87 @@ BEGIN
 END
 $$;
 
+-- The settle of parents the caller does not know more of (an enqueue's parents that ended before it): each
+-- may have one-parent dependents.
+CREATE OR REPLACE FUNCTION weir_schema.parents_ended(p_parents bigint[]) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM weir_schema.parents_ended(p_parents, p_parents);
+END
+$$;
+
+-- The trigger's function of migration 16, passing the parents marked `waited_on` apart.
+CREATE OR REPLACE FUNCTION weir_schema.tasks_ended() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_parents bigint[];  -- the removed tasks that others wait for, in id order
+  v_waited bigint[];   -- those of them that dependents with one parent wait for (`waited_on`)
+  v_members boolean;   -- some removed task is a batch's member
+  v_kept boolean;      -- some removed task is kept with its workflow, parents and batch
+BEGIN
+  SELECT array_agg(g.id ORDER BY g.id) FILTER (WHERE g.dependents),
+         coalesce(array_agg(g.id) FILTER (WHERE g.dependents AND g.waited_on), '{}'),
+         coalesce(bool_or(g.batch IS NOT NULL), false),
+         coalesce(bool_or(g.workflow IS NOT NULL OR g.batch IS NOT NULL OR g.after IS NOT NULL OR g.dependents),
+                  false)
+  INTO v_parents, v_waited, v_members, v_kept
+  FROM gone AS g;
+
+  -- A member's end, by the outcome its statement wrote in `finished` (none: a completion without
+  -- keepCompleted), noted for the commit, which applies the transaction's ends batch by batch in id order.
+  -- No batch is locked here: the statements of two transactions would lock them in no common order.
+  IF v_members THEN
+    -- planned at each run (EXECUTE), for the size `finished` has now: a plan cached in the session while it
+    -- was nearly empty could read each member's row through a whole index instead of by its key
+    EXECUTE $sql$
+      INSERT INTO weir_schema.batch_ends AS e (xact, batch, completed, dead, cancelled)
+      SELECT txid_current(), m.batch,
+             count(*) FILTER (WHERE m.state IS NULL OR m.state = 'completed'),
+             count(*) FILTER (WHERE m.state = 'dead'),
+             count(*) FILTER (WHERE m.state = 'cancelled')
+      FROM (
+        SELECT g.batch, (SELECT f.state FROM weir_schema.finished AS f WHERE f.id = g.id) AS state
+        FROM gone AS g WHERE g.batch IS NOT NULL
+      ) AS m
+      GROUP BY m.batch
+      ON CONFLICT (xact, batch) DO UPDATE
+      SET completed = e.completed + excluded.completed, dead = e.dead + excluded.dead,
+          cancelled = e.cancelled + excluded.cancelled
+    $sql$;
+  END IF;
+
+  -- A task of a workflow or a batch keeps its workflow, parents and batch in the `finished` row its
+  -- statement wrote; a statement that wrote none completed it without keeping it, and the row is written
+  -- here, completed, as `complete` with keepCompleted would have written it. Only this transaction ends
+  -- these tasks (it removed their rows), so no other writes their `finished` rows meanwhile: an update of
+  -- the rows found and a plain insert of the others do what an upsert did, without its speculative insert.
+  -- Planned at each run (EXECUTE), as above.
+  IF v_kept THEN
+    EXECUTE $sql$
+      WITH kept AS (
+        SELECT g.id, g.queue, g.payload, g.priority, g.attempt, g.max_attempts, g.ordering_key, g.unique_key,
+               g.errors, g.created_at, g.headers, g.lease_owner, g.workflow, g.after, g.batch
+        FROM gone AS g
+        WHERE g.workflow IS NOT NULL OR g.batch IS NOT NULL OR g.after IS NOT NULL OR g.dependents
+      ), marked AS (
+        UPDATE weir_schema.finished AS f SET workflow = k.workflow, after = k.after, batch = k.batch
+        FROM kept AS k WHERE f.id = ANY (ARRAY(SELECT k2.id FROM kept AS k2)) AND f.id = k.id
+        RETURNING f.id
+      )
+      INSERT INTO weir_schema.finished (id, queue, payload, priority, state, attempt, max_attempts,
+                                        ordering_key, unique_key, errors, created_at, headers, worker,
+                                        workflow, after, batch)
+      SELECT k.id, k.queue, k.payload, k.priority, 'completed', k.attempt, k.max_attempts, k.ordering_key,
+             k.unique_key, k.errors, k.created_at, k.headers, k.lease_owner, k.workflow, k.after, k.batch
+      FROM kept AS k
+      WHERE NOT EXISTS (SELECT 1 FROM marked AS m WHERE m.id = k.id)
+    $sql$;
+  END IF;
+
+  -- their dependents, settled together: a dependent many of them wait for counts them in one write
+  IF v_parents IS NOT NULL THEN
+    PERFORM weir_schema.parents_ended(v_parents, v_waited);
+  END IF;
+  RETURN NULL;
+END
+$$;

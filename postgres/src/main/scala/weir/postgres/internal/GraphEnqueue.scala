@@ -69,6 +69,11 @@ private[postgres] object GraphEnqueue:
     val sql = new GraphSql(schema)
     val index = nodes.iterator.map(_.handle).zipWithIndex.toMap
     val hasChildren = nodes.flatMap(_.after.map(a => index(a.parent))).toSet
+    // the graph's tasks that a task of it waits for through `waits_on`: its one parent, named by handle (a
+    // parent that stands for a held unique key's holder is marked below, with the existing parents)
+    val waitedOn = nodes.flatMap(n =>
+      Option.when(n.parents.isEmpty && n.after.size == 1 && lone(n))(index(n.after.head.parent))
+    ).toSet
     val external = nodes.flatMap(_.parents.map(_.parent)).distinct
     for
       liveRoots <-
@@ -103,7 +108,8 @@ private[postgres] object GraphEnqueue:
           parents.size,
           hasChildren(i),
           workflowOf(i),
-          Option.when(fromWaiting(nodes(i), parents))(parents.head._1)
+          Option.when(fromWaiting(nodes(i), parents))(parents.head._1),
+          waitedOn(i)
         )
       alone = order.filter(i => nodes(i).task.uniqueKey.isDefined && hasChildren(i))
       _ <- alone.traverse_ { i =>
@@ -124,7 +130,15 @@ private[postgres] object GraphEnqueue:
         if holders.isEmpty then FC.pure(Vector.empty[Long])
         else sql.holdParents(holders.toArray).map(_.map(_._1))
       // a dependent claimed from `waiting` that needs its parent completed has no edge: its parent's end
-      // finds it through `tasks_waits_on` (migration 19); one that runs on any outcome keeps its edge
+      // finds it through `tasks_waits_on` (migration 19), once marked; one that runs on any outcome keeps
+      // its edge
+      waitedExisting = nodes.indices.flatMap { i =>
+        val parents = parentsOf(nodes(i), ids, index)
+        Option.when(inserted(ids(i)) && fromWaiting(nodes(i), parents) && !parents.head._2)(parents.head._1)
+      }.filterNot(inserted).distinct
+      liveExisting = (live ++ heldLive).toSet
+      marks = waitedExisting.filter(liveExisting)
+      _ <- if marks.isEmpty then FC.unit else sql.markWaitedOn(marks.toArray).void
       edges = nodes.indices.filter(i => inserted(ids(i))).flatMap { i =>
         val parents = parentsOf(nodes(i), ids, index)
         if fromWaiting(nodes(i), parents) then
@@ -172,6 +186,10 @@ private[postgres] object GraphEnqueue:
    */
   private def fromWaiting(node: Graphs.Node, parents: Vector[(Long, Boolean)]): Boolean =
     parents.size == 1 && node.task.orderingKey.isEmpty
+
+  /** Whether `node`, whose one parent its `after` names, waits without an edge: no key, that parent completed. */
+  private def lone(node: Graphs.Node): Boolean =
+    node.task.orderingKey.isEmpty && !node.after.head.anyOutcome
 
   /**
    * Whether each node may be its key's head: no task before it in `order`, without a unique key (which may

@@ -43,6 +43,14 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
       .query[(Long, Long)]
       .to[Vector]
 
+  /**
+   * Marks the live tasks among `ids` as waited on by a dependent through `waits_on` (migration 19: their end
+   * then looks for such dependents); run after [[holdParents]] locked them. Returns how many it marked.
+   */
+  def markWaitedOn(ids: Array[Long]): ConnectionIO[Int] =
+    (const(s"UPDATE $tasks AS t SET waited_on = true WHERE t.id = ANY(") ++ fr0"$ids" ++
+      const(") AND NOT t.waited_on")).update.run
+
   /** `n` new task ids, ascending. */
   def drawIds(n: Int): ConnectionIO[Vector[Long]] =
     (const(s"SELECT nextval('${tasks}_id_seq') FROM generate_series(1, ") ++ fr0"$n" ++ const(")"))
@@ -57,7 +65,8 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
    * their ids' order. Returns `(n, id, inserted)` per input row (numbered from 1), as [[EnqueueSql.enqueueMany]]
    * does: a row whose unique key is held returns the holder when this statement's snapshot shows it, and
    * nothing otherwise (the caller inserts it again). With a `batch`, every inserted row is a member of it
-   * (migration 13). Each row's `workflow` is its workflow's id (migration 14), or none.
+   * (migration 13). Each row's `workflow` is its workflow's id (migration 14), or none; `waited_on`, whether
+   * a dependent names it in `waits_on` (migration 19).
    */
   def insert(rows: Vector[Row], batch: Option[Long] = None): ConnectionIO[Vector[(Int, Long, Boolean)]] =
     val ids = rows.map(_.id).toArray
@@ -76,15 +85,18 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
     val dependents = rows.map(r => if r.dependents then 1 else 0).toArray
     val workflows = rows.map(_.workflow).toArray
     val waitsOn = rows.map(_.waitsOn).toArray
+    val waitedOn = rows.map(r => if r.waitedOn then 1 else 0).toArray
     (const("WITH input AS (SELECT i.* FROM unnest(") ++
       fr0"$ids::bigint[], $queueNames::text[], $payloads::text[], $priorities::int[], $delays::bigint[], " ++
       fr0"$maxAttempts::int[], $orderingKeys::text[], $uniqueKeys::text[], $firsts::int[], $headers::text[], " ++
-      fr0"$afters::text[], $lefts::int[], $dependents::int[], $workflows::bigint[], $waitsOn::bigint[]" ++
+      fr0"$afters::text[], $lefts::int[], $dependents::int[], $workflows::bigint[], $waitsOn::bigint[], " ++
+      fr0"$waitedOn::int[]" ++
       const(s""") WITH ORDINALITY AS i(id, queue, payload, priority, delay_ms, max_attempts, ordering_key,
-        unique_key, first_of_key, headers, after, parents_left, dependents, workflow, waits_on, n))
+        unique_key, first_of_key, headers, after, parents_left, dependents, workflow, waits_on, waited_on, n))
     , ins AS (
       INSERT INTO $tasks AS t (id, queue, payload, priority, run_at, max_attempts, ordering_key, unique_key, head,
-                               headers, after, parents_left, dependents, workflow, waits_on, state""") ++
+                               headers, after, parents_left, dependents, workflow, waits_on, waited_on,
+                               state""") ++
       batch.fold(Fragment.empty)(_ => const(", batch")) ++ const(
         s""")
       SELECT i.id, i.queue, i.payload::jsonb, i.priority::smallint, now() + i.delay_ms * interval '1 millisecond',
@@ -93,6 +105,7 @@ private[postgres] final class GraphSql(schema: Schema) extends SqlBase(schema):
                SELECT 1 FROM $tasks AS e
                WHERE e.queue = i.queue AND e.ordering_key = i.ordering_key AND e.id < i.id)),
              i.headers::jsonb, i.after::bigint[], i.parents_left, i.dependents = 1, i.workflow, i.waits_on,
+             i.waited_on = 1,
              (CASE WHEN i.parents_left > 0 THEN 'waiting' ELSE 'available' END)::${schema("task_state")}"""
       ) ++
       batch.fold(Fragment.empty)(b => fr0", $b::bigint") ++ const(s"""
@@ -157,7 +170,7 @@ private[postgres] object GraphSql:
    * [[EnqueueSql]]); its parents' ids, how many of them have not ended (all of them, at insert: the ended
    * ones are settled after the edges exist), whether a task of the same graph waits for it, and the
    * workflow it is in, if any; `waitsOn`, its one parent when a claim takes it from `waiting` once that
-   * parent completed (migration 18).
+   * parent completed (migration 18); `waitedOn`, whether a task names it so (migration 19).
    */
   final case class Row(
       id: Long,
@@ -168,5 +181,6 @@ private[postgres] object GraphSql:
       parentsLeft: Int,
       dependents: Boolean,
       workflow: Option[Long],
-      waitsOn: Option[Long] = None
+      waitsOn: Option[Long] = None,
+      waitedOn: Boolean = false
   )
