@@ -531,11 +531,11 @@ CREATE OR REPLACE FUNCTION weir.parents_ended(p_parents bigint[])
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-  PERFORM weir.parents_ended(p_parents, p_parents);
+  PERFORM weir.parents_ended(p_parents, p_parents, NULL);
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION weir.parents_ended(p_parents bigint[], p_waited bigint[])
+CREATE OR REPLACE FUNCTION weir.parents_ended(p_parents bigint[], p_waited bigint[], p_failed boolean)
  RETURNS void
  LANGUAGE plpgsql
  SET enable_bitmapscan TO 'off'
@@ -553,10 +553,14 @@ DECLARE
   v_reasons text[];    -- why, in the order of v_level
   v_n bigint;
 BEGIN
-  -- each parent's end read once, by its key; a parent without a row completed
-  SELECT EXISTS (SELECT 1 FROM weir.finished AS f
-                 WHERE f.id = ANY (ARRAY(SELECT unnest(p_parents))) AND f.state <> 'completed')
-  INTO v_failed;
+  IF p_failed IS NULL THEN
+    -- each parent's end read once, by its key; a parent without a row completed
+    SELECT EXISTS (SELECT 1 FROM weir.finished AS f
+                   WHERE f.id = ANY (ARRAY(SELECT unnest(p_parents))) AND f.state <> 'completed')
+    INTO v_failed;
+  ELSE
+    v_failed := p_failed;
+  END IF;
 
   IF NOT v_failed THEN
     -- every parent completed, so every edge out of them is met; an edge naming its child's queue is a
@@ -756,6 +760,7 @@ DECLARE
   v_waited bigint[];   -- those of them that dependents with one parent wait for (`waited_on`)
   v_members boolean;   -- some removed task is a batch's member
   v_kept boolean;      -- some removed task is kept with its workflow, parents and batch
+  v_failed boolean;    -- some parent's `finished` row, which its statement wrote, says it did not complete
 BEGIN
   SELECT array_agg(g.id ORDER BY g.id) FILTER (WHERE g.dependents),
          coalesce(array_agg(g.id) FILTER (WHERE g.dependents AND g.waited_on), '{}'),
@@ -798,27 +803,31 @@ BEGIN
     EXECUTE $sql$
       WITH kept AS (
         SELECT g.id, g.queue, g.payload, g.priority, g.attempt, g.max_attempts, g.ordering_key, g.unique_key,
-               g.errors, g.created_at, g.headers, g.lease_owner, g.workflow, g.after, g.batch
+               g.errors, g.created_at, g.headers, g.lease_owner, g.workflow, g.after, g.batch, g.dependents
         FROM gone AS g
         WHERE g.workflow IS NOT NULL OR g.batch IS NOT NULL OR g.after IS NOT NULL OR g.dependents
       ), marked AS (
         UPDATE weir.finished AS f SET workflow = k.workflow, after = k.after, batch = k.batch
         FROM kept AS k WHERE f.id = ANY (ARRAY(SELECT k2.id FROM kept AS k2)) AND f.id = k.id
-        RETURNING f.id
+        RETURNING f.id, f.state, k.dependents
+      ), written AS (
+        INSERT INTO weir.finished (id, queue, payload, priority, state, attempt, max_attempts,
+                                          ordering_key, unique_key, errors, created_at, headers, worker,
+                                          workflow, after, batch)
+        SELECT k.id, k.queue, k.payload, k.priority, 'completed', k.attempt, k.max_attempts, k.ordering_key,
+               k.unique_key, k.errors, k.created_at, k.headers, k.lease_owner, k.workflow, k.after, k.batch
+        FROM kept AS k
+        WHERE NOT EXISTS (SELECT 1 FROM marked AS m WHERE m.id = k.id)
       )
-      INSERT INTO weir.finished (id, queue, payload, priority, state, attempt, max_attempts,
-                                        ordering_key, unique_key, errors, created_at, headers, worker,
-                                        workflow, after, batch)
-      SELECT k.id, k.queue, k.payload, k.priority, 'completed', k.attempt, k.max_attempts, k.ordering_key,
-             k.unique_key, k.errors, k.created_at, k.headers, k.lease_owner, k.workflow, k.after, k.batch
-      FROM kept AS k
-      WHERE NOT EXISTS (SELECT 1 FROM marked AS m WHERE m.id = k.id)
-    $sql$;
+      -- (a data-modifying CTE runs whether read or not.) Every parent is kept: its row was marked, or
+      -- written here, completed
+      SELECT coalesce(bool_or(m.state <> 'completed' AND m.dependents), false) FROM marked AS m
+    $sql$ INTO v_failed;
   END IF;
 
   -- their dependents, settled together: a dependent many of them wait for counts them in one write
   IF v_parents IS NOT NULL THEN
-    PERFORM weir.parents_ended(v_parents, v_waited);
+    PERFORM weir.parents_ended(v_parents, v_waited, v_failed);
   END IF;
   RETURN NULL;
 END
