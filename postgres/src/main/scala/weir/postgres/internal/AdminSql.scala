@@ -31,7 +31,7 @@ private[postgres] final class AdminSql(schema: Schema):
              count(*) FILTER (WHERE claimable AND run_at > now()) AS scheduled,
              count(*) FILTER (WHERE state = 'running') AS running
       FROM (SELECT t.queue, t.state, t.run_at,
-                   t.state = 'available' OR (t.state = 'waiting' AND t.waits_on IS NOT NULL AND $ready) AS claimable
+                   t.state = 'available' OR (t.state = 'waiting' AND $ready) AS claimable
             FROM $tasks AS t) AS t
       GROUP BY queue
     ), done AS (
@@ -68,11 +68,11 @@ private[postgres] final class AdminSql(schema: Schema):
       UNION ALL SELECT queue, 0, 0, count(*), 0, 0, 0, 0, NULL FROM $tasks
         WHERE ordering_key IS NOT NULL AND NOT head GROUP BY queue
       UNION ALL SELECT queue, 0, 0, count(*), 0, 0, 0, 0, NULL FROM $tasks AS t
-        WHERE parents_left > 0 AND (ordering_key IS NULL OR head) AND NOT (t.waits_on IS NOT NULL AND $ready)
+        WHERE parents_left > 0 AND (ordering_key IS NULL OR head) AND NOT $ready
         GROUP BY queue
       UNION ALL SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0, 0,
              0, 0, 0, extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8
-      FROM $tasks AS t WHERE parents_left > 0 AND t.waits_on IS NOT NULL AND $ready GROUP BY queue
+      FROM $tasks AS t WHERE parents_left > 0 AND $ready GROUP BY queue
       UNION ALL SELECT queue, 0, 0, 0, count(*), 0, 0, 0, NULL FROM $tasks WHERE state = 'running' GROUP BY queue"""
     )
     val done =

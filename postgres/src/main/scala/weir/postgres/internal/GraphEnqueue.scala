@@ -129,18 +129,20 @@ private[postgres] object GraphEnqueue:
       heldLive <-
         if holders.isEmpty then FC.pure(Vector.empty[Long])
         else sql.holdParents(holders.toArray).map(_.map(_._1))
+      // each inserted task's parents by final id (a held key's task stands for its holder from here on)
+      finalParents = nodes.indices.collect {
+        case i if inserted(ids(i)) => i -> parentsOf(nodes(i), ids, index)
+      }
       // a dependent claimed from `waiting` that needs its parent completed has no edge: its parent's end
       // finds it through `tasks_waits_on` (migration 19), once marked; one that runs on any outcome keeps
       // its edge
-      waitedExisting = nodes.indices.flatMap { i =>
-        val parents = parentsOf(nodes(i), ids, index)
-        Option.when(inserted(ids(i)) && fromWaiting(nodes(i), parents) && !parents.head._2)(parents.head._1)
+      waitedExisting = finalParents.flatMap { (i, parents) =>
+        Option.when(fromWaiting(nodes(i), parents) && !parents.head._2)(parents.head._1)
       }.filterNot(inserted).distinct
       liveExisting = (live ++ heldLive).toSet
       marks = waitedExisting.filter(liveExisting)
       _ <- if marks.isEmpty then FC.unit else sql.markWaitedOn(marks.toArray).void
-      edges = nodes.indices.filter(i => inserted(ids(i))).flatMap { i =>
-        val parents = parentsOf(nodes(i), ids, index)
+      edges = finalParents.flatMap { (i, parents) =>
         if fromWaiting(nodes(i), parents) then
           parents.collect { case (p, true) => (p, ids(i), true, Some(nodes(i).queue)) }
         else parents.map((p, any) => (p, ids(i), any, None))
@@ -156,9 +158,7 @@ private[postgres] object GraphEnqueue:
           ).void
       settled = ended ++ holders.filterNot(heldLive.toSet)
       _ <- if settled.isEmpty then FC.unit else sql.parentsEnded(settled.toArray).void
-      ready = nodes.indices.collect {
-        case i if inserted(ids(i)) && parentsOf(nodes(i), ids, index).isEmpty => nodes(i).queue
-      }.distinct
+      ready = finalParents.collect { case (i, parents) if parents.isEmpty => nodes(i).queue }.distinct
       _ <- if ready.isEmpty then FC.unit else sql.wakeQueues(ready.toArray).void
     yield done
 

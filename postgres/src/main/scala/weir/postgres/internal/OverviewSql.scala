@@ -42,12 +42,12 @@ private[postgres] final class OverviewSql(schema: Schema) extends SqlBase(schema
         queue ++ const(
           s""" GROUP BY queue
       UNION ALL SELECT queue, 0, 0, count(*), 0, NULL FROM $tasks AS t
-        WHERE parents_left > 0 AND (ordering_key IS NULL OR head) AND NOT (t.waits_on IS NOT NULL AND $ready)"""
+        WHERE parents_left > 0 AND (ordering_key IS NULL OR head) AND NOT $ready"""
         ) ++
         queue ++ const(s""" GROUP BY queue
       UNION ALL SELECT queue, count(*) FILTER (WHERE run_at <= now()), count(*) FILTER (WHERE run_at > now()), 0, 0,
              extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now()))::float8
-      FROM $tasks AS t WHERE parents_left > 0 AND t.waits_on IS NOT NULL AND $ready""") ++
+      FROM $tasks AS t WHERE parents_left > 0 AND $ready""") ++
         queue ++ const(s""" GROUP BY queue
       UNION ALL SELECT queue, 0, 0, 0, count(*), NULL FROM $tasks WHERE state = '${Running.name}'""") ++
         queue ++

@@ -21,6 +21,8 @@ import java.time.format.DateTimeParseException
 private[postgres] final class TaskDetailSql(schema: Schema) extends SqlBase(schema):
   import TaskDetailSql.*
 
+  private val liveState = TaskStateSql.live(schema)
+
   /**
    * The task `id`, live or finished: one probe of each table's primary key; for its workflow, when it names
    * none, a probe of each table's workflow index and of the running tasks (is it the first task of one?); for its batch, when it
@@ -35,9 +37,7 @@ private[postgres] final class TaskDetailSql(schema: Schema) extends SqlBase(sche
                OR EXISTS (SELECT 1 FROM $finished AS c WHERE c.workflow = t.id) THEN t.id END),
              coalesce(t.batch, (SELECT b.id FROM ${schema("batches")} AS b WHERE b.callback = t.id))"""
     (const(
-      s"""SELECT t.id, t.queue, ${TaskStateSql.live(
-          schema
-        )}, t.priority, t.ordering_key, t.unique_key, t.attempt,
+      s"""SELECT t.id, t.queue, $liveState, t.priority, t.ordering_key, t.unique_key, t.attempt,
              t.max_attempts, t.created_at, t.run_at, NULL::timestamptz, t.lease_owner, t.cancel_requested,
              t.payload::text, t.headers::text, t.errors::text, $links
       FROM $tasks AS t WHERE t.id = """
@@ -57,7 +57,7 @@ private[postgres] final class TaskDetailSql(schema: Schema) extends SqlBase(sche
   def neighbours(queue: String, key: String, id: Long, n: Int): ConnectionIO[KeyNeighbours] =
     def around(op: String, order: String) =
       (const(
-        s"SELECT t.id, ${TaskStateSql.live(schema)}, t.attempt, t.created_at FROM $tasks AS t WHERE t.queue = "
+        s"SELECT t.id, $liveState, t.attempt, t.created_at FROM $tasks AS t WHERE t.queue = "
       ) ++
         fr0"$queue" ++ const(" AND t.ordering_key = ") ++ fr0"$key" ++ const(s" AND t.id $op ") ++ fr0"$id" ++
         const(s" ORDER BY t.id $order LIMIT ") ++ fr0"$n").query[KeyNeighbour].to[Vector]
