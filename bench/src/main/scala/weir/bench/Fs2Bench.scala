@@ -11,9 +11,10 @@ import scala.concurrent.duration.*
 /**
  * fs2 3.14: `parEvalMapUnordered` and `parEvalMap` at the same concurrency as weir, fed by `Stream.range`
  * (one element per chunk), and `parEvalMapUnordered` fed one chunk of all tasks; `evalMap` is the
- * sequential baseline (the same stream, one task at a time) and `sourcePull` the stream alone, pulled as
- * weir's producer pulls it. For the sleep workload, the baseline is ten
- * 1 ms sleeps in a row on the same runtime.
+ * sequential baseline (the same stream, one task at a time); `sourcePull` and `sourceByElement` are the
+ * stream alone, read the two ways weir's producer reads it (by chunks, then, after a run of one-element
+ * chunks, element by element). For the sleep workload, the baseline is ten 1 ms sleeps in a row on the
+ * same runtime.
  *
  * Run (from the repository root, after building bench):
  * {{{
@@ -53,8 +54,8 @@ class Fs2Bench extends OnWeirRuntime:
   @OperationsPerInvocation(Tasks)
   def noopEvalMap(): Unit = unsafeRun(source(Tasks).evalMap(noop).compile.drain)
 
-  // the source alone, pulled chunk by chunk as weir's producer pulls it and nothing done with the chunks: the
-  // floor under anything fed `Stream.range` this way
+  // the source alone, pulled chunk by chunk as weir's producer pulls a stream's first chunks, nothing done with
+  // them: the floor under anything that reads `Stream.range` by `uncons`
   @Benchmark
   @OperationsPerInvocation(Tasks)
   def sourcePull(): Unit =
@@ -64,6 +65,14 @@ class Fs2Bench extends OnWeirRuntime:
         case None => Pull.done
       }
     unsafeRun(go(source(Tasks)).stream.compile.drain)
+
+  // the source alone, read element by element as weir's producer reads a stream of one-element chunks
+  @Benchmark
+  @OperationsPerInvocation(Tasks)
+  def sourceByElement(): Unit =
+    unsafeRun(
+      source(Tasks).flatMap(_ => Stream.empty.covaryAll[IO, Boolean]).takeWhile(identity).compile.drain
+    )
 
   @Benchmark
   @OutputTimeUnit(TimeUnit.MILLISECONDS)

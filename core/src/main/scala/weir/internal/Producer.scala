@@ -28,34 +28,66 @@ private[weir] final class Producer[F[_], A](
   /**
    * Feeds one stream's chunks to the buffer until it ends or is refused.
    *
-   * One pull step per chunk, and usually nothing else: the fast offer ([[UnsafeTaskBuffer.tryOffer]]) is
-   * a plain call made in the step's continuation, which runs once, in this producer's fiber, when the
-   * chunk arrives, and cannot be interrupted half-way. An effect is evaluated only when one is needed:
-   * workers to start, the slow offer (the buffer is full or stopped), or a clock reading per chunk when
-   * the run measures queue waits.
+   * One pull step per chunk, and usually nothing else: the fast offer ([[offer]]) is a plain call made in
+   * the step's continuation, which runs once, in this producer's fiber, when the chunk arrives, and cannot
+   * be interrupted half-way. An effect is evaluated only when one is needed: workers to start, the slow
+   * offer (the buffer is full or stopped), or a clock reading per chunk when the run measures queue waits.
+   *
+   * A stream that has given [[Producer.Singles]] one-element chunks in a row is read element by element
+   * from then on ([[byElement]]): fs2 hands each element of the rest to a function without the pull step
+   * (`uncons`), which on a one-element chunk costs more than the element's own production. The switch is
+   * one-way: a larger chunk after it is offered element by element.
    */
   private def one(stream: Stream[F, A]): F[Unit] =
-    def go(s: Stream[F, A]): Pull[F, Nothing, Unit] =
-      s.pull.uncons.flatMap {
-        case Some((chunk, rest)) =>
-          if measured then Pull.eval(F.monotonic).flatMap(now => place(chunk, rest, now.toNanos))
-          else place(chunk, rest, 0L)
-        case None => Pull.done
-      }
-    def place(chunk: Chunk[A], rest: Stream[F, A], now: Long): Pull[F, Nothing, Unit] =
-      // counted received before it can be taken (so a snapshot never shows a task started but not
-      // received), and again by the slow offer only if the fast one placed nothing, so that a producer
-      // cancelled before the slow offer runs leaves no task counted and unplaced
-      ledger.received(chunk.size)
-      val unserved = buffer.unsafe.tryOffer(chunk, now)
-      if unserved == UnsafeTaskBuffer.NoRoom then
-        ledger.received(-chunk.size)
-        Pull.eval(slowOffer(chunk)).flatMap(accepted => if accepted then go(rest) else Pull.done)
+    def go(s: Stream[F, A], singles: Int): Pull[F, Nothing, Unit] =
+      if singles == Producer.Singles then byElement(s)
       else
-        pool.grow(unserved) match
-          case None => go(rest)
-          case Some(start) => Pull.eval(F.uncancelable(_ => start)).flatMap(_ => go(rest))
-    go(stream).stream.compile.drain.handleErrorWith(e => sourceErrors.update(e :: _))
+        s.pull.uncons.flatMap {
+          case Some((chunk, rest)) =>
+            val next = if chunk.size == 1 then singles + 1 else 0
+            if measured then Pull.eval(F.monotonic).flatMap(now => place(chunk, rest, next, now.toNanos))
+            else place(chunk, rest, next, 0L)
+          case None => Pull.done
+        }
+    def place(chunk: Chunk[A], rest: Stream[F, A], singles: Int, now: Long): Pull[F, Nothing, Unit] =
+      offer(chunk, now) match
+        case None => go(rest, singles)
+        case Some(finish) => Pull.eval(finish).flatMap(goOn => if goOn then go(rest, singles) else Pull.done)
+    go(stream, 0).stream.compile.drain.handleErrorWith(e => sourceErrors.update(e :: _))
+
+  /**
+   * The rest of a stream, an element at a time: each element's fast offer runs in the function fs2 calls
+   * with it; a slow offer's answer is the one element the stream emits, and a refusal (false) ends it
+   * (`takeWhile`), so the producer reads no further.
+   */
+  private def byElement(s: Stream[F, A]): Pull[F, Nothing, Unit] =
+    s.flatMap(element).takeWhile(identity).drain.pull.echo
+
+  private val element: A => Stream[F, Boolean] = a =>
+    if measured then Stream.eval(F.monotonic).flatMap(now => offered(Chunk.singleton(a), now.toNanos))
+    else offered(Chunk.singleton(a), 0L)
+
+  private def offered(chunk: Chunk[A], now: Long): Stream[F, Boolean] =
+    offer(chunk, now) match
+      case None => Stream.empty
+      case Some(finish) => Stream.eval(finish)
+
+  /**
+   * The fast offer of a chunk ([[UnsafeTaskBuffer.tryOffer]]), a plain call: `None` when it placed the
+   * chunk and no worker needs starting; else the effect that finishes the offer (starts workers, or waits
+   * for room: the slow offer), true if the producer goes on.
+   *
+   * The chunk is counted received before it can be taken (so a snapshot never shows a task started but
+   * not received), and again by the slow offer only if the fast one placed nothing, so that a producer
+   * cancelled before the slow offer runs leaves no task counted and unplaced.
+   */
+  private def offer(chunk: Chunk[A], now: Long): Option[F[Boolean]] =
+    ledger.received(chunk.size)
+    val unserved = buffer.unsafe.tryOffer(chunk, now)
+    if unserved == UnsafeTaskBuffer.NoRoom then
+      ledger.received(-chunk.size)
+      Some(slowOffer(chunk))
+    else pool.grow(unserved).map(start => F.uncancelable(_ => start).as(true))
 
   /** Whether offers carry the time they are made (the run measures queue waits). */
   private val measured = buffer.unsafe.measured
@@ -74,3 +106,8 @@ private[weir] final class Producer[F[_], A](
           if refused.isEmpty then F.pure(true) else F.delay(ledger.notStarted(refused.toList)).as(false)
         }
     }
+
+private object Producer:
+
+  /** One-element chunks in a row after which a producer reads its stream element by element. */
+  val Singles = 16

@@ -1,0 +1,99 @@
+package weir
+
+import cats.effect.{IO, Ref}
+import cats.effect.testkit.TestControl
+import fs2.{Chunk, Stream}
+import munit.{CatsEffectSuite, ScalaCheckSuite}
+import org.scalacheck.{Gen, Prop}
+
+import scala.concurrent.duration.*
+
+/**
+ * How a producer reads its stream: by chunks, or, once the stream has given a run of one-element chunks,
+ * element by element; whichever way, every element becomes one task, in the stream's order, offered at the
+ * time it arrives, and a refusal stops the reading.
+ */
+class SourceReadingSuite extends CatsEffectSuite with ScalaCheckSuite:
+
+  /** A stream of chunks of the given sizes over consecutive integers, a millisecond between chunks. */
+  private def chunked(sizes: List[Int]): Stream[IO, Int] =
+    val starts = sizes.scanLeft(0)(_ + _)
+    Stream
+      .emits(sizes.zip(starts))
+      .covary[IO]
+      .flatMap((size, from) => Stream.sleep_[IO](1.milli) ++ Stream.chunk(Chunk.from(from until from + size)))
+
+  private val shapes: Gen[List[Int]] =
+    val run = Gen.oneOf(
+      Gen.choose(1, 40).map(n => List.fill(n)(1)), // long enough to switch to elements, or not
+      Gen.choose(2, 30).map(List(_)),
+      Gen.choose(1, 5).flatMap(n => Gen.listOfN(n, Gen.choose(1, 4)))
+    )
+    Gen.choose(1, 6).flatMap(n => Gen.listOfN(n, run).map(_.flatten))
+
+  property("every element of any chunking runs once, and input order holds across the switch to elements") {
+    Prop.forAll(shapes, Gen.choose(1, 4), Gen.choose(1, 8)) { (sizes, limit, buffer) =>
+      val n = sizes.sum
+      val run = Pipeline(chunked(sizes))
+        .process(i => IO.sleep((i % 3).millis).as(i))
+        .withLimit(Limit.fixed(limit))
+        .withBuffer(buffer)
+        .withOrder(TaskOrder.inputOrder)
+        .outcomes
+        .collect { case TaskOutcome.Succeeded(i, _, _) => i }
+        .compile
+        .toVector
+      assertEquals(TestControl.executeEmbed(run).unsafeRunSync(), (0 until n).toVector)
+    }
+  }
+
+  test("a stream of single elements, then one large chunk, then single elements again: each task once") {
+    val source = Stream.range(0, 40).covary[IO] ++ Stream.emits(40 until 5040) ++ Stream.range(5040, 5100)
+    for summary <- Pipeline(source).process(_ => IO.unit).withLimit(Limit.fixed(8)).run
+    yield
+      assertEquals(summary.received, 5100L)
+      assertEquals(summary.succeeded, 5100L)
+  }
+
+  test("read element by element, a refused producer reads no further and closes the stream") {
+    // one task at a time, a buffer of two: the producer is at most a few elements ahead of the failure
+    val run =
+      for
+        pulled <- Ref[IO].of(0)
+        closed <- Ref[IO].of(false)
+        source = Stream
+          .bracket(IO.unit)(_ => closed.set(true))
+          .flatMap(_ => Stream.range(0, 10000).covary[IO].evalTap(_ => pulled.update(_ + 1)))
+        summary <- Pipeline(source)
+          .process(i => IO.sleep(1.milli) *> IO.raiseWhen(i == 100)(new RuntimeException(s"task $i")))
+          .withLimit(Limit.fixed(1))
+          .withBuffer(2)
+          .withFailurePolicy(FailurePolicy.failFast)
+          .run
+        n <- pulled.get
+        c <- closed.get
+      yield (summary, n, c)
+    TestControl.executeEmbed(run).map { (summary, pulled, closed) =>
+      assert(summary.stop.isInstanceOf[StopReason.FailedFast], summary.stop)
+      assertEquals(summary.succeeded, 100L)
+      assertEquals(summary.failed, 1L)
+      assertEquals(summary.received, summary.succeeded + summary.failed + summary.notStarted)
+      assert(pulled <= 101 + 2 + 2, s"the producer read $pulled elements, failing at the 101st")
+      assert(closed, "the source's finalizer did not run")
+    }
+  }
+
+  test("read element by element, each task's queue wait counts from its own element's arrival") {
+    // an element every 2 ms, one slot, each task 3 ms: task i waits i ms (it enters at 2i, starts at 3i)
+    val source = Stream.range(0, 50).covary[IO].evalTap(i => IO.sleep((if i == 0 then 0 else 2).millis))
+    val run = Pipeline(source)
+      .process(_ => IO.sleep(3.millis))
+      .withLimit(Limit.fixed(1))
+      .withQueueWaits
+      .run
+    TestControl.executeEmbed(run).map { summary =>
+      val waits = summary.queueWait.getOrElse(fail("no queue waits"))
+      assertEquals(waits.count, 50L)
+      assertEquals(waits.max, 49.millis)
+    }
+  }
