@@ -147,5 +147,9 @@ private[weir] object BufferState:
   /** The shell's answer to a take: the [[Handout]], and the wake-up to run once the state is swapped. */
   type Answer[F[_], A] = (Handout[A], F[Unit])
 
-  /** Takers that may spin at once. */
-  val MaxSpinners = 1
+  /**
+   * Takers that may spin at once: two, so that while one runs the entry it caught, the other is looking
+   * when the next one arrives (with one, each entry that arrives while the spinner is away wakes a parked
+   * taker).
+   */
+  val MaxSpinners = 2

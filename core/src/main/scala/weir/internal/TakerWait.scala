@@ -28,7 +28,7 @@ private[internal] final class TakerWait[F[_], A](unsafe: UnsafeTaskBuffer[F, A])
     got => if got.isEmpty then F.pure(got) else relay.as(got)
 
   /*
-   * The spinning taker. When the buffer is empty, one taker (at most `MaxSpinners`) does not park at once:
+   * The spinning takers. When the buffer is empty, a taker (at most `MaxSpinners`) does not park at once:
    * it yields its thread (`cede`) and looks again, a few times, before it parks. While it spins, producers
    * leave one element for it instead of waking a parked taker, so a producer that is only a little slower
    * than the workers hands each task over without a `Deferred`, a park and a wake-up per task. Elements
