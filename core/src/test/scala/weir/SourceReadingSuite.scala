@@ -15,13 +15,13 @@ import scala.concurrent.duration.*
  */
 class SourceReadingSuite extends CatsEffectSuite with ScalaCheckSuite:
 
-  /** A stream of chunks of the given sizes over consecutive integers, a millisecond between chunks. */
-  private def chunked(sizes: List[Int]): Stream[IO, Int] =
+  /** A stream of chunks of the given sizes over consecutive integers, `gap` between chunks. */
+  private def chunked(sizes: List[Int], gap: FiniteDuration): Stream[IO, Int] =
     val starts = sizes.scanLeft(0)(_ + _)
     Stream
       .emits(sizes.zip(starts))
       .covary[IO]
-      .flatMap((size, from) => Stream.sleep_[IO](1.milli) ++ Stream.chunk(Chunk.from(from until from + size)))
+      .flatMap((size, from) => Stream.sleep_[IO](gap) ++ Stream.chunk(Chunk.from(from until from + size)))
 
   private val shapes: Gen[List[Int]] =
     val run = Gen.oneOf(
@@ -32,9 +32,11 @@ class SourceReadingSuite extends CatsEffectSuite with ScalaCheckSuite:
     Gen.choose(1, 6).flatMap(n => Gen.listOfN(n, run).map(_.flatten))
 
   property("every element of any chunking runs once, and input order holds across the switch to elements") {
-    Prop.forAll(shapes, Gen.choose(1, 4), Gen.choose(1, 8)) { (sizes, limit, buffer) =>
+    // chunks at one instant (a run of sixteen one-element chunks switches) or a millisecond apart (never)
+    val gaps = Gen.oneOf(Duration.Zero, 1.milli)
+    Prop.forAll(shapes, gaps, Gen.choose(1, 4), Gen.choose(1, 8)) { (sizes, gap, limit, buffer) =>
       val n = sizes.sum
-      val run = Pipeline(chunked(sizes))
+      val run = Pipeline(chunked(sizes, gap))
         .process(i => IO.sleep((i % 3).millis).as(i))
         .withLimit(Limit.fixed(limit))
         .withBuffer(buffer)
@@ -45,6 +47,25 @@ class SourceReadingSuite extends CatsEffectSuite with ScalaCheckSuite:
         .toVector
       assertEquals(TestControl.executeEmbed(run).unsafeRunSync(), (0 until n).toVector)
     }
+  }
+
+  test("one-element chunks that come apart are read by chunks: a large chunk after them is offered whole") {
+    // twenty single elements, then 1,000 at once, into a buffer of ten, one task at a time: a producer
+    // reading by chunks counts the whole chunk received while it waits for room, one reading element by
+    // element only what it has offered; the singles come 1 ms apart, or all at once (which switches)
+    def receivedAt30ms(gap: FiniteDuration) =
+      val source = chunked(List.fill(20)(1) :+ 1000, gap)
+      val run =
+        Pipeline(source).process(_ => IO.sleep(1.milli)).withLimit(Limit.fixed(1)).withBuffer(10).start.use {
+          running => IO.sleep(30.millis) *> running.snapshot.map(_.received)
+        }
+      TestControl.executeEmbed(run)
+    for
+      apart <- receivedAt30ms(1.milli)
+      together <- receivedAt30ms(Duration.Zero)
+    yield
+      assertEquals(apart, 1020L)
+      assert(together < 20 + 10 + 30, s"read element by element, the producer counted $together received")
   }
 
   test("a stream of single elements, then one large chunk, then single elements again: each task once") {
@@ -84,8 +105,10 @@ class SourceReadingSuite extends CatsEffectSuite with ScalaCheckSuite:
   }
 
   test("read element by element, each task's queue wait counts from its own element's arrival") {
-    // an element every 2 ms, one slot, each task 3 ms: task i waits i ms (it enters at 2i, starts at 3i)
-    val source = Stream.range(0, 50).covary[IO].evalTap(i => IO.sleep((if i == 0 then 0 else 2).millis))
+    // twenty elements at once (the producer switches), then one every 2 ms; one slot, each task 3 ms: task i
+    // starts at 3i, so waits 3i below 20 and, entering at 2(i - 19), i + 38 from then on
+    val source = Stream.range(0, 20).covary[IO] ++
+      Stream.range(20, 50).covary[IO].evalTap(_ => IO.sleep(2.millis))
     val run = Pipeline(source)
       .process(_ => IO.sleep(3.millis))
       .withLimit(Limit.fixed(1))
@@ -94,6 +117,6 @@ class SourceReadingSuite extends CatsEffectSuite with ScalaCheckSuite:
     TestControl.executeEmbed(run).map { summary =>
       val waits = summary.queueWait.getOrElse(fail("no queue waits"))
       assertEquals(waits.count, 50L)
-      assertEquals(waits.max, 49.millis)
+      assertEquals(waits.max, 87.millis)
     }
   }
