@@ -43,8 +43,8 @@ private[weir] final class Producer[F[_], A](
    * chunk at a time.
    */
   private def one(stream: Stream[F, A]): F[Unit] =
-    // `singles` one-element chunks in a row, each come within `Quick` of the end of the offer before it,
-    // the last of which ended at `last`: time the producer spent waiting for room is not the stream's
+    // `singles`: one-element chunks in a row, each within `Quick` of the end of the offer before it; `last`:
+    // when the last offer ended (time the producer spent waiting for room is not the stream's)
     def go(s: Stream[F, A], singles: Int, last: Long): Pull[F, Nothing, Unit] =
       s.pull.uncons.flatMap {
         case Some((chunk, rest)) if chunk.size == 1 =>
