@@ -5,7 +5,6 @@ import cats.syntax.all.*
 import doobie.implicits.*
 import weir.Pipeline
 import weir.postgres.KillableWorker.Liveness
-import weir.testkit.Eventually
 
 import java.util.concurrent.TimeUnit
 import scala.concurrent.duration.*
@@ -55,12 +54,12 @@ class BatchKillSuite extends DbSuite:
           val ranOnVictim = Rows.count(db, "executions", s"worker IN (${victimIds.mkString(", ")})")
           for
             _ <- Vector("ka", "kb").traverse_(controls.resume)
-            _ <- Eventually.until(
+            _ <- KillableWorker.killOnce(
+              victim,
               "a quarter of the members run, some on the victim, which holds a running one",
               (ran, ranOnVictim, holding).tupled,
               within = 2.minutes
             )((all, own, held) => all >= size / 4 && own > 0 && held)
-            _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
             _ <- start
             _ <- IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS))
             _ <- IO.interruptible(survivor.waitFor(30, TimeUnit.SECONDS))

@@ -4,7 +4,6 @@ import cats.effect.IO
 import cats.syntax.all.*
 import doobie.postgres.implicits.*
 import weir.postgres.KillableWorker.Liveness
-import weir.testkit.Eventually
 
 import java.time.Instant
 import java.util.concurrent.TimeUnit
@@ -69,12 +68,12 @@ class GraphKillSuite extends DbSuite:
             val ran = Rows.count(db, "executions")
             val ranOnVictim = Rows.count(db, "executions", s"worker = $victimId")
             for
-              _ <- Eventually.until(
+              _ <- KillableWorker.killOnce(
+                victim,
                 "a quarter of the tasks run, some on the victim, which holds a running one",
                 (ran, ranOnVictim, holding).tupled,
                 within = 2.minutes
               )((all, own, held) => all >= n / 4 && own > 0 && held)
-              _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
               _ <- start
               _ <- IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS))
               _ <- IO.interruptible(survivor.waitFor(30, TimeUnit.SECONDS))

@@ -5,7 +5,6 @@ import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import weir.postgres.KillableWorker.Liveness
-import weir.testkit.Eventually
 
 import java.util.concurrent.TimeUnit
 import scala.concurrent.duration.*
@@ -33,13 +32,6 @@ class KillSuite extends DbSuite:
 
   private def executions(db: Database[IO]): IO[Long] = Rows.count(db, "executions")
 
-  /** Sends `process` the signal `name` (`STOP`, `CONT`) with the shell's `kill`, and waits until it is sent. */
-  private def signal(process: Process, name: String): IO[Unit] =
-    val command = List("sh", "-c", s"kill -$name ${process.pid}")
-    IO.blocking(new ProcessBuilder(command*).inheritIO().start().waitFor()).flatMap { code =>
-      IO.raiseError(new IllegalStateException(s"${command.last} exited with $code")).whenA(code != 0)
-    }
-
   /**
    * Two worker JVMs serve `n` tasks; once a quarter has run, one is SIGKILLed and a replacement set to work.
    * Every task must complete once, only what ran on the killed worker may run again, keys keep order, and
@@ -66,20 +58,13 @@ class KillSuite extends DbSuite:
           // which only a rescue can then free
           val holding = TaskAdmin(db).overview.workers.map(_.exists(w => w.id == victimId && w.running > 0))
           val ranOnVictim = Rows.count(db, "executions", s"worker = $victimId")
-          // each probe stops the victim (SIGSTOP) before it reads, so that a claim seen held is still held at
-          // the SIGKILL that follows (a running victim could finish it in between, leaving nothing to rescue),
-          // and lets it go on (SIGCONT) when the probe is not yet satisfied
-          val ready = (ran: Long, own: Long, held: Boolean) => ran >= n / 4 && own > 0 && held
-          val probe = signal(victim, "STOP") *> (executions(db), ranOnVictim, holding).tupled.flatTap(r =>
-            signal(victim, "CONT").unlessA(ready.tupled(r))
-          )
           for
-            _ <- Eventually.until(
+            _ <- KillableWorker.killOnce(
+              victim,
               "a quarter of the tasks run, some on the victim, which holds a running one",
-              probe,
+              (executions(db), ranOnVictim, holding).tupled,
               within = 2.minutes
-            )(ready.tupled)
-            _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
+            )((ran, own, held) => ran >= n / 4 && own > 0 && held)
             _ <- start
             _ <- IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS))
             _ <- IO.interruptible(survivor.waitFor(30, TimeUnit.SECONDS))

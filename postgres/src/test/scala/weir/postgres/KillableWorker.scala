@@ -5,6 +5,7 @@ import cats.syntax.all.*
 import doobie.*
 import doobie.implicits.*
 import weir.{Limit, Pipeline}
+import weir.testkit.Eventually
 
 import java.io.{BufferedReader, InputStreamReader}
 import java.nio.charset.StandardCharsets
@@ -61,6 +62,28 @@ object KillableWorker extends IOApp:
 
   // each queue's worker id, set once the worker has started
   private val current = new java.util.concurrent.ConcurrentHashMap[String, Long]
+
+  /**
+   * Waits until `ready` holds of what `probe` reads, then SIGKILLs `victim`. Each probe reads while the victim
+   * is stopped (SIGSTOP), and one that is not yet satisfied lets it go on (SIGCONT): a claim the probe saw the
+   * victim hold is still held at the kill, where a running victim could finish it in between and leave
+   * nothing to rescue. Returns what the last probe read.
+   */
+  def killOnce[A](
+      victim: Process,
+      what: String,
+      probe: IO[A],
+      within: FiniteDuration
+  )(ready: A => Boolean): IO[A] =
+    val stopped = signal(victim, "STOP") *> probe.flatTap(a => signal(victim, "CONT").unlessA(ready(a)))
+    Eventually.until(what, stopped, within)(ready) <* IO.blocking(victim.destroyForcibly().waitFor())
+
+  /** Sends `process` the signal `name` with the shell's `kill`, and waits until it is sent. */
+  private def signal(process: Process, name: String): IO[Unit] =
+    val command = List("sh", "-c", s"kill -$name ${process.pid}")
+    IO.blocking(new ProcessBuilder(command*).inheritIO().start().waitFor()).flatMap { code =>
+      IO.raiseError(new IllegalStateException(s"${command.last} exited with $code")).whenA(code != 0)
+    }
 
   /** How the children of a test find a dead worker, as [[WorkerConfig]] sets it. */
   final case class Liveness(listen: Boolean, deadAfter: FiniteDuration)

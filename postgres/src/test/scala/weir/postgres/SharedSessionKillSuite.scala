@@ -3,7 +3,6 @@ package weir.postgres
 import cats.effect.IO
 import cats.syntax.all.*
 import weir.postgres.KillableWorker.Liveness
-import weir.testkit.Eventually
 
 import java.util.concurrent.TimeUnit
 import scala.concurrent.duration.*
@@ -40,14 +39,12 @@ class SharedSessionKillSuite extends DbSuite:
             )
           val ran = ids.traverse(id => Rows.count(db, "executions", s"worker = $id")).map(_.forall(_ > 0))
           for
-            _ <- Eventually.until(
+            _ <- KillableWorker.killOnce(
+              victim,
               "a task run and one running on each victim worker",
               (ran, holding).tupled,
               60.seconds
-            )(
-              _ && _
-            )
-            _ <- IO.blocking(victim.destroyForcibly().waitFor()) // SIGKILL on Linux
+            )(_ && _)
             _ <- start
             _ <- IO.interruptible(replacement.waitFor(150, TimeUnit.SECONDS))
           yield ids
