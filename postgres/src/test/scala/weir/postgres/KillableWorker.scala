@@ -67,7 +67,7 @@ object KillableWorker extends IOApp:
    * Waits until `ready` holds of what `probe` reads, then SIGKILLs `victim`. Each probe reads while the victim
    * is stopped (SIGSTOP), and one that is not yet satisfied lets it go on (SIGCONT): a claim the probe saw the
    * victim hold is still held at the kill, where a running victim could finish it in between and leave
-   * nothing to rescue. Returns what the last probe read.
+   * nothing to rescue; a probe that fails lets it go on too. Returns what the last probe read.
    */
   def killOnce[A](
       victim: Process,
@@ -75,7 +75,8 @@ object KillableWorker extends IOApp:
       probe: IO[A],
       within: FiniteDuration
   )(ready: A => Boolean): IO[A] =
-    val stopped = signal(victim, "STOP") *> probe.flatTap(a => signal(victim, "CONT").unlessA(ready(a)))
+    val go = signal(victim, "CONT")
+    val stopped = signal(victim, "STOP") *> probe.onError(_ => go).flatTap(a => go.unlessA(ready(a)))
     Eventually.until(what, stopped, within)(ready) <* IO.blocking(victim.destroyForcibly().waitFor())
 
   /** Sends `process` the signal `name` with the shell's `kill`, and waits until it is sent. */
