@@ -21,6 +21,7 @@ private[weir] trait BufferOffers[F[_], A]:
    * An offer not `resumed` (woken from a wait for room) queues while a producer is ahead ([[Offerers]]).
    */
   def append(chunk: Chunk[A], space: Option[Deferred[F, Unit]], now: Long, resumed: Boolean): Appended[A] =
+    absorb(): Unit // what the producer placed before comes first
     if stopped then Appended(Nil, 0, 0, refused = true)
     else if !resumed && offerers.ahead then
       space.foreach(d => offerers = offerers.queued(d))

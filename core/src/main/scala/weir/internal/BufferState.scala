@@ -17,11 +17,14 @@ import scala.collection.mutable.ArrayDeque
  * [[BufferKeys]].
  *
  * Invariants: `size` counts the queued entries (`front`, `head.drop(pos)`, `rest`), `parked` those parked
- * behind claimed keys ([[UnsafeKeyClaims]]), and an offer appends only what keeps size + parked <= capacity (an
- * entry a cancelled taker puts back can exceed it, by one per such taker: its place was freed when it was
- * handed out, and a producer may have filled it since); takers wait only while no queued entry is
- * claimable, the ones there are left for spinners, or a link of the wake chain that will reach them is
- * under way ([[BufferTakes.relay]]); producers wait for room as [[Offerers]] has it;
+ * behind claimed keys ([[UnsafeKeyClaims]]), `lent` the places lent to the producer's [[UnsafeInlet]] (its
+ * credit and what it placed there, not yet queued), and an offer appends only what keeps
+ * size + parked + lent <= capacity (an entry a cancelled taker puts back can exceed it, by one per such taker:
+ * its place was freed when it was handed out, and a producer may have filled it since); what the inlet holds
+ * is queued, behind everything queued before, by the first transition that finds the queue empty or appends;
+ * takers wait only while no queued or placed entry is claimable, the ones there are left for spinners, a link
+ * of the wake chain that will reach them is under way ([[BufferTakes.relay]]), or the producer that placed one
+ * will serve them ([[starving]]); producers wait for room as [[Offerers]] has it;
  * `next` is the input position of the next entry appended; `times` holds one reading per chunk of `head` and
  * `rest` when the run measures queue waits ([[EnqueueTimes]]).
  */
@@ -52,10 +55,51 @@ private[weir] final class BufferState[F[_], A](
   private[internal] var stopped = false
   private[internal] var spinning =
     0 // takers spinning (see `TaskBuffer.spin`); as many queued entries are left for them
+  // the single producer's lane ([[UnsafeInlet]]), and the places lent to it: credit unspent, elements undrained
+  private[internal] val inlet = new UnsafeInlet[A]
+  private[internal] var lent = 0
+  private[internal] var raised =
+    false // `inlet.hungry` as last written here: the producer alone writes it otherwise
 
   def finished: Boolean = stopped || (closed && size == 0)
 
-  def free: Int = capacity - size - parked
+  def free: Int = capacity - size - parked - lent
+
+  /** Elements held: queued (what the producer placed in the inlet included) and parked. */
+  def held: Int =
+    absorb(): Unit
+    size + parked
+
+  /** Moves what the producer placed in the [[inlet]] into the queue, in order; whether there was any. */
+  def absorb(): Boolean =
+    val placed = inlet.drain()
+    if placed.isEmpty then false
+    else
+      lent -= placed.size
+      enqueue(placed, 0L) // a run that measures queue waits lends no place
+      true
+
+  /**
+   * Takers are parked and none spins: an element the producer places must be served to them under the lock
+   * ([[UnsafeInlet.hungry]], which is lowered when this turns false, and raised, before a look at the inlet,
+   * where it turns true: a taker parking, the last spinner leaving).
+   */
+  def starving: Boolean = takers.nonEmpty && spinning == 0
+
+  /** Raises the inlet's `hungry`; a look at the inlet must follow. */
+  def raise(): Unit =
+    raised = true
+    inlet.hungry = true
+
+  def lower(): Unit =
+    raised = false
+    inlet.hungry = false
+
+  /** No more placements: the inlet closes, what it holds is queued, and no place stays lent. */
+  def shut(): Unit =
+    inlet.close()
+    absorb(): Unit
+    lent = 0
 
   /** Whether a waiting producer is due a wake-up in this state ([[Offerers.due]]). */
   def offererDue: Boolean = offerers.due(free)
@@ -79,7 +123,7 @@ private[weir] final class BufferState[F[_], A](
   private[internal] def popClaimable(releasing: Any): Handout[A] =
     var handing = releasing
     var found: Handout[A] = Later // none yet: a take allocates no `Option`
-    while (found eq Later) && size > 0 do
+    while (found eq Later) && (size > 0 || absorb()) do
       val e = front match
         case put :: more =>
           front = more
@@ -121,6 +165,7 @@ private[weir] final class BufferState[F[_], A](
         times.entry(seq, task, key)
 
   def tasks: Vector[A] =
+    absorb(): Unit
     // the common case at a run's end, which runs once per run and so mostly before the JIT compiles it
     if size == 0 && parked == 0 then Vector.empty
     else

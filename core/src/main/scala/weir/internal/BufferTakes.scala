@@ -54,6 +54,9 @@ private[weir] trait BufferTakes[F[_], A]:
   /** A spinner leaves: the entry left for it goes to a parked taker, if any, who relays (see [[relay]]). */
   def unspin(using F: Async[F]): F[Unit] =
     spinning -= 1
+    if starving then
+      raise() // before the look: see `UnsafeInlet`
+      absorb(): Unit
     relay
 
   /**
@@ -76,6 +79,8 @@ private[weir] trait BufferTakes[F[_], A]:
 
   /** Takes an entry if one is claimable, else registers `taker` to be handed the next one ([[Wait]]). */
   def takeOrWait(taker: UnsafeTaker[A])(using F: Async[F]): Answer[F, A] =
+    // set before the take reads the inlet: a producer that places an element after that read sees it
+    raise()
     answered match
       case waiting @ (Wait, _) =>
         takers.append(taker)

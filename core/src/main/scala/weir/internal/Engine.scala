@@ -72,7 +72,7 @@ private[weir] final class Engine[F[_], A, B] private (
       F.uncancelable(poll => new Worker(path, pool, slot, poll).life)
     )
   private val produce: F[Unit] =
-    new Producer(ledger, buffer, pool, sourceErrors).all(settings.source.producers) *>
+    new Producer(ledger, buffer, pool, sourceErrors, settings.source.producers).all *>
       signal(Event.SourcesEnded).void
 
   def join: F[Summary[A]] = result.get

@@ -6,7 +6,7 @@ import cats.syntax.all.*
 import fs2.{Chunk, Pull, Stream}
 
 /**
- * The producers of a run: each of the source's streams feeds the [[TaskBuffer]] chunk by chunk, starting
+ * The producers of a run: each of the source's `streams` feeds the [[TaskBuffer]] chunk by chunk, starting
  * workers in the [[WorkerPool]] as elements arrive that no idle worker took. A stream that fails leaves
  * its error in `sourceErrors`, and the others go on.
  */
@@ -14,7 +14,8 @@ private[weir] final class Producer[F[_], A](
     ledger: Ledger[A],
     buffer: TaskBuffer[F, A],
     pool: WorkerPool[F, ?],
-    sourceErrors: Ref[F, List[Throwable]]
+    sourceErrors: Ref[F, List[Throwable]],
+    streams: Vector[Stream[F, A]]
 )(using F: Async[F], P: Parallel[F]):
 
   /**
@@ -22,8 +23,13 @@ private[weir] final class Producer[F[_], A](
    * stream, the common case, runs in this fiber: `parTraverse_` would start a fiber for it and one for the
    * unit it is combined with, and join both.
    */
-  def all(streams: Vector[Stream[F, A]]): F[Unit] =
-    if streams.sizeIs == 1 then one(streams.head) else streams.parTraverse_(one)
+  def all: F[Unit] = if owner then one(streams.head) else streams.parTraverse_(one)
+
+  /**
+   * Whether this is the run's only producer: it then owns the buffer's [[UnsafeInlet]] and, reading by
+   * element while the pool of workers is full, places elements there without the buffer's lock.
+   */
+  private val owner = streams.sizeIs == 1
 
   /**
    * Feeds one stream's chunks to the buffer until it ends or is refused.
@@ -41,6 +47,11 @@ private[weir] final class Producer[F[_], A](
    * element, at about twice the cost per task), hence the clock: a stream whose one-element chunks come
    * apart, as polls of a quiet topic or table give them, is read by chunks, and catches up a backlog a
    * chunk at a time.
+   *
+   * Read by element, the run's only producer places each element in the buffer's [[UnsafeInlet]] while the
+   * pool is full (a placement starts no worker) and the buffer lent it room, which it asks for with each
+   * offer under the lock: the workers then move the elements placed since they last looked in one step,
+   * instead of meeting the producer on the lock for each.
    */
   private def one(stream: Stream[F, A]): F[Unit] =
     // `singles`: one-element chunks in a row, each within `Quick` of the end of the offer before it; `last`:
@@ -68,7 +79,7 @@ private[weir] final class Producer[F[_], A](
     def afterMany(rest: Stream[F, A]): Boolean => Pull[F, Nothing, Unit] = _ => go(rest, 0, 0L)
     // `next(waited)` goes on after the offer, told whether it took an effect
     def place(chunk: Chunk[A], now: Long, next: Boolean => Pull[F, Nothing, Unit]): Pull[F, Nothing, Unit] =
-      offer(chunk, now) match
+      offer(chunk, now, lend = false) match
         case None => next(false)
         case Some(finish) => Pull.eval(finish).flatMap(goOn => if goOn then next(true) else Pull.done)
     go(stream, 0, 0L).stream.compile.drain.handleErrorWith(e => sourceErrors.update(e :: _))
@@ -83,10 +94,20 @@ private[weir] final class Producer[F[_], A](
 
   private val element: A => Stream[F, Boolean] = a =>
     if measured then Stream.eval(F.monotonic).flatMap(now => offered(Chunk.singleton(a), now.toNanos))
+    else if owner && pool.full then
+      ledger.received(1) // before it can be taken, as `offer` counts
+      buffer.unsafe.inlet.place(a) match
+        case UnsafeInlet.Placed.Placed => Stream.empty
+        case UnsafeInlet.Placed.Hungry =>
+          buffer.unsafe.serve()
+          Stream.empty
+        case _ => // no room lent, or the buffer closed: the offer under the lock asks for room, or is refused
+          ledger.received(-1)
+          offered(Chunk.singleton(a), 0L)
     else offered(Chunk.singleton(a), 0L)
 
   private def offered(chunk: Chunk[A], now: Long): Stream[F, Boolean] =
-    offer(chunk, now) match
+    offer(chunk, now, lend = owner && !measured) match
       case None => Stream.empty
       case Some(finish) => Stream.eval(finish)
 
@@ -97,11 +118,12 @@ private[weir] final class Producer[F[_], A](
    *
    * The chunk is counted received before it can be taken (so a snapshot never shows a task started but
    * not received), and again by the slow offer only if the fast one placed nothing, so that a producer
-   * cancelled before the slow offer runs leaves no task counted and unplaced.
+   * cancelled before the slow offer runs leaves no task counted and unplaced. `lend`: the buffer may lend
+   * the inlet room (reading by element).
    */
-  private def offer(chunk: Chunk[A], now: Long): Option[F[Boolean]] =
+  private def offer(chunk: Chunk[A], now: Long, lend: Boolean): Option[F[Boolean]] =
     ledger.received(chunk.size)
-    val unserved = buffer.unsafe.tryOffer(chunk, now)
+    val unserved = buffer.unsafe.tryOffer(chunk, now, owner, lend = lend && pool.full)
     if unserved == UnsafeTaskBuffer.NoRoom then
       ledger.received(-chunk.size)
       Some(slowOffer(chunk))

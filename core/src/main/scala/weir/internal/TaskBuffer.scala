@@ -34,7 +34,7 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   private def modify[B](f: BufferState[F, A] => B): F[B] = F.delay(unsafe.modify(f))
 
   /** Elements held now, parked ones included. */
-  def size: F[Int] = modify(s => s.size + s.parked)
+  def size: F[Int] = modify(_.held)
 
   /** How many takes found nothing to take and parked until a task or a wake-up came, since it was built. */
   def parks: F[Long] = modify(_.parks)
@@ -139,6 +139,7 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   def close: F[Unit] =
     modify { s =>
       s.closed = true
+      s.shut()
       s.takers.removeAll()
     }.flatMap(lookAgain)
 
@@ -146,6 +147,7 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
   def stop: F[Unit] =
     modify { s =>
       val woken = (s.takers.removeAll(), s.offerers)
+      s.shut()
       s.stopped = true
       s.offerers = s.offerers.cleared
       woken

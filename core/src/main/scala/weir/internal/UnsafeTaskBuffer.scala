@@ -19,6 +19,11 @@ import fs2.Chunk
  * | [[tryOffer]]        | the whole chunk fits and the buffer is not stopped     | [[NoRoom]]: `TaskBuffer.offer` |
  * | [[tryTake]]         | a claimable entry is queued and taking it wakes no producer | [[Later]]: `TaskBuffer.take` |
  * | [[tryFinishKey]]    | handing the key on wakes no producer (a take with it: as [[tryTake]]) | [[Later]]: `TaskBuffer.finishKey` |
+ * | `inlet.place`       | the producer has credit and the buffer is open ([[UnsafeInlet]]) | [[tryOffer]] (asks for credit) |
+ *
+ * The run's only producer, reading by element, places elements in the [[inlet]] without the lock, on places
+ * the buffer lent it; a transition that finds the queue empty moves them in first ([[BufferState.absorb]]),
+ * and a placement that finds takers parked with no spinner among them is followed by [[serve]].
  *
  * These are plain calls with effects on shared state: call them inside an effect (an `F.delay`, or a
  * continuation that runs once), never while building one that may be run twice. ("Nothing changed" allows
@@ -34,7 +39,12 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](state: BufferState[F, A]):
   def modify[B](f: BufferState[F, A] => B): B =
     lock.lock()
     try f(state)
-    finally lock.unlock()
+    finally unlock()
+
+  // every change under the lock ends here: the producer stops serving takers once none is parked
+  private def unlock(): Unit =
+    if state.raised && !state.starving then state.lower()
+    lock.unlock()
 
   /** Whether the buffer keeps [[EnqueueTimes]]: its offers need the time they are made. */
   val measured: Boolean = state.measured
@@ -45,18 +55,51 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](state: BufferState[F, A]):
    * when the chunk does not all fit, another producer is ahead (waiting for room, or woken and not yet
    * appended: it comes first) or the buffer is stopped. `now`: see [[BufferState.append]].
    */
-  def tryOffer(chunk: Chunk[A], now: Long): Int =
+  def tryOffer(chunk: Chunk[A], now: Long): Int = tryOffer(chunk, now, owner = false, lend = false)
+
+  /**
+   * [[tryOffer]] by the producer that owns the [[inlet]] (the run's only one): what it placed is queued first
+   * and the credit it did not spend taken back; with `lend`, once the chunk is appended, it is lent places
+   * anew, as many as the buffer has free up to [[UnsafeInlet.Slots]], to place elements without the lock.
+   * `lend` only when the pool of workers is full: a placement starts no worker.
+   */
+  def tryOffer(chunk: Chunk[A], now: Long, owner: Boolean, lend: Boolean): Int =
     var served: UnsafeTaker.Served[A] = Nil
     var unserved = NoRoom
     lock.lock()
     try
+      if owner then
+        state.absorb(): Unit
+        val unspent = state.inlet.takeBack()
+        if !state.inlet.closed then state.lent -= unspent
       if !state.stopped && chunk.size <= state.free && !state.offerers.ahead then
         val appended = state.append(chunk, None, now, resumed = false)
         served = appended.served
         unserved = appended.unserved
-    finally lock.unlock()
+        if lend && !state.closed then
+          val n = math.min(state.free, UnsafeInlet.Slots)
+          if n > 0 then
+            state.lent += n
+            state.inlet.lend(n)
+    finally unlock()
     UnsafeTaker.handOver(served)
     unserved
+
+  /** The single producer's lane ([[UnsafeInlet]]): its placements, made without the lock. */
+  def inlet: UnsafeInlet[A] = state.inlet
+
+  /**
+   * After a placement that found takers parked ([[UnsafeInlet.Placed.Hungry]]): moves what was placed into the
+   * queue and hands an entry to the first parked taker, the first link of the wake chain.
+   */
+  def serve(): Unit =
+    var served: UnsafeTaker.Served[A] = Nil
+    lock.lock()
+    try
+      state.absorb(): Unit
+      if !state.stopped then served = state.serveTakers(1)
+    finally unlock()
+    UnsafeTaker.handOver(served)
 
   /**
    * Takes the oldest claimable entry ([[BufferState.take]]) if that needs no wait and wakes no producer;
@@ -66,12 +109,13 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](state: BufferState[F, A]):
     lock.lock()
     try
       // a take frees a place: one that would let a waiting producer in is left to the shell's take
-      if state.size == 0 || state.stopped || state.offerers.due(state.free + 1) then Later
+      if (state.size == 0 && !state.absorb()) || state.stopped || state.offerers.due(state.free + 1) then
+        Later
       else
         state.take match
           case e: Entry[A] => e
           case _ => Later
-    finally lock.unlock()
+    finally unlock()
 
   /**
    * The claimant of `key` is done with an entry ([[BufferState.finishKey]]): the next entry parked behind the
@@ -85,20 +129,20 @@ private[weir] final class UnsafeTaskBuffer[F[_], A](state: BufferState[F, A]):
     try
       if !state.stopped && state.offerers.due(state.free + 1) && state.claimed.hasParked(key) then Later
       else state.finishKey(key, andTake)
-    finally lock.unlock()
+    finally unlock()
 
   /**
    * Whether a take may find something now: entries queued, or the buffer stopped or closed. Read without the
    * lock, so it may be stale: a hint for a spinning taker, whose take, under the lock, decides (a stale "no"
    * costs it a look more, or a park, which looks under the lock before it waits).
    */
-  def mayTake: Boolean = state.size > 0 || state.stopped || state.closed
+  def mayTake: Boolean = state.size > 0 || state.inlet.nonEmpty || state.stopped || state.closed
 
   /** Puts back an entry a cancelled taker never received, serving it again at once if someone waits. */
   val giveBack: Entry[A] => Unit = entry => UnsafeTaker.handOver(modify(_.putBack(entry)))
 
   /** Entries queued and parked now (for the suites). */
-  private[internal] def held: Int = modify(s => s.size + s.parked)
+  private[internal] def held: Int = modify(_.held)
 
 private[weir] object UnsafeTaskBuffer:
   /** [[UnsafeTaskBuffer.tryOffer]]: nothing was appended; offer with `TaskBuffer.offer`. */

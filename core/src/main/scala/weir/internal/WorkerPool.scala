@@ -71,6 +71,11 @@ private[weir] final class WorkerPool[F[_], R] private (
    * True when the pool has more workers than its limit allows, read now: the worker's fast path asks this
    * (a plain read, inside an effect) and calls [[tryRetire]] only when it is true.
    */
+  /** True when the pool has as many workers as its limit allows or more, read now (a plain read). */
+  def full: Boolean =
+    val s = state.get
+    s.live >= s.limit
+
   def overLimit: Boolean =
     val s = state.get
     s.live > s.limit

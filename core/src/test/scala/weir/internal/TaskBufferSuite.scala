@@ -408,3 +408,106 @@ class TaskBufferSuite extends CatsEffectSuite with ScalaCheckSuite:
       assertEquals(positions, positions.indices.map(_.toLong).toList)
     }
   }
+
+  /** The inlet's owner offers one element and is lent the room left; the element is then taken. */
+  private def lendAll(b: TaskBuffer[IO, Int]): IO[Unit] =
+    IO(b.unsafe.tryOffer(Chunk(-1), 0L, owner = true, lend = true)).map(r => assertEquals(r, 1)) *>
+      IO(fastTaken(b.unsafe.tryTake())).map(t => assertEquals(t, Some(0L -> -1)))
+
+  test("inlet: with takers parked and none spinning, each placement says so, and serving hands it to one") {
+    val run =
+      for
+        b <- TaskBuffer[IO, Int](10)
+        _ <- lendAll(b)
+        takers <- take(b).start.replicateA(3)
+        _ <- IO.sleep(1.second) // all three parked (the spinners after their looks)
+        parked <- b.waitingTakers
+        first <- IO(b.unsafe.inlet.place(1))
+        _ <- IO(b.unsafe.serve())
+        afterServe <- b.waitingTakers
+        second <- IO(b.unsafe.inlet.place(2))
+        _ <- IO(b.unsafe.serve())
+        third <- IO(b.unsafe.inlet.place(3))
+        _ <- IO(b.unsafe.serve())
+        got <- takers.traverse(_.joinWithNever)
+        last <- IO(b.unsafe.inlet.place(4)) // no taker parked any more
+        left <- b.remaining
+      yield (parked, List(first, second, third, last), afterServe, got.flatten, left)
+    TestControl.executeEmbed(run).map { (parked, placements, afterServe, got, left) =>
+      import UnsafeInlet.Placed.*
+      assertEquals(parked, 3)
+      assertEquals(placements, List(Hungry, Hungry, Hungry, Placed))
+      assertEquals(afterServe, 2)
+      assertEquals(got.sorted, List(1L -> 1, 2L -> 2, 3L -> 3)) // input positions follow the offered one
+      assertEquals(left, Vector(4))
+    }
+  }
+
+  test("inlet: a taker that parks finds what was placed before it looked; nothing is left behind") {
+    val run =
+      for
+        b <- TaskBuffer[IO, Int](10)
+        _ <- lendAll(b)
+        placed <- IO(List(1, 2).map(b.unsafe.inlet.place))
+        got <- take(b).replicateA(2)
+        size <- b.size
+      yield (placed, got.flatten, size)
+    TestControl.executeEmbed(run).map { (placed, got, size) =>
+      assertEquals(placed, List(UnsafeInlet.Placed.Placed, UnsafeInlet.Placed.Placed))
+      assertEquals(got, List(1L -> 1, 2L -> 2))
+      assertEquals(size, 0)
+    }
+  }
+
+  test(
+    "inlet: room lent counts against the capacity, and the owner's next offer takes back what it did not use"
+  ) {
+    for
+      b <- TaskBuffer[IO, Int](4)
+      _ <- lendAll(b) // lent 3, the room left once the element offered was in; its take freed one more
+      _ <- IO(b.unsafe.tryOffer(Chunk(9, 10), 0L)).map(r =>
+        assertEquals(r, UnsafeTaskBuffer.NoRoom, "one place is free, three are lent")
+      )
+      placed <- IO((1 to 5).toList.map(b.unsafe.inlet.place))
+      size <- b.size
+      refused <- IO(b.unsafe.tryOffer(Chunk(6, 7), 0L, owner = true, lend = false))
+      accepted <- IO(b.unsafe.tryOffer(Chunk(6), 0L, owner = true, lend = false))
+      all <- IO((1 to 4).toList.map(_ => fastTaken(b.unsafe.tryTake())))
+    yield
+      import UnsafeInlet.Placed.*
+      assertEquals(placed, List(Placed, Placed, Placed, NoCredit, NoCredit))
+      assertEquals(size, 3)
+      assertEquals(refused, UnsafeTaskBuffer.NoRoom)
+      assertEquals(accepted, 1)
+      assertEquals(all.flatten, List(1L -> 1, 2L -> 2, 3L -> 3, 4L -> 6))
+  }
+
+  test(
+    "inlet: stop closes it; what was placed before is returned by remaining, later placements are refused"
+  ) {
+    for
+      b <- TaskBuffer[IO, Int](8)
+      _ <- lendAll(b)
+      _ <- IO(b.unsafe.inlet.place(1))
+      _ <- b.stop
+      late <- IO(b.unsafe.inlet.place(2))
+      left <- b.remaining
+    yield
+      assertEquals(late, UnsafeInlet.Placed.Closed)
+      assertEquals(left, Vector(1))
+  }
+
+  test("inlet: a lone taker that parks after its spins is served the next placement") {
+    val run =
+      for
+        b <- TaskBuffer[IO, Int](10)
+        _ <- lendAll(b)
+        taker <- take(b).start
+        _ <- IO.sleep(1.second) // parked after its looks: no spinner left, and it raised `hungry` itself
+        parked <- b.waitingTakers
+        placed <- IO(b.unsafe.inlet.place(1))
+        _ <- IO(b.unsafe.serve())
+        got <- taker.joinWithNever
+      yield (parked, placed, got)
+    TestControl.executeEmbed(run).map(assertEquals(_, (1, UnsafeInlet.Placed.Hungry, Some(1L -> 1))))
+  }

@@ -12,7 +12,9 @@ import scala.jdk.CollectionConverters.*
 /**
  * The plain protocol of [[UnsafeTaskBuffer]] on its own: every offered entry is taken exactly once, with
  * the input position it was offered at; an offer never fills the buffer beyond its capacity; one key's entries
- * are handed out in input order; and a call that cannot complete changes nothing.
+ * are handed out in input order; and a call that cannot complete changes nothing. The same holds when the
+ * offers are the inlet's owner's ([[UnsafeInlet]]): some lend it room, and elements placed there are taken
+ * in the same order as offered ones.
  */
 class UnsafeTaskBufferSuite extends ScalaCheckSuite:
 
@@ -26,11 +28,13 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
   // finish the i-th held entry (mod the number held); `andTake`: take the next entry in the same step
   private final case class Finish(i: Int, andTake: Boolean) extends Op
   private final case class GiveBack(i: Int) extends Op // a cancelled taker's entry goes back
+  private final case class Place(n: Int) extends Op // the owner places up to n elements in the inlet
 
   private def ops(capacity: Int): Gen[List[Op]] =
     Gen.listOf(
       Gen.frequency(
         3 -> Gen.choose(1, capacity + 2).map(Offer(_)),
+        2 -> Gen.choose(1, capacity + 2).map(Place(_)),
         4 -> Gen.const(Take),
         3 -> Gen.zip(Gen.choose(0, 50), Gen.oneOf(false, true)).map(Finish(_, _)),
         1 -> Gen.choose(0, 50).map(GiveBack(_))
@@ -55,13 +59,18 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
       for
         capacity <- Gen.choose(1, 12)
         keys <- Gen.option(Gen.choose(1, 4))
+        owned <- Gen.oneOf(false, true)
         script <- ops(capacity)
-      yield (capacity, keys, script)
+      yield (capacity, keys, owned, script)
     Prop.forAllNoShrink(Gen.listOfN(10, scenario))(_.foreach(run))
   }
 
-  /** Runs one script against a fresh buffer, checking the invariants after each step, then drains it. */
-  private def run(capacity: Int, keys: Option[Int], script: List[Op]): Unit =
+  /**
+   * Runs one script against a fresh buffer, checking the invariants after each step, then drains it. `owned`:
+   * the offers are the inlet's owner's, each lending it room, which `Place` spends; otherwise `Place` finds
+   * no credit.
+   */
+  private def run(capacity: Int, keys: Option[Int], owned: Boolean, script: List[Op]): Unit =
     val b = buffer(capacity, keys)
     var offered = 0 // tasks are 0, 1, 2, ... so a task's input position is the task itself
     var holding = Vector.empty[Entry[Int]] // taken (or handed on by a key) and not finished
@@ -83,13 +92,27 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
       case Offer(n) =>
         val before = snapshot(b)
         val free = capacity - held(b)
-        val unserved = b.tryOffer(Chunk.from(offered until offered + n), 0L)
+        val unserved = b.tryOffer(Chunk.from(offered until offered + n), 0L, owned, lend = owned)
         if n > free then
           assertEquals(unserved, UnsafeTaskBuffer.NoRoom)
           assertEquals(snapshot(b), before, "a refused offer changes nothing")
         else
           assertEquals(unserved, n) // no taker waits: none of the chunk was handed over
           offered += n
+          if owned then
+            val lent = b.modify(_.lent)
+            assertEquals(lent, math.min(capacity - held(b), UnsafeInlet.Slots), "the room left is lent")
+      case Place(n) =>
+        var placing = true
+        var placed = 0
+        while placing && placed < n do
+          b.inlet.place(offered) match
+            case UnsafeInlet.Placed.Placed =>
+              offered += 1
+              placed += 1
+            case UnsafeInlet.Placed.NoCredit => placing = false
+            case other => fail(s"an open buffer with no taker parked answers a placement with credit: $other")
+        if !owned then assertEquals(placed, 0, "no room is lent without an owner's offer")
       case Take =>
         b.tryTake() match
           case e: Entry[Int] =>
@@ -150,9 +173,11 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
       for
         capacity <- Gen.choose(1, 16)
         keys <- Gen.option(Gen.choose(1, 8))
-        chunks <- Gen.listOfN(2, Gen.listOfN(60, Gen.choose(1, 4)))
-      yield (capacity, keys, chunks)
-    Prop.forAllNoShrink(scenario) { (capacity, keys, chunks) =>
+        owned <- Gen.oneOf(false, true)
+        // the inlet's owner is the run's only producer
+        chunks <- Gen.listOfN(if owned then 1 else 2, Gen.listOfN(60, Gen.choose(1, 4)))
+      yield (capacity, keys, owned, chunks)
+    Prop.forAllNoShrink(scenario) { (capacity, keys, owned, chunks) =>
       val b = buffer(capacity, keys)
       val sizes = chunks.map(_.map(_.min(capacity)))
       val total = sizes.map(_.sum).sum
@@ -160,14 +185,18 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
       val done = new AtomicInteger(0)
       val overfull = new AtomicBoolean(false)
       val go = new CountDownLatch(1)
-      // producer p offers the tasks p * 1_000_000 + 0, 1, 2, ... in chunks of its sizes, retrying when full
+      // producer p offers the tasks p * 1_000_000 + 0, 1, 2, ... in chunks of its sizes, retrying when full;
+      // an owner places a chunk of one in the inlet while it has room lent, and each of its offers asks for more
+      def offer(chunk: Chunk[Int]): Unit =
+        val placed = chunk.size == 1 && owned && b.inlet.place(chunk(0)) != UnsafeInlet.Placed.NoCredit
+        if !placed then
+          while b.tryOffer(chunk, 0L, owned, lend = owned) == UnsafeTaskBuffer.NoRoom do Thread.`yield`()
       val producers = sizes.zipWithIndex.map { (mine, p) =>
         new Thread(() =>
           go.await()
           var next = p * 1000000
           mine.foreach { n =>
-            val chunk = Chunk.from(next until next + n)
-            while b.tryOffer(chunk, 0L) == UnsafeTaskBuffer.NoRoom do Thread.`yield`()
+            offer(Chunk.from(next until next + n))
             if held(b) > capacity then overfull.set(true)
             next += n
           }
@@ -205,6 +234,8 @@ class UnsafeTaskBufferSuite extends ScalaCheckSuite:
       val expected = sizes.zipWithIndex.flatMap((mine, p) => (0 until mine.sum).map(p * 1000000 + _)).sorted
       assertEquals(got.map(_.task).sorted, expected.toVector)
       assertEquals(got.map(_.seq).sorted, Vector.range(0L, total.toLong))
+      // one producer: input positions follow its order, whichever way each task entered
+      if owned then assertEquals(got.sortBy(_.seq).map(_.task), expected.toVector)
       assertEquals(held(b), 0)
     }
   }
