@@ -19,10 +19,11 @@ import java.util.concurrent.atomic.AtomicLong
  * that many slots therefore never overflows. Credit is granted and taken back by the producer itself, under
  * the lock, so no other thread reads it.
  *
- * Parked takers: a producer that placed an element and finds `hungry` set (a taker parked, or about to) must
- * serve them under the lock. The race it resolves: a taker that looks at `tail` and parks while the producer
- * places one element. The taker sets `hungry` before it reads `tail`; the producer advances `tail` (a
- * compare-and-set, a full fence) before it reads `hungry`: one of the two sees the other.
+ * Parked takers: a producer that placed an element and finds `hungry` raised (takers parked and none
+ * spinning, or one about to park: [[BufferState.starving]]) must serve them under the lock; spinners read
+ * `tail` in their looks and need no serving. The race it resolves: a taker that looks at `tail` and parks
+ * while the producer places one element. The taker raises `hungry` before it reads `tail`; the producer
+ * advances `tail` (a compare-and-set, a full fence) before it reads `hungry`: one of the two sees the other.
  *
  * Closing (the buffer stopped or closed): sets the sign bit of `tail` by compare-and-set, after which a
  * placement fails ([[Placed.Closed]]) and the producer offers under the lock, which refuses it. An element is
@@ -36,7 +37,7 @@ private[weir] final class UnsafeInlet[A] extends AtomicLong(0L):
   private var head = 0L // the next position to drain; read and written under the buffer's lock
   private var credit = 0 // the producer's own: places it may still fill
 
-  /** Set under the buffer's lock while takers are parked, or one is about to park; read by the producer. */
+  /** Raised and lowered under the buffer's lock ([[BufferState.starving]]); read by the producer. */
   @volatile var hungry = false
 
   /**
