@@ -22,8 +22,8 @@ object KillAnalysis:
    * SIGKILLed later, `afterRevoke` a run on a consumer from which partitions were taken later (or the record
    * moved to another consumer, which only a rebalance does); `unexplained` names the others. `orderViolations`
    * names runs that started while another run of their key was running, or before every earlier record of
-   * their key had finished once. `committedEarly`: records whose offset was committed before any run of
-   * theirs finished. Commit lags are in milliseconds, from a record's first finish to the first sample that
+   * their key had finished once. `committedEarly`: records whose offset a sample read as committed, the read
+   * over before any run of theirs finished. Commit lags are in milliseconds, from a record's first finish to the first sample that
    * has its offset committed.
    */
   final case class Result(
@@ -124,7 +124,9 @@ object KillAnalysis:
         case ((`p`, o), finish) =>
           val i = lowerBound(committed, o + 1)
           if i < samples.size then
-            if samples(i).before < finish then early += 1
+            // the read saw the commit somewhere in [before, after]: only a read over before the finish shows the
+            // commit came first; one under way at the finish may have seen a commit made after it
+            if samples(i).after < finish then early += 1
             lags += (samples(i).after - finish).max(0L) / 1000.0
         case _ => ()
       }

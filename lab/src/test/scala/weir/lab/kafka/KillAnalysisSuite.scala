@@ -74,5 +74,12 @@ class KillAnalysisSuite extends FunSuite:
 
   test("an offset committed before any run of its record finished is counted") {
     val r = KillAnalysis.analyse(ends, clean, Set.empty, Map.empty, Vector(Commits(22, 23, Map(0 -> 4L))))
-    assertEquals(r.committedEarly, 3L) // offsets 1, 2 and 3 finish after the sample began
+    assertEquals(r.committedEarly, 3L) // offsets 1, 2 and 3 finish after the sample's read was over
+  }
+
+  test("a sample whose read was under way when a record finished does not count it early") {
+    // the read of the committed offsets ran from 24 to 26 µs; offset 1 finished at 25, in between: the commit
+    // it saw may have come after that finish. Offsets 2 and 3 finish after the read was over.
+    val r = KillAnalysis.analyse(ends, clean, Set.empty, Map.empty, Vector(Commits(24, 26, Map(0 -> 4L))))
+    assertEquals(r.committedEarly, 2L)
   }
