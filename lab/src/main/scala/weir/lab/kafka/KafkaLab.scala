@@ -43,6 +43,7 @@ object KafkaLab extends Experiment:
       pollMillis: Int = 10,
       timeBox: FiniteDuration = 15.seconds,
       warmup: FiniteDuration = 15.seconds,
+      rounds: Int = 3,
       quick: Boolean = false,
       json: Option[Path] = None
   ):
@@ -53,6 +54,7 @@ object KafkaLab extends Experiment:
     def warm: FiniteDuration = if quick then warmup.min(2.seconds) else warmup
     def every: FiniteDuration = if quick then killEvery.min(4.seconds) else killEvery
     def kills: Int = if quick then maxKills.min(3) else maxKills
+    def noopRounds: Int = if quick then 1 else rounds
 
   private val builder = OParser.builder[Settings]
   val parser: OParser[Unit, Settings] =
@@ -113,9 +115,13 @@ object KafkaLab extends Experiment:
         .text(
           s"an untimed pass of each approach on the topic first, in its consumer JVM; 0s: none (default ${Durations.show(d.warmup)})"
         ),
+      opt[Int]("rounds").valueName("N").validate(positive("--rounds"))
+        .action((n, s) => s.copy(rounds = n)).text(
+          s"rounds of the no-op comparison, the approaches alternated in each; its ratios are the medians of the rounds' (default ${d.rounds})"
+        ),
       opt[Unit]("quick").action((_, s) => s.copy(quick = true))
         .text(
-          "a smoke run: 40000, 15000 and 10000 records, a 2 s warm-up, a 5 s time box, 3 kills 4 s apart"
+          "a smoke run: 40000, 15000 and 10000 records, a 2 s warm-up, a 5 s time box, 3 kills 4 s apart, one no-op round"
         ),
       opt[String]("json").valueName("FILE").action((f, s) => s.copy(json = Some(Paths.get(f))))
         .text("also write the results as JSON (default: none)"),
@@ -130,16 +136,36 @@ object KafkaLab extends Experiment:
 
   override def check(args: List[String]): Either[String, Unit] = CommandLine.check(parser, args, Settings())
 
-  /** An approach's run on one handler: `records` processed in `seconds`. */
-  final case class Throughput(handler: String, approach: Approach, records: Long, seconds: Double):
+  /** An approach's run on one handler, in one of its rounds (from 1): `records` processed in `seconds`. */
+  final case class Throughput(
+      handler: String,
+      approach: Approach,
+      records: Long,
+      seconds: Double,
+      round: Int = 1
+  ):
     def perSecond: Double = records / seconds
 
   /** One of the issue's targets: what is asked, the figure that answers it, and whether it holds. */
   final case class Target(name: String, asked: String, value: Double, met: Boolean)
 
   final case class Results(throughputs: Vector[Throughput], kill: KillPhase.Outcome):
-    def of(handler: String, a: Approach): Double =
-      throughputs.find(t => t.handler == handler && t.approach == a).fold(Double.NaN)(_.perSecond)
+    /** The rate of `a` on `handler` in `round`. */
+    def of(handler: String, a: Approach, round: Int = 1): Double =
+      throughputs.find(t => t.handler == handler && t.approach == a && t.round == round).fold(Double.NaN)(
+        _.perSecond
+      )
+
+    /**
+     * weir's rate over `over`'s on `handler`: each round's ratio (the two run back to back in it), and their
+     * median, so that one approach's run gone fast or slow moves one round, not the verdict.
+     */
+    def ratio(handler: String, over: Approach): Double =
+      val rounds = throughputs.filter(_.handler == handler).map(_.round).distinct.sorted
+      val ratios = rounds.map(r => of(handler, Approach.Weir, r) / of(handler, over, r)).sorted
+      if ratios.isEmpty then Double.NaN
+      else if ratios.size % 2 == 1 then ratios(ratios.size / 2)
+      else (ratios(ratios.size / 2 - 1) + ratios(ratios.size / 2)) / 2
 
     def correct: Boolean =
       kill.analysis.lost == 0 && kill.analysis.orderViolations.isEmpty && kill.analysis.unexplained.isEmpty &&
@@ -147,7 +173,6 @@ object KafkaLab extends Experiment:
 
     def targets: Vector[Target] =
       val a = kill.analysis
-      def ratio(h: String, over: Approach) = of(h, Approach.Weir) / of(h, over)
       Vector(
         Target(
           "no-op: weir / plain loop",
@@ -223,9 +248,11 @@ object KafkaLab extends Experiment:
         _ <- IO.println(
           s"  filled: ${s.noopN} no-op records, ${s.sleepN} for the ${s.sleepMillis} ms handler, ${s.killN} for the kill run"
         )
-        noop <- order.traverse(a => throughput(broker, s, a, Noop, topics(0), 0, s.noopN, stamp))
+        noop <- (1 to s.noopRounds).toVector.flatTraverse(round =>
+          order.traverse(a => throughput(broker, s, a, Noop, topics(0), 0, s.noopN, stamp, round))
+        )
         sleep <-
-          order.traverse(a => throughput(broker, s, a, Sleep, topics(1), s.sleepMillis, s.sleepN, stamp))
+          order.traverse(a => throughput(broker, s, a, Sleep, topics(1), s.sleepMillis, s.sleepN, stamp, 1))
         _ <- IO.println(
           s"  the kill run: ${s.consumers} consumer JVMs of weir, one SIGKILLed every ${s.every.toMillis /
               1000.0} s" +
@@ -256,7 +283,10 @@ object KafkaLab extends Experiment:
       yield results
     }
 
-  /** One approach alone on `topic` from its start, in a consumer JVM of its own and a group of its own. */
+  /**
+   * One approach alone on `topic` from its start, in a consumer JVM of its own and a group of its own (one per
+   * round).
+   */
   private def throughput(
       broker: LabBroker,
       s: Settings,
@@ -265,14 +295,15 @@ object KafkaLab extends Experiment:
       topic: String,
       sleepMillis: Int,
       n: Int,
-      stamp: Long
+      stamp: Long,
+      round: Int
   ): IO[Throughput] =
     Deferred[IO, (Long, Long)].flatMap { result =>
       val settings =
         ConsumerSettings(
           bootstrap = broker.bootstrap,
           topic = topic,
-          group = s"lab-${a.name}-$handler-$stamp",
+          group = s"lab-${a.name}-$handler-$stamp-$round",
           sleepMillis = sleepMillis,
           limit = s.limit,
           maxInFlight = s.maxInFlight,
@@ -287,10 +318,11 @@ object KafkaLab extends Experiment:
           s.warm + s.box + 2.minutes,
           IO.raiseError(new IllegalStateException(s"${a.label} on the $handler topic gave no result"))
         )
-      ).map((records, micros) => Throughput(handler, a, records, micros / 1e6))
+      ).map((records, micros) => Throughput(handler, a, records, micros / 1e6, round))
         .flatTap(t =>
           IO.println(
-            f"  $handler%-6s ${a.label}%-75s ${t.records}%8d in ${t.seconds}%6.2f s: ${t.perSecond}%,10.0f/s"
+            f"  $handler%-6s ${a.label}%-75s ${t.records}%8d in ${t.seconds}%6.2f s: ${t.perSecond}%,10.0f/s" +
+              (if handler == Noop && s.noopRounds > 1 then s" (round $round)" else "")
           )
         )
     }
@@ -298,14 +330,14 @@ object KafkaLab extends Experiment:
   def table(s: Settings, r: Results): String =
     val a = r.kill.analysis
     val rows = r.throughputs.map { t =>
-      val plain = r.of(t.handler, Approach.Plain)
-      val streams = r.of(t.handler, Approach.Streams)
+      val plain = r.of(t.handler, Approach.Plain, t.round)
+      val streams = r.of(t.handler, Approach.Streams, t.round)
       val handler = if t.handler == Noop then "no-op" else s"${s.sleepMillis} ms"
-      f"  $handler%-7s ${t.approach.label}%-75s ${t.records}%9d ${t.seconds}%8.2f ${t.perSecond}%,11.0f ${t.perSecond /
+      f"  $handler%-7s ${t.round}%5d ${t.approach.label}%-75s ${t.records}%9d ${t.seconds}%8.2f ${t.perSecond}%,11.0f ${t.perSecond /
           plain}%8.2f ${t.perSecond / streams}%8.2f"
     }
     val header =
-      f"  ${"handler"}%-7s ${"approach"}%-75s ${"records"}%9s ${"seconds"}%8s ${"records/s"}%11s ${"÷ plain"}%8s ${"÷ fs2"}%8s"
+      f"  ${"handler"}%-7s ${"round"}%5s ${"approach"}%-75s ${"records"}%9s ${"seconds"}%8s ${"records/s"}%11s ${"÷ plain"}%8s ${"÷ fs2"}%8s"
     val kill = Vector(
       f"  kill run (weir, ${s.consumers} consumers, ${s.sleepMillis} ms handler): ${a.records}%d records in ${r.kill.seconds}%.1f s (${r.kill.perSecond}%,.0f/s), " +
         s"${r.kill.kills} SIGKILLs, ${r.kill.consumersStarted} consumer JVMs started",
@@ -316,9 +348,10 @@ object KafkaLab extends Experiment:
         f"p99 ${a.lagPercentile(99)}%.0f ms, max ${a.lagPercentile(100)}%.0f ms"
     ) ++ a.orderViolations.take(5).map("    order: " + _) ++
       a.unexplained.take(5).map("    unexplained: " + _)
-    val targets = "  targets:" +: r.targets.map(t =>
-      f"    ${t.name}%-48s asked ${t.asked}%-4s got ${t.value}%10.2f  ${if t.met then "met" else "NOT MET"}"
-    )
+    val targets = s"  targets (no-op ratios: the median of ${s.noopRounds} round(s)' ratios):" +:
+      r.targets.map(t =>
+        f"    ${t.name}%-48s asked ${t.asked}%-4s got ${t.value}%10.2f  ${if t.met then "met" else "NOT MET"}"
+      )
     ((header +: rows) ++ kill ++ targets).mkString("\n")
 
   def json(s: Settings, r: Results): Json =
@@ -334,10 +367,12 @@ object KafkaLab extends Experiment:
       "poll_timeout_ms" -> s.pollMillis.asJson,
       "time_box_s" -> number(s.box.toMillis / 1000.0),
       "warmup_s" -> number(s.warm.toMillis / 1000.0),
+      "noop_rounds" -> s.noopRounds.asJson,
       "throughput" -> r.throughputs.map(t =>
         Json.obj(
           "handler" -> t.handler.asJson,
           "approach" -> t.approach.name.asJson,
+          "round" -> t.round.asJson,
           "label" -> t.approach.label.asJson,
           "records" -> t.records.asJson,
           "seconds" -> number(t.seconds),
