@@ -115,7 +115,7 @@ object KafkaLab extends Experiment:
         .text(
           s"an untimed pass of each approach on the topic first, in its consumer JVM; 0s: none (default ${Durations.show(d.warmup)})"
         ),
-      opt[Int]("rounds").valueName("N").validate(positive("--rounds"))
+      opt[Int]("rounds").valueName("R").validate(positive("--rounds"))
         .action((n, s) => s.copy(rounds = n)).text(
           s"rounds of the no-op comparison, the approaches alternated in each; its ratios are the medians of the rounds' (default ${d.rounds})"
         ),
