@@ -58,8 +58,8 @@ private[weir] final class BufferState[F[_], A](
   // the single producer's lane ([[UnsafeInlet]]), and the places lent to it: credit unspent, elements undrained
   private[internal] val inlet = new UnsafeInlet[A]
   private[internal] var lent = 0
-  private[internal] var raised =
-    false // `inlet.hungry` as last written here: the producer alone writes it otherwise
+  // `inlet.hungry` as last written here, read at every unlock instead of the line the producer writes
+  private[internal] var raised = false
 
   def finished: Boolean = stopped || (closed && size == 0)
 

@@ -409,16 +409,20 @@ class TaskBufferSuite extends CatsEffectSuite with ScalaCheckSuite:
     }
   }
 
-  /** The inlet's owner offers one element and is lent the room left; the element is then taken. */
-  private def lendAll(b: TaskBuffer[IO, Int]): IO[Unit] =
-    IO(b.unsafe.tryOffer(Chunk(-1), 0L, owner = true, lend = true)).map(r => assertEquals(r, 1)) *>
-      IO(fastTaken(b.unsafe.tryTake())).map(t => assertEquals(t, Some(0L -> -1)))
+  /**
+   * A buffer of `capacity` whose inlet's owner offered one element and was lent the room left then (`capacity
+   * - 1`); the element is taken, so the buffer is empty.
+   */
+  private def lent(capacity: Int): IO[TaskBuffer[IO, Int]] =
+    TaskBuffer[IO, Int](capacity).flatTap { b =>
+      IO(b.unsafe.tryOffer(Chunk(-1), 0L, owner = true, lend = true)).map(r => assertEquals(r, 1)) *>
+        IO(fastTaken(b.unsafe.tryTake())).map(t => assertEquals(t, Some(0L -> -1)))
+    }
 
   test("inlet: with takers parked and none spinning, each placement says so, and serving hands it to one") {
     val run =
       for
-        b <- TaskBuffer[IO, Int](10)
-        _ <- lendAll(b)
+        b <- lent(10)
         takers <- take(b).start.replicateA(3)
         _ <- IO.sleep(1.second) // all three parked (the spinners after their looks)
         parked <- b.waitingTakers
@@ -446,8 +450,7 @@ class TaskBufferSuite extends CatsEffectSuite with ScalaCheckSuite:
   test("inlet: a taker that parks finds what was placed before it looked; nothing is left behind") {
     val run =
       for
-        b <- TaskBuffer[IO, Int](10)
-        _ <- lendAll(b)
+        b <- lent(10)
         placed <- IO(List(1, 2).map(b.unsafe.inlet.place))
         got <- take(b).replicateA(2)
         size <- b.size
@@ -463,8 +466,7 @@ class TaskBufferSuite extends CatsEffectSuite with ScalaCheckSuite:
     "inlet: room lent counts against the capacity, and the owner's next offer takes back what it did not use"
   ) {
     for
-      b <- TaskBuffer[IO, Int](4)
-      _ <- lendAll(b) // lent 3, the room left once the element offered was in; its take freed one more
+      b <- lent(4) // lent 3, the room left once the element offered was in; its take freed one more
       _ <- IO(b.unsafe.tryOffer(Chunk(9, 10), 0L)).map(r =>
         assertEquals(r, UnsafeTaskBuffer.NoRoom, "one place is free, three are lent")
       )
@@ -486,8 +488,7 @@ class TaskBufferSuite extends CatsEffectSuite with ScalaCheckSuite:
     "inlet: stop closes it; what was placed before is returned by remaining, later placements are refused"
   ) {
     for
-      b <- TaskBuffer[IO, Int](8)
-      _ <- lendAll(b)
+      b <- lent(8)
       _ <- IO(b.unsafe.inlet.place(1))
       _ <- b.stop
       late <- IO(b.unsafe.inlet.place(2))
@@ -500,8 +501,7 @@ class TaskBufferSuite extends CatsEffectSuite with ScalaCheckSuite:
   test("inlet: a lone taker that parks after its spins is served the next placement") {
     val run =
       for
-        b <- TaskBuffer[IO, Int](10)
-        _ <- lendAll(b)
+        b <- lent(10)
         taker <- take(b).start
         _ <- IO.sleep(1.second) // parked after its looks: no spinner left, and it raised `hungry` itself
         parked <- b.waitingTakers
