@@ -68,6 +68,22 @@ class SourceReadingSuite extends CatsEffectSuite with ScalaCheckSuite:
       assert(together < 20 + 10 + 30, s"read element by element, the producer counted $together received")
   }
 
+  test("elements placed in the buffer's inlet count as received as soon as they are held") {
+    // two slow workers and a hundred places: past its first sixteen single elements the producer reads element
+    // by element and places what fits in the inlet, which counts them. Then: 2 started; 98 to 100 held (the
+    // workers' first takes may free places before the producer fills them: same-instant order); and 1 more
+    // received, by the offer that waits for room (until half the buffer is free, ADR 0015)
+    val run =
+      Pipeline(Stream.range(0, 1000).covary[IO]).process(_ => IO.sleep(1.second)).withLimit(Limit.fixed(2))
+        .withBuffer(100).start.use { running =>
+          IO.sleep(500.millis) *> running.snapshot
+        }
+    TestControl.executeEmbed(run).map { s =>
+      assertEquals((s.started, s.received - s.started - s.buffered), (2L, 1L), s)
+      assert(s.buffered >= 98, s)
+    }
+  }
+
   test("a stream of single elements, then one large chunk, then single elements again: each task once") {
     val source = Stream.range(0, 40).covary[IO] ++ Stream.emits(40 until 5040) ++ Stream.range(5040, 5100)
     for summary <- Pipeline(source).process(_ => IO.unit).withLimit(Limit.fixed(8)).run

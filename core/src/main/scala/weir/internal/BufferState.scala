@@ -60,6 +60,9 @@ private[weir] final class BufferState[F[_], A](
   private[internal] var lent = 0
   // `inlet.hungry` as last written here, read at every unlock instead of the line the producer writes
   private[internal] var raised = false
+  // `hungry` was raised and no look at the inlet a moment later is under way for it yet ([[armRecheck]])
+  private[internal] var recheckDue = false
+  private[internal] var rechecking = false
 
   def finished: Boolean = stopped || (closed && size == 0)
 
@@ -75,7 +78,7 @@ private[weir] final class BufferState[F[_], A](
     val placed = inlet.drain()
     if placed.isEmpty then false
     else
-      lent -= placed.size
+      if !inlet.closed then lent -= placed.size // a placement that raced the close was lent nothing since
       enqueue(placed, 0L) // a run that measures queue waits lends no place
       true
 
@@ -86,14 +89,42 @@ private[weir] final class BufferState[F[_], A](
    */
   def starving: Boolean = takers.nonEmpty && spinning == 0
 
-  /** Raises the inlet's `hungry`; a look at the inlet must follow. */
+  /** Raises the inlet's `hungry`; a look at the inlet must follow, and, if takers starve, a recheck. */
   def raise(): Unit =
+    if !raised then recheckDue = true
     raised = true
     inlet.hungry = true
 
   def lower(): Unit =
     raised = false
+    recheckDue = false
     inlet.hungry = false
+
+  /**
+   * Whether the caller must start a [[recheck]] after this transition: `hungry` was raised, takers starve, the
+   * producer holds lent places (else it can place nothing), and no recheck is under way. A placement made as
+   * `hungry` went up may have missed it and not been seen by the look that followed ([[UnsafeInlet]]); at most
+   * one recheck is under way at a time.
+   */
+  def armRecheck(): Boolean =
+    if recheckDue && starving && lent > 0 && !rechecking then
+      recheckDue = false
+      rechecking = true
+      true
+    else false
+
+  /**
+   * The look a moment after takers started starving: what was placed is queued and, if parked takers could
+   * take it, the first of them is woken to look again. It hands no entry over: the recheck runs in a fiber the
+   * run does not join, and an entry in flight there could miss the collection of what the buffer holds.
+   */
+  def recheck(using F: Async[F]): F[Unit] =
+    rechecking = false
+    absorb(): Unit
+    if stopped || !relayDue then F.unit
+    else
+      val woken = takers.removeHead(resizeInternalRepr = true)
+      F.delay(woken.lookAgain())
 
   /** No more placements: the inlet closes, what it holds is queued, and no place stays lent. */
   def shut(): Unit =

@@ -79,7 +79,8 @@ private[weir] trait BufferTakes[F[_], A]:
 
   /** Takes an entry if one is claimable, else registers `taker` to be handed the next one ([[Wait]]). */
   def takeOrWait(taker: UnsafeTaker[A])(using F: Async[F]): Answer[F, A] =
-    // set before the take reads the inlet: a producer that places an element after that read sees it
+    // set before the take reads the inlet: a placement that reads it after that is served by its producer, and
+    // one that raced it by the recheck the caller starts ([[armRecheck]])
     raise()
     answered match
       case waiting @ (Wait, _) =>

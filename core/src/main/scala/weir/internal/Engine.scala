@@ -99,7 +99,8 @@ private[weir] final class Engine[F[_], A, B] private (
           buffered = buffered,
           limit = limit,
           workers = live,
-          parks = parks
+          parks = parks,
+          placed = buffer.unsafe.inlet.placed
         ))
     }
 
@@ -178,7 +179,9 @@ private[weir] final class Engine[F[_], A, B] private (
       _ <- F.delay(ledger.notStarted(left))
       errors <- sourceErrors.get
       reason = RunEnd.reason(request.map(_.reason), errors)
-      summary <- F.monotonic.flatMap(now => F.delay(ledger.summary(elapsed = now - startedAt, stop = reason)))
+      summary <- F.monotonic.flatMap(now =>
+        F.delay(ledger.summary(now - startedAt, reason, buffer.unsafe.inlet.placed))
+      )
       why = RunEnd.notStartedReason(reason)
       _ <-
         summary.unstarted.traverse_(task => record.publish(Long.MaxValue, TaskOutcome.NotStarted(task, why)))

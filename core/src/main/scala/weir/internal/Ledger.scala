@@ -13,6 +13,10 @@ import scala.concurrent.duration.FiniteDuration
  * `LongAdder` increment, a latency a plain write to the recording thread's own histogram
  * ([[LatencyRecorder]]), so the ledger is always on.
  *
+ * Received tasks are counted here when offered, and by the buffer's inlet when placed there
+ * ([[UnsafeInlet.placed]], which the reader passes in): a placement makes no locked write, and an increment
+ * here would be the one it makes, waiting each time for the inlet's counter to reach the takers' cores.
+ *
  * Invariant at the end of a run: `received == succeeded + failed + notStarted`.
  *
  * Bounds: the counters and histograms are of constant size; the failures kept are at most `failureSample`;
@@ -36,7 +40,10 @@ private[weir] final class Ledger[A](measured: Boolean, failureSample: Int):
   // a value replaced by compare-and-set, so a batch of not-started tasks is added as one
   private val unstarted = new AtomicReference(Vector.empty[A])
 
-  /** `n` tasks received (negative: a count taken back, for tasks an offer did not place after all). */
+  /**
+   * `n` tasks received by an offer (negative: a count taken back, for tasks an offer did not place after all);
+   * the inlet counts its placements itself.
+   */
   def received(n: Int): Unit = receivedN.add(n.toLong)
   def started(): Unit = startedN.increment()
   def retried(): Unit = retriedN.increment()
@@ -72,16 +79,18 @@ private[weir] final class Ledger[A](measured: Boolean, failureSample: Int):
       val _ = unstarted.updateAndGet(_ ++ tasks)
 
   /**
-   * The counters now, with the gauges the ledger does not keep. Each counter is read once; a task moving
-   * between two states while they are read may show in neither or in both.
+   * The counters now, with the gauges the ledger does not keep and the tasks `placed` in the buffer's inlet.
+   * Each counter is read once; a task moving between two states while they are read may show in neither or in
+   * both. Received is read last, so it is never below started.
    */
-  def snapshot(elapsed: FiniteDuration, buffered: Int, limit: Int, workers: Int, parks: Long): Snapshot =
+  def snapshot(elapsed: FiniteDuration, buffered: Int, limit: Int, workers: Int, parks: Long, placed: => Long)
+      : Snapshot =
     val started = startedN.sum
     val succeeded = succeededN.sum
     val failed = failedN.sum
     Snapshot(
       elapsed = elapsed,
-      received = receivedN.sum,
+      received = receivedN.sum + placed,
       started = started,
       succeeded = succeeded,
       failed = failed,
@@ -107,12 +116,12 @@ private[weir] final class Ledger[A](measured: Boolean, failureSample: Int):
   def queueWaitHistogram: Option[DurationHistogram] = queueWaits.map(r => new DurationHistogram(r.histogram))
 
   /**
-   * The run's summary. Read it once every task is recorded: the latencies are read without
-   * synchronisation (see [[LatencyRecorder]]), and the read lets their histograms go.
+   * The run's summary, with the tasks `placed` in the buffer's inlet. Read it once every task is recorded: the
+   * latencies are read without synchronisation (see [[LatencyRecorder]]), and the read lets their histograms go.
    */
-  def summary(elapsed: FiniteDuration, stop: StopReason): Summary[A] =
+  def summary(elapsed: FiniteDuration, stop: StopReason, placed: Long): Summary[A] =
     Summary(
-      received = receivedN.sum,
+      received = receivedN.sum + placed,
       succeeded = succeededN.sum,
       failed = failedN.sum,
       notStarted = notStartedN.sum,

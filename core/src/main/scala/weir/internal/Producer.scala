@@ -92,17 +92,19 @@ private[weir] final class Producer[F[_], A](
   private def byElement(s: Stream[F, A]): Pull[F, Nothing, Unit] =
     s.flatMap(element).takeWhile(identity).drain.pull.echo
 
+  // read once: the buffer's state, where the reference lives, is on lines the takers write
+  private val inlet = buffer.unsafe.inlet
+
   private val element: A => Stream[F, Boolean] = a =>
     if measured then Stream.eval(F.monotonic).flatMap(now => offered(Chunk.singleton(a), now.toNanos))
     else if owner && pool.full then
-      ledger.received(1) // before it can be taken, as `offer` counts
-      buffer.unsafe.inlet.place(a) match
+      // counted received by the inlet as it is placed ([[Ledger]])
+      inlet.place(a) match
         case UnsafeInlet.Placed.Placed => Stream.empty
         case UnsafeInlet.Placed.Hungry =>
           buffer.unsafe.serve()
           Stream.empty
         case _ => // no room lent, or the buffer closed: the offer under the lock asks for room, or is refused
-          ledger.received(-1)
           offered(Chunk.singleton(a), 0L)
     else offered(Chunk.singleton(a), 0L)
 

@@ -5,6 +5,8 @@ import cats.effect.syntax.all.*
 import cats.syntax.all.*
 import weir.internal.BufferState.*
 
+import scala.concurrent.duration.*
+
 /**
  * How a take that found the [[TaskBuffer]] empty waits: the spinning taker's few looks, the park in the
  * queue of takers, and the wake chain a taker that waited passes on. The buffer's [[TaskBuffer.take]] builds
@@ -39,8 +41,26 @@ private[internal] final class TakerWait[F[_], A](unsafe: UnsafeTaskBuffer[F, A])
   // built once: a look is a cede and a read of the buffer without its lock ([[UnsafeTaskBuffer.mayTake]]); the
   // looks of one spin run inside one `poll` and one `onCancel`, and only a look that saw something takes the lock
   private val cedeAndLook: F[Boolean] = F.cede *> F.delay(unsafe.mayTake)
-  private val leaveSpinning: F[Unit] = modify(_.unspin).flatten
-  private val spinAgain: F[Answer[F, A]] = modify(_.spinAgain)
+  private val leaveSpinning: F[Unit] = modify(s => rechecked(s, s.unspin)).flatten
+  private val spinAgain: F[Answer[F, A]] = modify(s => rechecked(s, s.spinAgain))
+
+  /*
+   * The recheck ([[BufferState.recheck]]): a transition that may raise `hungry` (a taker parking, a spinner
+   * leaving) arms it when takers start starving, and its caller starts it in a fiber of its own, which looks at
+   * the inlet again after `Recheck` and wakes a parked taker if there is something to take. At most one is
+   * under way per buffer; it is not joined, and so hands no entry over: one that outlives its run finds the
+   * buffer stopped, or lending nothing, and does nothing.
+   */
+  private val recheck: F[Unit] = F.sleep(TakerWait.Recheck) *> modify(s => rechecked(s, s.recheck)).flatten
+  private val recheckLater: F[Unit] = F.start(recheck).void
+
+  /** `next`, and then a recheck if the transition that built it armed one. Under the lock. */
+  private def rechecked(s: BufferState[F, A], next: F[Unit]): F[Unit] =
+    if s.armRecheck() then next *> recheckLater else next
+
+  /** An answer whose wake-up is followed by a recheck if the transition that gave it armed one. Under the lock. */
+  private def rechecked(s: BufferState[F, A], answer: Answer[F, A]): Answer[F, A] =
+    if s.armRecheck() then (answer._1, answer._2 *> recheckLater) else answer
 
   /** Up to `left` looks: how many were left, the one that saw something included, or 0 if none did. */
   private def looks(left: Int): F[Int] =
@@ -76,11 +96,11 @@ private[internal] final class TakerWait[F[_], A](unsafe: UnsafeTaskBuffer[F, A])
     leaveSpinning.whenA(spinner) *> poll(F.async[Option[Entry[A]]] { callback =>
       F.delay {
         val taker = new UnsafeTaker[A](callback, unsafe.giveBack)
-        (taker, unsafe.modify(_.takeOrWait(taker)))
+        (taker, unsafe.modify(s => rechecked(s, s.takeOrWait(taker))))
       }.flatMap {
         case (_, (entry: Entry[A], wake)) => wake.map { _ => callback(Right(Some(entry))); None }
         case (_, (Finished, _)) => F.delay { callback(Right(None)); None }
-        case (taker, _) => F.pure(Some(abandonTake(taker)))
+        case (taker, (_, wake)) => wake.as(Some(abandonTake(taker))) // Wait: its wake-up is a recheck, if any
       }
     })
 
@@ -98,3 +118,9 @@ private object TakerWait:
 
   /** How many times a spinning taker yields before it parks. */
   private val Spins = 16
+
+  /**
+   * How long after takers start starving the buffer looks at the inlet again: far longer than a store takes
+   * to reach the other cores, short enough that an element placed in that race waits unnoticed.
+   */
+  private val Recheck = 20.micros

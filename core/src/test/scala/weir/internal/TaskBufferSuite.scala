@@ -498,6 +498,57 @@ class TaskBufferSuite extends CatsEffectSuite with ScalaCheckSuite:
       assertEquals(left, Vector(1))
   }
 
+  test("inlet: a placement that missed hungry (its store seen late) is found by the recheck, 20 µs on") {
+    val run =
+      for
+        b <- lent(10)
+        // a worker's take: woken to look again, it takes again
+        taker <-
+          take(b).flatMap(got => if got.isEmpty then take(b).map((true, _)) else IO.pure((false, got))).start
+        _ <- IO.sleep(1.micro) // parked after its looks at 0: hungry raised, the recheck armed
+        parked <- b.waitingTakers
+        // a producer whose read of hungry came before the raise reached it: it placed and serves nobody
+        placed <- IO {
+          val inlet = b.unsafe.inlet
+          inlet.hungry = false
+          try inlet.place(1)
+          finally inlet.hungry = true
+        }
+        got <- taker.joinWithNever
+        at <- IO.monotonic
+      yield (parked, placed, got, at)
+    // woken by the recheck, not handed the entry: the recheck hands nothing over
+    TestControl.executeEmbed(run).map(assertEquals(
+      _,
+      (1, UnsafeInlet.Placed.Placed, (true, Some(1L -> 1)), 20.micros)
+    ))
+  }
+
+  test("the recheck is armed once per raise while takers starve and places are lent, one at a time") {
+    val s = new BufferState[IO, Int](10, None, measured = false)
+    val taker = new UnsafeTaker[Int](_ => (), _ => ())
+    s.takers.append(taker)
+    s.raise()
+    assert(!s.armRecheck(), "no place lent: the producer can place nothing")
+    s.lower()
+    s.lent = 1
+    s.spinning = 1
+    s.raise()
+    assert(!s.armRecheck(), "a spinner looks: nobody starves")
+    s.spinning = 0
+    assert(s.armRecheck(), "takers parked, none spinning, hungry raised")
+    assert(!s.armRecheck(), "armed once")
+    s.raise() // raised already: no new race
+    assert(!s.armRecheck())
+    s.lower()
+    s.raise()
+    assert(!s.armRecheck(), "one recheck under way at a time")
+    val _ = s.recheck // its transition: finds nothing to hand out (its effect, nothing to run), and is over
+    assert(s.armRecheck(), "the raise since the last arming")
+    s.lower()
+    assert(!s.armRecheck(), "lowered: nothing due")
+  }
+
   test("inlet: a lone taker that parks after its spins is served the next placement") {
     val run =
       for
