@@ -24,7 +24,11 @@ private[weir] final class UnsafeSpinLock extends AtomicBoolean(false):
       spins += 1
       if spins % UnsafeSpinLock.SpinsPerYield == 0 then Thread.`yield`() else Thread.onSpinWait()
 
-  def unlock(): Unit = set(false)
+  /**
+   * A release store: the next holder's compare-and-set reads it, and with it everything the section wrote. A
+   * volatile store would add a full fence, which waits for the section's stores to reach the other core.
+   */
+  def unlock(): Unit = lazySet(false)
 
 private[weir] object UnsafeSpinLock:
   /** Spins between two yields of the thread. */
