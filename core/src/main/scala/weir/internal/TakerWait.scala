@@ -121,6 +121,6 @@ private object TakerWait:
 
   /**
    * How long after takers start starving the buffer looks at the inlet again: far longer than a store takes
-   * to reach the other cores, short enough that an element placed in that race waits unnoticed.
+   * to reach the other cores, and the most an element caught in that race waits for a taker.
    */
   private val Recheck = 20.micros
