@@ -115,8 +115,8 @@ private[weir] final class BufferState[F[_], A](
 
   /**
    * The look a moment after takers started starving: what was placed is queued and, if parked takers could
-   * take it, the first of them is woken to look again. It hands no entry over: the recheck runs in a fiber the
-   * run does not join, and an entry in flight there could miss the collection of what the buffer holds.
+   * take it, the first of them is woken to look again. It hands no entry over: the recheck runs in a fiber that
+   * is not a worker, and an entry in flight there could miss the collection of what the buffer holds.
    */
   def recheck(using F: Async[F]): F[Unit] =
     rechecking = false

@@ -16,7 +16,12 @@ import scala.concurrent.duration.*
  * gives up its place, and an element handed to it in that same instant goes back ([[UnsafeTaker]]). Both
  * waits are wrapped in the caller's `poll`, so call them inside `uncancelable`.
  */
-private[internal] final class TakerWait[F[_], A](unsafe: UnsafeTaskBuffer[F, A])(using F: Async[F]):
+private[internal] final class TakerWait[F[_], A](
+    unsafe: UnsafeTaskBuffer[F, A],
+    rechecks: FiberGroup[F]
+)(using
+    F: Async[F]
+):
 
   private def modify[B](f: BufferState[F, A] => B): F[B] = F.delay(unsafe.modify(f))
 
@@ -46,13 +51,13 @@ private[internal] final class TakerWait[F[_], A](unsafe: UnsafeTaskBuffer[F, A])
 
   /*
    * The recheck ([[BufferState.recheck]]): a transition that may raise `hungry` (a taker parking, a spinner
-   * leaving) arms it when takers start starving, and its caller starts it in a fiber of its own, which looks at
-   * the inlet again after `Recheck` and wakes a parked taker if there is something to take. At most one is
-   * under way per buffer; it is not joined, and so hands no entry over: one that outlives its run finds the
-   * buffer stopped, or lending nothing, and does nothing.
+   * leaving) arms it when takers start starving, and its caller starts it in a fiber of `rechecks`, which looks
+   * at the inlet again after `Recheck` and wakes a parked taker if there is something to take. At most one is
+   * under way per buffer; the buffer's close or stop cancels it. It hands no entry over: an entry in flight in
+   * a fiber that is not a worker could miss the buffer's final collection.
    */
   private val recheck: F[Unit] = F.sleep(TakerWait.Recheck) *> modify(s => rechecked(s, s.recheck)).flatten
-  private val recheckLater: F[Unit] = F.start(recheck).void
+  private val recheckLater: F[Unit] = rechecks.start(recheck).void
 
   /** `next`, and then a recheck if the transition that built it armed one. Under the lock. */
   private def rechecked(s: BufferState[F, A], next: F[Unit]): F[Unit] =

@@ -15,7 +15,8 @@ import weir.internal.BufferState.*
  * cancellation. The state and the plain calls of the hot paths are in [[unsafe]] ([[UnsafeTaskBuffer]]).
  *
  * Life cycle: open → `close` (no more offers; takers drain what is left, then see `None`) or `stop`
- * (no more takes; everything still held is collected by `remaining`). Both wake every waiter.
+ * (no more takes; everything still held is collected by `remaining`). Both wake every waiter, and cancel the
+ * inlet's recheck if one is under way.
  *
  * Per-key admission ([[weir.TaskOrder.byKey]], [[KeyClaims]]): with a key function, taking an element
  * claims its key; an element whose key is claimed is parked behind it instead of being handed out, and
@@ -124,7 +125,9 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
     }
 
   private val takeOrSpin: F[Answer[F, A]] = modify(_.takeOrSpin)
-  private val waits = new TakerWait(unsafe)
+  // the fibers of the inlet's rechecks ([[TakerWait]]): owned here, cancelled when the buffer closes or stops
+  private val rechecks = FiberGroup.unsafe[F]
+  private val waits = new TakerWait(unsafe, rechecks)
   private val none: F[Option[Entry[A]]] = F.pure(None)
 
   /** Wakes up to `n` waiting takers with `None`, so they look at the world again. */
@@ -141,7 +144,7 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
       s.closed = true
       s.shut()
       s.takers.removeAll()
-    }.flatMap(lookAgain)
+    }.flatMap(lookAgain) *> rechecks.close
 
   /** No more takes; offers are refused from now on. Wakes every waiter. */
   def stop: F[Unit] =
@@ -151,7 +154,8 @@ private[weir] final class TaskBuffer[F[_], A] private (val capacity: Int, val un
       s.stopped = true
       s.offerers = s.offerers.cleared
       woken
-    }.flatMap((takers, offerers) => lookAgain(takers) *> offerers.waiting.traverse_(_.complete(()).void))
+    }.flatMap((takers, offerers) => lookAgain(takers) *> offerers.waiting.traverse_(_.complete(()).void)) *>
+      rechecks.close
 
   /** Removes and returns every element still held (after a `stop`). */
   def remaining: F[Vector[A]] =

@@ -524,6 +524,26 @@ class TaskBufferSuite extends CatsEffectSuite with ScalaCheckSuite:
     ))
   }
 
+  test("inlet: stop cancels a recheck under way, so the buffer leaves no fiber behind") {
+    val run =
+      for
+        b <- lent(10)
+        taker <- take(b).start
+        _ <- IO.sleep(1.micro) // parked at 0: the recheck armed, asleep until 20 µs
+        _ <- b.stop
+        got <- taker.joinWithNever
+      yield got
+    for
+      control <- TestControl.execute(run)
+      _ <- control.tick
+      _ <- control.advanceAndTick(1.micro)
+      result <- control.results
+      next <- control.nextInterval // the time to the next timer: none left
+    yield
+      assertEquals(result.map(_.isSuccess), Some(true))
+      assertEquals(next, Duration.Zero)
+  }
+
   test("the recheck is armed once per raise while takers starve and places are lent, one at a time") {
     val s = new BufferState[IO, Int](10, None, measured = false)
     val taker = new UnsafeTaker[Int](_ => (), _ => ())
