@@ -25,12 +25,16 @@ object KillableWorker extends IOApp:
   def run(args: List[String]): IO[ExitCode] =
     val List(url, schemaName, queues, limit, listen, deadAfter, start) = args: @unchecked
     val schema = Schema(schemaName)
+    // a heartbeat long enough that a beat late on a machine busy with several JVMs starting does not make the
+    // worker refuse its own claims at their start (it starts one only while its last beat is younger than three
+    // quarters of a period, and beats twice a period): a victim that refused its first claims would otherwise
+    // watch the others run the queue
     def config(queue: String) = TestWorkers
       .config(queue)
       .copy(
         pollInterval = 100.millis,
         listen = listen.toBoolean,
-        heartbeat = 250.millis,
+        heartbeat = 1.second,
         deadAfter = deadAfter.toLong.millis,
         lease = 10.minutes
       )
@@ -51,6 +55,9 @@ object KillableWorker extends IOApp:
               IO.defer(record(current.getOrDefault(queue, -1L), job)) *> IO.sleep((job.payload % 20).millis)
             )
               .withLimit(Limit.fixed(limit.toInt))
+              // claims held in memory bounded to two batches: each worker claims its share as it runs,
+              // rather than the first one up claiming most of the queue into a buffer of the default size
+              .withBuffer(2 * config(queue).claimBatch)
           }
           .use { worker =>
             IO(current.put(queue, worker.id)).void *> IO.println(s"worker ${worker.id}") *>
@@ -64,10 +71,17 @@ object KillableWorker extends IOApp:
   private val current = new java.util.concurrent.ConcurrentHashMap[String, Long]
 
   /**
-   * Waits until `ready` holds of what `probe` reads, then SIGKILLs `victim`. Each probe reads while the victim
-   * is stopped (SIGSTOP), and one that is not yet satisfied lets it go on (SIGCONT): a claim the probe saw the
-   * victim hold is still held at the kill, where a running victim could finish it in between and leave
-   * nothing to rescue; a probe that fails lets it go on too. Returns what the last probe read.
+   * Waits until `ready` holds of what `probe` reads, then SIGKILLs `victim`. Probes read while the victim
+   * runs; one that sees `ready` is read again with the victim stopped (SIGSTOP), and only a stopped read that
+   * still sees it is followed by the kill, the victim still stopped: a claim that read saw the victim hold is
+   * still held at the kill, where a running victim could finish it in between and leave nothing to rescue.
+   * A stopped read that no longer sees it, or fails, lets the victim go on (SIGCONT).
+   *
+   * The victim is stopped only to confirm: a victim stopped for every probe spends much of the wait stopped,
+   * its heartbeat comes late, and it refuses its own claims at their start (a worker starts a claim only while
+   * its last heartbeat is recent: [[WorkerStats.refused]]), so it may never hold a running one while the
+   * others end the run. Fails naming `what` if the victim exits before it, and returns what the last probe
+   * read.
    */
   def killOnce[A](
       victim: Process,
@@ -75,15 +89,28 @@ object KillableWorker extends IOApp:
       probe: IO[A],
       within: FiniteDuration
   )(ready: A => Boolean): IO[A] =
-    val go = signal(victim, "CONT")
-    val stopped = signal(victim, "STOP") *> probe.onError(_ => go).flatTap(a => go.unlessA(ready(a)))
-    Eventually.until(what, stopped, within)(ready) <* IO.blocking(victim.destroyForcibly().waitFor())
+    val go = signal(victim, "CONT", what)
+    val confirmed = signal(victim, "STOP", what) *> probe.onError(_ => go).flatTap(a => go.unlessA(ready(a)))
+    val read = probe.flatMap(a => if ready(a) then confirmed else IO.pure(a))
+    Eventually.until(what, read, within)(ready) <* IO.blocking(victim.destroyForcibly().waitFor())
 
-  /** Sends `process` the signal `name` with the shell's `kill`, and waits until it is sent. */
-  private def signal(process: Process, name: String): IO[Unit] =
+  /**
+   * Sends `process` the signal `name` with the shell's `kill`, and waits until it is sent; fails saying the
+   * process exited before `what` if it is no longer there to receive it.
+   */
+  private def signal(process: Process, name: String, what: String): IO[Unit] =
     val command = List("sh", "-c", s"kill -$name ${process.pid}")
     IO.blocking(new ProcessBuilder(command*).inheritIO().start().waitFor()).flatMap { code =>
-      IO.raiseError(new IllegalStateException(s"${command.last} exited with $code")).whenA(code != 0)
+      IO.blocking(process.isAlive).flatMap { alive =>
+        if alive && code == 0 then IO.unit
+        else if alive then IO.raiseError(new IllegalStateException(s"${command.last} exited with $code"))
+        else
+          IO.blocking(process.exitValue()).flatMap(exit =>
+            IO.raiseError(
+              new IllegalStateException(s"worker JVM ${process.pid} exited ($exit) before: $what")
+            )
+          )
+      }
     }
 
   /** How the children of a test find a dead worker, as [[WorkerConfig]] sets it. */
