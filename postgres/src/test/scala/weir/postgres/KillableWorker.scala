@@ -80,8 +80,8 @@ object KillableWorker extends IOApp:
    * The victim is stopped only to confirm: a victim stopped for every probe spends much of the wait stopped,
    * its heartbeat comes late, and it refuses its own claims at their start (a worker starts a claim only while
    * its last heartbeat is recent: [[WorkerStats.refused]]), so it may never hold a running one while the
-   * others end the run. Fails naming `what` if the victim exits before it, and returns what the last probe
-   * read.
+   * others end the run. Fails naming `what` as soon as the victim is seen to have exited before it, and returns
+   * what the last probe read.
    */
   def killOnce[A](
       victim: Process,
@@ -91,7 +91,9 @@ object KillableWorker extends IOApp:
   )(ready: A => Boolean): IO[A] =
     val go = signal(victim, "CONT", what)
     val confirmed = signal(victim, "STOP", what) *> probe.onError(_ => go).flatTap(a => go.unlessA(ready(a)))
-    val read = probe.flatMap(a => if ready(a) then confirmed else IO.pure(a))
+    val read = IO.blocking(victim.isAlive).flatMap(alive =>
+      if alive then probe.flatMap(a => if ready(a) then confirmed else IO.pure(a)) else exited(victim, what)
+    )
     Eventually.until(what, read, within)(ready) <* IO.blocking(victim.destroyForcibly().waitFor())
 
   /**
@@ -104,14 +106,15 @@ object KillableWorker extends IOApp:
       IO.blocking(process.isAlive).flatMap { alive =>
         if alive && code == 0 then IO.unit
         else if alive then IO.raiseError(new IllegalStateException(s"${command.last} exited with $code"))
-        else
-          IO.blocking(process.exitValue()).flatMap(exit =>
-            IO.raiseError(
-              new IllegalStateException(s"worker JVM ${process.pid} exited ($exit) before: $what")
-            )
-          )
+        else exited(process, what)
       }
     }
+
+  /** Fails saying the worker JVM `process` exited, with its exit code, before `what`. */
+  private def exited[A](process: Process, what: String): IO[A] =
+    IO.blocking(process.exitValue()).flatMap(code =>
+      IO.raiseError(new IllegalStateException(s"worker JVM ${process.pid} exited ($code) before: $what"))
+    )
 
   /** How the children of a test find a dead worker, as [[WorkerConfig]] sets it. */
   final case class Liveness(listen: Boolean, deadAfter: FiniteDuration)
