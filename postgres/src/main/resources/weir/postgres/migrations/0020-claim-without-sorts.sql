@@ -1,0 +1,16 @@
+-- weir: compatible-with-previous: yes
+--   a planner setting of one function; no table, index, signature or body changes. Every release's claim
+--   calls `claim_controlled`, and plans it with the setting from the moment this commits.
+--
+-- weir-postgres schema: the claim's arm of dependents read through `tasks_waits_on` whatever the statistics.
+--
+-- Migration 18's claim takes, for each completed parent in `ready_parents`, its waiting dependents in the
+-- queue through `tasks_waits_on` (parent, queue, priority, run-at, id), already in the order the claim wants.
+-- On statistics that say `tasks` is empty (analyzed while the queue was empty, then a burst), PostgreSQL costs
+-- every index scan at a row or so, and `tasks_waiting_for_parents` (the queue alone, for the waiting tasks),
+-- being the smaller index, looked cheaper: a scan of every waiting task of the queue for each parent, then a
+-- sort. The claim already turns off bitmap and sequential scans for the same reason; with sorts turned off
+-- too, an index that yields the claim's order wins wherever one exists. The sorts no index can spare (the
+-- two arms' merge, the answer's order) still run: turning a kind of step off makes the planner pay for it,
+-- not refuse it.
+ALTER FUNCTION weir_schema.claim_controlled(text, bigint, integer, bigint) SET enable_sort = off;
