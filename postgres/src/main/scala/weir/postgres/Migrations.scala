@@ -56,8 +56,7 @@ object Migrations:
       "0016-cheaper-settle",
       "0017-workflow-index-without-running",
       "0018-claim-from-waiting",
-      "0019-one-parent-without-edges",
-      "0020-claim-without-sorts"
+      "0019-one-parent-without-edges"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))
