@@ -49,15 +49,16 @@ object KillableWorker extends IOApp:
         ) ++
           fr0"${job.id}, ${job.attempt}, $worker, ${job.orderingKey})").update.run.transact(db.transactor)
       go *> queues.split(',').toVector.parTraverse { queue =>
+        val settings = config(queue)
         DurableWorker
-          .start[IO, Int, Unit](db, config(queue)) { source =>
+          .start[IO, Int, Unit](db, settings) { source =>
             Pipeline(source).process(job =>
               IO.defer(record(current.getOrDefault(queue, -1L), job)) *> IO.sleep((job.payload % 20).millis)
             )
               .withLimit(Limit.fixed(limit.toInt))
               // claims held in memory bounded to two batches: each worker claims its share as it runs,
               // rather than the first one up claiming most of the queue into a buffer of the default size
-              .withBuffer(2 * config(queue).claimBatch)
+              .withBuffer(2 * settings.claimBatch)
           }
           .use { worker =>
             IO(current.put(queue, worker.id)).void *> IO.println(s"worker ${worker.id}") *>
