@@ -56,7 +56,8 @@ object Migrations:
       "0016-cheaper-settle",
       "0017-workflow-index-without-running",
       "0018-claim-from-waiting",
-      "0019-one-parent-without-edges"
+      "0019-one-parent-without-edges",
+      "0020-dependents-by-their-index"
     ).map { file =>
       val path = s"weir/postgres/migrations/$file.sql"
       val stream = Option(getClass.getClassLoader.getResourceAsStream(path))

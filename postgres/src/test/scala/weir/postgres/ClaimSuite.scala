@@ -52,7 +52,7 @@ class ClaimSuite extends DbSuite:
               finally c.close()
             }
         // the plan of the claim's statement, as auto_explain reports it to the client
-        def claimWithPlan(owner: Long): IO[(Vector[Long], String)] = IO.blocking {
+        def claimWithPlan(owner: Long): IO[(Vector[Long], Vector[String])] = IO.blocking {
           val c = connect()
           try
             val st = c.createStatement()
@@ -67,28 +67,47 @@ class ClaimSuite extends DbSuite:
             while rs.next() do ids += rs.getLong(1)
             val notes =
               Iterator.iterate(st.getWarnings)(_.getNextWarning).takeWhile(_ != null).map(_.getMessage)
-            (ids.result(), notes.mkString("\n"))
+            (ids.result(), notes.toVector)
           finally c.close()
         }
         for
           _ <- emptied
+          // a parent that completed, whose 300 dependents wait in the queue: a claim takes them from `waiting`,
+          // through the arm of dependents, which these statistics would plan on `tasks_waiting_for_parents` (the
+          // queue's waiting tasks: smaller than `tasks_waits_on`, so cheaper on paper), read whole, then sorted
+          parent <- TaskQueue[IO, Int](db, "parents").enqueue(NewTask(0)).map(_.taskId)
+          dependents <-
+            q.enqueueMany((1 to 300).map(i => NewTask(i, after = Vector(After.completed(parent)))))
+              .map(_.map(_.taskId))
           ids <- q.enqueueMany((1 to 20000).map(NewTask(_))).map(_.map(_.taskId))
           owner <- sql.register("w", 1000).transact(db.transactor)
+          parentClaim <- sql.claim("parents", owner, 1, 60000).transact(db.transactor)
+          _ <- sql.complete(Array(parentClaim.rows.head.token), keep = false, keyed = false)
+            .transact(db.transactor)
           stats <- sql"SELECT reltuples::bigint FROM pg_class WHERE oid = ${tasks}::regclass"
             .query[Long].unique.transact(db.transactor)
           claimed <- claimWithPlan(owner)
         yield
-          val (claimedIds, plan) = claimed
+          val (claimedIds, notes) = claimed
+          val plan = notes.mkString("\n")
           assertEquals(stats, 0L, "the planted statistics say the table is empty")
-          assertEquals(claimedIds, ids.take(500))
+          assertEquals(parentClaim.rows.map(_.id), Vector(parent))
+          // the dependents first: enqueued before the others, as due and as urgent
+          assertEquals(claimedIds, dependents ++ ids.take(200))
           // the claim's statement, up to the next statement's plan
           val inner = plan.linesIterator.dropWhile(!_.contains("WITH avail")).drop(1)
             .takeWhile(!_.startsWith("duration:")).mkString("\n")
           assert(inner.contains("Index Scan using tasks_claim"), plan)
           assert(!inner.contains("Bitmap") && !inner.contains("Seq Scan"), plan)
           // its one nested loop is the arm of dependents taken from `waiting`: each completed parent of the
-          // queue, then its dependents through their index
+          // queue, then its dependents
           assertEquals(inner.linesIterator.count(_.contains("Nested Loop")), 1, plan)
-          assert(inner.contains("Index Scan using tasks_waits_on"), plan)
+          // the parent's dependents are looked up twice, each through their index in the claim's order (no
+          // sort), in statements of their own (`ready_dependents`; `dependents_wait`, after the claim took some)
+          val lookUps = notes.filter(_.contains("t.waits_on = p_parent"))
+          assertEquals(lookUps.count(_.contains("FOR UPDATE OF t SKIP LOCKED")), 1, plan)
+          assertEquals(lookUps.count(_.contains("LIMIT 1 OFFSET 0")), 1, plan)
+          lookUps.foreach(p => assert(p.contains("Scan using tasks_waits_on") && !p.contains("Sort"), plan))
+          assert(notes.forall(!_.contains("tasks_waiting_for_parents")), plan)
     }
   }
