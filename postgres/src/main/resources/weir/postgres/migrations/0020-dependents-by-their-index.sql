@@ -16,8 +16,8 @@
 --
 -- Each look-up is now a function of its own that turns sorts off: both ask for the dependents in the claim's
 -- order (the probe asks for the first), which only `tasks_waits_on` yields without a sort. The setting is
--- scoped to these two look-ups (each a PL/pgSQL function, planned on its own);
--- the rest of the claim plans as before, sorts included.
+-- scoped to these two look-ups (each a PL/pgSQL function, planned on its own); the rest of the claim plans
+-- as before, sorts included.
 
 -- A completed parent's dependents in `p_queue` that a claim may take now, at most `p_limit`, best first,
 -- locked for the caller's transaction (those another claim holds are skipped).
