@@ -91,7 +91,9 @@ object KillableWorker extends IOApp:
       within: FiniteDuration
   )(ready: A => Boolean): IO[A] =
     val go = signal(victim, "CONT", what)
-    val confirmed = signal(victim, "STOP", what) *> probe.onError(_ => go).flatTap(a => go.unlessA(ready(a)))
+    val confirmed =
+      signal(victim, "STOP", what) *> stopped(victim, what) *>
+        probe.onError(_ => go).flatTap(a => go.unlessA(ready(a)))
     val read = IO.blocking(victim.isAlive).flatMap(alive =>
       if alive then probe.flatMap(a => if ready(a) then confirmed else IO.pure(a)) else exited(victim, what)
     )
@@ -110,6 +112,19 @@ object KillableWorker extends IOApp:
         else exited(process, what)
       }
     }
+
+  /**
+   * Waits until the kernel shows `process` stopped (state `T` in `/proc/<pid>/stat`): `kill` returns once the
+   * signal is queued, and a victim asleep in a system call takes it only when the scheduler next runs it, so a
+   * read right after the signal may still race a running victim. Fails naming `what` if the process exits
+   * first, or after 10 seconds naming the state it was last seen in.
+   */
+  private def stopped(process: Process, what: String): IO[Unit] =
+    val stat = java.nio.file.Path.of(s"/proc/${process.pid}/stat")
+    // the state follows the command name, which is in parentheses and may itself hold spaces or parentheses
+    val state = IO.blocking(java.nio.file.Files.readString(stat)).map(s => s.substring(s.lastIndexOf(')') + 2).take(1))
+    val read = IO.blocking(process.isAlive).flatMap(alive => if alive then state else exited(process, what))
+    Eventually.until(s"process ${process.pid} stopped by SIGSTOP", read, 10.seconds, 1.milli)(_ == "T").void
 
   /** Fails saying the worker JVM `process` exited, with its exit code, before `what`. */
   private def exited[A](process: Process, what: String): IO[A] =
