@@ -122,7 +122,8 @@ object KillableWorker extends IOApp:
   private def stopped(process: Process, what: String): IO[Unit] =
     val stat = java.nio.file.Path.of(s"/proc/${process.pid}/stat")
     // the state follows the command name, which is in parentheses and may itself hold spaces or parentheses
-    val state = IO.blocking(java.nio.file.Files.readString(stat)).map(s => s.substring(s.lastIndexOf(')') + 2).take(1))
+    val state =
+      IO.blocking(java.nio.file.Files.readString(stat)).map(s => s.substring(s.lastIndexOf(')') + 2).take(1))
     val read = IO.blocking(process.isAlive).flatMap(alive => if alive then state else exited(process, what))
     Eventually.until(s"process ${process.pid} stopped by SIGSTOP", read, 10.seconds, 1.milli)(_ == "T").void
 
