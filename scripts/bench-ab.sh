@@ -12,12 +12,19 @@ cd "$(dirname "$0")/.."
 rounds=${1:?usage: scripts/bench-ab.sh ROUNDS NAME=JAR [NAME=JAR ...] -- JMH-ARGS}
 shift
 jars=()
+# NAME=JAR pairs, each jar absolute (the runs go through ./weir, from the repository's root)
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case "$1" in
-    *=*) [ -f "${1#*=}" ] || { echo "bench-ab: no jar at ${1#*=} (for ${1%%=*})" >&2; exit 2; } ;;
+    *=*)
+      [ -f "${1#*=}" ] || { echo "bench-ab: no jar at ${1#*=} (for ${1%%=*})" >&2; exit 2; }
+      [[ "${1%%=*}" =~ ^[A-Za-z0-9._-]+$ ]] || { echo "bench-ab: a NAME is letters, digits, . _ -; was: ${1%%=*}" >&2; exit 2; }
+      for nj in "${jars[@]}"; do
+        [ "${nj%%=*}" != "${1%%=*}" ] || { echo "bench-ab: the name ${1%%=*} is given twice" >&2; exit 2; }
+      done
+      ;;
     *) echo "bench-ab: expected NAME=JAR, got: $1" >&2; exit 2 ;;
   esac
-  jars+=("$1")
+  jars+=("${1%%=*}=$(realpath "${1#*=}")")
   shift
 done
 [ "${1:-}" = "--" ] || { echo "bench-ab: JMH arguments follow --" >&2; exit 2; }
@@ -28,7 +35,6 @@ for a in "$@"; do
   case "$a" in -f | -rf | -rff) echo "bench-ab: JMH-ARGS must not set $a (one fork per jar per round)" >&2; exit 2 ;; esac
 done
 
-. scripts/select-jdk.sh
 out=target/bench-ab
 mkdir -p "$out"
 rm -f "$out"/*.json
@@ -41,8 +47,7 @@ for r in $(seq 1 "$rounds"); do
   for nj in "${order[@]}"; do
     name=${nj%%=*}
     echo "bench-ab: round $r/$rounds, $name ($(date -u +%H:%M:%S) UTC)" >&2
-    "$JAVA_HOME/bin/java" --sun-misc-unsafe-memory-access=allow --enable-native-access=ALL-UNNAMED \
-      -jar "${nj#*=}" "$@" -f 1 -rf json -rff "$out/$r-$name.json" >"$out/$r-$name.log" 2>&1 ||
+    WEIR_BENCH_JAR="${nj#*=}" ./weir bench "$@" -f 1 -rf json -rff "$out/$r-$name.json" >"$out/$r-$name.log" 2>&1 ||
       { echo "bench-ab: the run failed; its output: $out/$r-$name.log" >&2; exit 1; }
   done
 done

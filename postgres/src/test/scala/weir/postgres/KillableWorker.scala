@@ -124,7 +124,12 @@ object KillableWorker extends IOApp:
     // the state follows the command name, which is in parentheses and may itself hold spaces or parentheses
     val state =
       IO.blocking(java.nio.file.Files.readString(stat)).map(s => s.substring(s.lastIndexOf(')') + 2).take(1))
-    val read = IO.blocking(process.isAlive).flatMap(alive => if alive then state else exited(process, what))
+    // a process that exits between the two reads leaves no file to read: said as its exit, not as the read's error
+    val read = IO.blocking(process.isAlive).flatMap(alive =>
+      if alive then
+        state.handleErrorWith(e => IO.blocking(process.isAlive).ifM(IO.raiseError(e), exited(process, what)))
+      else exited(process, what)
+    )
     Eventually.until(s"process ${process.pid} stopped by SIGSTOP", read, 10.seconds, 1.milli)(_ == "T").void
 
   /** Fails saying the worker JVM `process` exited, with its exit code, before `what`. */
