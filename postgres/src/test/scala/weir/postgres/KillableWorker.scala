@@ -91,12 +91,11 @@ object KillableWorker extends IOApp:
       within: FiniteDuration
   )(ready: A => Boolean): IO[A] =
     val go = signal(victim, "CONT", what)
+    // a stop that is never seen, or a read that fails, lets the victim go on
     val confirmed =
-      signal(victim, "STOP", what) *> stopped(victim, what) *>
-        probe.onError(_ => go).flatTap(a => go.unlessA(ready(a)))
-    val read = IO.blocking(victim.isAlive).flatMap(alive =>
-      if alive then probe.flatMap(a => if ready(a) then confirmed else IO.pure(a)) else exited(victim, what)
-    )
+      signal(victim, "STOP", what) *> (stopped(victim, what) *> probe).onError(_ => go)
+        .flatTap(a => go.unlessA(ready(a)))
+    val read = whileAlive(victim, what)(probe.flatMap(a => if ready(a) then confirmed else IO.pure(a)))
     Eventually.until(what, read, within)(ready) <* IO.blocking(victim.destroyForcibly().waitFor())
 
   /**
@@ -125,12 +124,13 @@ object KillableWorker extends IOApp:
     val state =
       IO.blocking(java.nio.file.Files.readString(stat)).map(s => s.substring(s.lastIndexOf(')') + 2).take(1))
     // a process that exits between the two reads leaves no file to read: said as its exit, not as the read's error
-    val read = IO.blocking(process.isAlive).flatMap(alive =>
-      if alive then
-        state.handleErrorWith(e => IO.blocking(process.isAlive).ifM(IO.raiseError(e), exited(process, what)))
-      else exited(process, what)
-    )
+    val read =
+      whileAlive(process, what)(state.handleErrorWith(e => whileAlive(process, what)(IO.raiseError(e))))
     Eventually.until(s"process ${process.pid} stopped by SIGSTOP", read, 10.seconds, 1.milli)(_ == "T").void
+
+  /** Runs `fa` if `process` is alive; else fails saying it exited before `what`. */
+  private def whileAlive[A](process: Process, what: String)(fa: IO[A]): IO[A] =
+    IO.blocking(process.isAlive).ifM(fa, exited(process, what))
 
   /** Fails saying the worker JVM `process` exited, with its exit code, before `what`. */
   private def exited[A](process: Process, what: String): IO[A] =
