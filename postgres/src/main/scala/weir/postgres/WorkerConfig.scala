@@ -25,7 +25,8 @@ import scala.concurrent.duration.*
  *     lost machine or network, and for a live worker it is the longest pause (GC, a starved CPU, a
  *     database outage) it may take without its tasks being run again elsewhere.
  *   - `lease`: a claimed task's own lease, extended while its worker holds it; a task whose lease expired
- *     is rescued even if its worker still heartbeats.
+ *     is rescued even if its worker still heartbeats (the rescuers look for expired leases every quarter of
+ *     a lease: it is a claim its worker lost track of, which a live worker's beat never lets happen).
  *   - `backoff`: the wait before a failed task's next attempt, from its base, factor, maximum and jitter,
  *     and which errors are retried at all (`retryOn`); the number of attempts is each task's own
  *     `maxAttempts`, not the `Retry`'s.

@@ -198,7 +198,7 @@ class CancelSuite extends DbSuite:
         _ <- Rows.exec(
           s"UPDATE ${db.schema("workers")} SET heartbeat_at = now() - interval '1 hour' WHERE id = $owner"
         )
-        rescued <- run(db, sql.rescue(10000, 1000))
+        rescued <- run(db, sql.rescue(10000, 1000, leases = true))
         left <- Rows.count(db, "tasks")
         done <- Rows.finished(db)
       yield

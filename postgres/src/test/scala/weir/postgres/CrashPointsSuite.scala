@@ -80,9 +80,10 @@ class CrashPointsSuite extends DbSuite:
         _ <- Rows.exec(
           s"UPDATE ${db.schema("workers")} SET heartbeat_at = now() - interval '1 hour' WHERE id = $dead"
         )
-        first <- doomed.use((xa, pid) => sql.rescue(10000, 1000).transact(xa).flatTap(_ => kill(pid)))
+        first <-
+          doomed.use((xa, pid) => sql.rescue(10000, 1000, leases = true).transact(xa).flatTap(_ => kill(pid)))
         still <- Rows.tasks(db)
-        second <- run(db, sql.rescue(10000, 1000))
+        second <- run(db, sql.rescue(10000, 1000, leases = true))
         after <- Rows.tasks(db)
       yield
         assertEquals(first, (10, 0, 0))

@@ -98,7 +98,7 @@ class HeadersSuite extends DbSuite:
       second <- claimOne(owner)
       // its worker dies holding it: rescued
       _ <- Rows.exec(s"DELETE FROM ${db.schema("workers")} WHERE id = $owner")
-      rescued <- run(db, sql.rescue(10000, 1000))
+      rescued <- run(db, sql.rescue(10000, 1000, leases = true))
       other <- run(db, sql.register("other", 1000))
       third <- claimOne(other)
       // its last attempt fails: dead, then put back by hand

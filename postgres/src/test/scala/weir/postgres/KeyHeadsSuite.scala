@@ -84,7 +84,7 @@ class KeyHeadsSuite extends DbSuite:
       _ <- Rows.exec(
         s"UPDATE ${db.schema("workers")} SET heartbeat_at = now() - interval '1 hour' WHERE id = $owner"
       )
-      rescued <- run(db, sql.rescue(10000, 1000))
+      rescued <- run(db, sql.rescue(10000, 1000, leases = true))
       _ = assertEquals(rescued, (2, 1, 0)) // 3 and 9 back to available, 5 dead
       _ <- step("after c1 was rescued dead", Vector("4", "6", "8", "9"))
       // cancel: the marked a4 is cancelled, a7 is next

@@ -13,7 +13,7 @@ class RescueSuite extends DbSuite:
   private def run[A](db: Database[IO], io: ConnectionIO[A]): IO[A] = io.transact(db.transactor)
 
   withDb(
-    "only tasks of workers whose heartbeat is older than deadAfter, or whose lease expired, are rescued"
+    "only tasks of workers whose heartbeat is older than deadAfter, or whose lease expired when the leases are looked at, are rescued"
   ) { db =>
     val sql = new Sql(db.schema)
     val queue = TaskQueue[IO, Int](db, "r")
@@ -35,10 +35,14 @@ class RescueSuite extends DbSuite:
       _ <- Rows.exec(
         s"UPDATE ${db.schema("tasks")} SET lease_expires_at = now() - interval '1 second' WHERE lease_owner = $expired"
       )
-      rescued <- run(db, sql.rescue(10000, 1000))
+      // without the leases' look first: the gone owners' tasks only
+      owners <- run(db, sql.rescue(10000, 1000, leases = false))
+      afterOwners <- Rows.tasks(db)
+      leases <- run(db, sql.rescue(10000, 1000, leases = true))
       rows <- Rows.tasks(db)
     yield
-      assertEquals(rescued, (3, 0, 0))
+      assertEquals((owners, leases), ((2, 0, 0), (1, 0, 0)))
+      assertEquals(afterOwners.filter(_._2 == "running").flatMap(_._4).toSet, Set(alive, expired))
       val byOwner = rows.groupBy(_._4)
       assertEquals(byOwner.get(Some(alive)).map(_.size), Some(1))
       val freed = rows.filter(_._2 == "available")
@@ -79,10 +83,10 @@ class RescueSuite extends DbSuite:
       // the punctual heartbeat beats right before the rescue, once the lock is held: opening the holding
       // session on a loaded machine must not age it past its period
       punctual = Rows.exec(s"UPDATE $w SET heartbeat_at = now() WHERE id = ${byName("punctual")}")
-      rescued <- holding(byName("held")).surround(punctual *> run(db, sql.rescue(60000, 1000)))
+      rescued <- holding(byName("held")).surround(punctual *> run(db, sql.rescue(60000, 1000, leases = true)))
       rows <- Rows.tasks(db)
       // the same rows with deadAfter below the late heartbeats: every late one goes, whatever its lock
-      late <- punctual *> run(db, sql.rescue(1500, 1000))
+      late <- punctual *> run(db, sql.rescue(1500, 1000, leases = true))
     yield
       assertEquals(rescued, (1, 0, 0))
       val freed = rows.filter(_._2 == "available")
@@ -90,6 +94,56 @@ class RescueSuite extends DbSuite:
       assert(freed.head._5.contains(s"worker ${byName("ended")} lost its database session"), freed.toString)
       assertEquals(rows.filter(_._2 == "running").flatMap(_._4).toSet, owners.toSet - byName("ended"))
       assertEquals(late, (3, 0, 0))
+  }
+
+  withDb(
+    "whatever the queues and owners, a rescue without the leases' look frees exactly the running tasks of the gone owners (25 draws)"
+  ) { db =>
+    val sql = new Sql(db.schema)
+    val w = db.schema("workers")
+    // each draw in queues of its own; the earlier draws' running tasks belong to live owners and stay put
+    (1 to 25).toVector.traverse_ { seed =>
+      val rnd = new scala.util.Random(seed.toLong)
+      val queues = Vector.tabulate(1 + rnd.nextInt(4))(q => s"p$seed-$q")
+      val fates = Vector.fill(1 + rnd.nextInt(6))(rnd.nextInt(3)) // 0 alive, 1 late, 2 no row
+      // tasks per (queue, owner), and some never claimed
+      val held = for q <- queues.indices; o <- fates.indices yield (q, o, rnd.nextInt(4))
+      val idle = queues.map(_ => rnd.nextInt(3))
+      for
+        owners <- fates.indices.toVector.traverse(o => run(db, sql.register(s"p$seed-$o", 1000)))
+        _ <- queues.zipWithIndex.traverse_ { (queue, q) =>
+          val n = held.filter(_._1 == q).map(_._3).sum + idle(q)
+          TaskQueue[IO, Int](db, queue).enqueueMany((1 to n).map(NewTask(_))).void
+        }
+        _ <- held.toVector.traverse_ { (q, o, n) =>
+          run(db, sql.claim(queues(q), owners(o), n, 600000).map(_.rows)).void.whenA(n > 0)
+        }
+        _ <- fates.zip(owners).traverse_ {
+          case (1, id) =>
+            Rows.exec(s"UPDATE $w SET heartbeat_at = now() - interval '2 hours' WHERE id = $id").void
+          case (2, id) => Rows.exec(s"DELETE FROM $w WHERE id = $id").void
+          case _ => IO.unit
+        }
+        rescued <- run(db, sql.rescue(3600000, 1000, leases = false))
+        rows <- Rows.query[(String, String, Option[Long])](
+          s"SELECT queue, state::text, lease_owner FROM ${db.schema("tasks")} WHERE queue LIKE 'p$seed-%'"
+        )
+      yield
+        val gone = fates.indices.filter(fates(_) != 0).map(owners).toSet
+        val expected = held.filter((_, o, _) => fates(o) != 0).map(_._3).sum
+        assertEquals(rescued, (expected, 0, 0), s"seed $seed")
+        val running = rows.filter(_._2 == "running")
+        assert(
+          running.forall(_._3.exists(o => !gone(o))),
+          s"seed $seed: a gone owner still runs a task: $rows"
+        )
+        val live = held.filter((_, o, _) => fates(o) == 0)
+        assertEquals(
+          running.groupBy(r => (r._1, r._3)).view.mapValues(_.size).toMap,
+          live.filter(_._3 > 0).map((q, o, n) => (queues(q), Some(owners(o))) -> n).toMap,
+          s"seed $seed"
+        )
+    }
   }
 
   withDb("a late finish after a rescue changes nothing, and a rescue after a completion finds nothing") {
@@ -106,7 +160,7 @@ class RescueSuite extends DbSuite:
         // the second completes first, then the worker is declared dead
         completed <- run(db, sql.complete(Array(second.token), keep = true, keyed = false))
         _ <- Rows.exec(s"UPDATE $w SET heartbeat_at = now() - interval '1 hour' WHERE id = $owner")
-        rescued <- run(db, sql.rescue(10000, 1000))
+        rescued <- run(db, sql.rescue(10000, 1000, leases = true))
         // the late finisher of the first: complete, fail and release must all be refused
         lateComplete <- run(db, sql.complete(Array(first.token), keep = true, keyed = false))
         lateFail <- run(db, sql.fail(Array(first.token), Array("late"), Array(0L)))
@@ -135,7 +189,7 @@ class RescueSuite extends DbSuite:
       owner <- run(db, sql.register("w", 1000))
       _ <- run(db, sql.claim("x", owner, 1, 60000).map(_.rows))
       _ <- Rows.exec(s"DELETE FROM ${db.schema("workers")} WHERE id = $owner")
-      rescued <- run(db, sql.rescue(10000, 1000))
+      rescued <- run(db, sql.rescue(10000, 1000, leases = true))
       done <- Rows.finished(db)
     yield
       assertEquals(rescued, (0, 1, 0))

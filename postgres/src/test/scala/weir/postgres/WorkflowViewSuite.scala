@@ -75,7 +75,7 @@ class WorkflowViewSuite extends DbSuite:
       _ <- Rows.exec(
         s"UPDATE ${db.schema("tasks")} SET lease_expires_at = now() - interval '1 minute' WHERE id = ${ids("c7")}"
       )
-      rescued <- atSql(sql.rescue(60000L, 100))
+      rescued <- atSql(sql.rescue(60000L, 100, leases = true))
       // the workflow's cancel: c8, in another queue, waits to run
       cancel <- Workflows(db, Operator("ops")).cancel(w, "stop")
       rows <- kept(db)

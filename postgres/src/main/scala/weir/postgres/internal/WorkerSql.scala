@@ -74,10 +74,10 @@ private[postgres] final class WorkerSql(schema: Schema) extends SqlBase(schema):
     (const(s"DELETE FROM $workers WHERE id = ") ++ fr0"$owner").update.run
 
   /**
-   * Rescues up to `limit` running tasks whose owner is gone or whose own lease has expired: each goes back
-   * to available at once, keeping its run-at (so its place in line: a rescued task is not sent behind a
-   * backlog), with the reason appended to its errors, or to dead if it has used its attempts, or to
-   * cancelled if its cancel was requested (its worker died before it could interrupt it). Rows another
+   * Rescues up to `limit` running tasks whose owner is gone or, when `leases`, whose own lease has expired:
+   * each goes back to available at once, keeping its run-at (so its place in line: a rescued task is not
+   * sent behind a backlog), with the reason appended to its errors, or to dead if it has used its attempts,
+   * or to cancelled if its cancel was requested (its worker died before it could interrupt it). Rows another
    * rescuer holds are skipped. Returns `(rescued, dead, cancelled)`.
    *
    * An owner is gone when it has no row, when it has not heartbeaten for `deadAfterMillis`, or when its
@@ -86,9 +86,26 @@ private[postgres] final class WorkerSql(schema: Schema) extends SqlBase(schema):
    * only for owners whose heartbeat is late: the `CASE` does not evaluate a branch whose condition failed.
    * The error's time is the clock's when the row is changed, not the statement's start: a statement that
    * waited finds a dead worker's lock free only once it is dead, and its record must not say earlier.
+   *
+   * What it reads: the owners of running tasks, one probe of the `tasks_running` index per (queue, owner)
+   * pair (`held`: a skip scan, each step the next pair after the last), then, by the same index, the running
+   * tasks of the pairs whose owner is gone (`gone` is materialized and joined laterally so that the planner
+   * cannot join every running task to `held` before it knows which owners are gone). So a round among live
+   * workers reads as many index entries as there are pairs, however many tasks they hold. Leases are the one condition no index serves (a live worker's
+   * beat extends them, so an expired one is a claim its worker lost track of): with `leases`, the
+   * statement also reads every running task's lease, which the rescuer asks for once per lease period's
+   * quarter ([[Rescuer]]), not every round.
    */
-  def rescue(deadAfterMillis: Long, limit: Int): ConnectionIO[(Int, Int, Int)] =
-    (const(s"""WITH owners AS (
+  def rescue(deadAfterMillis: Long, limit: Int, leases: Boolean): ConnectionIO[(Int, Int, Int)] =
+    (const(s"""WITH RECURSIVE held AS (
+      (SELECT t.queue, t.lease_owner FROM $tasks AS t WHERE t.state = 'running'
+       ORDER BY t.queue, t.lease_owner LIMIT 1)
+      UNION ALL
+      SELECT n.queue, n.lease_owner FROM held AS h CROSS JOIN LATERAL (
+        SELECT t.queue, t.lease_owner FROM $tasks AS t
+        WHERE t.state = 'running' AND (t.queue, t.lease_owner) > (h.queue, h.lease_owner)
+        ORDER BY t.queue, t.lease_owner LIMIT 1) AS n
+    ), owners AS (
       SELECT w.id, CASE
         WHEN w.heartbeat_at < now() - """) ++ fr0"$deadAfterMillis" ++ const(s""" * interval '1 millisecond'
           THEN 'worker ' || w.id || ' stopped heartbeating'
@@ -101,13 +118,24 @@ private[postgres] final class WorkerSql(schema: Schema) extends SqlBase(schema):
           THEN 'worker ' || w.id || ' lost its database session'
         END AS gone
       FROM $workers AS w
+    ), gone AS MATERIALIZED (
+      SELECT h.queue, h.lease_owner FROM held AS h LEFT JOIN owners AS o ON o.id = h.lease_owner
+      WHERE o.id IS NULL OR o.gone IS NOT NULL
+    ), candidates AS (
+      SELECT x.id FROM gone AS g CROSS JOIN LATERAL (
+        SELECT t.id FROM $tasks AS t
+        WHERE t.state = 'running' AND t.queue = g.queue AND t.lease_owner = g.lease_owner) AS x
+      UNION
+      SELECT t.id FROM $tasks AS t WHERE """) ++ fr0"$leases" ++ const(s""" AND t.state = 'running'
+        AND t.lease_expires_at < now()
     ), lost AS (
       SELECT t.id, CASE WHEN o.id IS NULL THEN 'worker ' || t.lease_owner || ' stopped heartbeating'
                         ELSE coalesce(o.gone, 'lease expired') END AS reason,
              t.cancel_requested IS NOT NULL AS cancel
       FROM $tasks AS t
       LEFT JOIN owners AS o ON o.id = t.lease_owner
-      WHERE t.state = 'running' AND (o.id IS NULL OR o.gone IS NOT NULL OR t.lease_expires_at < now())
+      WHERE t.id = ANY(ARRAY(SELECT id FROM candidates)) AND t.state = 'running'
+        AND (o.id IS NULL OR o.gone IS NOT NULL OR t.lease_expires_at < now())
       LIMIT """) ++ fr0"$limit" ++ const(s"""
       FOR UPDATE OF t SKIP LOCKED
     ), dead AS (
