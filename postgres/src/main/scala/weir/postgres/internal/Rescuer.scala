@@ -33,8 +33,9 @@ private[postgres] object Rescuer:
    * Rounds per look at the leases: a quarter of `config`'s `lease` in rounds of a quarter of its `heartbeat`
    * (at least one; the validated config has a lease longer than two heartbeats, so eight at least).
    */
-  def roundsPerLeaseLook(config: WorkerConfig)
-      : Long = (config.lease.toNanos / config.heartbeat.toNanos).max(1L)
+  def roundsPerLeaseLook(config: WorkerConfig): Long =
+    val rounds = config.lease.toNanos / config.heartbeat.toNanos
+    rounds.max(1L)
 
   /** Whether round `n` (from 0) of a rescuer also looks at the leases: the first, then every `every`-th. */
   def looksAtLeases(n: Long, every: Long): Boolean = n % every == 0
@@ -64,16 +65,14 @@ private[postgres] object Rescuer:
         s"${log.prefix}: rescued ${rescued + dead + cancelled} task(s) of dead workers or expired leases " +
           s"($rescued available again, $dead dead, $cancelled cancelled)"
       ).whenA(rescued + dead + cancelled > 0)
-    // the rounds this rescuer began, failed ones included: the leases' look comes every `every` rounds of
+    // `rounds` counts the rounds begun, failed ones included: the leases' look comes every `every` rounds of
     // the period, whatever the rounds between found
-    Resource.eval((
-      log.faults(service.name, "the rescue", counters),
-      F.delay(new AtomicLong)
-    ).tupled).flatMap {
-      (faults, rounds) =>
-        Service.periodic(service, faults)(
-          F.delay(looksAtLeases(rounds.getAndIncrement(), every)).flatMap(leases =>
-            rescueAll(leases, (0, 0, 0)).flatMap(told.tupled)
-          ) *> run(sql.forgetWorkers(deadAfter.toMillis * 20)).void
-        )
-    }
+    def round(rounds: AtomicLong): F[Unit] =
+      F.delay(looksAtLeases(rounds.getAndIncrement(), every)).flatMap(leases =>
+        rescueAll(leases, (0, 0, 0)).flatMap(told.tupled)
+      ) *> run(sql.forgetWorkers(deadAfter.toMillis * 20)).void
+    for
+      faults <- Resource.eval(log.faults(service.name, "the rescue", counters))
+      rounds <- Resource.eval(F.delay(new AtomicLong))
+      _ <- Service.periodic(service, faults)(round(rounds))
+    yield ()

@@ -89,12 +89,12 @@ private[postgres] final class WorkerSql(schema: Schema) extends SqlBase(schema):
    *
    * What it reads: the owners of running tasks, one probe of the `tasks_running` index per (queue, owner)
    * pair (`held`: a skip scan, each step the next pair after the last), then, by the same index, the running
-   * tasks of the pairs whose owner is gone (`gone` is materialized and joined laterally so that the planner
+   * tasks of the pairs whose owner is gone (`gone` is materialized and joined laterally, so that the planner
    * cannot join every running task to `held` before it knows which owners are gone). So a round among live
-   * workers reads as many index entries as there are pairs, however many tasks they hold. Leases are the one condition no index serves (a live worker's
-   * beat extends them, so an expired one is a claim its worker lost track of): with `leases`, the
-   * statement also reads every running task's lease, which the rescuer asks for once per lease period's
-   * quarter ([[Rescuer]]), not every round.
+   * workers reads as many index entries as there are pairs, however many tasks they hold. Leases are the
+   * one condition no index serves (a live worker's beat extends them, so an expired one is a claim its
+   * worker lost track of): with `leases`, the statement also reads every running task's lease, which the
+   * rescuer asks for once per quarter of a lease ([[Rescuer]]), not every round.
    */
   def rescue(deadAfterMillis: Long, limit: Int, leases: Boolean): ConnectionIO[(Int, Int, Int)] =
     (const(s"""WITH RECURSIVE held AS (
