@@ -77,16 +77,8 @@ private[postgres] final class Sql(schema: Schema) extends SqlBase(schema):
    * usual walk finds none, and reads one index page.
    */
   def repairHeads: ConnectionIO[Vector[String]] =
-    const(s"""WITH RECURSIVE waiting(queue, ordering_key) AS (
-      (SELECT w.queue, w.ordering_key FROM $tasks AS w
-       WHERE w.ordering_key IS NOT NULL AND NOT w.head
-       ORDER BY w.queue, w.ordering_key LIMIT 1)
-      UNION ALL
-      SELECT nx.queue, nx.ordering_key FROM waiting AS k CROSS JOIN LATERAL (
-        SELECT w.queue, w.ordering_key FROM $tasks AS w
-        WHERE w.ordering_key IS NOT NULL AND NOT w.head AND (w.queue, w.ordering_key) > (k.queue, k.ordering_key)
-        ORDER BY w.queue, w.ordering_key LIMIT 1) AS nx
-    )
+    val waiting = skipScan("waiting", "queue", "ordering_key", "w.ordering_key IS NOT NULL AND NOT w.head")
+    const(s"""WITH RECURSIVE $waiting
     UPDATE $tasks AS t SET head = true
     WHERE EXISTS (SELECT 1 FROM waiting) AND NOT t.head AND t.id = ANY(ARRAY(
       SELECT (SELECT e.id FROM $tasks AS e

@@ -20,6 +20,23 @@ private[postgres] abstract class SqlBase(val schema: Schema):
   protected def const(s: String): Fragment = Fragment.const0(s)
 
   /**
+   * A recursive common table expression `name(first, second)` (for a `WITH RECURSIVE`): the distinct
+   * (`first`, `second`) pairs of the tasks `w` for which `where` holds, in order, each found by one probe of
+   * an index on those two columns for the next pair after the last (a skip scan: as many probes as pairs,
+   * however many tasks share a pair).
+   */
+  protected def skipScan(name: String, first: String, second: String, where: String): String =
+    s"""$name($first, $second) AS (
+      (SELECT w.$first, w.$second FROM $tasks AS w WHERE $where
+       ORDER BY w.$first, w.$second LIMIT 1)
+      UNION ALL
+      SELECT nx.$first, nx.$second FROM $name AS k CROSS JOIN LATERAL (
+        SELECT w.$first, w.$second FROM $tasks AS w
+        WHERE $where AND (w.$first, w.$second) > (k.$first, k.$second)
+        ORDER BY w.$first, w.$second LIMIT 1) AS nx
+    )"""
+
+  /**
    * A common table expression (to follow others in a `WITH`) that marks as head the next task of every
    * ordering key whose task the expression `removed` (with columns `id`, `queue`, `ordering_key`) removes
    * from `tasks`. Every statement that removes tasks includes it; it runs whether or not it is referenced.

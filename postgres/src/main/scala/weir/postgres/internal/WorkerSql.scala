@@ -88,24 +88,17 @@ private[postgres] final class WorkerSql(schema: Schema) extends SqlBase(schema):
    * waited finds a dead worker's lock free only once it is dead, and its record must not say earlier.
    *
    * What it reads: the owners of running tasks, one probe of the `tasks_running` index per (queue, owner)
-   * pair (`held`: a skip scan, each step the next pair after the last), then, by the same index, the running
-   * tasks of the pairs whose owner is gone (`gone` is materialized and joined laterally, so that the planner
-   * cannot join every running task to `held` before it knows which owners are gone). So a round among live
-   * workers reads as many index entries as there are pairs, however many tasks they hold. Leases are the
-   * one condition no index serves (a live worker's beat extends them, so an expired one is a claim its
-   * worker lost track of): with `leases`, the statement also reads every running task's lease, which the
-   * rescuer asks for once per quarter of a lease ([[Rescuer]]), not every round.
+   * pair (`held`, [[skipScan]]), then, by the same index, the running tasks of the pairs whose owner is
+   * gone (`gone` is materialized and joined laterally, so that the planner cannot join every running task
+   * to `held` before it knows which owners are gone). So a round among live workers reads as many index
+   * entries as there are pairs, however many tasks they hold. Leases are the one condition no index serves
+   * (a live worker's beat extends them, so an expired one is a claim its worker lost track of): with
+   * `leases`, the statement also reads every running task's lease, which the rescuer asks for once per
+   * quarter of a lease ([[Rescuer]]), not every round.
    */
   def rescue(deadAfterMillis: Long, limit: Int, leases: Boolean): ConnectionIO[(Int, Int, Int)] =
-    (const(s"""WITH RECURSIVE held AS (
-      (SELECT t.queue, t.lease_owner FROM $tasks AS t WHERE t.state = 'running'
-       ORDER BY t.queue, t.lease_owner LIMIT 1)
-      UNION ALL
-      SELECT n.queue, n.lease_owner FROM held AS h CROSS JOIN LATERAL (
-        SELECT t.queue, t.lease_owner FROM $tasks AS t
-        WHERE t.state = 'running' AND (t.queue, t.lease_owner) > (h.queue, h.lease_owner)
-        ORDER BY t.queue, t.lease_owner LIMIT 1) AS n
-    ), owners AS (
+    val held = skipScan("held", "queue", "lease_owner", "w.state = 'running'")
+    (const(s"""WITH RECURSIVE $held, owners AS (
       SELECT w.id, CASE
         WHEN w.heartbeat_at < now() - """) ++ fr0"$deadAfterMillis" ++ const(s""" * interval '1 millisecond'
           THEN 'worker ' || w.id || ' stopped heartbeating'

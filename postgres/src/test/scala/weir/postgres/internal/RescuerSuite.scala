@@ -31,8 +31,8 @@ class RescuerSuite extends DbSuite:
         val owner = held.worker.owner
         val tasks = db.schema("tasks")
         val alive = Rows.exec(s"UPDATE ${db.schema("workers")} SET heartbeat_at = now() WHERE id = $owner")
-        // the lease ends 400 ms after the rescuer's first round, which looks at the leases and finds none
-        // expired; the owner's heartbeat stays fresh, so only a later look at the leases can free it
+        // the lease ends 400 ms after it is set, after the rescuer's first round, which looks at the leases
+        // and finds none expired; the owner's heartbeat stays fresh, so only a later look can free it
         val keepAlive = (alive *> IO.sleep(50.millis)).foreverM
         for
           _ <- Rows.exec(s"UPDATE $tasks SET lease_expires_at = now() + interval '400 milliseconds'")
