@@ -3,7 +3,9 @@
 # order reversed every other round (A B, B A, A B, …), so that a drift over minutes falls on every jar alike;
 # then, per row, each jar's scores over the rounds and the ratio of each jar to the first, round by round, with
 # the median of those ratios (docs/lab/bench.md says why a ratio within a round is the figure to quote here).
-#   scripts/bench-ab.sh ROUNDS NAME=JAR [NAME=JAR ...] -- JMH-ARGS
+#   scripts/bench-ab.sh ROUNDS NAME=JAR[@JVM-ARG] [NAME=JAR[@JVM-ARG] ...] -- JMH-ARGS
+# A JVM-ARG after @ is given to that name's forks only (JMH's -jvmArgsPrepend), e.g. one jar on one compute
+# thread and on two: one=/tmp/main.jar@-Dweir.bench.computeThreads=1 two=/tmp/main.jar@-Dweir.bench.computeThreads=2
 # e.g. scripts/bench-ab.sh 6 main=/tmp/main.jar change=bench/target/benchmarks.jar -- 'BurstBench' \
 #        -p tasks=plain,interruptible -wi 3 -i 5 -prof gc
 # JMH-ARGS must not set -f, -rf or -rff. Output files go to target/bench-ab/ (the JSON of every run).
@@ -16,7 +18,9 @@ jars=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case "$1" in
     *=*)
-      [ -f "${1#*=}" ] || { echo "bench-ab: no jar at ${1#*=} (for ${1%%=*})" >&2; exit 2; }
+      spec=${1#*=}
+      jar=${spec%%@*}
+      [ -f "$jar" ] || { echo "bench-ab: no jar at $jar (for ${1%%=*})" >&2; exit 2; }
       [[ "${1%%=*}" =~ ^[A-Za-z0-9._-]+$ ]] || { echo "bench-ab: a NAME is letters, digits, . _ -; was: ${1%%=*}" >&2; exit 2; }
       for nj in "${jars[@]}"; do
         [ "${nj%%=*}" != "${1%%=*}" ] || { echo "bench-ab: the name ${1%%=*} is given twice" >&2; exit 2; }
@@ -24,7 +28,9 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
       ;;
     *) echo "bench-ab: expected NAME=JAR, got: $1" >&2; exit 2 ;;
   esac
-  jars+=("${1%%=*}=$(realpath "${1#*=}")")
+  arg=""
+  [ "$spec" = "$jar" ] || arg=${spec#*@}
+  jars+=("${1%%=*}=$(realpath "$jar")@$arg")
   shift
 done
 [ "${1:-}" = "--" ] || { echo "bench-ab: JMH arguments follow --" >&2; exit 2; }
@@ -47,7 +53,10 @@ for r in $(seq 1 "$rounds"); do
   for nj in "${order[@]}"; do
     name=${nj%%=*}
     echo "bench-ab: round $r/$rounds, $name ($(date -u +%H:%M:%S) UTC)" >&2
-    WEIR_BENCH_JAR="${nj#*=}" ./weir bench "$@" -f 1 -rf json -rff "$out/$r-$name.json" >"$out/$r-$name.log" 2>&1 ||
+    spec=${nj#*=}
+    jvm=()
+    [ -z "${spec#*@}" ] || jvm=(-jvmArgsPrepend "${spec#*@}")
+    WEIR_BENCH_JAR="${spec%%@*}" ./weir bench "$@" "${jvm[@]}" -f 1 -rf json -rff "$out/$r-$name.json" >"$out/$r-$name.log" 2>&1 ||
       { echo "bench-ab: the run failed; its output: $out/$r-$name.log" >&2; exit 1; }
   done
 done
