@@ -39,6 +39,11 @@ shift
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "bench-ab: ROUNDS must be a positive integer, was: $rounds" >&2; exit 2; }
 for a in "$@"; do
   case "$a" in -f | -rf | -rff) echo "bench-ab: JMH-ARGS must not set $a (one fork per jar per round)" >&2; exit 2 ;; esac
+  if [ "$a" = -jvmArgsPrepend ]; then
+    for nj in "${jars[@]}"; do
+      [ -z "${nj#*@}" ] || { echo "bench-ab: -jvmArgsPrepend in JMH-ARGS would replace ${nj%%=*}'s @${nj#*@}" >&2; exit 2; }
+    done
+  fi
 done
 
 out=target/bench-ab
