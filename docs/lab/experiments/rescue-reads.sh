@@ -3,8 +3,10 @@
 # scratch schema on the local Debian server (scripts/start-postgres.sh), 10 live workers holding 20,000
 # running tasks in 5 queues beside 50,000 available ones, then EXPLAIN (ANALYZE, BUFFERS) of the statement as
 # it was before 2026-12-01 (every running task read each round) and as it is now, without and with the look
-# at the leases. A measurement fixture: the statements are copies of WorkerSql.rescue's SELECT part (the
-# CTEs that find the rows, not the ones that change them), taken on the day; the library's own is the truth.
+# at the leases; then the beat of one of the workers, which holds 2,000 of the running tasks, none due for an
+# extension (docs/lab/durable.md, "What a beat reads"). A measurement fixture: the statements are copies of
+# WorkerSql.rescue's SELECT part (the CTEs that find the rows, not the ones that change them) and of
+# WorkerSql.beat, taken on the day; the library's own is the truth.
 #   docs/lab/experiments/rescue-reads.sh [ROUNDS]     (needs root: runs psql as the postgres user)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -69,8 +71,26 @@ EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) EXECUTE rescue(false);
 EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) EXECUTE rescue(true);
 SQL
 summary() { grep -E "^ +Buffers: shared|Execution Time" | awk '/Buffers/ && !b {print "  buffers: " $0; b=1} /Execution/ {print "  " $0; b=0}' | sed 's/  */ /g'; }
+# the first worker's beat: its 2,000 tokens (g % 10 = 0), a lease of 60 s; the beat's own statement with the
+# plan the server picks for its values (a custom plan: JDBC sends them bound), its parts' buffers then the whole
+tokens="'{$(seq -s, 10 10 20000)}'"
+first=$(psql -tA -c "'SELECT min(id) FROM $schema.workers'")
+cat >/tmp/rescue-reads-beat.sql <<SQL
+PREPARE beat(bigint, bigint[], bigint) AS
+WITH alive AS (INSERT INTO $schema.workers (id, name, beat_every) VALUES (\$1, 'w1', interval '1 second')
+  ON CONFLICT (id) DO UPDATE SET heartbeat_at = now() RETURNING 1)
+, extended AS (UPDATE $schema.tasks SET lease_expires_at = now() + \$3 * interval '1 millisecond'
+  WHERE lease_token = ANY(\$2) AND state = 'running' AND lease_expires_at < now() + (\$3 / 2) * interval '1 millisecond' RETURNING 1)
+SELECT h.token, t.cancel_requested FROM set_config('synchronous_commit', 'off', true) AS async, unnest(\$2::bigint[]) AS h(token)
+  LEFT JOIN $schema.tasks AS t ON t.lease_token = h.token AND t.state = 'running' WHERE t.id IS NULL OR t.cancel_requested IS NOT NULL;
+SET plan_cache_mode = force_custom_plan;
+EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) EXECUTE beat($first, $tokens, 60000);
+SQL
+beat() { grep -E "^ +Buffers: shared|Execution Time" | sed 's/  */ /g'; }
 for r in $(seq 1 "$rounds"); do
   echo "round $r, before (every round):"; psql -f /tmp/rescue-reads-before.sql | summary
   echo "round $r, after (a round without the leases, then one with them):"; psql -f /tmp/rescue-reads-after.sql | summary
+  echo "round $r, a beat of 2,000 tokens (the whole statement, the update's probes, the check for gone claims):"
+  psql -f /tmp/rescue-reads-beat.sql | beat
 done
 psql -c "'DROP SCHEMA $schema CASCADE'" >/dev/null 2>&1
