@@ -71,26 +71,41 @@ EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) EXECUTE rescue(false);
 EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) EXECUTE rescue(true);
 SQL
 summary() { grep -E "^ +Buffers: shared|Execution Time" | awk '/Buffers/ && !b {print "  buffers: " $0; b=1} /Execution/ {print "  " $0; b=0}' | sed 's/  */ /g'; }
-# the first worker's beat: its 2,000 tokens (g % 10 = 0), a lease of 60 s; the beat's own statement with the
-# plan the server picks for its values (a custom plan: JDBC sends them bound), its parts' buffers then the whole
+# the first worker's beat: its 2,000 tokens (g % 10 = 0), a lease of 60 s, none due; the beat as it was before
+# 2026-12-01 (every token's lease read by the extension) and as it is now (only the tokens the worker found due
+# are sent to it: none here), with the plan the server picks for the values bound (JDBC sends them bound)
 tokens="'{$(seq -s, 10 10 20000)}'"
 first=$(psql -tA -c "'SELECT min(id) FROM $schema.workers'")
+alive="alive AS (INSERT INTO $schema.workers (id, name, beat_every) VALUES (\$1, 'w1', interval '1 second')
+  ON CONFLICT (id) DO UPDATE SET heartbeat_at = now() RETURNING 1)"
+gone="SELECT h.token, t.cancel_requested FROM set_config('synchronous_commit', 'off', true) AS async, unnest(\$2::bigint[]) AS h(token)
+  LEFT JOIN $schema.tasks AS t ON t.lease_token = h.token AND t.state = 'running' WHERE t.id IS NULL OR t.cancel_requested IS NOT NULL"
 cat >/tmp/rescue-reads-beat.sql <<SQL
-PREPARE beat(bigint, bigint[], bigint) AS
-WITH alive AS (INSERT INTO $schema.workers (id, name, beat_every) VALUES (\$1, 'w1', interval '1 second')
-  ON CONFLICT (id) DO UPDATE SET heartbeat_at = now() RETURNING 1)
+PREPARE before(bigint, bigint[], bigint) AS WITH $alive
 , extended AS (UPDATE $schema.tasks SET lease_expires_at = now() + \$3 * interval '1 millisecond'
   WHERE lease_token = ANY(\$2) AND state = 'running' AND lease_expires_at < now() + (\$3 / 2) * interval '1 millisecond' RETURNING 1)
-SELECT h.token, t.cancel_requested FROM set_config('synchronous_commit', 'off', true) AS async, unnest(\$2::bigint[]) AS h(token)
-  LEFT JOIN $schema.tasks AS t ON t.lease_token = h.token AND t.state = 'running' WHERE t.id IS NULL OR t.cancel_requested IS NOT NULL;
+$gone;
+PREPARE after(bigint, bigint[], bigint, bigint[]) AS WITH $alive
+, extended AS (UPDATE $schema.tasks SET lease_expires_at = now() + \$3 * interval '1 millisecond'
+  WHERE lease_token = ANY(\$4) AND state = 'running' RETURNING 1)
+$gone;
 SET plan_cache_mode = force_custom_plan;
-EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) EXECUTE beat($first, $tokens, 60000);
+EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) EXECUTE before($first, $tokens, 60000);
+EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) EXECUTE after($first, $tokens, 60000, '{}');
 SQL
-beat() { grep -E "^ +Buffers: shared|Execution Time" | sed 's/  */ /g'; }
+# per statement: the extension's buffers (the line right after its `Update` node; none when it read nothing),
+# the buffers of the rest (the plan's first line), the planning's, and the time
+beat() {
+  awk '/QUERY PLAN/ {whole = ""; ext = " 0"} /Update on tasks/ {upd = 1; next}
+       upd {if ($0 ~ /Buffers/) ext = $0; upd = 0} /Buffers: shared/ && whole == "" {whole = $0}
+       /Planning:/ {plan = 1} plan && /Buffers/ {planned = $0; plan = 0}
+       /Execution Time/ {gsub(/ +/, " "); print "  extension:" ext ", the rest:" whole ", planning:" planned ", " $0}' |
+    sed 's/ *Buffers: shared hit=/ /g'
+}
 for r in $(seq 1 "$rounds"); do
   echo "round $r, before (every round):"; psql -f /tmp/rescue-reads-before.sql | summary
   echo "round $r, after (a round without the leases, then one with them):"; psql -f /tmp/rescue-reads-after.sql | summary
-  echo "round $r, a beat of 2,000 tokens (the whole statement, the update's probes, the check for gone claims):"
+  echo "round $r, a beat of 2,000 tokens, before then after:"
   psql -f /tmp/rescue-reads-beat.sql | beat
 done
 psql -c "'DROP SCHEMA $schema CASCADE'" >/dev/null 2>&1

@@ -24,7 +24,8 @@ import scala.concurrent.duration.*
  *     found sooner, once its session has ended and its heartbeat is one period late; `deadAfter` is for a
  *     lost machine or network, and for a live worker it is the longest pause (GC, a starved CPU, a
  *     database outage) it may take without its tasks being run again elsewhere.
- *   - `lease`: a claimed task's own lease, extended while its worker holds it; a task whose lease expired
+ *   - `lease`: a claimed task's own lease, extended while its worker holds it (by a beat, once the lease is
+ *     a quarter of a lease old); a task whose lease expired
  *     is rescued even if its worker still heartbeats (the rescuers look for expired leases every quarter of
  *     a lease: it is a claim its worker lost track of, which a live worker's beat never lets happen).
  *   - `backoff`: the wait before a failed task's next attempt, from its base, factor, maximum and jitter,

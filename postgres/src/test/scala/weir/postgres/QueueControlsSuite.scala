@@ -45,8 +45,8 @@ class QueueControlsSuite extends DbSuite:
       infos <- admin.overview.queues
     yield
       assertEquals(
-        paused,
-        Sql.Claim(Vector.empty, Some(Sql.Control(limited = false, heldBackMillis = Some(-1L))))
+        (paused.rows, paused.control),
+        (Vector.empty, Some(Sql.Control(limited = false, heldBackMillis = Some(-1L))))
       )
       assertEquals(old, 0L)
       assertEquals(resumed.rows.size, 3)

@@ -154,7 +154,7 @@ private[postgres] final class Claimer[F[_], A](
       F.delay {
         limited.set(claim.control.exists(_.limited))
         if claim.control.exists(_.heldBackMillis.isDefined) then counters.heldBack.incrementAndGet(): Unit
-        val held = rows.map(r => claims.add(r.token, r.orderingKey.isDefined, claimed))
+        val held = rows.map(r => claims.add(r.token, r.orderingKey.isDefined, claimed, claim.sentAt))
         counters.claimed.addAndGet(rows.size.toLong)
         val jobs = Vector.newBuilder[Job[A]]
         val undecodable = Vector.newBuilder[Finish]

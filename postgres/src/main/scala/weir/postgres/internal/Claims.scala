@@ -9,7 +9,9 @@ import java.util.concurrent.ConcurrentHashMap
  * The claims a worker holds and has not yet finished in the database, by token, each a [[Claims.Claim]]:
  * a [[weir.Tracked]] item, whose life core's state machine keeps. The claimer adds a claim before handing
  * its task on; the completer forgets it once its finish has committed ([[finished]]). The heartbeat extends
- * the leases of exactly these claims, so a task this process forgot is not kept alive by it.
+ * the leases of these claims only, so a task this process forgot is not kept alive by it, and of those
+ * only the ones [[due]]: each claim knows the earliest its lease can end (`leaseFrom + lease` on this
+ * worker's clock), set by its claim and moved on by each beat that extended it ([[extended]]).
  *
  * A claim's events, and who sends them: its task's start and attempts (the engine, through its job); an
  * operator's cancel ([[interrupt]]: the worker's session or heartbeat); its outcome, read from the
@@ -31,9 +33,12 @@ private[postgres] final class Claims:
 
   private val held = new ConcurrentHashMap[Long, Claim]
 
-  /** Adds a claim, whose job checks its start and completes it through `claimed`. */
-  def add(token: Long, keyed: Boolean, claimed: Job.Claimed): Claim =
-    val claim = new Claim(token, keyed, claimed)
+  /**
+   * Adds a claim, whose job checks its start and completes it through `claimed`, and whose lease was set
+   * no earlier than `sentAt` (`System.nanoTime`, read before its claim was sent: [[Sql.Claim]]).
+   */
+  def add(token: Long, keyed: Boolean, claimed: Job.Claimed, sentAt: Long): Claim =
+    val claim = new Claim(token, keyed, claimed, sentAt)
     held.put(token, claim)
     claim
 
@@ -77,6 +82,22 @@ private[postgres] final class Claims:
   def size: Int = held.size
   def tokens: Array[Long] = select(_ => true)
 
+  /**
+   * The claims whose lease was set or last extended at least `after` before `now` (both `System.nanoTime`):
+   * those a beat sent at `now` extends. Every other claim's lease ends no earlier than `now - after + lease`.
+   */
+  def due(now: Long, after: Long): Array[Long] = select(claim => now - claim.leaseFrom >= after)
+
+  /**
+   * A beat sent at `sentAt` extended the leases of `tokens` to the server's `now()` at that beat plus a
+   * lease, which is no earlier than `sentAt` plus a lease. Only the heartbeat calls it, after its beat
+   * committed.
+   */
+  def extended(tokens: Array[Long], sentAt: Long): Unit =
+    tokens.foreach(token =>
+      get(token).foreach(claim => if sentAt - claim.leaseFrom > 0 then claim.leaseFrom = sentAt)
+    )
+
   /** The claims whose task may have run here: its start was granted, and it did not end not started. */
   def maybeStarted: Array[Long] = select(_.state.mayHaveRun)
 
@@ -93,7 +114,13 @@ private[postgres] object Claims:
    * for any claim to start ([[Liveness]]), and then starts it: a start refused for lateness leaves it
    * unstarted, to be handed back uncounted.
    */
-  final class Claim(val token: Long, val keyed: Boolean, claimed: Job.Claimed) extends Tracked, Job.Life:
+  final class Claim(val token: Long, val keyed: Boolean, claimed: Job.Claimed, sentAt: Long)
+      extends Tracked,
+        Job.Life:
+
+    /** When its lease was last set, no later than the server's `now()` that set it (`System.nanoTime`). */
+    @volatile private[internal] var leaseFrom: Long = sentAt
+
     def tryStart(): Option[String] = state.refusal.orElse(claimed.liveness.refusal).orElse(start())
     def complete: doobie.ConnectionIO[Boolean] = claimed.complete(token, keyed)
     def parents(id: Long): doobie.ConnectionIO[Vector[weir.postgres.Parent]] = claimed.parents(id)

@@ -5,9 +5,12 @@ import cats.syntax.all.*
 import weir.Service
 import weir.postgres.WorkerConfig
 
+import scala.concurrent.duration.FiniteDuration
+
 /**
  * Keeps a worker alive in the database: twice every `heartbeat` it writes its heartbeat (registering again if a
- * rescuer had removed it) and extends the leases of the claims it holds that end within half a lease. The
+ * rescuer had removed it) and extends the leases of the claims it holds that it set or last extended a
+ * quarter of a lease ago or more ([[extendAfter]]), and only those: a beat reads no row of the others. The
  * same statement names the claims whose rows are no longer this worker's: those another worker rescued
  * are refused as taken in [[Claims]] and counted. It also names the claims whose cancel was requested, whose
  * tasks are told to stop: the fallback of the cancel's notification ([[WorkerSession]]).
@@ -17,6 +20,16 @@ import weir.postgres.WorkerConfig
  * periodic [[weir.Service]].
  */
 private[postgres] object Heartbeat:
+
+  /**
+   * How old a claim's lease is, at least, when a beat extends it: a quarter of a lease. A beat comes every
+   * half heartbeat, which is less than a quarter of a lease (`lease > 2 × heartbeat`), so a lease is extended
+   * while more than half of it is left, and beats may fail for a quarter of a lease before one is at risk.
+   * An extension lost after it was reported (the beat commits asynchronously, and a server that crashes
+   * loses its last commits) leaves the lease it had, more than half, and the beats extend it again from a
+   * quarter of a lease later: before it ends, by `lease / 4 - heartbeat / 2` at least.
+   */
+  def extendAfter(lease: FiniteDuration): FiniteDuration = lease / 4
 
   /** A beat twice per `heartbeat` of `config`, the first one after half a period (the registration beat). */
   def settings(config: WorkerConfig): Service.Settings =
@@ -34,6 +47,7 @@ private[postgres] object Heartbeat:
     val every = worker.config.heartbeat
     val service = settings(worker.config)
     val lease = worker.config.lease
+    val after = extendAfter(lease).toNanos
     val logger = log.logger(service.name)
     def takenForDead(n: Int): F[Unit] =
       logger.warn(log.context)(
@@ -42,13 +56,17 @@ private[postgres] object Heartbeat:
           "(a long pause, a starved CPU or a partition: see WorkerStats.taken)"
       )
     val beat =
-      F.delay((System.nanoTime(), claims.tokens)).flatMap { (sentAt, tokens) =>
-        run.single(sql.beat(owner, worker.config.name, every.toMillis, tokens, lease.toMillis))
+      F.delay {
+        val sentAt = System.nanoTime()
+        (sentAt, claims.tokens, claims.due(sentAt, after))
+      }.flatMap { (sentAt, tokens, due) =>
+        run.single(sql.beat(owner, worker.config.name, every.toMillis, tokens, due, lease.toMillis))
           .flatMap(found =>
             // the claims found gone are refused as taken before the beat counts: none of them starts after it.
             // Counted and logged as one step: a heartbeat stopped in between would count what it never told
             F.uncancelable(_ =>
               F.delay {
+                claims.extended(due, sentAt)
                 val taken = claims.taken(found.gone)
                 counters.taken.addAndGet(taken.toLong)
                 found.cancels.foreach((token, reason) => claims.interrupt(token, reason): Unit)

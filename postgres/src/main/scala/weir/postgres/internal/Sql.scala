@@ -56,10 +56,13 @@ private[postgres] final class Sql(schema: Schema) extends SqlBase(schema):
    * what the controls did ([[Control]]).
    */
   def claim(queue: String, owner: Long, limit: Int, leaseMillis: Long): ConnectionIO[Claim] =
-    (const(
-      s"SELECT c.* FROM set_config('synchronous_commit', 'off', true) AS async, ${schema("claim_controlled")}("
-    ) ++
-      fr0"$queue, $owner, $limit, $leaseMillis" ++ const(") AS c")).query[ClaimRow].to[Vector].map(Claim.of)
+    val statement =
+      (const(
+        s"SELECT c.* FROM set_config('synchronous_commit', 'off', true) AS async, ${schema("claim_controlled")}("
+      ) ++
+        fr0"$queue, $owner, $limit, $leaseMillis" ++ const(") AS c")).query[ClaimRow].to[Vector]
+    // the clock read on the connection right before the statement goes out: see `Claim.sentAt`
+    doobie.free.connection.delay(System.nanoTime()).flatMap(sentAt => statement.map(Claim.of(_, sentAt)))
 
   // ---- queue controls
 
@@ -124,15 +127,19 @@ object Sql:
 
   /**
    * What a claim gave: its tasks, and what the queue's controls said, if it has any (`None`: it has none,
-   * and a claim is held back only by the tasks there are).
+   * and a claim is held back only by the tasks there are); `sentAt`, the worker's monotonic clock
+   * (`System.nanoTime`) read right before the statement was sent, so no later than the server's `now()`
+   * that started its leases: they end no earlier than `sentAt + lease` on the worker's clock, which its
+   * heartbeat's choice of the leases to extend rests on ([[Claims.due]]).
    */
-  final case class Claim(rows: Vector[Claimed], control: Option[Control])
+  final case class Claim(rows: Vector[Claimed], control: Option[Control], sentAt: Long)
 
   object Claim:
-    val empty: Claim = Claim(Vector.empty, None)
+    /** No claim was made (it failed, or raced another): no rows, so no lease to date. */
+    val empty: Claim = Claim(Vector.empty, None, sentAt = 0L)
 
     /** The tasks' rows, and the controls' row that follows them for a queue with a control. */
-    def of(rows: Vector[ClaimRow]): Claim =
+    def of(rows: Vector[ClaimRow], sentAt: Long): Claim =
       val tasks = Vector.newBuilder[Claimed]
       var control: Option[Control] = None
       rows.foreach { r =>
@@ -151,7 +158,7 @@ object Sql:
             )
           case None => control = Some(Control(r.limited.getOrElse(false), r.heldBackMillis))
       }
-      Claim(tasks.result(), control)
+      Claim(tasks.result(), control, sentAt)
 
   /**
    * What a queue's controls did to a claim: `limited`, the queue has a limit on running tasks (finishing

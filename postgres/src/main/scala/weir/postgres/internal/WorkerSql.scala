@@ -19,23 +19,29 @@ private[postgres] final class WorkerSql(schema: Schema) extends SqlBase(schema):
   /**
    * A worker's beat, as one statement run in autocommit ([[Run.single]]), asking for an asynchronous commit
    * of its own: marks `owner` alive now (registering it again under the same id if a rescuer removed it),
-   * extends to `now + leaseMillis` the leases of the claims `tokens` that end within half a lease, and
-   * returns the tokens no running task holds any more (finished, or rescued by another worker) and those
-   * whose cancel was requested, with its reason (the fallback of a missed notification: see
+   * extends to `now + leaseMillis` the leases of the claims `due` (those of its claims the worker found
+   * due: [[Claims.due]]; the others are not read), and returns, of all its claims `tokens`, those no running
+   * task holds any more (finished, or rescued by another worker) and those whose cancel was requested, with
+   * its reason (the fallback of a missed notification: see
    * [[weir.postgres.TaskActions.cancel]]). One
    * statement, so that no transaction of the beat is ever left open on the server holding the worker's
    * row: a connection that goes silent between the statements of a transaction leaves it open until the
    * server's TCP gives up, and every later beat would wait on that row.
    */
-  def beat(owner: Long, name: String, beatEveryMillis: Long, tokens: Array[Long], leaseMillis: Long)
-      : ConnectionIO[Sql.Beat] =
+  def beat(
+      owner: Long,
+      name: String,
+      beatEveryMillis: Long,
+      tokens: Array[Long],
+      due: Array[Long],
+      leaseMillis: Long
+  ): ConnectionIO[Sql.Beat] =
     (const(s"WITH alive AS (INSERT INTO $workers (id, name, beat_every) VALUES (") ++
       fr0"$owner, $name, $beatEveryMillis * interval '1 millisecond'" ++
       const(") ON CONFLICT (id) DO UPDATE SET heartbeat_at = now() RETURNING 1)") ++
       const(s", extended AS (UPDATE $tasks SET lease_expires_at = now() + ") ++ fr0"$leaseMillis" ++
-      const(" * interval '1 millisecond' WHERE lease_token = ANY(") ++ fr0"$tokens" ++
-      const(") AND state = 'running' AND lease_expires_at < now() + ") ++ fr0"${leaseMillis / 2}" ++
-      const(" * interval '1 millisecond' RETURNING 1)") ++
+      const(" * interval '1 millisecond' WHERE lease_token = ANY(") ++ fr0"$due" ++
+      const(") AND state = 'running' RETURNING 1)") ++
       const(
         " SELECT h.token, t.cancel_requested FROM set_config('synchronous_commit', 'off', true) AS async, unnest("
       ) ++

@@ -16,9 +16,9 @@ import scala.concurrent.duration.*
  */
 class HeartbeatSuite extends DbSuite:
 
-  // a lease of 10 s, beats every 100 ms: a lease ending within 5 s is extended by the next beat
+  // a lease of a minute, beats every 50 ms: a claim whose lease is 15 s old is extended by the next beat
   private val config =
-    TestWorkers.config("h").copy(heartbeat = 100.millis, lease = 10.seconds, deadAfter = 5.seconds)
+    TestWorkers.config("h").copy(heartbeat = 100.millis, lease = 1.minute, deadAfter = 5.seconds)
 
   /** Runs the heartbeat of `held`, logging to `log`, until `done` holds, at most 30 s. */
   private def beating(db: weir.postgres.Database[IO], held: HeldClaims, log: Option[WorkerLog[IO]] = None)(
@@ -35,23 +35,28 @@ class HeartbeatSuite extends DbSuite:
       s"SELECT extract(epoch FROM lease_expires_at - now())::float8 FROM ${db.schema("tasks")} WHERE lease_token = $token"
     ).map(_.head)
 
-  withDb("a beat extends the leases of the claims it holds that end within half a lease, and only those") {
+  withDb(
+    "a beat extends the leases of its claims a quarter of a lease old, and leaves the others' rows alone"
+  ) {
     db =>
       HeldClaims.of(db, 3, config).use { held =>
-        val Vector(near, far, forgotten) = held.tokens
+        val Vector(due, fresh, forgotten) = held.tokens
         val tasks = db.schema("tasks")
+        val quarter = Heartbeat.extendAfter(config.lease).toNanos
         for
-          _ <- Rows.exec(
-            s"UPDATE $tasks SET lease_expires_at = now() + interval '1 second' WHERE lease_token IN ($near, $forgotten)"
-          )
+          // `due` and `forgotten` claimed a quarter of a lease ago, by this worker's clock; all three leases end
+          // in a second in the database, so a beat that extended one would show
+          _ <- IO(Vector(due, forgotten).foreach(t => held.claims(t).leaseFrom -= quarter))
+          _ <- Rows.exec(s"UPDATE $tasks SET lease_expires_at = now() + interval '1 second'")
           _ <- IO(held.worker.claims.finished(forgotten))
-          _ <- beating(db, held)(leaseSeconds(db, near).map(_ > 5))
-          farLease <- leaseSeconds(db, far)
+          _ <- beating(db, held)(leaseSeconds(db, due).map(_ > 5))
+          freshLease <- leaseSeconds(db, fresh)
           forgottenLease <- leaseSeconds(db, forgotten)
+          stillDue <- IO(held.worker.claims.due(System.nanoTime(), quarter).toSet)
         yield
-          // `far` ended in 10 s when claimed: more than half a lease, so left as it was (not pushed to 10 s again)
-          assert(farLease > 5 && farLease <= 10, s"far: $farLease s")
+          assert(freshLease <= 1, s"a claim not a quarter of a lease old is not extended: $freshLease s")
           assert(forgottenLease <= 1, s"a claim this worker forgot is not kept alive: $forgottenLease s")
+          assertEquals(stillDue, Set.empty[Long], "the extended claim's lease starts again from its beat")
       }
   }
 

@@ -51,5 +51,6 @@ object HeldClaims:
       claim <- Resource.eval(run(worker.sql.claim(config.queue, worker.owner, n, config.lease.toMillis)))
     yield
       val claimed = new Job.Claimed(worker.sql, config.keepCompleted, worker.liveness)
-      val held = claim.rows.map(r => r.token -> worker.claims.add(r.token, keyed = false, claimed)).toMap
+      val held =
+        claim.rows.map(r => r.token -> worker.claims.add(r.token, keyed = false, claimed, claim.sentAt)).toMap
       HeldClaims(worker, claim.rows.map(_.token), held)
