@@ -16,8 +16,8 @@ import scala.concurrent.duration.*
  *     pools), to wake up on LISTEN/NOTIFY and to hold a lock that the server frees when the process dies. Off behind a transaction-mode PgBouncer,
  *     which drops notifications and shares sessions: the worker then polls, and is judged dead by its
  *     heartbeat alone.
- *   - `heartbeat`: the period by which the worker is judged alive: it marks itself alive and extends its
- *     claims' leases twice per period, and a claim starts only while the last mark that committed is
+ *   - `heartbeat`: the period by which the worker is judged alive: it marks itself alive twice per period,
+ *     extending in the same statement its claims' leases that are due (`lease`), and a claim starts only while the last mark that committed is
  *     younger than three quarters of a period (see [[Job.tryStart]]).
  *   - `deadAfter`: a worker whose heartbeat is older than this is dead, and its running tasks are rescued
  *     by any other worker (the check runs every `heartbeat / 4`). A listening worker whose process died is
