@@ -9,9 +9,9 @@ import scala.concurrent.duration.FiniteDuration
 
 /**
  * Keeps a worker alive in the database: twice every `heartbeat` it writes its heartbeat (registering again if a
- * rescuer had removed it) and extends the leases of the claims it holds that it set or last extended a
- * quarter of a lease ago or more ([[extendAfter]]), and only those: a beat reads no row of the others. The
- * same statement names the claims whose rows are no longer this worker's: those another worker rescued
+ * rescuer had removed it) and extends the leases of the claims it holds that it claimed or last extended a
+ * quarter of a lease ago or more ([[extendAfter]], [[Claims.due]]), and only those. The same statement
+ * names, of all the claims it holds, those whose rows are no longer this worker's: those another worker rescued
  * are refused as taken in [[Claims]] and counted. It also names the claims whose cancel was requested, whose
  * tasks are told to stop: the fallback of the cancel's notification ([[WorkerSession]]).
  * Each beat that commits is reported to [[Liveness]] with the moment it was sent; beating twice per
