@@ -17,17 +17,17 @@ import scala.concurrent.duration.*
  *     which drops notifications and shares sessions: the worker then polls, and is judged dead by its
  *     heartbeat alone.
  *   - `heartbeat`: the period by which the worker is judged alive: it marks itself alive twice per period,
- *     extending in the same statement its claims' leases that are due (`lease`), and a claim starts only while the last mark that committed is
- *     younger than three quarters of a period (see [[Job.tryStart]]).
+ *     extending in the same statement its claims' leases that are due (`lease`), and a claim starts only
+ *     while the last mark that committed is younger than three quarters of a period (see [[Job.tryStart]]).
  *   - `deadAfter`: a worker whose heartbeat is older than this is dead, and its running tasks are rescued
  *     by any other worker (the check runs every `heartbeat / 4`). A listening worker whose process died is
  *     found sooner, once its session has ended and its heartbeat is one period late; `deadAfter` is for a
  *     lost machine or network, and for a live worker it is the longest pause (GC, a starved CPU, a
  *     database outage) it may take without its tasks being run again elsewhere.
  *   - `lease`: a claimed task's own lease, extended while its worker holds it (by a beat, once the lease is
- *     a quarter of a lease old); a task whose lease expired
- *     is rescued even if its worker still heartbeats (the rescuers look for expired leases every quarter of
- *     a lease: it is a claim its worker lost track of, which a live worker's beat never lets happen).
+ *     a quarter of a lease old); a task whose lease expired is rescued even if its worker still heartbeats
+ *     (the rescuers look for expired leases every quarter of a lease: it is a claim its worker lost track
+ *     of, which a live worker's beat never lets happen).
  *   - `backoff`: the wait before a failed task's next attempt, from its base, factor, maximum and jitter,
  *     and which errors are retried at all (`retryOn`); the number of attempts is each task's own
  *     `maxAttempts`, not the `Retry`'s.

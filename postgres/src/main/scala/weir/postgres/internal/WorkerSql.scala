@@ -20,7 +20,7 @@ private[postgres] final class WorkerSql(schema: Schema) extends SqlBase(schema):
    * A worker's beat, as one statement run in autocommit ([[Run.single]]), asking for an asynchronous commit
    * of its own: marks `owner` alive now (registering it again under the same id if a rescuer removed it),
    * extends to `now + leaseMillis` the leases of the claims `due` (those of its claims the worker found
-   * due: [[Claims.due]]; the others are not read), and returns, of all its claims `tokens`, those no running
+   * due: [[Claims.due]]; the others' rows are not written), and returns, of all its claims `tokens`, those no running
    * task holds any more (finished, or rescued by another worker) and those whose cancel was requested, with
    * its reason (the fallback of a missed notification: see
    * [[weir.postgres.TaskActions.cancel]]). One
